@@ -1,0 +1,147 @@
+package envelope
+
+import (
+	"fmt"
+	"strings"
+)
+
+// AddressKind classifies an address (spec "Addressing Scheme", DESIGN §3.3).
+type AddressKind int
+
+// The address kinds.
+const (
+	AddressInvalid  AddressKind = iota
+	AddressName                 // a simple name: CLAUDE, peer-1, Brother AI
+	AddressURL                  // scheme://…: claude://session/abc, human://…
+	AddressEmail                // email:user@host, or a bare user@host
+	AddressTel                  // tel:+1-555-0100
+	AddressSelector             // a group selector: @all, @peers, *
+)
+
+var addressKindNames = [...]string{"invalid", "name", "url", "email", "tel", "selector"}
+
+func (k AddressKind) String() string {
+	if int(k) < len(addressKindNames) {
+		return addressKindNames[k]
+	}
+	return fmt.Sprintf("AddressKind(%d)", int(k))
+}
+
+// Address is a parsed sender or receiver.
+type Address struct {
+	Kind AddressKind
+	Raw  string // as written
+	// Scheme is the URL scheme for AddressURL ("claude"), "email" or "tel"
+	// for those kinds, empty otherwise.
+	Scheme string
+	// Target is what the address points at: the name, the part after the
+	// scheme (without "//"), the mailbox, the number or the selector.
+	Target string
+}
+
+// ParseAddress classifies s. It returns an error naming what is wrong when
+// s is none of the kinds.
+func ParseAddress(s string) (Address, error) {
+	a := Address{Raw: s}
+	switch {
+	case s == "":
+		return a, fmt.Errorf("envelope: empty address")
+	case s == "*" || strings.HasPrefix(s, "@") && isNameChars(s[1:], false):
+		a.Kind, a.Target = AddressSelector, s
+		return a, nil
+	case hasPrefixFold(s, "email:"):
+		m := s[len("email:"):]
+		if i := strings.IndexByte(m, '?'); i >= 0 {
+			m = m[:i]
+		}
+		if !isMailbox(m) {
+			return a, fmt.Errorf("envelope: address %q: not an email address", s)
+		}
+		a.Kind, a.Scheme, a.Target = AddressEmail, "email", m
+		return a, nil
+	case hasPrefixFold(s, "tel:"):
+		n := s[len("tel:"):]
+		if n == "" || strings.Trim(n, "+-0123456789 ().") != "" {
+			return a, fmt.Errorf("envelope: address %q: not a telephone number", s)
+		}
+		a.Kind, a.Scheme, a.Target = AddressTel, "tel", n
+		return a, nil
+	}
+	if i := strings.Index(s, "://"); i > 0 {
+		scheme := s[:i]
+		if !isScheme(scheme) || len(s) == i+3 || strings.ContainsAny(s, " \t") {
+			return a, fmt.Errorf("envelope: address %q: malformed URL", s)
+		}
+		a.Kind, a.Scheme, a.Target = AddressURL, strings.ToLower(scheme), s[i+3:]
+		return a, nil
+	}
+	if strings.Contains(s, "@") {
+		if !isMailbox(s) {
+			return a, fmt.Errorf("envelope: address %q: not an email address", s)
+		}
+		a.Kind, a.Scheme, a.Target = AddressEmail, "email", s
+		return a, nil
+	}
+	if !isNameChars(s, true) {
+		return a, fmt.Errorf("envelope: address %q: not a name (letters, digits, _ . - and single inner spaces), URL, email:, tel: or selector", s)
+	}
+	a.Kind, a.Target = AddressName, s
+	return a, nil
+}
+
+// IsBroadcast reports whether a receiver means every actor: ALL, * or @all
+// (DESIGN §5.2).
+func IsBroadcast(to string) bool {
+	return to == "*" || strings.EqualFold(to, "ALL") || strings.EqualFold(to, "@all")
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+func isScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isNameChars reports whether s is letters, digits, '_', '.', '-', and (if
+// spaces) single spaces between other characters.
+func isNameChars(s string, spaces bool) bool {
+	if s == "" {
+		return false
+	}
+	prevSpace := true // forbids a leading space
+	for _, r := range s {
+		switch {
+		case r == ' ':
+			if !spaces || prevSpace {
+				return false
+			}
+			prevSpace = true
+			continue
+		case r == '_' || r == '.' || r == '-':
+		case r < 0x80 && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'):
+		case r >= 0x80 && isLetterOrDigit(r):
+		default:
+			return false
+		}
+		prevSpace = false
+	}
+	return !prevSpace
+}
+
+func isMailbox(s string) bool {
+	at := strings.LastIndexByte(s, '@')
+	if at <= 0 || at == len(s)-1 {
+		return false
+	}
+	return !strings.ContainsAny(s, " \t<>\",;") && !strings.Contains(s[at+1:], "@")
+}

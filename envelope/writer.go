@@ -1,0 +1,244 @@
+package envelope
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Writer writes envelopes in canonical form (DESIGN §3.2, docs/format.md
+// §10), separated by one blank line. Like go-imap's encoder it keeps the
+// first error: once a write fails, every later Write returns that error.
+//
+// Set Fence and V10 before the first Write.
+type Writer struct {
+	// Fence wraps each envelope in a ``` fence, longer when the envelope
+	// itself contains a backtick run, for chat UIs that collapse newlines.
+	Fence bool
+	// V10 writes the v1.0 form where the envelope was read in it: a
+	// `response: |` body with no intent line, and legacy intents as
+	// written (QUESTION rather than REQUEST).
+	V10 bool
+
+	w   io.Writer
+	n   int
+	err error
+}
+
+// NewWriter returns a Writer writing to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write writes e in canonical form. An envelope that cannot be written so
+// that it reads back the same (a value with a line break, a META key that
+// would end its block, …) is an error, and nothing of it is written.
+func (w *Writer) Write(e *Envelope) error {
+	if w.err != nil {
+		return w.err
+	}
+	b, err := marshal(e, w.V10)
+	if err != nil {
+		return err // the envelope's fault, not the stream's: not sticky
+	}
+	var out bytes.Buffer
+	if w.n > 0 {
+		out.WriteByte('\n')
+	}
+	if w.Fence {
+		fence := strings.Repeat("`", max(3, longestRun(b, '`')+1))
+		out.WriteString(fence + "\n")
+		out.Write(b)
+		out.WriteString(fence + "\n")
+	} else {
+		out.Write(b)
+	}
+	if _, err := w.w.Write(out.Bytes()); err != nil {
+		w.err = fmt.Errorf("envelope: write: %w", err)
+		return w.err
+	}
+	w.n++
+	return nil
+}
+
+// Marshal returns the canonical form of e. Marshal(Unmarshal(x)) is x for
+// every canonical x.
+func Marshal(e *Envelope) ([]byte, error) { return marshal(e, false) }
+
+// Unmarshal parses data, which must hold exactly one complete envelope
+// (text around it is allowed), in strict mode.
+func Unmarshal(data []byte) (*Envelope, error) {
+	r := NewReader(bytes.NewReader(data))
+	r.Strict = true
+	e, err := r.Next()
+	if err == io.EOF {
+		return nil, &SyntaxError{Code: CodeFormat, Msg: "no envelope found"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Next(); err != io.EOF {
+		return nil, &SyntaxError{Code: CodeFormat, Line: r.sc.line, Msg: "more than one envelope"}
+	}
+	return e, nil
+}
+
+// ErrInvalid is wrapped by every error Marshal returns for an envelope that
+// cannot be written.
+var ErrInvalid = errors.New("envelope: cannot be written")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+func marshal(e *Envelope, v10 bool) ([]byte, error) {
+	if err := checkWritable(e); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(e.Body) + 256)
+	fmt.Fprintf(&b, "[[%s→%s v1]]\n", e.From, e.To)
+	field := func(k, v string) {
+		if v != "" {
+			b.WriteString(k)
+			b.WriteString(": ")
+			b.WriteString(v)
+			b.WriteByte('\n')
+		}
+	}
+	field("user", e.User)
+	field("session", e.Session)
+	field("thread", e.Thread)
+	field("parent", e.Parent)
+	field("message", e.Message)
+	field("context", e.Context)
+	responseForm := v10 && e.ResponseForm && e.Intent == IntentRespond
+	switch {
+	case responseForm:
+	case v10 && e.LegacyIntent != "":
+		field("intent", e.LegacyIntent)
+	default:
+		field("intent", e.Intent)
+	}
+	for _, f := range e.Fields {
+		field(f.Key, f.Value)
+	}
+	for _, m := range e.Meta {
+		b.WriteString("\nmeta: " + m.Namespace + "\n")
+		for _, f := range m.Fields {
+			b.WriteString(f.Key)
+			b.WriteString(":")
+			if f.Value != "" {
+				b.WriteString(" " + f.Value)
+			}
+			b.WriteByte('\n')
+		}
+	}
+	if responseForm {
+		b.WriteString("\nresponse: |\n")
+	} else {
+		b.WriteString("\nbody: |\n")
+	}
+	if e.Body != "" {
+		for _, l := range strings.Split(e.Body, "\n") {
+			if l != "" {
+				b.WriteString("  ")
+				b.WriteString(l)
+			}
+			b.WriteByte('\n')
+		}
+	}
+	field("sig", e.Sig)
+	b.WriteString("[[END]]\n")
+	return b.Bytes(), nil
+}
+
+// checkWritable reports what in e would not read back as written.
+func checkWritable(e *Envelope) error {
+	for _, a := range [...]struct{ name, v string }{{"sender", e.From}, {"receiver", e.To}} {
+		switch {
+		case a.v == "":
+			return invalid("empty %s", a.name)
+		case a.v != strings.TrimSpace(a.v) || strings.ContainsAny(a.v, "\r\n"):
+			return invalid("%s %q has surrounding space or a line break", a.name, a.v)
+		case strings.Contains(a.v, "[[") || strings.Contains(a.v, "]]"):
+			return invalid("%s %q contains brackets", a.name, a.v)
+		}
+		for _, arrow := range arrows {
+			if strings.Contains(a.v, arrow) {
+				return invalid("%s %q contains an arrow", a.name, a.v)
+			}
+		}
+	}
+	if e.Intent == "" {
+		return invalid("missing intent")
+	}
+	values := [...]struct{ k, v string }{
+		{"user", e.User}, {"session", e.Session}, {"thread", e.Thread}, {"parent", e.Parent},
+		{"message", e.Message}, {"context", e.Context}, {"intent", e.Intent},
+		{"legacy_intent", e.LegacyIntent}, {"sig", e.Sig},
+	}
+	for _, f := range values {
+		if err := checkValue(f.k, f.v); err != nil {
+			return err
+		}
+	}
+	for _, f := range e.Fields {
+		if key, _, ok := topField([]byte(f.Key + ":")); !ok || len(key) != len(f.Key) || knownKey(key) >= 0 || f.Key == "meta" {
+			return invalid("unknown field key %q is not a lower-case key, or is reserved", f.Key)
+		}
+		if f.Value == "" {
+			return invalid("unknown field %q has an empty value", f.Key)
+		}
+		if err := checkValue(f.Key, f.Value); err != nil {
+			return err
+		}
+	}
+	for _, m := range e.Meta {
+		if m.Namespace == "" {
+			return invalid("META block without a namespace")
+		}
+		if err := checkValue("meta", m.Namespace); err != nil {
+			return err
+		}
+		for _, f := range m.Fields {
+			key, _, ok := metaField([]byte(f.Key + ":"))
+			if !ok || len(key) != len(f.Key) {
+				return invalid("META key %q is not a valid key", f.Key)
+			}
+			if tk, _, ok := topField([]byte(f.Key + ":")); ok && (knownKey(tk) >= 0 || f.Key == "meta") {
+				return invalid("META key %q would end its block", f.Key)
+			}
+			if err := checkValue(f.Key, f.Value); err != nil {
+				return err
+			}
+		}
+	}
+	if strings.ContainsRune(e.Body, '\r') {
+		return invalid("body contains a carriage return")
+	}
+	return nil
+}
+
+func checkValue(k, v string) error {
+	if strings.ContainsAny(v, "\r\n") {
+		return invalid("%s value contains a line break", k)
+	}
+	if v != strings.Trim(v, " \t") {
+		return invalid("%s value %q has surrounding space", k, v)
+	}
+	return nil
+}
+
+func longestRun(b []byte, c byte) int {
+	best, n := 0, 0
+	for _, x := range b {
+		if x == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
+}
