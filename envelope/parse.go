@@ -7,10 +7,10 @@ import (
 type parseMode int
 
 const (
-	modeFields  parseMode = iota // top-level fields
-	modeMeta                     // inside a META block
-	modeBody                     // inside the body block
-	modeAfterSig                 // after sig:, waiting for [[END]]
+	modeFields   parseMode = iota // top-level fields
+	modeMeta                      // inside a META block
+	modeBody                      // inside the body block
+	modeAfterSig                  // after sig:, waiting for [[END]]
 )
 
 // The known top-level keys (DESIGN §3.1). body and response share a slot.
