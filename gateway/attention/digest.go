@@ -1,0 +1,75 @@
+package attention
+
+import (
+	"slices"
+	"time"
+)
+
+// Summary is a digest for one agent: the events Decide gave injection
+// digest (BROADCAST status traffic), grouped by group and context, without
+// any body text (C2A "digest"). Its Policy is always must_not_respond: an
+// event with an explicit mention or assignment is never digested.
+type Summary struct {
+	Agent   string         `json:"agent"`
+	Policy  Policy         `json:"policy"`
+	At      time.Time      `json:"at"`
+	Count   int            `json:"count"`
+	Entries []SummaryEntry `json:"entries,omitempty"`
+}
+
+// SummaryEntry is one group and context of a Summary.
+type SummaryEntry struct {
+	Group    string    `json:"group,omitempty"`
+	Context  string    `json:"context,omitempty"`
+	Topic    string    `json:"topic"`   // as in a Knock: made from intent + context
+	Authors  []string  `json:"authors"` // in order of first appearance
+	Count    int       `json:"count"`
+	EventIDs []string  `json:"event_ids"`
+	FirstSeq int64     `json:"first_seq"`
+	LastSeq  int64     `json:"last_seq"`
+	First    time.Time `json:"first,omitzero"`
+	Last     time.Time `json:"last,omitzero"`
+}
+
+// Summarize builds agent a's digest of events at now. It keeps the events
+// that Decide(ev, a, st, now) gives injection digest and groups them by
+// (group, context), entries ordered by their first appearance in events
+// (pass events in ledger order). Other events are skipped, so the caller
+// may pass a whole window of the ledger.
+func Summarize(events []Event, a Agent, st State, now time.Time) Summary {
+	s := Summary{Agent: a.ID, Policy: MustNotRespond, At: now}
+	type key struct{ group, context string }
+	index := map[key]int{}
+	for _, ev := range events {
+		if Decide(ev, a, st, now).Injection != Digest {
+			continue
+		}
+		k := key{ev.Group, ev.Context}
+		i, ok := index[k]
+		if !ok {
+			i = len(s.Entries)
+			index[k] = i
+			s.Entries = append(s.Entries, SummaryEntry{
+				Group: ev.Group, Context: ev.Context, Topic: Topic(ev),
+				FirstSeq: ev.Seq, LastSeq: ev.Seq, First: ev.CreatedAt, Last: ev.CreatedAt,
+			})
+		}
+		e := &s.Entries[i]
+		e.Count++
+		e.EventIDs = append(e.EventIDs, ev.ID)
+		if !slices.Contains(e.Authors, ev.From) {
+			e.Authors = append(e.Authors, ev.From)
+		}
+		e.FirstSeq, e.LastSeq = min(e.FirstSeq, ev.Seq), max(e.LastSeq, ev.Seq)
+		if !ev.CreatedAt.IsZero() {
+			if e.First.IsZero() || ev.CreatedAt.Before(e.First) {
+				e.First = ev.CreatedAt
+			}
+			if ev.CreatedAt.After(e.Last) {
+				e.Last = ev.CreatedAt
+			}
+		}
+		s.Count++
+	}
+	return s
+}
