@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# deps.sh installs what the test suite needs and is not already here:
+# Go tools via `go install` and, on Debian as root, the packages for the
+# real-server tests. It is idempotent and quick when everything is present.
+set -euo pipefail
+
+
+gobin="$(go env GOPATH)/bin"
+export PATH="$gobin:$PATH"
+if ! command -v staticcheck >/dev/null 2>&1; then
+  echo "deps: installing staticcheck"
+  go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+
+# Debian packages for the real-server tests (transports).
+pkgs=()
+need() { command -v "$1" >/dev/null 2>&1 || pkgs+=("$2"); }
+# (filled in as transports land)
+
+if [ ${#pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "deps: installing ${pkgs[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}"
+  else
+    echo "deps: missing ${pkgs[*]}: install them (Debian: apt-get install ${pkgs[*]})" >&2
+  fi
+fi
