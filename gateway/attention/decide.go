@@ -300,7 +300,7 @@ func policy(ev Event, a Agent, st State, now time.Time, d Directedness, v via) (
 //   - a's own events, and bookkeeping kinds (chat.read, system.notify_ack,
 //     x.crosstalk.claim, x.crosstalk.disposition): must_not_respond;
 //   - ACK, NACK, BROADCAST, CLOSE, REVOKE: must_not_respond — except that a
-//     to_me CLOSE/BROADCAST/REVOKE with priority "attention" or RequiresAck
+//     to_me CLOSE or REVOKE with priority "attention" or RequiresAck
 //     is ack_only, since its chat.ack is still owed (CCCS §6.2);
 //   - to_me: REQUEST, ESCALATE, HANDOFF, POLL → must_respond; RESPOND,
 //     ERROR, unknown → may_respond;

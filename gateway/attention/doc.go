@@ -52,8 +52,8 @@
 //     to_me carry poll_target, assignment, escalation.
 //  4. ack_only: DESIGN §5.4 makes ACK, NACK, BROADCAST, CLOSE and REVOKE
 //     must_not_respond, and C2A's "Thanks or acknowledgement" row says
-//     ack_only. We follow DESIGN, except that a to_me CLOSE, BROADCAST or
-//     REVOKE whose priority is "attention" (or RequiresAck) is ack_only:
+//     ack_only. We follow DESIGN, except that a to_me CLOSE or REVOKE whose
+//     priority is "attention" (or RequiresAck) is ack_only:
 //     CCCS §6.2 still asks the receiver for a chat.ack, and nothing more.
 //  5. Injection for to_me events with nothing to answer (ACK, NACK, CLOSE,
 //     ack_only) is notify, not buffered: C2A's matrix says "notify or
@@ -83,35 +83,35 @@
 //     State.LastSeen is judged by its claim time. With the default 10 min
 //     TTL a claim expires before its holder can go stale; stale takeover
 //     matters only for longer TTLs.
-// 10. Own events (From equals the agent) are must_not_respond, silent.
+//  10. Own events (From equals the agent) are must_not_respond, silent.
 //     Bookkeeping kinds (chat.read, system.notify_ack, x.crosstalk.claim,
 //     x.crosstalk.disposition) are must_not_respond, silent.
-// 11. Events without an intent: a chat.message (or no kind) reads as
+//  11. Events without an intent: a chat.message (or no kind) reads as
 //     REQUEST (C2A's "DM to this session" row), chat.ack and chat.reaction
 //     as ACK. v1.0 legacy intents are mapped as in DESIGN §3.1. Any other
 //     intent is unknown: to_me may_respond (reason unknown_intent), never
 //     forced and never muted; to_my_role follows the claim rules.
-// 12. Deadlines: must_respond and ack_only events get Event.Deadline, or
+//  12. Deadlines: must_respond and ack_only events get Event.Deadline, or
 //     CreatedAt + 5 min (C2A's example deadlineMs 300000). At or past the
 //     deadline the delivery is Expired and must_respond becomes may_respond
 //     (C2A "Stale Events"), keeping its reason.
-// 13. Knock topic: "<intent> about <context>" in lower case ("request about
+//  13. Knock topic: "<intent> about <context>" in lower case ("request about
 //     deploy"), or just the intent. The context comes from the sender, so it
 //     is cleaned (control and format characters removed, spaces collapsed,
 //     at most 64 runes). Where is "thread:<id>" or "group:<id>"; PullWith is
 //     chat.read_thread or chat.list_events.
-// 14. Buffering: batches are keyed by (agent, group, thread, author). A
+//  14. Buffering: batches are keyed by (agent, group, thread, author). A
 //     fragment 3 s or more after the previous one, or 30 s or more after
 //     the batch's first, starts a new batch; a batch is ready at
 //     last+3 s or first+30 s, whichever is first (both inclusive). An
 //     Immediate fragment flushes its batch at once; an edit (Supersedes)
 //     drops the edited fragment from the batch.
-// 15. Liveness: a zero last-seen is evicted; a last-seen in the future
+//  15. Liveness: a zero last-seen is evicted; a last-seen in the future
 //     (clock skew) is active. Boundaries are inclusive as in Beadboard
 //     §4.3: exactly 15 min is stale, exactly 30 min is evicted.
-// 16. Signal glyphs: the spec copy lost the glyphs of claimed, done and
+//  16. Signal glyphs: the spec copy lost the glyphs of claimed, done and
 //     unclear; this package uses ✋, ✅ and ❓.
-// 17. Dispositions: must_respond is settled by responded, acknowledged,
+//  17. Dispositions: must_respond is settled by responded, acknowledged,
 //     deferred, superseded or failed (C2A), not by claimed or ignored.
 //     The relay actions ack, claim, defer, resolve record acknowledged,
 //     claimed, deferred, responded.
