@@ -1,0 +1,659 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// schemaVersion is stored in PRAGMA user_version.
+const schemaVersion = 1
+
+const schema = `
+CREATE TABLE IF NOT EXISTS events (
+	id         TEXT    NOT NULL UNIQUE,
+	group_id   TEXT    NOT NULL,
+	seq        INTEGER NOT NULL,
+	ts         TEXT    NOT NULL,
+	kind       TEXT    NOT NULL,
+	scope_key  TEXT    NOT NULL,
+	by_        TEXT    NOT NULL,
+	data       TEXT    NOT NULL,
+	dedupe_key TEXT    UNIQUE,
+	v          INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_group_seq ON events (group_id, seq);
+CREATE TABLE IF NOT EXISTS groups (
+	group_id TEXT    NOT NULL PRIMARY KEY,
+	last_seq INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cursors (
+	group_id   TEXT    NOT NULL,
+	actor      TEXT    NOT NULL,
+	event_id   TEXT    NOT NULL,
+	seq        INTEGER NOT NULL,
+	updated_at TEXT    NOT NULL,
+	PRIMARY KEY (group_id, actor)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS claims (
+	group_id   TEXT    NOT NULL,
+	event_id   TEXT    NOT NULL,
+	actor      TEXT    NOT NULL,
+	claimed_at INTEGER NOT NULL, -- Unix nanoseconds
+	expires_at INTEGER NOT NULL, -- Unix nanoseconds
+	PRIMARY KEY (group_id, event_id)
+) WITHOUT ROWID;
+`
+
+// eventCols is the column list scanEvent reads.
+const eventCols = `id, ts, seq, kind, group_id, scope_key, by_, data, dedupe_key, v`
+
+// Defaults for Options.
+const (
+	DefaultBusyTimeout = 5 * time.Second
+	DefaultMaxBatch    = 1024
+)
+
+// followPage is how many events Follow reads per query.
+const followPage = 256
+
+// Options configures Open. The zero value (or nil) means defaults.
+type Options struct {
+	// Logger receives debug records about commits and errors; nil
+	// discards them. Event data is never logged.
+	Logger *slog.Logger
+	// BusyTimeout is how long a connection waits for a lock held by
+	// another connection or process; 0 means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	// MaxBatch caps how many queued write operations one transaction
+	// takes; 0 means DefaultMaxBatch.
+	MaxBatch int
+	// ReadConns caps the read-only connection pool; 0 means
+	// max(4, GOMAXPROCS).
+	ReadConns int
+	// Now is the clock that stamps appended events; nil means time.Now.
+	// Within one Store, ts never goes backwards even if the clock does.
+	Now func() time.Time
+}
+
+// Store is a ledger.Store backed by one SQLite file. Create it with Open
+// and release it with Close.
+type Store struct {
+	path     string
+	log      *slog.Logger
+	now      func() time.Time
+	maxBatch int
+
+	wdb   *sql.DB // one connection, used only by the writer goroutine
+	rdb   *sql.DB // read-only pool
+	stmts [numStmts]*sql.Stmt
+
+	mu      sync.RWMutex // guards closed against sends on queue
+	closed  bool
+	queue   chan *op
+	closing chan struct{} // closed when Close starts
+	done    chan struct{} // closed when the writer has exited
+
+	closeOnce sync.Once
+	closeErr  error
+
+	notes notifier
+
+	lastTS time.Time // writer goroutine only
+}
+
+var _ ledger.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the ledger database at path, a file
+// name. The directory must exist. ctx bounds only the opening itself.
+func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = max(4, runtime.GOMAXPROCS(0))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if path == "" || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("sqlite: open %q: want a file name", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+	}
+
+	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", o.BusyTimeout.Milliseconds())
+	wdb, err := sql.Open("sqlite", dsn(abs, busy, "_pragma=journal_mode(WAL)", "_pragma=synchronous(FULL)", "_txlock=immediate"))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+
+	s := &Store{
+		path:     abs,
+		log:      o.Logger,
+		now:      o.Now,
+		maxBatch: o.MaxBatch,
+		wdb:      wdb,
+		queue:    make(chan *op, o.MaxBatch),
+		closing:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	s.notes.init()
+	if err := s.migrate(ctx); err != nil {
+		wdb.Close()
+		return nil, err
+	}
+	rdb, err := sql.Open("sqlite", dsn(abs, busy, "_pragma=query_only(1)"))
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	rdb.SetMaxOpenConns(o.ReadConns)
+	rdb.SetMaxIdleConns(o.ReadConns)
+	s.rdb = rdb
+	for i, q := range stmtText {
+		st, err := wdb.PrepareContext(ctx, q)
+		if err != nil {
+			s.closeDBs()
+			return nil, fmt.Errorf("sqlite: open %s: prepare %q: %w", abs, q, err)
+		}
+		s.stmts[i] = st
+	}
+	go s.writer()
+	s.log.Debug("sqlite: opened ledger", "path", abs)
+	return s, nil
+}
+
+// dsn makes a driver name for the file at abs with the given parameters.
+func dsn(abs string, params ...string) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: strings.Join(params, "&")}
+	return u.String()
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	var mode string
+	if err := s.wdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("sqlite: open %s: journal mode is %q, not wal", s.path, mode)
+	}
+	var version int
+	if err := s.wdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	if version > schemaVersion {
+		return fmt.Errorf("sqlite: open %s: schema version %d is newer than this program's %d", s.path, version, schemaVersion)
+	}
+	if version == schemaVersion {
+		return nil
+	}
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		return fmt.Errorf("sqlite: open %s: create schema: %w", s.path, err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: open %s: create schema: %w", s.path, err)
+	}
+	return nil
+}
+
+// Path returns the absolute name of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close waits for the queued writes to commit, then closes the database.
+// Calls after the first return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		close(s.closing)
+		s.mu.Unlock()
+		close(s.queue) // no sender holds s.mu now, and none will send again
+		<-s.done
+		s.closeErr = s.closeDBs()
+		s.log.Debug("sqlite: closed ledger", "path", s.path)
+	})
+	return s.closeErr
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	for _, st := range s.stmts {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	errs = append(errs, s.wdb.Close())
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *Store) isClosed() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// readErr turns an error of the read pool into the package's form.
+func (s *Store) readErr(what string, err error) error {
+	if s.isClosed() {
+		return fmt.Errorf("sqlite: %s: %w", what, ledger.ErrClosed)
+	}
+	return fmt.Errorf("sqlite: %s: %w", what, err)
+}
+
+// Append implements ledger.Store.
+func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Result, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	norm := make([]ledger.Record, len(recs))
+	for i, r := range recs {
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("sqlite: append record %d: %w", i, err)
+		}
+		r.Data, _ = ledger.NormalizeData(r.Data) // checked by Validate
+		norm[i] = r
+	}
+	res := make([]ledger.Result, len(norm))
+	err := s.submit(ctx, func(w *wtx) error {
+		for i, r := range norm {
+			var err error
+			if res[i], err = w.append(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: append: %w", err)
+	}
+	return res, nil
+}
+
+// ImportEvents implements ledger.Store.
+func (s *Store) ImportEvents(ctx context.Context, evs []ledger.Event) (int, error) {
+	norm := make([]ledger.Event, 0, len(evs))
+	var verr error
+	for _, ev := range evs {
+		if err := ev.Validate(); err != nil {
+			verr = err
+			break
+		}
+		ev.Data, _ = ledger.NormalizeData(ev.Data) // checked by Validate
+		norm = append(norm, ev)
+	}
+	n := 0
+	if len(norm) > 0 {
+		var ierr error
+		err := s.submit(ctx, func(w *wtx) error {
+			// Each event is kept as it succeeds: the refusal of one
+			// does not undo the ones before it.
+			for _, ev := range norm {
+				if ierr = w.importEvent(ev); ierr != nil {
+					return nil
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("sqlite: import: %w", err)
+		}
+		if ierr != nil {
+			return n, fmt.Errorf("sqlite: import event %s: %w", norm[n].ID, ierr)
+		}
+	}
+	if verr != nil {
+		return n, fmt.Errorf("sqlite: import: %w", verr)
+	}
+	return n, nil
+}
+
+// Get implements ledger.Store.
+func (s *Store) Get(ctx context.Context, id string) (ledger.Event, error) {
+	return s.getOne(ctx, "get "+id, `SELECT `+eventCols+` FROM events WHERE id = ?`, id)
+}
+
+// GetByDedupeKey implements ledger.Store.
+func (s *Store) GetByDedupeKey(ctx context.Context, key string) (ledger.Event, error) {
+	if key == "" {
+		return ledger.Event{}, fmt.Errorf("sqlite: get by dedupe key: empty key: %w", ledger.ErrNotFound)
+	}
+	return s.getOne(ctx, fmt.Sprintf("get by dedupe key %q", key), `SELECT `+eventCols+` FROM events WHERE dedupe_key = ?`, key)
+}
+
+func (s *Store) getOne(ctx context.Context, what, q string, arg any) (ledger.Event, error) {
+	if s.isClosed() {
+		return ledger.Event{}, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrClosed)
+	}
+	ev, err := scanEvent(s.rdb.QueryRowContext(ctx, q, arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.Event{}, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.Event{}, s.readErr(what, err)
+	}
+	return ev, nil
+}
+
+// Range implements ledger.Store.
+func (s *Store) Range(ctx context.Context, group string, sinceSeq int64, kinds []string, limit int) ([]ledger.Event, error) {
+	what := fmt.Sprintf("range %q", group)
+	if s.isClosed() {
+		return nil, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrClosed)
+	}
+	var q strings.Builder
+	args := []any{group, sinceSeq}
+	q.WriteString(`SELECT ` + eventCols + ` FROM events WHERE group_id = ? AND seq > ?`)
+	if len(kinds) > 0 {
+		q.WriteString(` AND kind IN (?` + strings.Repeat(`, ?`, len(kinds)-1) + `)`)
+		for _, k := range kinds {
+			args = append(args, k)
+		}
+	}
+	q.WriteString(` ORDER BY seq`)
+	if limit > 0 {
+		q.WriteString(` LIMIT ?`)
+		args = append(args, limit)
+	}
+	rows, err := s.rdb.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, s.readErr(what, err)
+	}
+	defer rows.Close()
+	var evs []ledger.Event
+	for rows.Next() {
+		ev, err := scanEvent(rows)
+		if err != nil {
+			return nil, s.readErr(what, err)
+		}
+		evs = append(evs, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(what, err)
+	}
+	return evs, nil
+}
+
+// Groups implements ledger.Store.
+func (s *Store) Groups(ctx context.Context) ([]ledger.Group, error) {
+	if s.isClosed() {
+		return nil, fmt.Errorf("sqlite: groups: %w", ledger.ErrClosed)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT group_id, last_seq FROM groups ORDER BY group_id`)
+	if err != nil {
+		return nil, s.readErr("groups", err)
+	}
+	defer rows.Close()
+	var gs []ledger.Group
+	for rows.Next() {
+		var g ledger.Group
+		if err := rows.Scan(&g.ID, &g.LastSeq); err != nil {
+			return nil, s.readErr("groups", err)
+		}
+		gs = append(gs, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr("groups", err)
+	}
+	return gs, nil
+}
+
+// Follow implements ledger.Store. It reads the store in pages by seq and,
+// when it has caught up, waits for the writer to signal a commit to the
+// group; the signal is taken before each read, so a commit between the
+// read and the wait is not missed.
+func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[ledger.Event, error] {
+	return func(yield func(ledger.Event, error) bool) {
+		last := sinceSeq
+		for {
+			wake := s.notes.wait(group)
+			evs, err := s.Range(ctx, group, last, nil, followPage)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				yield(ledger.Event{}, fmt.Errorf("sqlite: follow %q: %w", group, err))
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+				last = ev.Seq
+			}
+			if len(evs) == followPage {
+				continue
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				return
+			case <-s.closing:
+				yield(ledger.Event{}, fmt.Errorf("sqlite: follow %q: %w", group, ledger.ErrClosed))
+				return
+			}
+		}
+	}
+}
+
+// SetCursor implements ledger.Store.
+func (s *Store) SetCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
+	if group == "" || actor == "" || eventID == "" {
+		return ledger.Cursor{}, fmt.Errorf("sqlite: set cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
+	}
+	c := ledger.Cursor{GroupID: group, Actor: actor, EventID: eventID}
+	err := s.submit(ctx, func(w *wtx) error {
+		seq, err := w.eventSeq(group, eventID)
+		if err != nil {
+			return err
+		}
+		c.Seq = seq
+		_, err = w.stmt(stUpsertCursor).Exec(group, actor, eventID, seq, ledger.FormatTime(w.s.now()))
+		return err
+	})
+	if err != nil {
+		return ledger.Cursor{}, fmt.Errorf("sqlite: set cursor %q/%q: %w", group, actor, err)
+	}
+	return c, nil
+}
+
+// GetCursor implements ledger.Store.
+func (s *Store) GetCursor(ctx context.Context, group, actor string) (ledger.Cursor, error) {
+	what := fmt.Sprintf("get cursor %q/%q", group, actor)
+	if s.isClosed() {
+		return ledger.Cursor{}, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrClosed)
+	}
+	c := ledger.Cursor{GroupID: group, Actor: actor}
+	err := s.rdb.QueryRowContext(ctx, `SELECT event_id, seq FROM cursors WHERE group_id = ? AND actor = ?`, group, actor).Scan(&c.EventID, &c.Seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.Cursor{}, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.Cursor{}, s.readErr(what, err)
+	}
+	return c, nil
+}
+
+// Claim implements ledger.Store.
+func (s *Store) Claim(ctx context.Context, group, eventID, actor string, ttl time.Duration, now time.Time) (ledger.Claim, error) {
+	if group == "" || actor == "" || eventID == "" {
+		return ledger.Claim{}, fmt.Errorf("sqlite: claim: %w: empty group, actor or event id", ledger.ErrInvalid)
+	}
+	if ttl <= 0 {
+		return ledger.Claim{}, fmt.Errorf("sqlite: claim: %w: ttl %v", ledger.ErrInvalid, ttl)
+	}
+	var c ledger.Claim
+	var claimed bool
+	err := s.submit(ctx, func(w *wtx) error {
+		if _, err := w.eventSeq(group, eventID); err != nil {
+			return err
+		}
+		cur, ok, err := w.claim(group, eventID)
+		if err != nil {
+			return err
+		}
+		if ok && cur.Actor != actor && !cur.Expired(now) {
+			c, claimed = cur, true
+			return nil
+		}
+		c = ledger.Claim{GroupID: group, EventID: eventID, Actor: actor, ClaimedAt: now, ExpiresAt: now.Add(ttl)}
+		if ok && cur.Actor == actor && !cur.Expired(now) {
+			c.ClaimedAt = cur.ClaimedAt // a renewal
+		}
+		_, err = w.stmt(stUpsertClaim).Exec(group, eventID, actor, c.ClaimedAt.UnixNano(), c.ExpiresAt.UnixNano())
+		return err
+	})
+	if err != nil {
+		return ledger.Claim{}, fmt.Errorf("sqlite: claim %s: %w", eventID, err)
+	}
+	c.ClaimedAt, c.ExpiresAt = c.ClaimedAt.UTC(), c.ExpiresAt.UTC()
+	if claimed {
+		return c, fmt.Errorf("sqlite: claim %s: held by %q until %s: %w", eventID, c.Actor, c.ExpiresAt.Format(time.RFC3339), ledger.ErrClaimed)
+	}
+	return c, nil
+}
+
+// ReleaseClaim implements ledger.Store.
+func (s *Store) ReleaseClaim(ctx context.Context, group, eventID, actor string) error {
+	err := s.submit(ctx, func(w *wtx) error {
+		cur, ok, err := w.claim(group, eventID)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return ledger.ErrNotFound
+		case cur.Actor != actor:
+			return fmt.Errorf("held by %q: %w", cur.Actor, ledger.ErrClaimed)
+		}
+		_, err = w.stmt(stDeleteClaim).Exec(group, eventID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: release claim %s: %w", eventID, err)
+	}
+	return nil
+}
+
+// GetClaim implements ledger.Store.
+func (s *Store) GetClaim(ctx context.Context, group, eventID string, now time.Time) (ledger.Claim, error) {
+	what := fmt.Sprintf("get claim %s", eventID)
+	if s.isClosed() {
+		return ledger.Claim{}, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrClosed)
+	}
+	c, err := scanClaim(s.rdb.QueryRowContext(ctx, `SELECT actor, claimed_at, expires_at FROM claims WHERE group_id = ? AND event_id = ?`, group, eventID), group, eventID)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && c.Expired(now) {
+		return ledger.Claim{}, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.Claim{}, s.readErr(what, err)
+	}
+	return c, nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+func scanEvent(r scanner) (ledger.Event, error) {
+	var (
+		ev    ledger.Event
+		data  []byte
+		dedup sql.NullString
+	)
+	if err := r.Scan(&ev.ID, &ev.TS, &ev.Seq, &ev.Kind, &ev.GroupID, &ev.ScopeKey, &ev.By, &data, &dedup, &ev.V); err != nil {
+		return ledger.Event{}, err
+	}
+	ev.Data = data
+	ev.DedupeKey = dedup.String
+	return ev, nil
+}
+
+func scanClaim(r scanner, group, eventID string) (ledger.Claim, error) {
+	var (
+		c         = ledger.Claim{GroupID: group, EventID: eventID}
+		at, until int64
+	)
+	if err := r.Scan(&c.Actor, &at, &until); err != nil {
+		return ledger.Claim{}, err
+	}
+	c.ClaimedAt, c.ExpiresAt = time.Unix(0, at).UTC(), time.Unix(0, until).UTC()
+	return c, nil
+}
+
+// notifier wakes followers of a group after a commit. wait returns a
+// channel that notify closes; each notify replaces the channel, so it
+// never blocks and a waiter can never miss the commit after its wait.
+type notifier struct {
+	mu    sync.Mutex
+	chans map[string]chan struct{}
+}
+
+func (n *notifier) init() { n.chans = make(map[string]chan struct{}) }
+
+func (n *notifier) wait(group string) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ch, ok := n.chans[group]
+	if !ok {
+		ch = make(chan struct{})
+		n.chans[group] = ch
+	}
+	return ch
+}
+
+func (n *notifier) notify(group string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ch, ok := n.chans[group]; ok {
+		close(ch)
+		delete(n.chans, group)
+	}
+}
