@@ -244,8 +244,10 @@ func parseHeader(line []byte) header {
 		h.kind, h.detail = headerMalformed, "empty sender"
 	case h.to == "":
 		h.kind, h.detail = headerMalformed, "empty receiver"
-	case strings.Contains(h.from, "[[") || strings.Contains(h.to, "[[") || strings.Contains(h.to, "]]"):
+	case strings.Contains(h.from, "[[") || strings.Contains(h.from, "]]") || strings.Contains(h.to, "[[") || strings.Contains(h.to, "]]"):
 		h.kind, h.detail = headerMalformed, "brackets inside an address"
+	case strings.Contains(h.to, "→") || strings.Contains(h.to, "->") || strings.Contains(h.to, "=>"):
+		h.kind, h.detail = headerMalformed, "more than one arrow"
 	default:
 		h.kind, h.version = headerOK, 1
 	}

@@ -121,7 +121,12 @@ func marshal(e *Envelope, v10 bool) ([]byte, error) {
 		field("intent", e.Intent)
 	}
 	for _, f := range e.Fields {
-		field(f.Key, f.Value)
+		b.WriteString(f.Key)
+		b.WriteString(":")
+		if f.Value != "" {
+			b.WriteString(" " + f.Value)
+		}
+		b.WriteByte('\n')
 	}
 	for _, m := range e.Meta {
 		b.WriteString("\nmeta: " + m.Namespace + "\n")
@@ -186,9 +191,6 @@ func checkWritable(e *Envelope) error {
 	for _, f := range e.Fields {
 		if key, _, ok := topField([]byte(f.Key + ":")); !ok || len(key) != len(f.Key) || knownKey(key) >= 0 || f.Key == "meta" {
 			return invalid("unknown field key %q is not a lower-case key, or is reserved", f.Key)
-		}
-		if f.Value == "" {
-			return invalid("unknown field %q has an empty value", f.Key)
 		}
 		if err := checkValue(f.Key, f.Value); err != nil {
 			return err
