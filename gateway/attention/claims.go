@@ -14,22 +14,24 @@ const DefaultClaimTTL = 10 * time.Minute
 // thread, kept for information. A claim with Event empty covers every event
 // of Thread. An event claim takes precedence over a thread claim.
 type Claim struct {
-	Event     string    `json:"event,omitempty"`
-	Thread    string    `json:"thread,omitempty"`
-	Holder    string    `json:"holder"`
-	ClaimedAt time.Time `json:"claimed_at"`
+	Event     string    `json:"event,omitempty"`  // claimed event id, or "" for a thread claim
+	Thread    string    `json:"thread,omitempty"` // claimed thread, or the claimed event's thread
+	Holder    string    `json:"holder"`           // agent id
+	ClaimedAt time.Time `json:"claimed_at"`       // first grant; kept across renewals
 	// RenewedAt is the last renewal, zero if never renewed.
 	RenewedAt time.Time `json:"renewed_at,omitzero"`
+	// ExpiresAt ends the claim: at and after it the claim is not in force.
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // ClaimRequest asks for a claim on Event (or, with Event empty, on Thread).
 type ClaimRequest struct {
-	Agent string `json:"agent"`
+	Agent string `json:"agent"` // the requesting agent's id
 	// Event to claim. When Event is set, Thread should be the event's
 	// thread: a claim in force on that thread by another agent blocks the
 	// request.
-	Event  string `json:"event,omitempty"`
+	Event string `json:"event,omitempty"`
+	// Thread to claim when Event is empty.
 	Thread string `json:"thread,omitempty"`
 	// TTL of the claim; zero means DefaultClaimTTL.
 	TTL time.Duration `json:"ttl,omitempty"`
@@ -65,7 +67,7 @@ func (o ClaimOutcome) String() string { return string(o) }
 // that was replaced or released (an expired claim, an evicted or stale
 // holder's), zero if none; PreviousLiveness is its holder's liveness then.
 type ClaimDecision struct {
-	Outcome          ClaimOutcome `json:"outcome"`
+	Outcome          ClaimOutcome `json:"outcome"` // see ClaimDecision
 	Claim            Claim        `json:"claim"`
 	Previous         Claim        `json:"previous,omitzero"`
 	PreviousLiveness Liveness     `json:"previous_liveness,omitempty"`

@@ -46,7 +46,7 @@ type Event struct {
 
 // Agent is one agent (or the human user) the relay computes attention for.
 type Agent struct {
-	ID string `json:"id"`
+	ID string `json:"id"` // actor id, as in Event.From and Event.To
 	// Roles the agent holds. A recipient token "@x" or "x" reaches the agent
 	// when x is one of its roles; the CCCS selectors map to roles:
 	// @peers→"peer", @foreman→"foreman", @user→"user".
@@ -71,28 +71,29 @@ type State struct {
 // by the relay from context + intent, and the tool that pulls the content.
 // It never holds body text.
 type Knock struct {
-	From         string       `json:"from"`
-	Where        string       `json:"where"` // "thread:<id>" or "group:<id>"
-	Directedness Directedness `json:"directedness"`
-	Policy       Policy       `json:"policy"`
-	Priority     string       `json:"priority"` // "urgent", "high", "low", "attention" or "normal"
-	Topic        string       `json:"topic"`
-	PullWith     string       `json:"pull_with"` // "chat.read_thread" or "chat.list_events"
+	From         string       `json:"from"`         // author actor id
+	Where        string       `json:"where"`        // "thread:<id>" or "group:<id>"
+	Directedness Directedness `json:"directedness"` // as in the Delivery
+	Policy       Policy       `json:"policy"`       // as in the Delivery
+	Priority     string       `json:"priority"`     // "urgent", "high", "low", "attention" or "normal"
+	Topic        string       `json:"topic"`        // see Topic
+	PullWith     string       `json:"pull_with"`    // "chat.read_thread" or "chat.list_events"
 }
 
 // Delivery is the attention decision for one event and one agent: the three
 // C2A axes plus what the relay needs to deliver it.
 type Delivery struct {
-	EventID      string       `json:"event_id"`
-	Seq          int64        `json:"seq"`
-	Group        string       `json:"group,omitempty"`
-	Thread       string       `json:"thread,omitempty"`
-	Agent        string       `json:"agent"`
+	EventID      string       `json:"event_id"`         // Event.ID
+	Seq          int64        `json:"seq"`              // Event.Seq: resume point for the agent
+	Group        string       `json:"group,omitempty"`  // Event.Group
+	Thread       string       `json:"thread,omitempty"` // Event.Thread
+	Agent        string       `json:"agent"`            // Agent.ID
 	Directedness Directedness `json:"directedness"`
 	Policy       Policy       `json:"policy"`
-	Reason       Reason       `json:"reason"`
+	Reason       Reason       `json:"reason"` // why Policy was chosen
 	Injection    Injection    `json:"injection"`
-	Priority     string       `json:"priority"`
+	// Priority is X-Priority when set, else the CCCS priority, else "normal".
+	Priority string `json:"priority"`
 	// Knock is set exactly when Injection is notify.
 	Knock *Knock `json:"knock,omitempty"`
 	// ThreadContext asks the harness to inject the surrounding thread

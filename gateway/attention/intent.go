@@ -54,18 +54,21 @@ func (i Intent) Known() bool { return valid(i.Canonical(), allIntents) }
 
 // Ledger event kinds this package distinguishes (CCCS v1 §6–7, DESIGN §5.2).
 const (
-	KindChatMessage    = "chat.message"
-	KindChatAck        = "chat.ack"
-	KindChatRead       = "chat.read"
-	KindChatReaction   = "chat.reaction"
-	KindSystemNotify   = "system.notify"
-	KindNotifyAck      = "system.notify_ack"
-	KindClaim          = "x.crosstalk.claim"
-	KindDisposition    = "x.crosstalk.disposition"
+	KindChatMessage  = "chat.message"
+	KindChatAck      = "chat.ack"
+	KindChatRead     = "chat.read"
+	KindChatReaction = "chat.reaction"
+	KindSystemNotify = "system.notify"
+	KindNotifyAck    = "system.notify_ack"
+	KindClaim        = "x.crosstalk.claim"
+	KindDisposition  = "x.crosstalk.disposition"
+)
+
+// Recipient selectors (CCCS §5.1) and priority spellings (CCCS §6.1,
+// AI Crosstalk "meta: routing" X-Priority).
+const (
 	selectorAll        = "@all"
 	selectorUser       = "@user"
-	selectorPeers      = "@peers"
-	selectorForeman    = "@foreman"
 	priorityAttention  = "attention"
 	xPriorityHigh      = "high"
 	xPriorityUrgent    = "urgent"
