@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -113,6 +114,26 @@ type Store struct {
 	notes notifier
 
 	lastTS time.Time // writer goroutine only
+
+	commits, ops, events atomic.Int64
+}
+
+// Stats counts the work of a Store's writer since Open.
+type Stats struct {
+	// Commits is the number of committed write transactions, each one
+	// fsync of the WAL.
+	Commits int64
+	// Ops is the number of write calls (Append, ImportEvents, SetCursor,
+	// Claim, ReleaseClaim) those transactions carried. Ops/Commits is the
+	// average group-commit batch.
+	Ops int64
+	// Events is the number of events stored (appended or imported).
+	Events int64
+}
+
+// Stats returns the writer's counters.
+func (s *Store) Stats() Stats {
+	return Stats{Commits: s.commits.Load(), Ops: s.ops.Load(), Events: s.events.Load()}
 }
 
 var _ ledger.Store = (*Store)(nil)

@@ -150,6 +150,9 @@ func (s *Store) commit(batch []*op) {
 		fail(fmt.Errorf("commit: %w", err))
 		return
 	}
+	s.commits.Add(1)
+	s.ops.Add(int64(len(batch)))
+	s.events.Add(int64(len(w.pending)))
 	notified := make(map[string]bool)
 	for _, g := range w.pending {
 		if !notified[g] {

@@ -1,0 +1,291 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+)
+
+func openPath(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatalf("Open(%s) error = %v", path, err)
+	}
+	return s
+}
+
+func msg(group, key string) ledger.Record {
+	return ledger.Record{Kind: "chat.message", GroupID: group, By: "user", Data: []byte(`{"text":"hi"}`), DedupeKey: key}
+}
+
+// checkDense fails unless group holds seqs 1..n without gaps.
+func checkDense(t *testing.T, s ledger.Store, group string) []ledger.Event {
+	t.Helper()
+	evs, err := s.Range(t.Context(), group, 0, nil, 0)
+	if err != nil {
+		t.Fatalf("Range(%s) error = %v", group, err)
+	}
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("Range(%s)[%d].Seq = %d, want %d", group, i, ev.Seq, i+1)
+		}
+	}
+	return evs
+}
+
+// TestAbandoned leaves a Store open without Close, as a crashed process
+// would, and reads its file through a second Store.
+func TestAbandoned(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	a := openPath(t, path)
+	t.Cleanup(func() { a.Close() })
+	var (
+		mu    sync.Mutex
+		acked []string
+		wg    sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 10 {
+				res, err := a.Append(ctx, []ledger.Record{msg("g", fmt.Sprintf("w%d-%d", w, i))})
+				if err != nil {
+					t.Errorf("Append() error = %v", err)
+					return
+				}
+				mu.Lock()
+				acked = append(acked, res[0].Event.ID)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+
+	b := openPath(t, path) // a is still open and never closed before this
+	defer b.Close()
+	evs := checkDense(t, b, "g")
+	if len(evs) != len(acked) {
+		t.Errorf("second Store sees %d events, want %d", len(evs), len(acked))
+	}
+	for _, id := range acked {
+		if _, err := b.Get(ctx, id); err != nil {
+			t.Errorf("second Store Get(%s) error = %v", id, err)
+		}
+	}
+	// Both Stores may write: seq stays dense, dedupe keys stay unique.
+	if res, err := b.Append(ctx, []ledger.Record{msg("g", "w0-0"), msg("g", "")}); err != nil || !res[0].Duplicate || res[1].Event.Seq != 81 {
+		t.Errorf("second Store Append(w0-0, new) = %+v, %v, want duplicate and seq 81", res, err)
+	}
+	if res, err := a.Append(ctx, []ledger.Record{msg("g", "")}); err != nil || res[0].Event.Seq != 82 {
+		t.Errorf("first Store Append(new) = %+v, %v, want seq 82", res, err)
+	}
+}
+
+const crashEnv = "LEDGER_SQLITE_CRASH_PATH"
+
+// TestCrashHelper is the child process of TestCrash: it appends from
+// several goroutines, printing "ACK <id>" after each Append returns,
+// until it is killed.
+func TestCrashHelper(t *testing.T) {
+	path := os.Getenv(crashEnv)
+	if path == "" {
+		t.Skip("helper process for TestCrash")
+	}
+	s, err := sqlite.Open(context.Background(), path, nil)
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	var mu sync.Mutex
+	for w := 0; ; w++ {
+		if w < 16 {
+			go func() {
+				for i := 0; ; i++ {
+					recs := []ledger.Record{msg("g", fmt.Sprintf("w%d-%d", w, i))}
+					if i%3 == 0 {
+						recs = append(recs, msg("h", ""))
+					}
+					res, err := s.Append(context.Background(), recs)
+					mu.Lock()
+					if err != nil {
+						fmt.Println("ERR", err)
+						os.Exit(1)
+					}
+					for _, r := range res {
+						fmt.Println("ACK", r.Event.ID)
+					}
+					mu.Unlock()
+				}
+			}()
+			continue
+		}
+		select {} // killed by the parent
+	}
+}
+
+// TestCrash kills a process that is appending with SIGKILL and checks
+// that every event it had acknowledged is in the file.
+func TestCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var acked []string
+	sc := bufio.NewScanner(out)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(acked) < 500 && sc.Scan() && time.Now().Before(deadline) {
+		line := sc.Text()
+		if id, ok := strings.CutPrefix(line, "ACK "); ok {
+			acked = append(acked, id)
+		} else if strings.HasPrefix(line, "ERR") {
+			t.Fatalf("child: %s", line)
+		}
+	}
+	cmd.Process.Kill() // SIGKILL: no Close, no deferred code
+	// Acknowledgements printed before the kill count too.
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
+			acked = append(acked, id)
+		}
+	}
+	cmd.Wait()
+	if len(acked) < 500 {
+		t.Fatalf("child acknowledged only %d appends", len(acked))
+	}
+
+	s := openPath(t, path)
+	defer s.Close()
+	g, h := checkDense(t, s, "g"), checkDense(t, s, "h")
+	stored := make(map[string]bool)
+	for _, ev := range slices.Concat(g, h) {
+		stored[ev.ID] = true
+	}
+	missing := 0
+	for _, id := range acked {
+		if !stored[id] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d acknowledged events are missing after the crash", missing, len(acked))
+	}
+	t.Logf("child acknowledged %d events; %d stored (%d committed but unanswered)", len(acked), len(stored), len(stored)-len(acked))
+}
+
+// TestCloseWhileAppending closes a Store under load: every Append either
+// succeeds and is durable, or fails with ErrClosed.
+func TestCloseWhileAppending(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := openPath(t, path)
+	var (
+		mu    sync.Mutex
+		acked []string
+		wg    sync.WaitGroup
+	)
+	started := make(chan struct{}, 32)
+	for range 32 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				res, err := s.Append(ctx, []ledger.Record{msg("g", "")})
+				if err != nil {
+					if !errors.Is(err, ledger.ErrClosed) {
+						t.Errorf("Append() during Close error = %v, want ErrClosed", err)
+					}
+					return
+				}
+				mu.Lock()
+				acked = append(acked, res[0].Event.ID)
+				mu.Unlock()
+				if i == 2 {
+					started <- struct{}{}
+				}
+			}
+		})
+	}
+	for range 32 {
+		<-started
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	wg.Wait()
+
+	s = openPath(t, path)
+	defer s.Close()
+	evs := checkDense(t, s, "g")
+	if len(evs) != len(acked) {
+		t.Errorf("after Close and reopen: %d events, want the %d acknowledged", len(evs), len(acked))
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		path string
+	}{
+		{"empty", ""},
+		{"memory", ":memory:"},
+		{"uri", "file:x.db"},
+		{"missing dir", filepath.Join(dir, "no", "such", "ledger.db")},
+		{"directory", dir},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := sqlite.Open(t.Context(), tt.path, nil)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%q) error = nil, want an error", tt.path)
+			}
+			if !strings.HasPrefix(err.Error(), "sqlite: ") {
+				t.Errorf("Open(%q) error = %q, want prefix \"sqlite: \"", tt.path, err)
+			}
+		})
+	}
+}
+
+func TestOpenNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := openPath(t, path)
+	s.Close()
+	// Bump user_version behind the Store's back.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if s, err := sqlite.Open(t.Context(), path, nil); err == nil || !strings.Contains(err.Error(), "schema version 99") {
+		if s != nil {
+			s.Close()
+		}
+		t.Errorf("Open(newer schema) error = %v, want a schema version error", err)
+	}
+}
