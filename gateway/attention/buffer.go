@@ -16,13 +16,13 @@ const (
 // Fragment is one buffered delivery waiting to be injected: an event the
 // relay decided to show agent Agent with injection buffered.
 type Fragment struct {
-	Agent   string    `json:"agent"`
-	Group   string    `json:"group,omitempty"`
-	Thread  string    `json:"thread,omitempty"`
-	Author  string    `json:"author"`
-	EventID string    `json:"event_id"`
-	Seq     int64     `json:"seq"`
-	At      time.Time `json:"at"` // when the event was appended
+	Agent   string    `json:"agent"`            // the receiving agent
+	Group   string    `json:"group,omitempty"`  // Event.Group
+	Thread  string    `json:"thread,omitempty"` // Event.Thread
+	Author  string    `json:"author"`           // Event.From
+	EventID string    `json:"event_id"`         // Event.ID
+	Seq     int64     `json:"seq"`              // Event.Seq
+	At      time.Time `json:"at"`               // when the event was appended
 	// Immediate flushes the fragment's batch at once, with whatever was
 	// already buffered for the same author and thread (an urgent follow-up
 	// must not overtake the fragments it follows).
@@ -36,11 +36,11 @@ type Fragment struct {
 // Batch is fragments merged into one model turn: same agent, group, thread
 // and author.
 type Batch struct {
-	Agent    string   `json:"agent"`
-	Group    string   `json:"group,omitempty"`
-	Thread   string   `json:"thread,omitempty"`
-	Author   string   `json:"author"`
-	EventIDs []string `json:"event_ids"` // in (At, Seq) order
+	Agent    string   `json:"agent"`            // the receiving agent
+	Group    string   `json:"group,omitempty"`  // the fragments' group
+	Thread   string   `json:"thread,omitempty"` // the fragments' thread
+	Author   string   `json:"author"`           // the fragments' author
+	EventIDs []string `json:"event_ids"`        // in (At, Seq) order, superseded ones left out
 	// Superseded lists events of the batch dropped because a later
 	// fragment edits them; their disposition is superseded.
 	Superseded []string `json:"superseded,omitempty"`
@@ -48,8 +48,8 @@ type Batch struct {
 	// ones included.
 	FirstSeq int64     `json:"first_seq"`
 	LastSeq  int64     `json:"last_seq"`
-	First    time.Time `json:"first"`
-	Last     time.Time `json:"last"`
+	First    time.Time `json:"first"` // At of the earliest fragment
+	Last     time.Time `json:"last"`  // At of the latest fragment
 }
 
 // Buffer holds the buffering windows. Zero fields mean the defaults.

@@ -10,25 +10,25 @@ import (
 // any body text (C2A "digest"). Its Policy is always must_not_respond: an
 // event with an explicit mention or assignment is never digested.
 type Summary struct {
-	Agent   string         `json:"agent"`
-	Policy  Policy         `json:"policy"`
-	At      time.Time      `json:"at"`
-	Count   int            `json:"count"`
-	Entries []SummaryEntry `json:"entries,omitempty"`
+	Agent   string         `json:"agent"`             // the agent the digest is for
+	Policy  Policy         `json:"policy"`            // always must_not_respond
+	At      time.Time      `json:"at"`                // the now it was made at
+	Count   int            `json:"count"`             // events summarised
+	Entries []SummaryEntry `json:"entries,omitempty"` // one per (group, context)
 }
 
 // SummaryEntry is one group and context of a Summary.
 type SummaryEntry struct {
-	Group    string    `json:"group,omitempty"`
-	Context  string    `json:"context,omitempty"`
-	Topic    string    `json:"topic"`   // as in a Knock: made from intent + context
-	Authors  []string  `json:"authors"` // in order of first appearance
-	Count    int       `json:"count"`
-	EventIDs []string  `json:"event_ids"`
-	FirstSeq int64     `json:"first_seq"`
-	LastSeq  int64     `json:"last_seq"`
-	First    time.Time `json:"first,omitzero"`
-	Last     time.Time `json:"last,omitzero"`
+	Group    string    `json:"group,omitempty"`   // Event.Group
+	Context  string    `json:"context,omitempty"` // Event.Context, as sent
+	Topic    string    `json:"topic"`             // as in a Knock: made from intent + context
+	Authors  []string  `json:"authors"`           // in order of first appearance
+	Count    int       `json:"count"`             // events in the entry
+	EventIDs []string  `json:"event_ids"`         // in input order
+	FirstSeq int64     `json:"first_seq"`         // lowest Seq
+	LastSeq  int64     `json:"last_seq"`          // highest Seq
+	First    time.Time `json:"first,omitzero"`    // earliest CreatedAt
+	Last     time.Time `json:"last,omitzero"`     // latest CreatedAt
 }
 
 // Summarize builds agent a's digest of events at now. It keeps the events
