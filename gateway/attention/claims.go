@@ -231,3 +231,23 @@ func PruneClaims(st State, now time.Time) (kept, released []Claim) {
 	}
 	return kept, released
 }
+
+// Claimable reports whether agent a may claim ev at now: the event must be
+// to_me or to_my_role for a (C2A: an agent claims a channel event before a
+// substantive reply; nobody claims traffic aimed at someone else), not a's
+// own, and of a kind that asks for replies (no bookkeeping, no
+// ACK/NACK/BROADCAST/CLOSE/REVOKE). Whether another agent holds the claim
+// is DecideClaim's question.
+func Claimable(ev Event, a Agent, st State, now time.Time) bool {
+	d, v := directedness(ev, a, st, now)
+	if d != ToMe && d != ToMyRole {
+		return false
+	}
+	_, r := policy(ev, a, st, now, d, v)
+	switch r {
+	case ReasonOwnEvent, ReasonBookkeeping, ReasonAcknowledgement, ReasonBroadcast,
+		ReasonClosed, ReasonRevocation, ReasonAttentionAck:
+		return false
+	}
+	return true
+}

@@ -248,3 +248,34 @@ func TestLivenessBoundaries(t *testing.T) {
 		}
 	}
 }
+
+func TestClaimable(t *testing.T) {
+	other := State{Claims: []Claim{{Thread: "T1", Holder: "codex", ClaimedAt: t0, ExpiresAt: t0.Add(time.Hour)}}, Threads: []string{"T1"}}
+	tests := []struct {
+		name string
+		ev   Event
+		st   State
+		want bool
+	}{
+		{"role request", ev(IntentRequest, "@backend"), State{}, true},
+		{"role request claimed by other", ev(IntentRequest, "@backend").with(func(e *Event) { e.Thread = "T1" }), other, true},
+		{"DM", ev(IntentRequest, "claude"), State{}, true},
+		{"participating thread", ev(IntentRespond, "chatgpt").with(func(e *Event) { e.Thread = "T1" }), State{Threads: []string{"T1"}}, true},
+		{"to other", ev(IntentRequest, "chatgpt"), State{}, false},
+		{"ambient", ev(IntentRequest), State{}, false},
+		{"broadcast", ev(IntentBroadcast, "@backend"), State{}, false},
+		{"ACK to me", ev(IntentACK, "claude"), State{}, false},
+		{"CLOSE to role", ev(IntentClose, "@backend"), State{}, false},
+		{"own", ev(IntentRequest, "@backend").with(func(e *Event) { e.From = "claude" }), State{}, false},
+	}
+	for _, tt := range tests {
+		if g := Claimable(tt.ev, me, tt.st, t0); g != tt.want {
+			t.Errorf("Claimable(%s) = %v, want %v", describe(tt.ev), g, tt.want)
+		}
+	}
+	// A participant of a thread another agent claimed stays out of it.
+	e := ev(IntentRespond, "chatgpt").with(func(e *Event) { e.Thread = "T1" })
+	if g, w := got(Decide(e, me, other, t0)), (want{ToMyRole, MustNotRespond, ReasonClaimedByOther, ToolMailbox}); g != w {
+		t.Errorf("Decide(%s) = %v, want %v", describe(e), g, w)
+	}
+}
