@@ -16,8 +16,8 @@
 // Around that it provides the pure pieces the relay needs:
 // [Merge] / [Buffer] (C2A "buffered": same-author, same-thread fragments,
 // quiet 3 s, at most 30 s), [Summarize] (C2A "digest"), claims
-// ([DecideClaim], [ApplyClaim], [ClaimHolder], [PruneClaims]; C2A
-// "Coordination And Claims"), liveness ([LivenessOf]; Beadboard Operative
+// ([Claimable], [DecideClaim], [ApplyClaim], [ReleaseClaim], [ClaimHolder],
+// [PruneClaims]; C2A "Coordination And Claims"), liveness ([LivenessOf]; Beadboard Operative
 // Protocol §4), and the vocabularies of dispositions ([Disposition],
 // [Settles]; C2A "Event Disposition") and reaction signals ([Signal]; C2A
 // "Reaction Signals").
