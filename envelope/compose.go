@@ -1,5 +1,7 @@
 package envelope
 
+import "strings"
+
 // New returns a new v1.1 envelope from one sender to one receiver with
 // fresh thread and message ids and `sig: none`. The caller fills in the
 // rest (User, Context, Meta, …) before writing it.
@@ -73,4 +75,17 @@ func bytesTrimSpace(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// CleanBody returns s as a Reader would return it as a body: CRLF and CR
+// turned into LF and trailing blank lines dropped. Composing an envelope
+// with a cleaned body guarantees that it reads back with the same body.
+func CleanBody(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	lines := strings.Split(s, "\n")
+	for len(lines) > 0 && strings.Trim(lines[len(lines)-1], " \t") == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 )
 
+var sigPrefix = []byte("sig:")
+
 type parseMode int
 
 const (
@@ -178,6 +180,10 @@ func (st *envState) line(c []byte, no, col int) *SyntaxError {
 			st.addBody(c)
 			return nil
 		}
+		if bytes.HasPrefix(c, sigPrefix) {
+			st.mode = modeFields
+			return st.known(keySig, sigPrefix[:3], bytes.Trim(c[4:], " \t"), no, col)
+		}
 		if key, _, ok := topField(c); !ok || knownKey(key) < 0 {
 			// Column-0 text that is not a known key is body text
 			// (DESIGN §3.1).
@@ -199,6 +205,12 @@ func (st *envState) line(c []byte, no, col int) *SyntaxError {
 		return nil
 	}
 	env := st.env
+	if bytes.HasPrefix(c, sigPrefix) {
+		// Any column-0 line starting with "sig:" is the sig line, with or
+		// without a blank after the colon: the signed bytes end there
+		// (DESIGN §4.1), so the parser must end there too.
+		return st.known(keySig, sigPrefix[:3], bytes.Trim(c[4:], " \t"), no, col)
+	}
 	if key, val, ok := topField(c); ok {
 		if string(key) == "meta" {
 			if len(val) == 0 {

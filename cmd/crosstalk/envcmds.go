@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -333,7 +332,7 @@ func (b *bodyFlags) read(e *env, stdinOK bool) (string, error) {
 	default:
 		return "", usagef("no body: give --body TEXT or --body-file FILE")
 	}
-	return normalizeBody(raw), nil
+	return envelope.CleanBody(string(raw)), nil
 }
 
 func readLimited(r io.Reader, limit int64, what string) ([]byte, error) {
@@ -345,18 +344,6 @@ func readLimited(r io.Reader, limit int64, what string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", what, limit)
 	}
 	return b, nil
-}
-
-// normalizeBody turns CRLF and CR into LF and drops trailing blank lines,
-// so the composed envelope reads back with exactly this body.
-func normalizeBody(raw []byte) string {
-	raw = bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n"))
-	raw = bytes.ReplaceAll(raw, []byte("\r"), []byte("\n"))
-	lines := strings.Split(string(raw), "\n")
-	for len(lines) > 0 && strings.Trim(lines[len(lines)-1], " \t") == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // checkIntent normalises a composed intent and warns about unknown ones.
