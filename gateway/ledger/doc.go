@@ -1,8 +1,9 @@
 // Package ledger defines the relay's durable event ledger: the CCCS v1
 // event envelope (see the CCCS standard, §4), the Store interface every
 // ledger implementation provides (DESIGN §6), and JSON Lines export and
-// import. Implementations live in subpackages (sqlite, and later
-// jetstream); ledgertest holds the conformance suite each of them runs.
+// import. Implementations live in subpackages: sqlite (the durable
+// default), memory (for tests; everything but durability) and later
+// jetstream. ledgertest holds the conformance suite each of them runs.
 //
 // # Guarantees
 //

@@ -235,7 +235,8 @@ type Store interface {
 	GetClaim(ctx context.Context, group, eventID string, now time.Time) (Claim, error)
 
 	// Close finishes the appends already queued, then releases the
-	// store's resources. Later calls return ErrClosed.
+	// store's resources. Later calls of the other methods return
+	// ErrClosed; calling Close again is harmless.
 	Close() error
 }
 

@@ -1,0 +1,376 @@
+// Package memory is a ledger.Store that keeps everything in memory. It
+// gives every guarantee of the ledger package except durability: its
+// contents are gone when the process ends, so "acknowledged" means only
+// "visible to every later read". It is meant for tests of code that uses
+// a ledger and for trying the relay out; it passes the same conformance
+// suite (ledgertest) as the durable stores.
+package memory
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+)
+
+// followPage is how many events Follow takes per read.
+const followPage = 256
+
+// Store is an in-memory ledger.Store. The zero value is not usable; call
+// New.
+type Store struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	closed  bool
+	closing chan struct{}
+	groups  map[string][]ledger.Event // by group, in seq order
+	byID    map[string]ledger.Event
+	byKey   map[string]string // dedupe key → event id
+	cursors map[[2]string]ledger.Cursor
+	claims  map[[2]string]ledger.Claim
+	wake    map[string]chan struct{} // closed on the next append to the group
+	lastTS  time.Time
+}
+
+var _ ledger.Store = (*Store)(nil)
+
+// New returns an empty Store. now stamps appended events; nil means
+// time.Now.
+func New(now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{
+		now:     now,
+		closing: make(chan struct{}),
+		groups:  make(map[string][]ledger.Event),
+		byID:    make(map[string]ledger.Event),
+		byKey:   make(map[string]string),
+		cursors: make(map[[2]string]ledger.Cursor),
+		claims:  make(map[[2]string]ledger.Claim),
+		wake:    make(map[string]chan struct{}),
+	}
+}
+
+// lock locks s and reports ErrClosed if it is closed; on error s is
+// unlocked.
+func (s *Store) lock(what string) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("memory: %s: %w", what, ledger.ErrClosed)
+	}
+	return nil
+}
+
+// clone returns ev with its own copy of Data.
+func clone(ev ledger.Event) ledger.Event {
+	ev.Data = bytes.Clone(ev.Data)
+	return ev
+}
+
+// add stores ev; s.mu is held.
+func (s *Store) add(ev ledger.Event) {
+	s.groups[ev.GroupID] = append(s.groups[ev.GroupID], ev)
+	s.byID[ev.ID] = ev
+	if ev.DedupeKey != "" {
+		s.byKey[ev.DedupeKey] = ev.ID
+	}
+	if ch, ok := s.wake[ev.GroupID]; ok {
+		close(ch)
+		delete(s.wake, ev.GroupID)
+	}
+}
+
+// Append implements ledger.Store. A batch is applied under one lock, so
+// it is atomic.
+func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Result, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	norm := make([]ledger.Record, len(recs))
+	for i, r := range recs {
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("memory: append record %d: %w", i, err)
+		}
+		r.Data, _ = ledger.NormalizeData(r.Data) // checked by Validate
+		norm[i] = r
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: append: %w", err)
+	}
+	if err := s.lock("append"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	res := make([]ledger.Result, len(norm))
+	for i, r := range norm {
+		if id, ok := s.byKey[r.DedupeKey]; ok && r.DedupeKey != "" {
+			res[i] = ledger.Result{Event: clone(s.byID[id]), Duplicate: true}
+			continue
+		}
+		t := s.now().UTC().Truncate(time.Millisecond)
+		if t.Before(s.lastTS) {
+			t = s.lastTS
+		}
+		s.lastTS = t
+		ev := ledger.Event{
+			V: ledger.Version, ID: envelope.NewID(), TS: ledger.FormatTime(t),
+			Seq: int64(len(s.groups[r.GroupID]) + 1), Kind: r.Kind, GroupID: r.GroupID,
+			ScopeKey: r.ScopeKey, By: r.By, Data: r.Data, DedupeKey: r.DedupeKey,
+		}
+		s.add(ev)
+		res[i] = ledger.Result{Event: clone(ev)}
+	}
+	return res, nil
+}
+
+// ImportEvents implements ledger.Store.
+func (s *Store) ImportEvents(ctx context.Context, evs []ledger.Event) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memory: import: %w", err)
+	}
+	if err := s.lock("import"); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	for i, ev := range evs {
+		if err := ev.Validate(); err != nil {
+			return i, fmt.Errorf("memory: import: %w", err)
+		}
+		ev.Data, _ = ledger.NormalizeData(ev.Data)
+		if old, ok := s.byID[ev.ID]; ok {
+			if ledger.Equal(old, ev) {
+				continue
+			}
+			return i, fmt.Errorf("memory: import event %s: %w: exists with different content", ev.ID, ledger.ErrConflict)
+		}
+		if id, ok := s.byKey[ev.DedupeKey]; ok && ev.DedupeKey != "" {
+			return i, fmt.Errorf("memory: import event %s: %w: dedupe key %q belongs to event %s", ev.ID, ledger.ErrConflict, ev.DedupeKey, id)
+		}
+		if want := int64(len(s.groups[ev.GroupID]) + 1); ev.Seq != want {
+			return i, fmt.Errorf("memory: import event %s: %w: seq %d in group %q, want %d", ev.ID, ledger.ErrConflict, ev.Seq, ev.GroupID, want)
+		}
+		s.add(ev)
+	}
+	return len(evs), nil
+}
+
+// Get implements ledger.Store.
+func (s *Store) Get(ctx context.Context, id string) (ledger.Event, error) {
+	if err := s.lock("get"); err != nil {
+		return ledger.Event{}, err
+	}
+	defer s.mu.Unlock()
+	ev, ok := s.byID[id]
+	if !ok {
+		return ledger.Event{}, fmt.Errorf("memory: get %s: %w", id, ledger.ErrNotFound)
+	}
+	return clone(ev), nil
+}
+
+// GetByDedupeKey implements ledger.Store.
+func (s *Store) GetByDedupeKey(ctx context.Context, key string) (ledger.Event, error) {
+	if err := s.lock("get by dedupe key"); err != nil {
+		return ledger.Event{}, err
+	}
+	defer s.mu.Unlock()
+	id, ok := s.byKey[key]
+	if !ok || key == "" {
+		return ledger.Event{}, fmt.Errorf("memory: get by dedupe key %q: %w", key, ledger.ErrNotFound)
+	}
+	return clone(s.byID[id]), nil
+}
+
+// Range implements ledger.Store.
+func (s *Store) Range(ctx context.Context, group string, sinceSeq int64, kinds []string, limit int) ([]ledger.Event, error) {
+	if err := s.lock("range"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []ledger.Event
+	evs := s.groups[group]
+	for _, ev := range evs[min(max(sinceSeq, 0), int64(len(evs))):] {
+		if len(kinds) > 0 && !slices.Contains(kinds, ev.Kind) {
+			continue
+		}
+		out = append(out, clone(ev))
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Groups implements ledger.Store.
+func (s *Store) Groups(ctx context.Context) ([]ledger.Group, error) {
+	if err := s.lock("groups"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var gs []ledger.Group
+	for id, evs := range s.groups {
+		gs = append(gs, ledger.Group{ID: id, LastSeq: int64(len(evs))})
+	}
+	sort.Slice(gs, func(i, j int) bool { return gs[i].ID < gs[j].ID })
+	return gs, nil
+}
+
+// Follow implements ledger.Store.
+func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[ledger.Event, error] {
+	return func(yield func(ledger.Event, error) bool) {
+		last := sinceSeq
+		for {
+			if err := s.lock("follow"); err != nil {
+				yield(ledger.Event{}, err)
+				return
+			}
+			wake, ok := s.wake[group]
+			if !ok {
+				wake = make(chan struct{})
+				s.wake[group] = wake
+			}
+			s.mu.Unlock()
+			evs, err := s.Range(ctx, group, last, nil, followPage)
+			if err != nil {
+				yield(ledger.Event{}, err)
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+				last = ev.Seq
+			}
+			if len(evs) == followPage {
+				continue
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				return
+			case <-s.closing:
+				yield(ledger.Event{}, fmt.Errorf("memory: follow %q: %w", group, ledger.ErrClosed))
+				return
+			}
+		}
+	}
+}
+
+// eventSeq returns the seq of eventID in group; s.mu is held.
+func (s *Store) eventSeq(group, eventID string) (int64, error) {
+	ev, ok := s.byID[eventID]
+	if !ok || ev.GroupID != group {
+		return 0, fmt.Errorf("event %s in group %q: %w", eventID, group, ledger.ErrNotFound)
+	}
+	return ev.Seq, nil
+}
+
+// SetCursor implements ledger.Store.
+func (s *Store) SetCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
+	if group == "" || actor == "" || eventID == "" {
+		return ledger.Cursor{}, fmt.Errorf("memory: set cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
+	}
+	if err := s.lock("set cursor"); err != nil {
+		return ledger.Cursor{}, err
+	}
+	defer s.mu.Unlock()
+	seq, err := s.eventSeq(group, eventID)
+	if err != nil {
+		return ledger.Cursor{}, fmt.Errorf("memory: set cursor %q/%q: %w", group, actor, err)
+	}
+	c := ledger.Cursor{GroupID: group, Actor: actor, EventID: eventID, Seq: seq}
+	s.cursors[[2]string{group, actor}] = c
+	return c, nil
+}
+
+// GetCursor implements ledger.Store.
+func (s *Store) GetCursor(ctx context.Context, group, actor string) (ledger.Cursor, error) {
+	if err := s.lock("get cursor"); err != nil {
+		return ledger.Cursor{}, err
+	}
+	defer s.mu.Unlock()
+	c, ok := s.cursors[[2]string{group, actor}]
+	if !ok {
+		return ledger.Cursor{}, fmt.Errorf("memory: get cursor %q/%q: %w", group, actor, ledger.ErrNotFound)
+	}
+	return c, nil
+}
+
+// Claim implements ledger.Store.
+func (s *Store) Claim(ctx context.Context, group, eventID, actor string, ttl time.Duration, now time.Time) (ledger.Claim, error) {
+	if group == "" || actor == "" || eventID == "" {
+		return ledger.Claim{}, fmt.Errorf("memory: claim: %w: empty group, actor or event id", ledger.ErrInvalid)
+	}
+	if ttl <= 0 {
+		return ledger.Claim{}, fmt.Errorf("memory: claim: %w: ttl %v", ledger.ErrInvalid, ttl)
+	}
+	if err := s.lock("claim"); err != nil {
+		return ledger.Claim{}, err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.eventSeq(group, eventID); err != nil {
+		return ledger.Claim{}, fmt.Errorf("memory: claim %s: %w", eventID, err)
+	}
+	k := [2]string{group, eventID}
+	cur, ok := s.claims[k]
+	if ok && cur.Actor != actor && !cur.Expired(now) {
+		return cur, fmt.Errorf("memory: claim %s: held by %q until %s: %w", eventID, cur.Actor, cur.ExpiresAt.Format(time.RFC3339), ledger.ErrClaimed)
+	}
+	c := ledger.Claim{GroupID: group, EventID: eventID, Actor: actor, ClaimedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC()}
+	if ok && cur.Actor == actor && !cur.Expired(now) {
+		c.ClaimedAt = cur.ClaimedAt // a renewal
+	}
+	s.claims[k] = c
+	return c, nil
+}
+
+// ReleaseClaim implements ledger.Store.
+func (s *Store) ReleaseClaim(ctx context.Context, group, eventID, actor string) error {
+	if err := s.lock("release claim"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	k := [2]string{group, eventID}
+	cur, ok := s.claims[k]
+	switch {
+	case !ok:
+		return fmt.Errorf("memory: release claim %s: %w", eventID, ledger.ErrNotFound)
+	case cur.Actor != actor:
+		return fmt.Errorf("memory: release claim %s: held by %q: %w", eventID, cur.Actor, ledger.ErrClaimed)
+	}
+	delete(s.claims, k)
+	return nil
+}
+
+// GetClaim implements ledger.Store.
+func (s *Store) GetClaim(ctx context.Context, group, eventID string, now time.Time) (ledger.Claim, error) {
+	if err := s.lock("get claim"); err != nil {
+		return ledger.Claim{}, err
+	}
+	defer s.mu.Unlock()
+	c, ok := s.claims[[2]string{group, eventID}]
+	if !ok || c.Expired(now) {
+		return ledger.Claim{}, fmt.Errorf("memory: get claim %s: %w", eventID, ledger.ErrNotFound)
+	}
+	return c, nil
+}
+
+// Close implements ledger.Store. Calling it again is harmless.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
+	return nil
+}
