@@ -224,7 +224,8 @@ type Store interface {
 	// The first claim wins; the holder may claim again to renew (extend)
 	// it. While another actor's claim is unexpired, Claim returns that
 	// claim and an error wrapping ErrClaimed; an expired claim is taken
-	// over. The event must exist in the group (else ErrNotFound).
+	// over. The event must exist in the group (else ErrNotFound); ttl
+	// must be positive and now not zero (else ErrInvalid).
 	Claim(ctx context.Context, group, eventID, actor string, ttl time.Duration, now time.Time) (Claim, error)
 	// ReleaseClaim drops actor's claim on the event. It returns
 	// ErrNotFound if there is no claim and ErrClaimed if another actor

@@ -797,6 +797,7 @@ func testClaims(t *testing.T, s ledger.Store) {
 		{"claims are per event", "claim", other.ID, "bob", ttl, at(17 * time.Minute), "bob", at(17 * time.Minute), at(17*time.Minute + ttl), nil},
 		{"unknown event", "claim", envelope.NewID(), "alice", ttl, at(0), "", time.Time{}, time.Time{}, ledger.ErrNotFound},
 		{"zero ttl", "claim", ev.ID, "alice", 0, at(0), "", time.Time{}, time.Time{}, ledger.ErrInvalid},
+		{"zero now", "claim", ev.ID, "alice", ttl, time.Time{}, "", time.Time{}, time.Time{}, ledger.ErrInvalid},
 	}
 	for _, st := range steps {
 		var (

@@ -310,8 +310,8 @@ func (s *Store) Claim(ctx context.Context, group, eventID, actor string, ttl tim
 	if group == "" || actor == "" || eventID == "" {
 		return ledger.Claim{}, fmt.Errorf("memory: claim: %w: empty group, actor or event id", ledger.ErrInvalid)
 	}
-	if ttl <= 0 {
-		return ledger.Claim{}, fmt.Errorf("memory: claim: %w: ttl %v", ledger.ErrInvalid, ttl)
+	if ttl <= 0 || now.IsZero() {
+		return ledger.Claim{}, fmt.Errorf("memory: claim: %w: ttl %v at %v", ledger.ErrInvalid, ttl, now)
 	}
 	if err := s.lock("claim"); err != nil {
 		return ledger.Claim{}, err

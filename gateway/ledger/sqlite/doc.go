@@ -25,8 +25,8 @@
 // groups table, and SQLite serializes write transactions across
 // connections, so two Stores opened on the same file (for example a
 // relay and an offline import) still keep seq dense and dedupe keys
-// unique. Follow only wakes up for appends made through the same Store;
-// appends by another process are seen on the next wake-up.
+// unique. Follow is woken at once by appends made through the same Store;
+// appends by another Store or process are seen within Options.FollowPoll.
 //
 // # Schema
 //

@@ -289,3 +289,39 @@ func TestOpenNewerSchema(t *testing.T) {
 		t.Errorf("Open(newer schema) error = %v, want a schema version error", err)
 	}
 }
+
+// TestFollowOtherStore checks that Follow sees appends made through
+// another Store on the same file, by polling.
+func TestFollowOtherStore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	a, err := sqlite.Open(ctx, path, &sqlite.Options{FollowPoll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer a.Close()
+	b := openPath(t, path)
+	defer b.Close()
+	done := make(chan []int64, 1)
+	go func() {
+		var got []int64
+		for ev, err := range a.Follow(ctx, "g", 0) {
+			if err != nil {
+				break
+			}
+			if got = append(got, ev.Seq); len(got) == 3 {
+				break
+			}
+		}
+		done <- got
+	}()
+	for range 3 {
+		if _, err := b.Append(ctx, []ledger.Record{msg("g", "")}); err != nil {
+			t.Fatalf("Append() error = %v", err)
+		}
+	}
+	if got := <-done; !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Errorf("Follow(g, 0) on the other Store = %v, want [1 2 3]", got)
+	}
+}

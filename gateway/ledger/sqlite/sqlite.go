@@ -66,6 +66,7 @@ const eventCols = `id, ts, seq, kind, group_id, scope_key, by_, data, dedupe_key
 const (
 	DefaultBusyTimeout = 5 * time.Second
 	DefaultMaxBatch    = 1024
+	DefaultFollowPoll  = 2 * time.Second
 )
 
 // followPage is how many events Follow reads per query.
@@ -88,6 +89,10 @@ type Options struct {
 	// Now is the clock that stamps appended events; nil means time.Now.
 	// Within one Store, ts never goes backwards even if the clock does.
 	Now func() time.Time
+	// FollowPoll is how often an idle Follow looks for events without
+	// being woken, which catches appends made through another Store or
+	// process on the same file; 0 means DefaultFollowPoll.
+	FollowPoll time.Duration
 }
 
 // Store is a ledger.Store backed by one SQLite file. Create it with Open
@@ -97,6 +102,7 @@ type Store struct {
 	log      *slog.Logger
 	now      func() time.Time
 	maxBatch int
+	poll     time.Duration
 
 	wdb   *sql.DB // one connection, used only by the writer goroutine
 	rdb   *sql.DB // read-only pool
@@ -160,6 +166,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.FollowPoll <= 0 {
+		o.FollowPoll = DefaultFollowPoll
+	}
 	if path == "" || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("sqlite: open %q: want a file name", path)
 	}
@@ -183,6 +192,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		log:      o.Logger,
 		now:      o.Now,
 		maxBatch: o.MaxBatch,
+		poll:     o.FollowPoll,
 		wdb:      wdb,
 		queue:    make(chan *op, o.MaxBatch),
 		closing:  make(chan struct{}),
@@ -468,8 +478,8 @@ func (s *Store) Groups(ctx context.Context) ([]ledger.Group, error) {
 
 // Follow implements ledger.Store. It reads the store in pages by seq and,
 // when it has caught up, waits for the writer to signal a commit to the
-// group; the signal is taken before each read, so a commit between the
-// read and the wait is not missed.
+// group (or Options.FollowPoll passes); the signal is taken before each
+// read, so a commit between the read and the wait is not missed.
 func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[ledger.Event, error] {
 	return func(yield func(ledger.Event, error) bool) {
 		last := sinceSeq
@@ -492,16 +502,30 @@ func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.S
 			if len(evs) == followPage {
 				continue
 			}
-			select {
-			case <-wake:
-			case <-ctx.Done():
-				return
-			case <-s.closing:
-				yield(ledger.Event{}, fmt.Errorf("sqlite: follow %q: %w", group, ledger.ErrClosed))
+			if !s.waitFollow(ctx, wake) {
+				if ctx.Err() == nil {
+					yield(ledger.Event{}, fmt.Errorf("sqlite: follow %q: %w", group, ledger.ErrClosed))
+				}
 				return
 			}
 		}
 	}
+}
+
+// waitFollow waits for wake or the poll interval; it reports false when
+// ctx is done or the store is closing.
+func (s *Store) waitFollow(ctx context.Context, wake <-chan struct{}) bool {
+	t := time.NewTimer(s.poll)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+	return true
 }
 
 // SetCursor implements ledger.Store.
@@ -547,8 +571,8 @@ func (s *Store) Claim(ctx context.Context, group, eventID, actor string, ttl tim
 	if group == "" || actor == "" || eventID == "" {
 		return ledger.Claim{}, fmt.Errorf("sqlite: claim: %w: empty group, actor or event id", ledger.ErrInvalid)
 	}
-	if ttl <= 0 {
-		return ledger.Claim{}, fmt.Errorf("sqlite: claim: %w: ttl %v", ledger.ErrInvalid, ttl)
+	if ttl <= 0 || now.IsZero() {
+		return ledger.Claim{}, fmt.Errorf("sqlite: claim: %w: ttl %v at %v", ledger.ErrInvalid, ttl, now)
 	}
 	var c ledger.Claim
 	var claimed bool
