@@ -154,6 +154,8 @@ func TestCrash(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	stuck := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() }) // never hang the suite
+	defer stuck.Stop()
 	var acked []string
 	sc := bufio.NewScanner(out)
 	deadline := time.Now().Add(30 * time.Second)
