@@ -1,0 +1,221 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+)
+
+// ActionError is a refused action (ack, read, react, claim, defer,
+// resolve): Code says which HTTP status and error envelope the API gives.
+type ActionError struct {
+	Code   string // "not_found", "permission_denied", "invalid_request", "conflict" (CCCS §11)
+	Reason string
+	// Claim is the claim in force when Code is "conflict" on a claim.
+	Claim *ledger.Claim
+}
+
+func (e *ActionError) Error() string { return "gateway: " + e.Reason }
+
+// CCCS §11 error codes used by ActionError.
+const (
+	CodeNotFound     = "not_found"
+	CodePermission   = "permission_denied"
+	CodeInvalid      = "invalid_request"
+	CodeConflict     = "conflict"
+	CodeNotAttention = "not_an_attention_message"
+)
+
+func actionErr(code, format string, args ...any) error {
+	return &ActionError{Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Action is one of the agent actions on an event (DESIGN §5.6).
+type Action string
+
+// The actions of POST /v1/groups/{group}/events/{id}/{action}.
+const (
+	ActionAck     Action = "ack"
+	ActionRead    Action = "read"
+	ActionReact   Action = "react"
+	ActionClaim   Action = "claim"
+	ActionDefer   Action = "defer"
+	ActionResolve Action = "resolve"
+)
+
+// ActionRequest is an action by Actor (the calling principal) on the event
+// EventID of Group.
+type ActionRequest struct {
+	Action  Action
+	Group   string
+	EventID string
+	Actor   string
+	Signal  string // react: a C2A signal (agree, declined, claimed, done, …)
+	Note    string // defer, resolve: free text
+}
+
+// ActionResult is what an action recorded.
+type ActionResult struct {
+	Event     ledger.Event   `json:"event"`
+	Duplicate bool           `json:"duplicate,omitempty"`
+	Claim     *ledger.Claim  `json:"claim,omitempty"`
+	Cursor    *ledger.Cursor `json:"cursor,omitempty"`
+}
+
+// Act performs an action, enforcing the CCCS rules: acks are self-only and
+// only for attention messages addressed to the actor (§6.2), read cursors
+// are independent of acks (§6.3), the first claim wins (DESIGN §5.4).
+func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error) {
+	if req.Actor == "" {
+		return ActionResult{}, actionErr(CodePermission, "no principal")
+	}
+	req.Actor = r.book.ActorID(req.Actor)
+	r.Touch(req.Actor)
+	target, err := r.store.Get(ctx, req.EventID)
+	if errors.Is(err, ledger.ErrNotFound) || err == nil && target.GroupID != req.Group {
+		return ActionResult{}, actionErr(CodeNotFound, "no event %q in group %q", req.EventID, req.Group)
+	}
+	if err != nil {
+		return ActionResult{}, fmt.Errorf("gateway: %s: %w", req.Action, err)
+	}
+	td, err := ParseData(target)
+	if err != nil {
+		return ActionResult{}, fmt.Errorf("gateway: event %s: bad data: %w", target.ID, err)
+	}
+	rec := ledger.Record{GroupID: req.Group, By: req.Actor}
+	d := EventData{ActorID: req.Actor, EventID: target.ID}
+	var res ActionResult
+	switch req.Action {
+	case ActionAck:
+		switch {
+		case target.Kind == KindNotify && td.RequiresAck:
+			rec.Kind, d = KindNotifyAck, EventData{ActorID: req.Actor}
+			rec.Data = mustJSON(map[string]string{"notify_event_id": target.ID, "actor_id": req.Actor})
+		case target.Kind != KindMessage || td.Priority != "attention":
+			return res, actionErr(CodeNotAttention, "event %s is not an attention message; only those are acknowledged (CCCS §6.2)", target.ID)
+		case !r.addressedTo(td.To, req.Actor):
+			return res, actionErr(CodePermission, "event %s is not addressed to %s; a principal acks only for itself (CCCS §6.2)", target.ID, req.Actor)
+		default:
+			rec.Kind = KindAck
+		}
+		rec.DedupeKey = "ack:" + req.Group + ":" + req.Actor + ":" + target.ID
+	case ActionRead:
+		rec.Kind = KindRead
+	case ActionReact:
+		sig, err := attention.ParseSignal(req.Signal)
+		if err != nil {
+			return res, actionErr(CodeInvalid, "react: %v", err)
+		}
+		rec.Kind, d.Signal, d.Emoji = KindReaction, string(sig), sig.Glyph()
+	case ActionClaim:
+		ae := AttentionEvent(target, td)
+		ag := attention.Agent{ID: req.Actor}
+		if entry, ok := r.book.Agent(req.Actor); ok {
+			ag.Roles = entry.Roles
+		}
+		if !attention.Claimable(ae, ag, attention.State{}, r.now()) {
+			return res, actionErr(CodePermission, "event %s is not for %s to claim (it is aimed at someone else or asks for no reply)", target.ID, req.Actor)
+		}
+		c, err := r.store.Claim(ctx, req.Group, target.ID, req.Actor, r.claimTTL, r.now())
+		if errors.Is(err, ledger.ErrClaimed) {
+			return res, &ActionError{Code: CodeConflict, Reason: fmt.Sprintf("event %s is claimed by %s until %s", target.ID, c.Actor, c.ExpiresAt.UTC().Format("15:04:05Z")), Claim: &c}
+		}
+		if err != nil {
+			return res, fmt.Errorf("gateway: claim: %w", err)
+		}
+		res.Claim = &c
+		rec.Kind, d.ExpiresAt = KindClaim, ledger.FormatTime(c.ExpiresAt)
+	case ActionDefer, ActionResolve:
+		disp, _ := attention.DispositionForAction(string(req.Action))
+		rec.Kind, d.Disposition, d.Note = KindDisposition, string(disp), oneLineNote(req.Note)
+	default:
+		return res, actionErr(CodeInvalid, "unknown action %q", req.Action)
+	}
+	if rec.Data == nil {
+		rec.Data = mustJSON(d)
+	}
+	out, err := r.store.Append(ctx, []ledger.Record{rec})
+	if err != nil {
+		return res, fmt.Errorf("gateway: recording %s: %w", req.Action, err)
+	}
+	res.Event, res.Duplicate = out[0].Event, out[0].Duplicate
+	if req.Action == ActionRead {
+		c, err := r.store.SetCursor(ctx, req.Group, req.Actor, target.ID)
+		if err != nil {
+			return res, fmt.Errorf("gateway: read cursor: %w", err)
+		}
+		res.Cursor = &c
+	}
+	return res, nil
+}
+
+func oneLineNote(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 1000 {
+		s = s[:1000]
+	}
+	return s
+}
+
+// SendRequest composes an envelope for POST /v1/send (DESIGN §5.6).
+type SendRequest struct {
+	From    string          `json:"from,omitempty"` // default: the principal
+	To      string          `json:"to"`
+	Intent  string          `json:"intent"`
+	Context string          `json:"context,omitempty"`
+	Thread  string          `json:"thread,omitempty"`
+	Parent  string          `json:"parent,omitempty"`
+	User    string          `json:"user,omitempty"`
+	Session string          `json:"session,omitempty"`
+	Meta    []envelope.Meta `json:"meta,omitempty"`
+	Body    string          `json:"body"`
+	Message string          `json:"message,omitempty"` // idempotency: reuse the same id on retries
+}
+
+// Signer signs composed envelopes for principals whose keys the relay
+// holds; it returns the signed text, or ok=false when it has no key for
+// the principal.
+type Signer interface {
+	Sign(ctx context.Context, principal string, text []byte) (signed []byte, ok bool, err error)
+}
+
+// Compose builds the canonical envelope text for req as principal and, if
+// signer holds the principal's key, signs it.
+func (r *Relay) Compose(ctx context.Context, principal string, req SendRequest, signer Signer) ([]byte, error) {
+	from := req.From
+	if from == "" {
+		from = principal
+	}
+	if req.To == "" || req.Intent == "" {
+		return nil, actionErr(CodeInvalid, "send needs \"to\" and \"intent\"")
+	}
+	intent, _, _ := envelope.NormalizeIntent(strings.TrimSpace(req.Intent))
+	env := envelope.New(from, strings.TrimSpace(req.To), intent, envelope.CleanBody(req.Body))
+	env.Context, env.User, env.Session, env.Parent = req.Context, req.User, req.Session, req.Parent
+	if req.Thread != "" {
+		env.Thread = req.Thread
+	}
+	if req.Message != "" {
+		env.Message = req.Message
+	}
+	env.Meta = req.Meta
+	text, err := envelope.Marshal(env)
+	if err != nil {
+		return nil, actionErr(CodeInvalid, "%v", err)
+	}
+	if signer != nil {
+		signed, ok, err := signer.Sign(ctx, principal, text)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: signing for %s: %w", principal, err)
+		}
+		if ok {
+			text = signed
+		}
+	}
+	return text, nil
+}

@@ -1,0 +1,136 @@
+package gateway
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+)
+
+// Agent is one entry of the address book: an actor the relay knows, the
+// envelope addresses that name it, its roles, the key ids it signs with,
+// and where envelopes for it go.
+type Agent struct {
+	// ID is the actor id used in the ledger (CCCS §3.3): "claude", "peer-1".
+	ID string
+	// Names are the envelope addresses that mean this actor, matched
+	// without regard to case: "CLAUDE", "claude://session/abc".
+	Names []string
+	// Roles the actor holds; a receiver "@reviewer" or "reviewer" reaches
+	// every actor with role "reviewer".
+	Roles []string
+	// Keys are the signing key ids (pkid) this actor owns. An envelope
+	// signed by one of them is ascribed to this actor.
+	Keys []string
+	// Transport and Address say where the relay delivers envelopes for
+	// this actor ("http" + URL, "mail" + address, "folder" + name,
+	// "clipboard"); empty means the actor reads its inbox through the API.
+	Transport string
+	Address   string
+}
+
+// AddressBook maps envelope addresses and key ids to actors (DESIGN §5.2).
+// The zero value is an empty book in which every simple name is its own
+// actor. It is read-only after construction and safe for concurrent use.
+type AddressBook struct {
+	agents []Agent
+	byName map[string]int
+	byKey  map[string]int
+	byID   map[string]int
+}
+
+// NewAddressBook builds a book from agents. It reports duplicate ids, names
+// or keys, naming the entry.
+func NewAddressBook(agents []Agent) (*AddressBook, error) {
+	b := &AddressBook{byName: map[string]int{}, byKey: map[string]int{}, byID: map[string]int{}}
+	for i, a := range agents {
+		if a.ID == "" {
+			return nil, fmt.Errorf("gateway: address book entry %d has no id", i+1)
+		}
+		if _, dup := b.byID[strings.ToLower(a.ID)]; dup {
+			return nil, fmt.Errorf("gateway: address book: duplicate agent id %q", a.ID)
+		}
+		b.byID[strings.ToLower(a.ID)] = i
+		for _, n := range append([]string{a.ID}, a.Names...) {
+			k := strings.ToLower(n)
+			if j, dup := b.byName[k]; dup && j != i {
+				return nil, fmt.Errorf("gateway: address book: name %q belongs to both %q and %q", n, agents[j].ID, a.ID)
+			}
+			b.byName[k] = i
+		}
+		for _, k := range a.Keys {
+			if j, dup := b.byKey[k]; dup && j != i {
+				return nil, fmt.Errorf("gateway: address book: key %q belongs to both %q and %q", k, agents[j].ID, a.ID)
+			}
+			b.byKey[k] = i
+		}
+	}
+	b.agents = append([]Agent(nil), agents...)
+	return b, nil
+}
+
+// ActorID returns the actor id for an envelope address: the address book
+// entry that names it, or else the address itself, lower-cased when it is a
+// simple name ("CLAUDE" → "claude") so that the same assistant is one actor
+// however a chat spells it.
+func (b *AddressBook) ActorID(addr string) string {
+	if b != nil {
+		if i, ok := b.byName[strings.ToLower(addr)]; ok {
+			return b.agents[i].ID
+		}
+	}
+	if a, err := envelope.ParseAddress(addr); err == nil && a.Kind == envelope.AddressName {
+		return strings.ToLower(addr)
+	}
+	return addr
+}
+
+// KeyOwner returns the actor that owns key id pkid, if the book says.
+func (b *AddressBook) KeyOwner(pkid string) (string, bool) {
+	if b == nil {
+		return "", false
+	}
+	i, ok := b.byKey[pkid]
+	if !ok {
+		return "", false
+	}
+	return b.agents[i].ID, true
+}
+
+// Agent returns the entry for an actor id, matched without regard to case.
+func (b *AddressBook) Agent(id string) (Agent, bool) {
+	if b == nil {
+		return Agent{}, false
+	}
+	i, ok := b.byID[strings.ToLower(id)]
+	if !ok {
+		if i, ok = b.byName[strings.ToLower(id)]; !ok {
+			return Agent{}, false
+		}
+	}
+	return b.agents[i], true
+}
+
+// Agents returns every entry, ordered by id.
+func (b *AddressBook) Agents() []Agent {
+	if b == nil {
+		return nil
+	}
+	out := append([]Agent(nil), b.agents...)
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Recipients turns an envelope receiver into CCCS recipient tokens
+// (CCCS §5.1): nil for a broadcast (ALL, *, @all), the selector itself for
+// "@role", or the receiver's actor id.
+func (b *AddressBook) Recipients(to string) []string {
+	switch {
+	case envelope.IsBroadcast(to):
+		return nil
+	case strings.HasPrefix(to, "@"):
+		return []string{strings.ToLower(to)}
+	}
+	return []string{b.ActorID(to)}
+}

@@ -1,0 +1,197 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+)
+
+// Delivery is one ledger event as one agent should see it: the C2A
+// decision (directedness, policy, injection, knock) and, unless the event
+// is only knocked, its content.
+type Delivery struct {
+	attention.Delivery
+	Kind      string   `json:"kind"`
+	From      string   `json:"from"`
+	To        []string `json:"to,omitempty"`
+	Intent    string   `json:"intent,omitempty"`
+	Context   string   `json:"context,omitempty"`
+	MessageID string   `json:"message,omitempty"`
+	TS        string   `json:"ts"`
+	// Content is the message text; empty when the injection is notify
+	// (C2A: a knock withholds the body until the agent pulls it) or silent.
+	Content      string `json:"content,omitempty"`
+	Verification string `json:"verification,omitempty"`
+	// Acked reports that the agent has acknowledged this attention
+	// message (chat.ack).
+	Acked bool `json:"acked,omitempty"`
+	// ClaimedBy is the holder of a claim in force on the event.
+	ClaimedBy string `json:"claimed_by,omitempty"`
+	// Liveness is the agent's liveness now (DESIGN §5.4).
+	Liveness attention.Liveness `json:"liveness"`
+}
+
+// AttentionEvent returns the attention view of a ledger event (DESIGN §5.2
+// read backwards): author, recipients, intent, thread and priorities from
+// data and data.x_crosstalk.
+func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
+	ae := attention.Event{ID: ev.ID, Seq: ev.Seq, Group: ev.GroupID, Kind: ev.Kind, From: ev.By, To: d.To, Priority: d.Priority}
+	if t, err := ev.Time(); err == nil {
+		ae.CreatedAt = t
+	}
+	if x := d.X; x != nil && x.Envelope != nil {
+		env := x.Envelope
+		ae.From = x.Sender
+		ae.Intent = attention.Intent(env.Intent)
+		ae.Thread, ae.Parent, ae.Context = env.Thread, env.Parent, env.Context
+		if p, ok := env.MetaValue("routing", "X-Priority"); ok {
+			ae.XPriority = strings.ToLower(p)
+		}
+	}
+	if ev.Kind == KindNotify {
+		ae.RequiresAck = d.RequiresAck
+		if d.TargetActorID != "" {
+			ae.To = []string{d.TargetActorID}
+		}
+	}
+	return ae
+}
+
+// Deliveries returns what agent should see of group's events with seq >
+// sinceSeq (all groups when group is ""), at most limit of them (all when
+// limit ≤ 0), oldest first. Silent deliveries (the agent's own events,
+// bookkeeping) are left out. It also marks the agent as seen.
+func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]Delivery, error) {
+	agent = r.book.ActorID(agent)
+	r.Touch(agent)
+	groups := []string{group}
+	if group == "" {
+		gs, err := r.store.Groups(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: listing groups: %w", err)
+		}
+		groups = groups[:0]
+		for _, g := range gs {
+			groups = append(groups, g.ID)
+		}
+	}
+	var out []Delivery
+	for _, g := range groups {
+		ds, err := r.groupDeliveries(ctx, agent, g, sinceSeq, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ds...)
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// groupDeliveries walks the group from its first event, because thread
+// participation and acks depend on everything before sinceSeq too.
+func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]Delivery, error) {
+	evs, err := r.store.Range(ctx, group, 0, nil, 0)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
+	}
+	tr := r.newTracker(agent)
+	var out []Delivery
+	for _, ev := range evs {
+		d, ok, err := tr.observe(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		if ev.Seq <= sinceSeq || !ok {
+			continue
+		}
+		out = append(out, d)
+	}
+	// Acks can come after the message: mark them at the end.
+	for i := range out {
+		out[i].Acked = tr.acked[out[i].EventID]
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// tracker follows one agent through a group's events in seq order and
+// turns each into a Delivery.
+type tracker struct {
+	r       *Relay
+	agent   attention.Agent
+	threads map[string]bool
+	acked   map[string]bool
+	now     time.Time
+	seen    map[string]time.Time
+}
+
+func (r *Relay) newTracker(agent string) *tracker {
+	a := attention.Agent{ID: agent}
+	if entry, ok := r.book.Agent(agent); ok {
+		a.Roles = entry.Roles
+	}
+	return &tracker{r: r, agent: a, threads: map[string]bool{}, acked: map[string]bool{}, now: r.now(), seen: r.LastSeen()}
+}
+
+// observe returns the delivery of ev to the tracker's agent, and whether
+// it is one to show (not silent).
+func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool, error) {
+	d, err := ParseData(ev)
+	if err != nil {
+		return Delivery{}, false, fmt.Errorf("gateway: event %s: bad data: %w", ev.ID, err)
+	}
+	ae := AttentionEvent(ev, d)
+	if ev.Kind == KindAck && strings.EqualFold(d.ActorID, t.agent.ID) {
+		t.acked[d.EventID] = true
+	}
+	st := attention.State{LastSeen: t.seen}
+	for th := range t.threads {
+		st.Threads = append(st.Threads, th)
+	}
+	var claimedBy string
+	if ev.Kind == KindMessage {
+		c, err := t.r.store.GetClaim(ctx, ev.GroupID, ev.ID, t.now)
+		switch {
+		case err == nil:
+			claimedBy = c.Actor
+			st.Claims = []attention.Claim{{Event: ev.ID, Thread: ae.Thread, Holder: c.Actor, ClaimedAt: c.ClaimedAt, ExpiresAt: c.ExpiresAt}}
+		case !errors.Is(err, ledger.ErrNotFound):
+			return Delivery{}, false, fmt.Errorf("gateway: claim of %s: %w", ev.ID, err)
+		}
+	}
+	dec := attention.Decide(ae, t.agent, st, t.now)
+	// Participation: the agent wrote in the thread or was named in it.
+	if ae.Thread != "" && (strings.EqualFold(ae.From, t.agent.ID) || dec.Directedness == attention.ToMe) {
+		t.threads[ae.Thread] = true
+	}
+	if dec.Injection == attention.Silent {
+		return Delivery{}, false, nil
+	}
+	out := Delivery{
+		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
+		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy,
+		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+	}
+	if x := d.X; x != nil {
+		out.Verification = x.Verification
+		if x.Envelope != nil {
+			out.MessageID = x.Envelope.Message
+		}
+	}
+	if dec.Injection != attention.Notify {
+		out.Content = d.Text
+		if out.Content == "" {
+			out.Content = d.Message
+		}
+	}
+	return out, true, nil
+}

@@ -1,0 +1,308 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/signing"
+)
+
+// Event kinds the relay writes (CCCS §6, §7; x.crosstalk.* for C2A state).
+const (
+	KindMessage     = "chat.message"
+	KindAck         = "chat.ack"
+	KindRead        = "chat.read"
+	KindReaction    = "chat.reaction"
+	KindNotify      = "system.notify"
+	KindNotifyAck   = "system.notify_ack"
+	KindClaim       = "x.crosstalk.claim"
+	KindDisposition = "x.crosstalk.disposition"
+)
+
+// XCrosstalk is data.x_crosstalk of every event made from an envelope
+// (DESIGN §5.2): the envelope's JSON form, its raw text, how it came and
+// how it was checked.
+type XCrosstalk struct {
+	Envelope       *envelope.Envelope `json:"envelope"`
+	Raw            string             `json:"raw"`
+	Transport      string             `json:"transport"`
+	Source         string             `json:"source,omitempty"`
+	Sender         string             `json:"sender"`
+	Principal      string             `json:"principal,omitempty"`
+	Verified       bool               `json:"verified"`
+	Verification   string             `json:"verification"`
+	Pkid           string             `json:"pkid,omitempty"`
+	AssignedIDs    bool               `json:"assigned_ids,omitempty"`
+	IdempotencyKey string             `json:"idempotency_key,omitempty"`
+	Warnings       []string           `json:"warnings,omitempty"`
+}
+
+// EventData is the union of the data members the relay writes and reads.
+// Unknown members are ignored, as CCCS §4.1 asks.
+type EventData struct {
+	// chat.message
+	Text     string   `json:"text,omitempty"`
+	Format   string   `json:"format,omitempty"`
+	Priority string   `json:"priority,omitempty"`
+	To       []string `json:"to,omitempty"`
+	ReplyTo  string   `json:"reply_to,omitempty"`
+	ClientID string   `json:"client_id,omitempty"`
+	// chat.ack, chat.read, chat.reaction, claims, dispositions
+	ActorID string `json:"actor_id,omitempty"`
+	EventID string `json:"event_id,omitempty"`
+	Emoji   string `json:"emoji,omitempty"`
+	Signal  string `json:"signal,omitempty"`
+	// system.notify
+	Kind           string `json:"kind,omitempty"`
+	Title          string `json:"title,omitempty"`
+	Message        string `json:"message,omitempty"`
+	TargetActorID  string `json:"target_actor_id,omitempty"`
+	RelatedEventID string `json:"related_event_id,omitempty"`
+	RequiresAck    bool   `json:"requires_ack,omitempty"`
+	// x.crosstalk.*
+	Disposition string `json:"disposition,omitempty"`
+	ExpiresAt   string `json:"expires_at,omitempty"`
+	Note        string `json:"note,omitempty"`
+
+	X *XCrosstalk `json:"x_crosstalk,omitempty"`
+}
+
+// ParseData decodes an event's data.
+func ParseData(ev ledger.Event) (EventData, error) {
+	var d EventData
+	if len(ev.Data) == 0 {
+		return d, nil
+	}
+	err := json.Unmarshal(ev.Data, &d)
+	return d, err
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("gateway: marshalling event data: " + err.Error()) // only plain structs are marshalled
+	}
+	return b
+}
+
+// DedupeKey returns the de-duplication key of an envelope (DESIGN §5.3):
+// "msg:" + its message id, or "sha256:" + the hex SHA-256 of its
+// signed-bytes payload when it has none.
+func DedupeKey(env *envelope.Envelope) string {
+	if env.Message != "" {
+		return "msg:" + env.Message
+	}
+	sum := sha256.Sum256(signing.PayloadOf(env.Source()))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// record turns one outcome into the record to append: the envelope's event,
+// or a system.notify for a rejection.
+func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record {
+	if o.Reject != nil {
+		return r.rejectionRecord(in, o)
+	}
+	env := o.Envelope.Clone()
+	dedupe := DedupeKey(env)
+	x := &XCrosstalk{
+		Raw:            string(o.Envelope.Source()),
+		Transport:      in.Transport,
+		Source:         in.Source,
+		Sender:         r.book.ActorID(env.From),
+		Principal:      in.Principal,
+		Verification:   o.Verification.Status,
+		Verified:       o.Verification.Status == StatusVerified || o.Verification.Status == StatusFirstUse,
+		Pkid:           o.Verification.Pkid,
+		IdempotencyKey: in.IdempotencyKey,
+		Warnings:       env.Warnings(),
+	}
+	if env.Message == "" {
+		// v1.0: assign the deterministic id the dedupe key is made of
+		// (DESIGN §3.1, §5.3), and start a thread named after it.
+		sum := sha256.Sum256(signing.PayloadOf(o.Envelope.Source()))
+		env.Message = envelope.IDFromHash(sum[:])
+		x.AssignedIDs = true
+	}
+	if env.Thread == "" {
+		env.Thread = env.Message
+		x.AssignedIDs = true
+	}
+	x.Envelope = env
+	by := x.Sender
+	if !x.Verified && in.Principal != "" {
+		by = in.Principal
+	}
+	rec := ledger.Record{GroupID: r.Group(env.Context), By: by, DedupeKey: dedupe}
+	d := EventData{X: x}
+	parentEvent := r.lookupParent(ctx, env.Parent)
+
+	switch env.Intent {
+	case envelope.IntentAck:
+		if pe, ok := parentEvent.(ledger.Event); ok && r.isAttentionFor(pe, x.Sender) {
+			rec.Kind, d.ActorID, d.EventID = KindAck, x.Sender, pe.ID
+			rec.By = x.Sender // self-only ack (CCCS §6.2)
+			break
+		}
+		rec.Kind, d.ActorID, d.Signal, d.Emoji = KindReaction, x.Sender, "agree", "👍"
+		d.EventID = eventID(parentEvent)
+	case envelope.IntentNack:
+		rec.Kind, d.ActorID, d.Signal, d.Emoji, d.EventID = KindReaction, x.Sender, "declined", "👎", eventID(parentEvent)
+	case envelope.IntentError:
+		rec.Kind, d.Kind, d.RelatedEventID = KindNotify, "error", eventID(parentEvent)
+		code, _ := env.MetaValue("error", "Code")
+		reason, _ := env.MetaValue("error", "Reason")
+		d.Title = strings.TrimSpace(code + " from " + env.From)
+		d.Message = reason
+		if d.Message == "" {
+			d.Message = env.Body
+		}
+		d.TargetActorID = r.book.ActorID(env.To)
+	case envelope.IntentRevoke:
+		rec.Kind, d.Kind, d.Title = KindNotify, "key_revoked", "key revoked by "+env.From
+		d.Message, _ = env.MetaValue("revoke", "Pkid")
+	default:
+		// REQUEST RESPOND POLL CLOSE HANDOFF ESCALATE BROADCAST and
+		// unknown intents: a chat message.
+		rec.Kind, d.Text, d.Format, d.Priority = KindMessage, env.Body, "plain", "normal"
+		d.To = r.book.Recipients(env.To)
+		if env.Intent == envelope.IntentPoll {
+			d.To = appendUnique(d.To, r.pollTargets(env)...)
+		}
+		if p, _ := env.MetaValue("routing", "X-Priority"); strings.EqualFold(p, "high") || strings.EqualFold(p, "urgent") {
+			d.Priority = "attention"
+		}
+		switch env.Intent {
+		case envelope.IntentHandoff:
+			d.Priority = "attention"
+		case envelope.IntentEscalate:
+			d.Priority = "attention"
+			d.To = appendUnique(d.To, "@user")
+		case envelope.IntentBroadcast:
+			d.To = nil
+		}
+		d.ReplyTo = eventID(parentEvent)
+		d.ClientID = dedupe
+	}
+	rec.Data = mustJSON(d)
+	return rec
+}
+
+func (r *Relay) rejectionRecord(in Intake, o *Outcome) ledger.Record {
+	group := DefaultGroup
+	var x *XCrosstalk
+	if env := o.Envelope; env != nil {
+		group = r.Group(env.Context)
+		x = &XCrosstalk{
+			Envelope: env, Raw: string(env.Source()), Transport: in.Transport, Source: in.Source,
+			Sender: r.book.ActorID(env.From), Principal: in.Principal,
+			Verification: o.Verification.Status, Pkid: o.Verification.Pkid, Warnings: env.Warnings(),
+		}
+	}
+	d := EventData{
+		Kind: "error", Priority: "high",
+		Title:   "rejected envelope (" + string(o.Reject.Code) + ")",
+		Message: o.Reject.Error(),
+		X:       x,
+	}
+	if x == nil {
+		d.X = &XCrosstalk{Transport: in.Transport, Source: in.Source, Principal: in.Principal}
+	}
+	return ledger.Record{Kind: KindNotify, GroupID: group, By: "system", Data: mustJSON(d)}
+}
+
+// pollTargets reads `meta: poll` `Targets: a, b` (the POLL recipients
+// beyond the header's receiver).
+func (r *Relay) pollTargets(env *envelope.Envelope) []string {
+	v, ok := env.MetaValue("poll", "Targets")
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, r.book.Recipients(t)...)
+		}
+	}
+	return out
+}
+
+// lookupParent returns the ledger event of a parent message id, or nil.
+func (r *Relay) lookupParent(ctx context.Context, parent string) any {
+	if parent == "" {
+		return nil
+	}
+	ev, err := r.store.GetByDedupeKey(ctx, "msg:"+parent)
+	if err != nil {
+		if !errors.Is(err, ledger.ErrNotFound) {
+			r.log.Warn("looking up parent", "parent", parent, "err", err)
+		}
+		return nil
+	}
+	return ev
+}
+
+func eventID(parent any) string {
+	if ev, ok := parent.(ledger.Event); ok {
+		return ev.ID
+	}
+	return ""
+}
+
+// isAttentionFor reports whether ev is an attention chat.message addressed
+// to actor (CCCS §6.2: only those can be acked).
+func (r *Relay) isAttentionFor(ev ledger.Event, actor string) bool {
+	if ev.Kind != KindMessage {
+		return false
+	}
+	d, err := ParseData(ev)
+	if err != nil || d.Priority != "attention" {
+		return false
+	}
+	return r.addressedTo(d.To, actor)
+}
+
+// addressedTo reports whether recipient tokens reach actor: a broadcast,
+// the actor's id, @user for the user, or a role the actor holds.
+func (r *Relay) addressedTo(to []string, actor string) bool {
+	if len(to) == 0 {
+		return true
+	}
+	ag, _ := r.book.Agent(actor)
+	for _, t := range to {
+		switch {
+		case strings.EqualFold(t, actor), t == "@all":
+			return true
+		case (t == "@user" || t == "user") && actor == "user":
+			return true
+		case strings.HasPrefix(t, "@"):
+			for _, role := range ag.Roles {
+				if strings.EqualFold(t[1:], role) || t == "@peers" && role == "peer" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func appendUnique(s []string, more ...string) []string {
+	for _, m := range more {
+		found := false
+		for _, x := range s {
+			if x == m {
+				found = true
+				break
+			}
+		}
+		if !found {
+			s = append(s, m)
+		}
+	}
+	return s
+}
