@@ -1,0 +1,69 @@
+package signing
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Functions wrap them with %w and add what the caller
+// lacks (the key id, the file, the line); test with errors.Is.
+var (
+	// ErrMalformedSig: the sig: value does not follow the grammar of
+	// DESIGN §4.2 (docs/signing.md §3).
+	ErrMalformedSig = errors.New("signing: malformed sig value")
+	// ErrUnsupportedAlg: an algorithm other than ed25519 and secp256r1.
+	ErrUnsupportedAlg = errors.New("signing: unsupported algorithm")
+	// ErrProtectedHeader: a JWS whose protected header is not byte-equal
+	// to the fixed header for its algorithm (DESIGN §4.2).
+	ErrProtectedHeader = errors.New("signing: protected header is not the crosstalk header")
+	// ErrBadSignature: the signature does not verify under the key tried.
+	ErrBadSignature = errors.New("signing: signature does not verify")
+	// ErrUnknownKey: no key is known for the key id (not pinned, not
+	// announced, not in DNS).
+	ErrUnknownKey = errors.New("signing: unknown key")
+	// ErrKeyChanged: the signature verifies under a key other than the
+	// one pinned for its key id.
+	ErrKeyChanged = errors.New("signing: key changed")
+	// ErrRevoked: the key was revoked.
+	ErrRevoked = errors.New("signing: key revoked")
+	// ErrNotSigned: the envelope has no signature (no sig: line or
+	// `sig: none`).
+	ErrNotSigned = errors.New("signing: envelope is not signed")
+	// ErrNoSource: the envelope was not read from text, so there are no
+	// source bytes to verify (DESIGN §4.1).
+	ErrNoSource = errors.New("signing: envelope has no source text")
+	// ErrUnsignedLines: lines other than sig:, blank lines and [[END]]
+	// follow the signed part, so they would not be covered.
+	ErrUnsignedLines = errors.New("signing: envelope has lines after the signed part")
+	// ErrKeyFile: a key file or key line could not be parsed.
+	ErrKeyFile = errors.New("signing: bad key")
+	// ErrInsecureKeyFile: a private key file is readable by group or world.
+	ErrInsecureKeyFile = errors.New("signing: private key file is readable by others")
+	// ErrNoDNSKey: DNS has no crosstalk key record for the key id.
+	ErrNoDNSKey = errors.New("signing: no key in DNS")
+	// ErrTrustStore: the trust store file could not be parsed.
+	ErrTrustStore = errors.New("signing: bad trust store")
+)
+
+// contextError adds where an error happened (a file, a line, a key id) in
+// front of it, keeping one "signing:" prefix: "signing: key.txt: line 3:
+// bad key: …". It unwraps to the error it adds to.
+type contextError struct {
+	where string
+	err   error
+}
+
+func (e *contextError) Error() string {
+	return "signing: " + e.where + ": " + strings.TrimPrefix(e.err.Error(), "signing: ")
+}
+
+func (e *contextError) Unwrap() error { return e.err }
+
+// within returns err with the place it happened in front of it.
+func within(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return &contextError{where: fmt.Sprintf(format, args...), err: err}
+}

@@ -1,0 +1,440 @@
+package signing
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// KeySource says where a key came from (docs/signing.md §5).
+type KeySource string
+
+// Key sources. The trust store records tofu, dns and manual; a Result may
+// also say explicit (a key given to the Verifier).
+const (
+	SourceTOFU     KeySource = "tofu"     // pinned on first use from a signed announcement
+	SourceDNS      KeySource = "dns"      // published in DNS (DESIGN §4.3)
+	SourceManual   KeySource = "manual"   // added or re-pinned by the user
+	SourceExplicit KeySource = "explicit" // given for this verification only (verify --key)
+)
+
+// TrustEntry is one line of the trust store: the key pinned for a key id.
+type TrustEntry struct {
+	Key       *PublicKey // Key.Pkid is the entry's key id
+	Source    KeySource
+	FirstSeen time.Time
+	Revoked   bool
+	// Sender is the envelope sender the key was first seen from, if
+	// known. A bare JWS (no key id) is tried against the keys of its
+	// sender.
+	Sender string
+}
+
+// TrustStore is the known-keys file (DESIGN §4.3), like ssh's known_hosts:
+// one line per key id,
+//
+//	pkid alg key source first-seen state [sender=ADDRESS]
+//
+// with state `active` or `revoked`, the key in unpadded base64url,
+// first-seen in RFC 3339 and ADDRESS percent-encoded; `#` comments and blank
+// lines are kept when the file is rewritten. A missing file is an empty
+// store.
+//
+// Every change takes an exclusive lock on path+".lock" (flock on Unix),
+// reads the file, writes a temporary file next to it, syncs it and renames
+// it over the old one, so concurrent writers — goroutines or processes —
+// never lose each other's changes and readers never see half a file. A
+// TrustStore is safe for concurrent use.
+type TrustStore struct {
+	path string
+	// Now returns the current time for first-seen stamps; nil means
+	// time.Now. Set it before first use.
+	Now func() time.Time
+
+	mu sync.Mutex // orders this process's writers before the file lock
+}
+
+// NewTrustStore returns the store kept in the file at path. Nothing is
+// read or created until it is used.
+func NewTrustStore(path string) *TrustStore { return &TrustStore{path: path} }
+
+// Path returns the file the store is kept in.
+func (s *TrustStore) Path() string { return s.path }
+
+func (s *TrustStore) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Entries returns every entry, in file order.
+func (s *TrustStore) Entries() ([]TrustEntry, error) {
+	f, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	var out []TrustEntry
+	for _, l := range f.lines {
+		if l.entry != nil {
+			out = append(out, l.entry.clone())
+		}
+	}
+	return out, nil
+}
+
+// Lookup returns the entry for pkid and whether there is one.
+func (s *TrustStore) Lookup(pkid string) (TrustEntry, bool, error) {
+	f, err := s.read()
+	if err != nil {
+		return TrustEntry{}, false, err
+	}
+	if e := f.find(pkid); e != nil {
+		return e.clone(), true, nil
+	}
+	return TrustEntry{}, false, nil
+}
+
+// PinFirstUse pins key for key.Pkid unless a key is already pinned for it
+// (trust on first use). It returns the entry now in the store: the new
+// one, or the existing one when it holds the same key. A different pinned
+// key gives ErrKeyChanged.
+func (s *TrustStore) PinFirstUse(key *PublicKey, source KeySource, sender string) (TrustEntry, error) {
+	var got TrustEntry
+	err := s.update(func(f *storeFile) error {
+		if e := f.find(key.Pkid); e != nil {
+			if !e.Key.Equal(key) {
+				return fmt.Errorf("%w: %s is pinned to %s, not %s", ErrKeyChanged, key.Pkid, e.Key.Fingerprint(), key.Fingerprint())
+			}
+			got = e.clone()
+			return errNoChange
+		}
+		e := &TrustEntry{Key: key, Source: source, FirstSeen: s.now().UTC().Truncate(time.Second), Sender: sender}
+		f.add(e)
+		got = e.clone()
+		return nil
+	})
+	return got, err
+}
+
+// Add pins key for key.Pkid by hand (source manual). If the key id is
+// pinned to another key it fails with ErrKeyChanged: use Pin to replace a
+// key. Adding the key already pinned changes nothing.
+func (s *TrustStore) Add(key *PublicKey) error {
+	return s.update(func(f *storeFile) error {
+		if e := f.find(key.Pkid); e != nil {
+			if !e.Key.Equal(key) {
+				return fmt.Errorf("%w: %s is pinned to %s (use pin to replace it)", ErrKeyChanged, key.Pkid, e.Key.Fingerprint())
+			}
+			return errNoChange
+		}
+		f.add(&TrustEntry{Key: key, Source: SourceManual, FirstSeen: s.now().UTC().Truncate(time.Second)})
+		return nil
+	})
+}
+
+// Pin pins key for key.Pkid by hand, replacing whatever was pinned (the
+// user's answer to key-changed). Re-pinning a key that was revoked for
+// this key id fails with ErrRevoked: revocation is permanent; Remove the
+// entry first to undo it on purpose.
+func (s *TrustStore) Pin(key *PublicKey) error {
+	return s.update(func(f *storeFile) error {
+		e := &TrustEntry{Key: key, Source: SourceManual, FirstSeen: s.now().UTC().Truncate(time.Second)}
+		if old := f.find(key.Pkid); old != nil {
+			if old.Revoked && old.Key.Equal(key) {
+				return fmt.Errorf("%w: %s %s was revoked; remove the entry first to trust it again", ErrRevoked, key.Pkid, key.Fingerprint())
+			}
+			e.Sender = old.Sender
+			f.replace(key.Pkid, e)
+			return nil
+		}
+		f.add(e)
+		return nil
+	})
+}
+
+// Remove deletes the entry for pkid; ErrUnknownKey if there is none.
+func (s *TrustStore) Remove(pkid string) error {
+	return s.update(func(f *storeFile) error {
+		if f.find(pkid) == nil {
+			return fmt.Errorf("%w %q", ErrUnknownKey, pkid)
+		}
+		f.replace(pkid, nil)
+		return nil
+	})
+}
+
+// Revoke marks the key of pkid revoked: signatures by it verify as
+// revoked from now on. With key nil the pinned key is revoked
+// (ErrUnknownKey if none). With a key, an unknown pkid gets a revoked entry
+// for that key (so it is never pinned later), and a pkid pinned to another
+// key fails with ErrKeyChanged.
+func (s *TrustStore) Revoke(pkid string, key *PublicKey) error {
+	return s.update(func(f *storeFile) error {
+		e := f.find(pkid)
+		switch {
+		case e == nil && key == nil:
+			return fmt.Errorf("%w %q", ErrUnknownKey, pkid)
+		case e == nil:
+			k := *key
+			k.Pkid = pkid
+			f.add(&TrustEntry{Key: &k, Source: SourceManual, FirstSeen: s.now().UTC().Truncate(time.Second), Revoked: true})
+			return nil
+		case key != nil && !e.Key.Equal(key):
+			return fmt.Errorf("%w: %s is pinned to %s, not %s", ErrKeyChanged, pkid, e.Key.Fingerprint(), key.Fingerprint())
+		case e.Revoked:
+			return errNoChange
+		}
+		e.Revoked = true
+		return nil
+	})
+}
+
+// errNoChange tells update that fn changed nothing: no write.
+var errNoChange = errors.New("no change")
+
+// update runs fn on the current file under the lock and writes the result.
+func (s *TrustStore) update(fn func(*storeFile) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if dir := filepath.Dir(s.path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("signing: trust store: %w", err)
+		}
+	}
+	unlock, err := lockFile(s.path + ".lock")
+	if err != nil {
+		return fmt.Errorf("signing: trust store: locking: %w", err)
+	}
+	defer unlock()
+	f, err := s.readLocked()
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		if err == errNoChange {
+			return nil
+		}
+		return err
+	}
+	return writeAtomic(s.path, f.render())
+}
+
+// read returns the parsed file. It is read every time (no cache keyed on
+// modification times, which are too coarse to notice a quick rewrite): a
+// revocation written by another process counts at once. Readers need no
+// lock: the file is only ever replaced whole, by rename.
+func (s *TrustStore) read() (*storeFile, error) {
+	return s.readLocked()
+}
+
+func (s *TrustStore) readLocked() (*storeFile, error) {
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &storeFile{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("signing: trust store: %w", err)
+	}
+	f, err := parseStore(data)
+	if err != nil {
+		return nil, within(err, "%s", s.path)
+	}
+	return f, nil
+}
+
+// writeAtomic replaces path with data: temporary file in the same
+// directory, fsync, rename, fsync of the directory.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("signing: trust store: %w", err)
+	}
+	name := tmp.Name()
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(name)
+		return fmt.Errorf("signing: trust store: writing %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("signing: trust store: writing %s: %w", path, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("signing: trust store: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // best effort: not every system can sync a directory
+		d.Close()
+	}
+	return nil
+}
+
+// storeFile is the parsed file: every line, comments kept.
+type storeFile struct {
+	lines []storeLine
+}
+
+type storeLine struct {
+	raw   string      // comment or blank line, verbatim
+	entry *TrustEntry // or an entry
+}
+
+const storeHeader = `# crosstalk known keys (docs/signing.md §5). One line per key id:
+# pkid alg key source first-seen state [sender=ADDRESS]
+`
+
+func (e *TrustEntry) clone() TrustEntry {
+	c := *e
+	k := *e.Key
+	c.Key = &k
+	return c
+}
+
+func (f *storeFile) find(pkid string) *TrustEntry {
+	for _, l := range f.lines {
+		if l.entry != nil && l.entry.Key.Pkid == pkid {
+			return l.entry
+		}
+	}
+	return nil
+}
+
+func (f *storeFile) add(e *TrustEntry) {
+	if len(f.lines) == 0 {
+		for _, h := range strings.SplitAfter(strings.TrimSuffix(storeHeader, "\n"), "\n") {
+			f.lines = append(f.lines, storeLine{raw: strings.TrimSuffix(h, "\n")})
+		}
+	}
+	f.lines = append(f.lines, storeLine{entry: e})
+}
+
+// replace puts e in place of pkid's entry; nil removes it.
+func (f *storeFile) replace(pkid string, e *TrustEntry) {
+	for i, l := range f.lines {
+		if l.entry != nil && l.entry.Key.Pkid == pkid {
+			if e == nil {
+				f.lines = append(f.lines[:i], f.lines[i+1:]...)
+			} else {
+				f.lines[i].entry = e
+			}
+			return
+		}
+	}
+}
+
+func (f *storeFile) render() []byte {
+	var b bytes.Buffer
+	for _, l := range f.lines {
+		if l.entry == nil {
+			b.WriteString(l.raw)
+			b.WriteByte('\n')
+			continue
+		}
+		e := l.entry
+		state := "active"
+		if e.Revoked {
+			state = "revoked"
+		}
+		fmt.Fprintf(&b, "%s %s %s %s %s %s", e.Key.Pkid, e.Key.Alg(), b64url(e.Key.Bytes()), e.Source, e.FirstSeen.UTC().Format(time.RFC3339), state)
+		if e.Sender != "" {
+			b.WriteString(" sender=" + url.PathEscape(e.Sender))
+		}
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+func parseStore(data []byte) (*storeFile, error) {
+	f := &storeFile{}
+	seen := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	n := 0
+	for sc.Scan() {
+		n++
+		raw := sc.Text()
+		t := strings.TrimSpace(raw)
+		if t == "" || strings.HasPrefix(t, "#") {
+			f.lines = append(f.lines, storeLine{raw: raw})
+			continue
+		}
+		e, err := parseEntry(t)
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrTrustStore, n, err)
+		}
+		if first, dup := seen[e.Key.Pkid]; dup {
+			return nil, fmt.Errorf("%w: line %d: key id %q again (first on line %d)", ErrTrustStore, n, e.Key.Pkid, first)
+		}
+		seen[e.Key.Pkid] = n
+		f.lines = append(f.lines, storeLine{entry: e})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTrustStore, err)
+	}
+	return f, nil
+}
+
+func parseEntry(t string) (*TrustEntry, error) {
+	c := strings.Fields(t)
+	if len(c) < 6 {
+		return nil, fmt.Errorf("want `pkid alg key source first-seen state`, got %d fields", len(c))
+	}
+	alg, err := ParseAlg(c[1])
+	if err != nil {
+		return nil, fmt.Errorf("unknown algorithm %q", c[1])
+	}
+	raw, err := decodeB64(c[2])
+	if err != nil {
+		return nil, fmt.Errorf("key: %v", err)
+	}
+	key, err := publicFromRaw(alg, c[0], raw)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "signing: "))
+	}
+	e := &TrustEntry{Key: key, Source: KeySource(c[3])}
+	switch e.Source {
+	case SourceTOFU, SourceDNS, SourceManual:
+	default:
+		return nil, fmt.Errorf("unknown source %q (want tofu, dns or manual)", c[3])
+	}
+	if e.FirstSeen, err = time.Parse(time.RFC3339, c[4]); err != nil {
+		return nil, fmt.Errorf("first-seen %q is not an RFC 3339 time", c[4])
+	}
+	switch c[5] {
+	case "active":
+	case "revoked":
+		e.Revoked = true
+	default:
+		return nil, fmt.Errorf("state %q (want active or revoked)", c[5])
+	}
+	for _, x := range c[6:] {
+		k, v, _ := strings.Cut(x, "=")
+		if k == "sender" {
+			if e.Sender, err = url.PathUnescape(v); err != nil {
+				return nil, fmt.Errorf("sender: %v", err)
+			}
+		}
+		// other key=value columns: from a newer version, ignored
+	}
+	return e, nil
+}

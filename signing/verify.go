@@ -1,0 +1,314 @@
+package signing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+)
+
+// Status is the outcome of verifying an envelope (DESIGN §4.3). What the
+// user sees for each is in docs/signing.md §5.
+type Status string
+
+// The verification statuses.
+const (
+	// StatusUnsigned: no sig: line, or `sig: none`.
+	StatusUnsigned Status = "unsigned"
+	// StatusVerified: the signature verifies under the key pinned (or
+	// published in DNS, or given explicitly) for its key id.
+	StatusVerified Status = "verified"
+	// StatusFirstUse: the signature verifies under the key the envelope
+	// announces, and no key was known for its key id: the key is pinned
+	// now (trust on first use).
+	StatusFirstUse Status = "first-use"
+	// StatusKeyChanged: the signature verifies under the announced key,
+	// but another key is pinned (or in DNS) for the key id. Rejected
+	// until the user re-pins.
+	StatusKeyChanged Status = "key-changed"
+	// StatusBadSignature: the sig: value is malformed, or the signature
+	// does not verify under the key it must verify under. The envelope
+	// may have been altered.
+	StatusBadSignature Status = "bad-signature"
+	// StatusUnknownKey: the signature could not be checked: no key is
+	// known for the key id and none is announced (or first use is
+	// disabled).
+	StatusUnknownKey Status = "unknown-key"
+	// StatusRevoked: the signature verifies under a key that was revoked.
+	StatusRevoked Status = "revoked"
+)
+
+// OK reports whether s is verified or first-use: the envelope may be
+// trusted as coming from the key's owner.
+func (s Status) OK() bool { return s == StatusVerified || s == StatusFirstUse }
+
+// Result is the outcome of verifying one envelope. Trust decisions are
+// made on Status, never on the text of Err.
+type Result struct {
+	Status Status
+	// Pkid is the key id: from the sig: line, or for a bare JWS from
+	// `meta: signing` `Pkid:`, the pinned key that verified, or the
+	// sender address.
+	Pkid string
+	// Alg is the signature's algorithm ("" when the sig: value could not
+	// be parsed).
+	Alg Alg
+	// Key is the key the signature verified under, if any (for
+	// key-changed: the new, announced key; for unknown-key with first use
+	// disabled: the announced key it verified under).
+	Key *PublicKey
+	// Pinned is the key that was pinned (or in DNS) for Pkid when it is
+	// not Key: for key-changed and for bad-signature.
+	Pinned *PublicKey
+	// Source is where Key came from: the trust store entry's source,
+	// dns, or explicit; tofu for first-use.
+	Source KeySource
+	// Revocation reports that this envelope is a REVOKE signed by the key
+	// it names, and that key is now marked revoked in the trust store.
+	Revocation bool
+	// Err says why the status is not verified or first-use (and wraps
+	// ErrBadSignature, ErrMalformedSig, ErrUnknownKey, ErrKeyChanged,
+	// ErrRevoked, …); nil otherwise.
+	Err error
+}
+
+// Verifier verifies envelope signatures under a trust policy: explicit
+// keys, a trust store with first-use pinning, DNS keys, revocations
+// (DESIGN §4.3, docs/signing.md §5). The zero value verifies nothing but
+// reports unsigned envelopes and unknown keys; a Verifier is safe for
+// concurrent use if its Store is.
+type Verifier struct {
+	// Keys, when not empty, are the only keys tried (verify --key): a
+	// signature that verifies under none of them is bad-signature. Nothing
+	// is pinned. Store, if set, is still consulted for revocations.
+	Keys []*PublicKey
+	// Store is the trust store; nil means no pinning (an announced key
+	// can then not be trusted: unknown-key).
+	Store *TrustStore
+	// Resolver, when set, is used to look keys up in DNS (DESIGN §4.3)
+	// for key ids that are not pinned.
+	Resolver *net.Resolver
+	// NoTOFU disables trust on first use: an announced key for an
+	// unpinned key id gives unknown-key, and nothing new is pinned.
+	NoTOFU bool
+	// Logger receives pins and revocations at Info level and lookup
+	// failures at Warn. It never sees key material beyond fingerprints.
+	// Nil means no logging.
+	Logger *slog.Logger
+}
+
+// Verify checks env's signature with the given keys only (no trust store,
+// no DNS): verified, unsigned or bad-signature — or unknown-key when keys
+// is empty.
+func Verify(env *envelope.Envelope, keys ...*PublicKey) Result {
+	v := &Verifier{Keys: keys, NoTOFU: true}
+	return v.Verify(context.Background(), env)
+}
+
+// Verify checks env's signature and decides whether to trust it. It
+// verifies the signed bytes of env.Source() (Payload), never a
+// re-serialization. A verified REVOKE envelope signed by the key it names
+// in `meta: revoke` `Pkid:` marks that key revoked in the Store.
+func (v *Verifier) Verify(ctx context.Context, env *envelope.Envelope) Result {
+	if env == nil || !env.Signed() {
+		return Result{Status: StatusUnsigned, Err: ErrNotSigned}
+	}
+	sig, err := ParseSig(env.Sig)
+	if err != nil {
+		return Result{Status: StatusBadSignature, Err: err}
+	}
+	res := Result{Pkid: sig.Pkid, Alg: sig.Alg}
+	if env.Source() == nil {
+		return res.fail(StatusBadSignature, ErrNoSource)
+	}
+	payload, _, err := payloadOf(env.Source())
+	if err != nil {
+		return res.fail(StatusBadSignature, err)
+	}
+	input := SigningInput(sig.Alg, payload)
+	verifies := func(k *PublicKey) bool { return k != nil && k.Alg() == sig.Alg && verifyInput(k, input, sig.Signature) }
+
+	if res.Pkid == "" { // bare JWS
+		if p, ok := env.MetaValue("signing", "Pkid"); ok && checkPkid(p) == nil {
+			res.Pkid = p
+		}
+	}
+	announced, annErr := announcedKey(env)
+
+	if len(v.Keys) > 0 {
+		for _, k := range v.Keys {
+			if verifies(k) {
+				res.Key, res.Source = k, SourceExplicit
+				if res.Pkid == "" {
+					res.Pkid = k.Pkid
+				}
+				return v.finish(env, res)
+			}
+		}
+		return res.fail(StatusBadSignature, fmt.Errorf("%w under the given key", ErrBadSignature))
+	}
+
+	// The pinned keys: the entry for the key id; for a bare JWS also the
+	// keys first seen from the sender.
+	var pinned []TrustEntry
+	if v.Store != nil {
+		all, err := v.Store.Entries()
+		if err != nil {
+			return res.fail(StatusUnknownKey, err)
+		}
+		for _, e := range all {
+			if res.Pkid != "" && e.Key.Pkid == res.Pkid ||
+				sig.Form == FormBareJWS && e.Sender != "" && strings.EqualFold(e.Sender, env.From) {
+				pinned = append(pinned, e)
+			}
+		}
+	}
+	if len(pinned) == 0 && res.Pkid == "" {
+		// A bare JWS without Pkid is known by its sender's address.
+		if checkPkid(env.From) != nil {
+			return res.fail(StatusUnknownKey, fmt.Errorf("%w: a bare JWS names no key id and the sender %q cannot be one (add `meta: signing` `Pkid:`)", ErrUnknownKey, env.From))
+		}
+		res.Pkid = env.From
+	}
+	if announced != nil {
+		announced.Pkid = res.Pkid
+	}
+	if len(pinned) > 0 {
+		for _, e := range pinned {
+			if verifies(e.Key) {
+				res.Pkid, res.Key, res.Source = e.Key.Pkid, e.Key, e.Source
+				if e.Revoked {
+					return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, e.Key.Pkid, e.Key.Fingerprint()))
+				}
+				return v.finish(env, res)
+			}
+		}
+		res.Pinned = pinned[0].Key
+		if res.Pkid == "" {
+			res.Pkid = res.Pinned.Pkid
+		}
+		if verifies(announced) {
+			announced.Pkid = res.Pkid
+			res.Key = announced
+			return res.fail(StatusKeyChanged, fmt.Errorf("%w: %s is pinned to %s, but the envelope is signed by %s", ErrKeyChanged, res.Pkid, res.Pinned.Fingerprint(), announced.Fingerprint()))
+		}
+		return res.fail(StatusBadSignature, fmt.Errorf("%w under the key pinned for %s (%s)", ErrBadSignature, res.Pkid, res.Pinned.Fingerprint()))
+	}
+
+	if v.Resolver != nil && DNSNames(res.Pkid) != nil {
+		keys, err := LookupDNSKeys(ctx, v.Resolver, res.Pkid)
+		switch {
+		case errors.Is(err, ErrNoDNSKey):
+		case err != nil:
+			v.log(slog.LevelWarn, "DNS key lookup failed", "pkid", res.Pkid, "err", err)
+			return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: %w", ErrUnknownKey, res.Pkid, err))
+		default:
+			for _, k := range keys {
+				if verifies(k) {
+					res.Key, res.Source = k, SourceDNS
+					if v.Store != nil && !v.NoTOFU {
+						if _, err := v.Store.PinFirstUse(k, SourceDNS, env.From); err != nil {
+							v.log(slog.LevelWarn, "could not pin DNS key", "pkid", res.Pkid, "err", err)
+						} else {
+							v.log(slog.LevelInfo, "pinned DNS key", "pkid", res.Pkid, "fingerprint", k.Fingerprint())
+						}
+					}
+					return v.finish(env, res)
+				}
+			}
+			res.Pinned = keys[0]
+			if verifies(announced) {
+				res.Key = announced
+				return res.fail(StatusKeyChanged, fmt.Errorf("%w: DNS publishes %s for %s, but the envelope is signed by %s", ErrKeyChanged, res.Pinned.Fingerprint(), res.Pkid, announced.Fingerprint()))
+			}
+			return res.fail(StatusBadSignature, fmt.Errorf("%w under the DNS key of %s (%s)", ErrBadSignature, res.Pkid, res.Pinned.Fingerprint()))
+		}
+	}
+
+	if announced == nil {
+		if annErr != nil {
+			return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: the announced key is unusable: %w", ErrUnknownKey, res.Pkid, annErr))
+		}
+		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: not pinned and not announced", ErrUnknownKey, res.Pkid))
+	}
+	if !verifies(announced) {
+		return res.fail(StatusBadSignature, fmt.Errorf("%w under the key the envelope announces (%s)", ErrBadSignature, announced.Fingerprint()))
+	}
+	res.Key = announced
+	if v.Store == nil || v.NoTOFU {
+		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: the envelope announces %s, but first-use pinning is off", ErrUnknownKey, res.Pkid, announced.Fingerprint()))
+	}
+	entry, err := v.Store.PinFirstUse(announced, SourceTOFU, env.From)
+	switch {
+	case errors.Is(err, ErrKeyChanged):
+		// Pinned by someone else since we looked.
+		res.Pinned = nil
+		return res.fail(StatusKeyChanged, err)
+	case err != nil:
+		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: %w", ErrUnknownKey, res.Pkid, err))
+	case entry.Revoked:
+		return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, res.Pkid, announced.Fingerprint()))
+	}
+	v.log(slog.LevelInfo, "pinned key on first use", "pkid", res.Pkid, "fingerprint", announced.Fingerprint(), "sender", env.From)
+	res.Status, res.Source = StatusFirstUse, SourceTOFU
+	return v.applyRevoke(env, res)
+}
+
+// finish turns a signature that verified under res.Key into verified — or
+// revoked, when the store says so for an explicit or DNS key — and applies
+// a REVOKE.
+func (v *Verifier) finish(env *envelope.Envelope, res Result) Result {
+	if v.Store != nil && (res.Source == SourceExplicit || res.Source == SourceDNS) {
+		if e, ok, err := v.Store.Lookup(res.Pkid); err == nil && ok && e.Revoked && e.Key.Equal(res.Key) {
+			return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, res.Pkid, res.Key.Fingerprint()))
+		}
+	}
+	res.Status = StatusVerified
+	return v.applyRevoke(env, res)
+}
+
+// applyRevoke marks res.Key revoked when env is a REVOKE signed by the key
+// it names (DESIGN §4.3). A REVOKE naming another key id changes nothing.
+func (v *Verifier) applyRevoke(env *envelope.Envelope, res Result) Result {
+	if v.Store == nil || !strings.EqualFold(env.Intent, envelope.IntentRevoke) {
+		return res
+	}
+	target, ok := env.MetaValue("revoke", "Pkid")
+	if !ok || target != res.Pkid {
+		return res
+	}
+	k := *res.Key
+	k.Pkid = res.Pkid
+	if err := v.Store.Revoke(res.Pkid, &k); err != nil {
+		v.log(slog.LevelWarn, "could not record revocation", "pkid", res.Pkid, "err", err)
+		return res
+	}
+	v.log(slog.LevelInfo, "key revoked by its owner", "pkid", res.Pkid, "fingerprint", k.Fingerprint())
+	res.Revocation = true
+	return res
+}
+
+func (r Result) fail(s Status, err error) Result {
+	r.Status, r.Err = s, err
+	return r
+}
+
+func (v *Verifier) log(level slog.Level, msg string, args ...any) {
+	if v.Logger != nil {
+		v.Logger.Log(context.Background(), level, msg, args...)
+	}
+}
+
+// announcedKey returns the key in env's `meta: signing` `Public-Key:`
+// field; the caller sets its key id. No field is (nil, nil).
+func announcedKey(env *envelope.Envelope) (*PublicKey, error) {
+	v, ok := env.MetaValue("signing", "Public-Key")
+	if !ok {
+		return nil, nil
+	}
+	return ParsePublicKeyValue("announced", v)
+}
