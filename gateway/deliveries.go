@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -194,4 +195,33 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 		}
 	}
 	return out, true, nil
+}
+
+// FollowDeliveries yields what agent should see of group's events with seq
+// > sinceSeq, first those stored and then live ones as they are appended,
+// until ctx ends (DESIGN §5.6 agent stream). Like Deliveries it leaves out
+// silent ones.
+func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
+	return func(yield func(Delivery, error) bool) {
+		tr := r.newTracker(r.book.ActorID(agent))
+		for ev, err := range r.store.Follow(ctx, group, 0) {
+			if err != nil {
+				yield(Delivery{}, err)
+				return
+			}
+			tr.now, tr.seen = r.now(), r.LastSeen()
+			d, ok, err := tr.observe(ctx, ev)
+			if err != nil {
+				yield(Delivery{}, err)
+				return
+			}
+			if ev.Seq <= sinceSeq || !ok {
+				continue
+			}
+			d.Acked = tr.acked[d.EventID]
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
 }

@@ -44,6 +44,7 @@ type command struct {
 // initialisation cycle.
 var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
+	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim,
 }
 
 // Exit codes, decided here and nowhere else.

@@ -1,0 +1,427 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/transports/httpx"
+)
+
+var cmdSend = &command{
+	name:    "send",
+	args:    "[--relay URL] [--token T] [FILE...]",
+	summary: "post envelopes to a relay and print the receipts",
+}
+
+var cmdLog = &command{
+	name:    "log",
+	args:    "[--relay URL] [--group G] [--since N] [--follow] [--json]",
+	summary: "show the relay's ledger",
+}
+
+var cmdInbox = &command{
+	name:    "inbox",
+	args:    "--agent A [--relay URL] [--group G] [--since N] [--json]",
+	summary: "show an agent's deliveries: must/may/must-not respond, injection",
+}
+
+var cmdAck = &command{
+	name:    "ack",
+	args:    "--agent A --group G EVENT-ID",
+	summary: "acknowledge an attention message as an agent",
+}
+
+var cmdClaim = &command{
+	name:    "claim",
+	args:    "--agent A --group G EVENT-ID",
+	summary: "claim an event (a role request) as an agent",
+}
+
+func init() {
+	cmdSend.run = runSend
+	cmdLog.run = runLog
+	cmdInbox.run = runInbox
+	cmdAck.run = func(ctx context.Context, e *env, args []string) error { return runAction(ctx, e, cmdAck, "ack", args) }
+	cmdClaim.run = func(ctx context.Context, e *env, args []string) error {
+		return runAction(ctx, e, cmdClaim, "claim", args)
+	}
+}
+
+// relayFlags are the flags of every command that talks to a relay.
+type relayFlags struct {
+	url   *string
+	token *string
+}
+
+func addRelayFlags(fs *flag.FlagSet) relayFlags {
+	def := os.Getenv("CROSSTALK_RELAY")
+	if def == "" {
+		def = "http://" + DefaultListen
+	}
+	return relayFlags{
+		url:   fs.String("relay", def, "relay `URL` (default $CROSSTALK_RELAY)"),
+		token: fs.String("token", os.Getenv("CROSSTALK_TOKEN"), "bearer `token` (default $CROSSTALK_TOKEN)"),
+	}
+}
+
+func (rf relayFlags) base() string { return strings.TrimRight(*rf.url, "/") }
+
+// get fetches a JSON document from the relay.
+func (rf relayFlags) do(ctx context.Context, method, path, agent string, body io.Reader, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, rf.base()+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if *rf.token != "" {
+		req.Header.Set("Authorization", "Bearer "+*rf.token)
+	}
+	if agent != "" {
+		req.Header.Set("X-Crosstalk-Agent", agent)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return withHint(err, "is the relay running? start it with `crosstalk relay` or pass --relay URL")
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		var ae struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(b, &ae) == nil && ae.Error.Code != "" {
+			return fmt.Errorf("relay: %s: %s", ae.Error.Code, ae.Error.Message)
+		}
+		return fmt.Errorf("relay answered %s", res.Status)
+	}
+	return json.Unmarshal(b, v)
+}
+
+func runSend(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, cmdSend, `
+Send posts the envelopes found in each FILE (or standard input) to the relay's
+POST /crosstalk/receive and prints the receipt envelopes. Transient failures are
+retried with the same Idempotency-Key, so sending twice records once.
+
+Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
+	rf := addRelayFlags(fs)
+	retries := fs.Int("retries", httpx.DefaultRetries, "retries on network errors and 429/5xx")
+	files, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	client := &httpx.Client{Token: *rf.token, Retries: *retries}
+	failed := false
+	err = eachInput(e, files, func(in input) error {
+		text, err := readLimited(in.r, gateway.MaxIntake, in.name)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Post(ctx, rf.base()+"/crosstalk/receive", text, "")
+		var se *httpx.StatusError
+		switch {
+		case errors.As(err, &se):
+			failed = true
+		case err != nil:
+			return withHint(err, "is the relay running? start it with `crosstalk relay` or pass --relay URL")
+		}
+		_, werr := e.stdout.Write(resp.Body)
+		return werr
+	})
+	if err != nil {
+		return err
+	}
+	if failed {
+		return failedError{}
+	}
+	return nil
+}
+
+func runLog(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, cmdLog, `
+Log prints the relay's ledger: the events of a group with seq > --since, one line
+each (time, seq, kind, by, summary), or CCCS JSON with --json. With --follow it
+keeps printing new events as they arrive. Without --group it lists the groups.`)
+	rf := addRelayFlags(fs)
+	group := fs.String("group", "", "group to show")
+	since := fs.Int64("since", 0, "show events with seq greater than `N`")
+	follow := fs.Bool("follow", false, "keep printing new events")
+	asJSON := fs.Bool("json", false, "print CCCS events as JSON Lines")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("log: unexpected argument %q", pos[0])
+	}
+	if *group == "" && !*follow {
+		var gs struct {
+			Groups []ledger.Group `json:"groups"`
+		}
+		if err := rf.do(ctx, "GET", "/v1/groups", "", nil, &gs); err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(e.stdout).Encode(gs)
+		}
+		if len(gs.Groups) == 0 {
+			fmt.Fprintln(e.stdout, "no events yet")
+			return nil
+		}
+		for _, g := range gs.Groups {
+			fmt.Fprintf(e.stdout, "%s\t%d events\n", g.ID, g.LastSeq)
+		}
+		fmt.Fprintln(e.stderr, "hint: crosstalk log --group NAME shows a group's events")
+		return nil
+	}
+	if *group == "" {
+		*group = gateway.DefaultGroup
+	}
+	print := func(ev ledger.Event) error {
+		if *asJSON {
+			b, _ := json.Marshal(ev)
+			_, err := fmt.Fprintf(e.stdout, "%s\n", b)
+			return err
+		}
+		_, err := fmt.Fprintln(e.stdout, summarizeEvent(ev))
+		return err
+	}
+	next := *since
+	for {
+		var page struct {
+			Events  []ledger.Event `json:"events"`
+			NextSeq int64          `json:"next_seq"`
+		}
+		q := url.Values{"since_seq": {fmt.Sprint(next)}}
+		if err := rf.do(ctx, "GET", "/v1/groups/"+url.PathEscape(*group)+"/events?"+q.Encode(), "", nil, &page); err != nil {
+			return err
+		}
+		for _, ev := range page.Events {
+			if err := print(ev); err != nil {
+				return err
+			}
+		}
+		next = page.NextSeq
+		if len(page.Events) > 0 {
+			continue
+		}
+		if !*follow {
+			return nil
+		}
+		return followGroup(ctx, rf, *group, next, print)
+	}
+}
+
+// followGroup reads the group's SSE stream.
+func followGroup(ctx context.Context, rf relayFlags, group string, since int64, print func(ledger.Event) error) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", rf.base()+"/v1/groups/"+url.PathEscape(group)+"/stream?since_seq="+fmt.Sprint(since), nil)
+	if err != nil {
+		return err
+	}
+	if *rf.token != "" {
+		req.Header.Set("Authorization", "Bearer "+*rf.token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("relay answered %s", res.Status)
+	}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var event string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = line[len("event: "):]
+		case strings.HasPrefix(line, "data: ") && event == "event":
+			var ev ledger.Event
+			if err := json.Unmarshal([]byte(line[len("data: "):]), &ev); err != nil {
+				return err
+			}
+			if err := print(ev); err != nil {
+				return err
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return sc.Err()
+}
+
+// summarizeEvent is the one-line human form of an event.
+func summarizeEvent(ev ledger.Event) string {
+	d, _ := gateway.ParseData(ev)
+	ts := ev.TS
+	if t, err := ev.Time(); err == nil {
+		ts = t.Local().Format(time.DateTime)
+	}
+	what := ""
+	switch ev.Kind {
+	case gateway.KindMessage:
+		if x := d.X; x != nil && x.Envelope != nil {
+			what = fmt.Sprintf("%s → %s %s", x.Envelope.From, x.Envelope.To, x.Envelope.Intent)
+			if x.Envelope.Context != "" {
+				what += " [" + x.Envelope.Context + "]"
+			}
+			what += " " + firstLine(d.Text, 60)
+			what += " (" + x.Verification + ")"
+		} else {
+			what = firstLine(d.Text, 60)
+		}
+		if d.Priority == "attention" {
+			what = "! " + what
+		}
+	case gateway.KindAck, gateway.KindRead, gateway.KindClaim:
+		what = d.ActorID + " → " + d.EventID
+	case gateway.KindReaction:
+		what = d.ActorID + " " + d.Signal + " → " + d.EventID
+	case gateway.KindDisposition:
+		what = d.ActorID + " " + d.Disposition + " → " + d.EventID
+	case gateway.KindNotify:
+		what = d.Kind + ": " + firstLine(d.Message, 80)
+	}
+	return fmt.Sprintf("%s  %4d  %-24s %-10s %s  %s", ts, ev.Seq, ev.Kind, ev.By, what, ev.ID)
+}
+
+func firstLine(s string, n int) string {
+	s, _, cut := strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > n {
+		s, cut = string(r[:n]), true
+	}
+	if cut {
+		s += "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func runInbox(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, cmdInbox, `
+Inbox shows what an agent should see of the ledger (C2A): for each event its
+directedness (to_me, to_my_role, to_other, ambient), response policy
+(must_respond, may_respond, must_not_respond), injection mode and — unless the
+event is only a knock — its content. must_respond items come first.`)
+	rf := addRelayFlags(fs)
+	agent := fs.String("agent", "", "agent `name` (required)")
+	group := fs.String("group", "", "only this group")
+	since := fs.Int64("since", 0, "only events with seq greater than `N` (with --group)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("inbox: unexpected argument %q", pos[0])
+	}
+	if *agent == "" {
+		return usagef("inbox: --agent is required")
+	}
+	q := url.Values{}
+	if *group != "" {
+		q.Set("group", *group)
+	}
+	if *since > 0 {
+		q.Set("since_seq", fmt.Sprint(*since))
+	}
+	var res struct {
+		Agent      string             `json:"agent"`
+		Deliveries []gateway.Delivery `json:"deliveries"`
+	}
+	if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(*agent)+"/deliveries?"+q.Encode(), *agent, nil, &res); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(res)
+	}
+	if len(res.Deliveries) == 0 {
+		fmt.Fprintf(e.stdout, "%s: nothing for you\n", res.Agent)
+		return nil
+	}
+	rank := map[string]int{"must_respond": 0, "ack_only": 1, "may_respond": 2, "must_not_respond": 3}
+	ds := res.Deliveries
+	sortStable(ds, func(a, b gateway.Delivery) bool { return rank[string(a.Policy)] < rank[string(b.Policy)] })
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSEQ\tPOLICY\tDIRECTED\tINJECTION\tFROM\tINTENT\tCONTENT\tEVENT")
+	for _, d := range ds {
+		content := firstLine(d.Content, 50)
+		if d.Knock != nil {
+			content = "knock: " + d.Knock.Topic + " (pull with " + d.Knock.PullWith + ")"
+		}
+		policy := string(d.Policy)
+		if d.Acked {
+			policy += " (acked)"
+		}
+		if d.ClaimedBy != "" {
+			policy += " (claimed by " + d.ClaimedBy + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Group, d.Seq, policy, d.Directedness, d.Injection, d.From, d.Intent, content, d.EventID)
+	}
+	return tw.Flush()
+}
+
+func sortStable[T any](s []T, less func(a, b T) bool) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && less(s[j], s[j-1]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func runAction(ctx context.Context, e *env, cmd *command, action string, args []string) error {
+	fs := newFlags(e, cmd, `
+`+strings.ToUpper(action[:1])+action[1:]+` records a `+action+` by the agent on the event (CCCS rules are enforced by
+the relay: acks are self-only and only for attention messages; the first claim
+wins). With tokens configured, --agent must be the token's principal.`)
+	rf := addRelayFlags(fs)
+	agent := fs.String("agent", "", "agent `name` acting (required)")
+	group := fs.String("group", gateway.DefaultGroup, "group of the event")
+	asJSON := fs.Bool("json", false, "print the recorded event as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *agent == "" {
+		return usagef("%s: want --agent A [--group G] EVENT-ID", action)
+	}
+	var res gateway.ActionResult
+	path := "/v1/groups/" + url.PathEscape(*group) + "/events/" + url.PathEscape(pos[0]) + "/" + action
+	if err := rf.do(ctx, "POST", path, *agent, strings.NewReader("{}"), &res); err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(res)
+	}
+	msg := fmt.Sprintf("%s: %s recorded as event %s (seq %d)", *agent, action, res.Event.ID, res.Event.Seq)
+	if res.Duplicate {
+		msg += " — already recorded before"
+	}
+	if res.Claim != nil {
+		msg += fmt.Sprintf(", claim until %s", res.Claim.ExpiresAt.Local().Format(time.TimeOnly))
+	}
+	fmt.Fprintln(e.stdout, msg)
+	return nil
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
+)
+
+// Config is the relay's configuration file (TOML), documented field by
+// field in docs/configuration.md. Flags override it.
+type Config struct {
+	// Listen is the API's address. Without tokens it must be loopback.
+	Listen string `toml:"listen"`
+	// DataDir holds the ledger (ledger.db) and, by default, the trust
+	// store.
+	DataDir string `toml:"data_dir"`
+	// Ledger selects the store: "sqlite" (default, DataDir/ledger.db).
+	Ledger string `toml:"ledger"`
+	// Name is the sender of the relay's receipts and errors.
+	Name string `toml:"name"`
+	// Hosts are extra Host header names the API accepts (besides
+	// localhost, 127.0.0.1 and [::1] with the listen port).
+	Hosts []string `toml:"hosts"`
+	// TrustFile is the TOFU trust store; DataDir/known_keys by default.
+	TrustFile string `toml:"trust_file"`
+	// RequireSignatures rejects envelopes that are not verified.
+	RequireSignatures bool `toml:"require_signatures"`
+	// RateLimit and RateBurst limit requests per principal.
+	RateLimit float64 `toml:"rate_limit"`
+	RateBurst int     `toml:"rate_burst"`
+	// ClaimTTL is how long a claim lasts, e.g. "10m".
+	ClaimTTL duration `toml:"claim_ttl"`
+	// Groups maps envelope contexts to ledger groups.
+	Groups map[string]string `toml:"groups"`
+	// Tokens are the API's bearer tokens.
+	Tokens []TokenConfig `toml:"tokens"`
+	// Agents is the address book.
+	Agents []AgentConfig `toml:"agents"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `toml:"log_level"`
+}
+
+// TokenConfig maps a bearer token to a principal. Token or TokenFile.
+type TokenConfig struct {
+	Token     string `toml:"token"`
+	TokenFile string `toml:"token_file"`
+	Principal string `toml:"principal"`
+}
+
+// AgentConfig is one address book entry (gateway.Agent).
+type AgentConfig struct {
+	ID        string   `toml:"id"`
+	Names     []string `toml:"names"`
+	Roles     []string `toml:"roles"`
+	Keys      []string `toml:"keys"`
+	Transport string   `toml:"transport"`
+	Address   string   `toml:"address"`
+}
+
+// DefaultListen is the relay's default address.
+const DefaultListen = "127.0.0.1:7777"
+
+// DefaultConfig returns the configuration used when no file is given.
+func DefaultConfig() Config {
+	return Config{
+		Listen:    DefaultListen,
+		DataDir:   defaultDataDir(),
+		Ledger:    "sqlite",
+		Name:      "SYSTEM",
+		RateLimit: 500,
+		RateBurst: 1000,
+		ClaimTTL:  duration(gateway.DefaultClaimTTL),
+		LogLevel:  "info",
+	}
+}
+
+// defaultDataDir is $XDG_DATA_HOME/crosstalk, ~/.local/share/crosstalk, or
+// the platform's equivalent.
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "crosstalk")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "crosstalk-data"
+	}
+	switch runtime.GOOS {
+	case "darwin":
+		return filepath.Join(home, "Library", "Application Support", "crosstalk")
+	case "windows":
+		if d, err := os.UserConfigDir(); err == nil {
+			return filepath.Join(d, "crosstalk")
+		}
+	}
+	return filepath.Join(home, ".local", "share", "crosstalk")
+}
+
+// LoadConfig reads a TOML file over the defaults. Unknown keys are errors,
+// so a typo does not pass silently.
+func LoadConfig(path string) (Config, error) {
+	c := DefaultConfig()
+	if path == "" {
+		return c, nil
+	}
+	md, err := toml.DecodeFile(path, &c)
+	if err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return c, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	return c, nil
+}
+
+// Validate checks the configuration and names the field at fault.
+func (c *Config) Validate() error {
+	var errs []error
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("listen: %q is not host:port", c.Listen))
+	}
+	tokens, err := c.tokens()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(tokens) == 0 && err == nil && !isLoopback(host) {
+		errs = append(errs, fmt.Errorf("listen: %q is not loopback; without [[tokens]] the relay listens on loopback only", c.Listen))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir: empty"))
+	}
+	if c.Ledger != "sqlite" {
+		errs = append(errs, fmt.Errorf("ledger: %q is not supported (sqlite)", c.Ledger))
+	}
+	if c.RateLimit < 0 || c.RateBurst < 0 {
+		errs = append(errs, errors.New("rate_limit, rate_burst: must not be negative"))
+	}
+	if c.ClaimTTL < 0 {
+		errs = append(errs, errors.New("claim_ttl: must not be negative"))
+	}
+	if _, err := c.book(); err != nil {
+		errs = append(errs, fmt.Errorf("agents: %w", err))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log_level: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// tokens reads the configured tokens (from files where given).
+func (c *Config) tokens() (map[string]string, error) {
+	out := map[string]string{}
+	for i, t := range c.Tokens {
+		tok := t.Token
+		if t.TokenFile != "" {
+			b, err := os.ReadFile(t.TokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("tokens[%d].token_file: %w", i, err)
+			}
+			tok = strings.TrimSpace(string(b))
+		}
+		switch {
+		case tok == "":
+			return nil, fmt.Errorf("tokens[%d]: empty token", i)
+		case len(tok) < 16:
+			return nil, fmt.Errorf("tokens[%d]: token shorter than 16 characters", i)
+		case t.Principal == "":
+			return nil, fmt.Errorf("tokens[%d]: no principal", i)
+		}
+		if _, dup := out[tok]; dup {
+			return nil, fmt.Errorf("tokens[%d]: token used twice", i)
+		}
+		out[tok] = t.Principal
+	}
+	return out, nil
+}
+
+func (c *Config) book() (*gateway.AddressBook, error) {
+	agents := make([]gateway.Agent, len(c.Agents))
+	for i, a := range c.Agents {
+		agents[i] = gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address}
+	}
+	return gateway.NewAddressBook(agents)
+}
+
+func (c *Config) trustFile() string {
+	if c.TrustFile != "" {
+		return c.TrustFile
+	}
+	return filepath.Join(c.DataDir, "known_keys")
+}
+
+// duration is a time.Duration written as "10m" in TOML.
+type duration time.Duration
+
+// UnmarshalText parses a Go duration string.
+func (d *duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }

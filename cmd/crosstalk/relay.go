@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+)
+
+var cmdRelay = &command{
+	name:    "relay",
+	args:    "[--config FILE] [--data DIR] [--listen ADDR]",
+	summary: "run the relay: HTTP intake, durable ledger, C2A attention, API",
+}
+
+func init() { cmdRelay.run = runRelay }
+
+func runRelay(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, cmdRelay, `
+Relay runs the crosstalk relay. With no flags it keeps its SQLite ledger in the
+user's data directory and listens on `+DefaultListen+` (loopback only).
+Envelopes come in over POST /crosstalk/receive (crosstalk send); the ledger is
+readable with crosstalk log, each agent's attention with crosstalk inbox.
+See docs/configuration.md for the config file.`)
+	cfgPath := fs.String("config", "", "TOML config `file` (see docs/configuration.md)")
+	dataDir := fs.String("data", "", "data `dir` (ledger, trust store); overrides data_dir")
+	listen := fs.String("listen", "", "listen `address`; overrides listen")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error; overrides log_level")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("relay: unexpected argument %q", pos[0])
+	}
+	cfg, err := LoadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *dataDir != "" {
+		cfg.DataDir = *dataDir
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if *logLevel != "" {
+		cfg.LogLevel = *logLevel
+	}
+	if err := cfg.Validate(); err != nil {
+		return withHint(err, "fix the config file or flags; docs/configuration.md lists every field")
+	}
+	log := newLogger(e, cfg.LogLevel)
+	srv, err := startRelay(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	return srv.shutdown()
+}
+
+func newLogger(e *env, level string) *slog.Logger {
+	var l slog.Level
+	l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// runningRelay is a started relay: its listener, HTTP server and store.
+type runningRelay struct {
+	url   string
+	http  *http.Server
+	api   *api.Server
+	store *sqlite.Store
+	log   *slog.Logger
+	done  chan error
+}
+
+// startRelay opens the ledger, builds the relay and API, and starts
+// serving. It returns once the listener is up.
+func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRelay, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	dbPath := filepath.Join(cfg.DataDir, "ledger.db")
+	store, err := sqlite.Open(ctx, dbPath, &sqlite.Options{Logger: log.With("component", "ledger")})
+	if err != nil {
+		return nil, err
+	}
+	book, _ := cfg.book() // validated
+	tokens, _ := cfg.tokens()
+	verifier, signer, err := newTrust(cfg, log)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	relay := gateway.New(store, &gateway.Options{
+		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
+		Groups: cfg.Groups, RequireSignature: cfg.RequireSignatures, Name: cfg.Name,
+		ClaimTTL: time.Duration(cfg.ClaimTTL),
+	})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	hosts := []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}
+	for _, h := range cfg.Hosts {
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(h, port)
+		}
+		hosts = append(hosts, h)
+	}
+	a := api.New(relay, &api.Options{
+		Logger: log.With("component", "api"), Tokens: tokens, Hosts: hosts,
+		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
+	})
+	hs := &http.Server{
+		Handler:           a,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	r := &runningRelay{url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, store: store, log: log, done: make(chan error, 1)}
+	if host, _, _ := net.SplitHostPort(cfg.Listen); !isLoopback(host) {
+		r.url = "http://" + ln.Addr().String()
+	}
+	go func() { r.done <- hs.Serve(ln) }()
+	log.Info("relay listening", "url", r.url, "ledger", dbPath, "trust", cfg.trustFile(), "tokens", len(tokens), "agents", len(cfg.Agents))
+	log.Info("try: crosstalk send FILE; crosstalk log; crosstalk inbox --agent NAME", "relay", r.url)
+	return r, nil
+}
+
+// shutdown stops accepting requests, waits for in-flight ones (and so
+// their appends) to finish, then closes the ledger.
+func (r *runningRelay) shutdown() error {
+	r.api.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err := r.http.Shutdown(ctx)
+	if serr := <-r.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if cerr := r.store.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}

@@ -1,0 +1,307 @@
+// Package api is the relay's HTTP interface (DESIGN §5.5, §5.6): the
+// envelope endpoint POST /crosstalk/receive and the JSON API under /v1 —
+// group events and their Server-Sent-Events stream, agent deliveries (C2A)
+// and their stream, the agent actions (ack, read, react, claim, defer,
+// resolve), send, and /healthz.
+//
+// Every request passes the same gate, in this order: the Host header must
+// be one of the relay's names (DNS rebinding); a state-changing request
+// must not come from another origin (Origin, Sec-Fetch-Site); the caller is
+// authenticated by bearer token when tokens are configured, and is the
+// local user otherwise; each principal is rate limited. A refused request
+// gets 403/401 E-PERM or 429 E-RATE — as an ERROR envelope on the envelope
+// endpoint, as {"error":{…}} on /v1.
+//
+// It does not listen: the caller owns the http.Server (cmd/crosstalk), and
+// must only listen on loopback when no tokens are configured.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+)
+
+// Options configure the API. Nil means defaults.
+type Options struct {
+	// Logger receives request errors; nil discards them.
+	Logger *slog.Logger
+	// Tokens maps bearer tokens to principals (actor ids). When empty,
+	// every caller is the local user and the relay must listen on
+	// loopback only.
+	Tokens map[string]string
+	// Hosts are the accepted Host header values, with port
+	// ("localhost:7777"). Empty means any loopback name: localhost,
+	// 127.0.0.1 and [::1], with any port.
+	Hosts []string
+	// Rate is the sustained requests per second allowed per principal;
+	// Burst the bucket size. Zero means DefaultRate and DefaultBurst;
+	// a negative Rate disables limiting.
+	Rate  float64
+	Burst int
+	// Signer signs envelopes composed by POST /v1/send for principals
+	// whose keys the relay holds; nil sends them unsigned.
+	Signer gateway.Signer
+	// Heartbeat is the interval of SSE comments that keep streams open;
+	// DefaultHeartbeat when zero.
+	Heartbeat time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultRate      = 500
+	DefaultBurst     = 1000
+	DefaultHeartbeat = 15 * time.Second
+	maxJSONBody      = 2 << 20
+)
+
+// LocalUser is the principal of callers when no tokens are configured.
+const LocalUser = "user"
+
+// Server is the API handler.
+type Server struct {
+	relay     *gateway.Relay
+	log       *slog.Logger
+	tokens    map[string]string
+	hosts     map[string]bool
+	limiter   *limiter
+	signer    gateway.Signer
+	heartbeat time.Duration
+	mux       *http.ServeMux
+
+	streams context.Context // canceled by Close, ending SSE streams
+	stop    context.CancelFunc
+}
+
+// New returns the API for relay.
+func New(relay *gateway.Relay, opts *Options) *Server {
+	if opts == nil {
+		opts = &Options{}
+	}
+	s := &Server{relay: relay, log: opts.Logger, tokens: opts.Tokens, signer: opts.Signer, heartbeat: opts.Heartbeat}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.heartbeat <= 0 {
+		s.heartbeat = DefaultHeartbeat
+	}
+	if len(opts.Hosts) > 0 {
+		s.hosts = map[string]bool{}
+		for _, h := range opts.Hosts {
+			s.hosts[strings.ToLower(h)] = true
+		}
+	}
+	rate, burst := opts.Rate, opts.Burst
+	if rate == 0 {
+		rate = DefaultRate
+	}
+	if burst <= 0 {
+		burst = DefaultBurst
+	}
+	if rate > 0 {
+		s.limiter = &limiter{rate: rate, burst: float64(burst), buckets: map[string]*bucket{}}
+	}
+	s.streams, s.stop = context.WithCancel(context.Background())
+	m := http.NewServeMux()
+	m.HandleFunc("POST /crosstalk/receive", s.receive)
+	m.HandleFunc("GET /healthz", s.healthz)
+	m.HandleFunc("GET /v1/groups", s.groups)
+	m.HandleFunc("GET /v1/groups/{group}/events", s.events)
+	m.HandleFunc("GET /v1/groups/{group}/stream", s.groupStream)
+	m.HandleFunc("GET /v1/agents/{agent}/deliveries", s.deliveries)
+	m.HandleFunc("GET /v1/agents/{agent}/stream", s.agentStream)
+	m.HandleFunc("POST /v1/groups/{group}/events/{id}/{action}", s.act)
+	m.HandleFunc("POST /v1/send", s.send)
+	s.mux = m
+	return s
+}
+
+// Close ends every open stream, so that http.Server.Shutdown can finish.
+// In-flight appends are not interrupted.
+func (s *Server) Close() { s.stop() }
+
+type ctxKey int
+
+const principalKey ctxKey = 0
+
+// principal is the authenticated caller of a request: an actor id, or
+// LocalUser without tokens. authenticated reports whether it came from a
+// token.
+func principal(r *http.Request) (p string, authenticated bool) {
+	v, _ := r.Context().Value(principalKey).(authInfo)
+	return v.principal, v.token
+}
+
+type authInfo struct {
+	principal string
+	token     bool
+}
+
+// ServeHTTP applies the gate, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	envelopeEndpoint := r.URL.Path == "/crosstalk/receive"
+	fail := func(status int, code envelope.Code, msg string) {
+		if envelopeEndpoint {
+			s.errorEnvelope(w, r, status, code, msg)
+		} else {
+			writeError(w, status, string(code), msg)
+		}
+	}
+	if !s.hostAllowed(r.Host) {
+		fail(http.StatusForbidden, envelope.CodePerm, fmt.Sprintf("host %q is not one of the relay's names", r.Host))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
+		fail(http.StatusForbidden, envelope.CodePerm, "cross-origin request refused")
+		return
+	}
+	info := authInfo{principal: LocalUser}
+	if len(s.tokens) > 0 && r.URL.Path != "/healthz" {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		p, known := s.tokens[strings.TrimSpace(tok)]
+		if !ok || !known {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
+			fail(http.StatusUnauthorized, envelope.CodePerm, "missing or unknown bearer token")
+			return
+		}
+		info = authInfo{principal: p, token: true}
+	}
+	if s.limiter != nil && !s.limiter.allow(info.principal, time.Now()) {
+		w.Header().Set("Retry-After", "1")
+		fail(http.StatusTooManyRequests, envelope.CodeRate, "rate limit exceeded for "+info.principal)
+		return
+	}
+	if info.token {
+		s.relay.Touch(info.principal)
+	}
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, info)))
+}
+
+func (s *Server) hostAllowed(host string) bool {
+	host = strings.ToLower(host)
+	if s.hosts != nil {
+		return s.hosts[host]
+	}
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return h == "localhost" || h == "127.0.0.1" || h == "::1"
+}
+
+// sameOrigin refuses browsers' cross-site requests: Sec-Fetch-Site
+// cross-site, or an Origin whose host is not the request's own allowed
+// host. Non-browser clients send neither header.
+func (s *Server) sameOrigin(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	if origin == "null" {
+		return false
+	}
+	host, ok := strings.CutPrefix(origin, "http://")
+	if !ok {
+		host, ok = strings.CutPrefix(origin, "https://")
+	}
+	return ok && strings.EqualFold(host, r.Host) && s.hostAllowed(host)
+}
+
+// limiter is a token bucket per principal.
+type limiter struct {
+	mu      sync.Mutex
+	rate    float64
+	burst   float64
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (l *limiter) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[key]
+	if !ok {
+		b = &bucket{tokens: l.burst, last: now}
+		l.buckets[key] = b
+	}
+	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// apiError is the JSON error body (CCCS §11 shape).
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Line    int    `json:"line,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]apiError{"error": {Code: code, Message: msg}})
+}
+
+// statusOf maps an error code to the HTTP status of DESIGN §5.5.
+func statusOf(code envelope.Code) int {
+	switch code {
+	case envelope.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case envelope.CodePerm, envelope.CodeConsent:
+		return http.StatusForbidden
+	case envelope.CodeRate:
+		return http.StatusTooManyRequests
+	case envelope.CodeRoute:
+		return http.StatusBadGateway
+	case envelope.CodeTimeout:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusBadRequest
+}
+
+// actionStatus maps an action error to an HTTP status.
+func actionStatus(err error) (int, string, string) {
+	var ae *gateway.ActionError
+	if !errors.As(err, &ae) {
+		return http.StatusInternalServerError, "internal", err.Error()
+	}
+	switch ae.Code {
+	case gateway.CodeNotFound:
+		return http.StatusNotFound, ae.Code, ae.Reason
+	case gateway.CodePermission:
+		return http.StatusForbidden, ae.Code, ae.Reason
+	case gateway.CodeConflict:
+		return http.StatusConflict, ae.Code, ae.Reason
+	}
+	return http.StatusBadRequest, ae.Code, ae.Reason
+}

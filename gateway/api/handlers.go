@@ -1,0 +1,315 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+)
+
+// Result is one envelope's entry in the JSON answer of POST
+// /crosstalk/receive and POST /v1/send (DESIGN §5.6).
+type Result struct {
+	Message   string    `json:"message,omitempty"`
+	EventID   string    `json:"event_id,omitempty"`
+	GroupID   string    `json:"group_id,omitempty"`
+	Seq       int64     `json:"seq,omitempty"`
+	Duplicate bool      `json:"duplicate"`
+	Status    string    `json:"status"` // the verification status, or "rejected"
+	Error     *apiError `json:"error,omitempty"`
+}
+
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+// receive is POST /crosstalk/receive (DESIGN §5.5): one or more envelopes
+// as text; 200 with receipt envelopes (or JSON) when every envelope was
+// recorded, else the status of the first rejection with every receipt.
+func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, gateway.MaxIntake+1))
+	if err != nil {
+		s.errorEnvelope(w, r, http.StatusBadRequest, envelope.CodeFormat, "reading the request body: "+err.Error())
+		return
+	}
+	p, authenticated := principal(r)
+	in := gateway.Intake{Transport: "http", Source: r.RemoteAddr, IdempotencyKey: r.Header.Get("Idempotency-Key"), Data: bytes.NewReader(body)}
+	if authenticated {
+		in.Principal = p
+	}
+	outs, err := s.relay.Ingest(r.Context(), in)
+	if err != nil {
+		// Nothing is acknowledged: the client must retry.
+		s.log.Error("ingest failed", "err", err)
+		w.Header().Set("Retry-After", "1")
+		s.errorEnvelope(w, r, http.StatusServiceUnavailable, envelope.CodeTimeout, "the relay could not record the envelope; retry")
+		return
+	}
+	s.answer(w, r, outs)
+}
+
+// answer writes the outcomes of an intake.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, outs []gateway.Outcome) {
+	status := http.StatusOK
+	for _, o := range outs {
+		if o.Reject != nil {
+			status = statusOf(o.Reject.Code)
+			break
+		}
+	}
+	if wantsJSON(r) {
+		results := make([]Result, len(outs))
+		for i, o := range outs {
+			res := Result{EventID: o.Event.ID, GroupID: o.Event.GroupID, Seq: o.Event.Seq, Duplicate: o.Duplicate, Status: o.Verification.Status}
+			if o.Envelope != nil {
+				res.Message = o.Envelope.Message
+			}
+			if o.Reject != nil {
+				res.Status = "rejected"
+				res.Error = &apiError{Code: string(o.Reject.Code), Message: o.Reject.Reason, Line: o.Reject.Line}
+			}
+			results[i] = res
+		}
+		if len(outs) == 1 && outs[0].Reject != nil {
+			writeJSON(w, status, map[string]*apiError{"error": results[0].Error})
+			return
+		}
+		writeJSON(w, status, map[string][]Result{"results": results})
+		return
+	}
+	var buf bytes.Buffer
+	ew := envelope.NewWriter(&buf)
+	for _, o := range outs {
+		if err := ew.Write(s.relay.Receipt(o)); err != nil {
+			s.log.Error("writing receipt", "err", err)
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// errorEnvelope answers the envelope endpoint with an ERROR envelope.
+func (s *Server) errorEnvelope(w http.ResponseWriter, r *http.Request, status int, code envelope.Code, msg string) {
+	if wantsJSON(r) {
+		writeError(w, status, string(code), msg)
+		return
+	}
+	e := envelope.NewError(nil, code, msg, msg)
+	e.From = s.relay.Name()
+	b, err := envelope.Marshal(e)
+	if err != nil {
+		b = []byte(msg + "\n")
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.relay.Store().Groups(r.Context()); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "store": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "store": "ok"})
+}
+
+func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
+	gs, err := s.relay.Store().Groups(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	if gs == nil {
+		gs = []ledgerGroup{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"groups": gs})
+}
+
+// queryInt reads a non-negative integer query parameter.
+func queryInt(r *http.Request, name string) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s must be a non-negative integer, got %q", name, v)
+	}
+	return n, nil
+}
+
+// maxPage bounds one page of events or deliveries.
+const maxPage = 1000
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	since, err := queryInt(r, "since_seq")
+	limit, err2 := queryInt(r, "limit")
+	if err = errors.Join(err, err2); err != nil {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	if limit == 0 || limit > maxPage {
+		limit = maxPage
+	}
+	var kinds []string
+	if k := r.URL.Query().Get("kinds"); k != "" {
+		kinds = strings.Split(k, ",")
+	}
+	evs, err := s.relay.Store().Range(r.Context(), r.PathValue("group"), since, kinds, int(limit))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	next := since
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].Seq
+	} else {
+		evs = []ledgerEvent{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": evs, "next_seq": next})
+}
+
+// agentOf returns the agent a request acts for: the path's agent (for
+// deliveries) or the X-Crosstalk-Agent hint, which an authenticated
+// principal may only set to itself. Without tokens the hint is trusted
+// (CCCS §5.3 local-trust: documented in docs/configuration.md).
+func (s *Server) agentOf(r *http.Request, want string) (string, error) {
+	p, authenticated := principal(r)
+	if want == "" {
+		want = r.Header.Get("X-Crosstalk-Agent")
+	}
+	if want == "" {
+		return p, nil
+	}
+	if authenticated && !strings.EqualFold(s.relay.Book().ActorID(want), s.relay.Book().ActorID(p)) {
+		return "", fmt.Errorf("principal %q may not act as %q", p, want)
+	}
+	return want, nil
+}
+
+func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agentOf(r, r.PathValue("agent"))
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	since, err := queryInt(r, "since_seq")
+	limit, err2 := queryInt(r, "limit")
+	if err = errors.Join(err, err2); err != nil {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	if limit == 0 || limit > maxPage {
+		limit = maxPage
+	}
+	ds, err := s.relay.Deliveries(r.Context(), agent, r.URL.Query().Get("group"), since, int(limit))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	if ds == nil {
+		ds = []gateway.Delivery{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": s.relay.Book().ActorID(agent), "deliveries": ds})
+}
+
+// actionBody is the optional JSON body of an action.
+type actionBody struct {
+	Signal string `json:"signal"`
+	Note   string `json:"note"`
+}
+
+func (s *Server) act(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agentOf(r, "")
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	var body actionBody
+	if err := readJSON(r, &body, true); err != nil {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	res, err := s.relay.Act(r.Context(), gateway.ActionRequest{
+		Action: gateway.Action(r.PathValue("action")), Group: r.PathValue("group"), EventID: r.PathValue("id"),
+		Actor: agent, Signal: body.Signal, Note: body.Note,
+	})
+	if err != nil {
+		status, code, msg := actionStatus(err)
+		if status == http.StatusInternalServerError {
+			s.log.Error("action failed", "err", err)
+		}
+		writeError(w, status, code, msg)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// readJSON decodes a JSON request body of at most maxJSONBody bytes;
+// optional allows an empty body.
+func readJSON(r *http.Request, v any, optional bool) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
+	if err != nil {
+		return fmt.Errorf("reading body: %w", err)
+	}
+	if len(b) > maxJSONBody {
+		return fmt.Errorf("body larger than %d bytes", maxJSONBody)
+	}
+	if len(bytes.TrimSpace(b)) == 0 && optional {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad JSON body: %w", err)
+	}
+	return nil
+}
+
+// send is POST /v1/send: compose an envelope as the principal (signed when
+// the relay holds its key) and ingest it like any other.
+func (s *Server) send(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agentOf(r, "")
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	var req gateway.SendRequest
+	if err := readJSON(r, &req, false); err != nil {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	if _, authenticated := principal(r); authenticated && req.From != "" && !strings.EqualFold(s.relay.Book().ActorID(req.From), s.relay.Book().ActorID(agent)) {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, fmt.Sprintf("principal %q may not send as %q", agent, req.From))
+		return
+	}
+	if req.From == "" && agent == LocalUser {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, `send needs "from" (or X-Crosstalk-Agent) without a token`)
+		return
+	}
+	text, err := s.relay.Compose(r.Context(), agent, req, s.signer)
+	if err != nil {
+		status, code, msg := actionStatus(err)
+		writeError(w, status, code, msg)
+		return
+	}
+	in := gateway.Intake{Transport: "api", Source: r.RemoteAddr, Data: bytes.NewReader(text), IdempotencyKey: r.Header.Get("Idempotency-Key")}
+	if _, authenticated := principal(r); authenticated {
+		in.Principal = agent
+	}
+	outs, err := s.relay.Ingest(r.Context(), in)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "daemon_unavailable", "the relay could not record the envelope; retry")
+		return
+	}
+	r.Header.Set("Accept", "application/json")
+	s.answer(w, r, outs)
+}

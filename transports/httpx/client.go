@@ -1,0 +1,190 @@
+// Package httpx is the HTTP binding of the envelope protocol (spec
+// "Transport Bindings: HTTP", DESIGN §5.5) from the sending side: it POSTs
+// envelopes as text/plain to a receiver's /crosstalk/receive URL and reads
+// the receipt envelopes (or the ERROR envelope) back, retrying with backoff
+// under the same Idempotency-Key.
+//
+// It does not serve: the relay's receiving endpoint is gateway/api.
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+)
+
+// Client posts envelopes. The zero value is usable: http.DefaultClient,
+// no token, DefaultRetries.
+type Client struct {
+	// HTTP is the client used; http.DefaultClient when nil.
+	HTTP *http.Client
+	// Token, if set, is sent as "Authorization: Bearer <token>".
+	Token string
+	// Retries is how many times a failed POST is retried (network
+	// errors, 429, 502, 503, 504); DefaultRetries when zero, none when
+	// negative.
+	Retries int
+	// MinBackoff and MaxBackoff bound the exponential backoff between
+	// tries: 1 s doubling to 16 s by default (DESIGN §5.5). A 429's
+	// Retry-After is honoured up to MaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+	// Logger receives a line per retry; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultRetries is the default number of retries.
+const DefaultRetries = 5
+
+// maxResponse bounds a response body.
+const maxResponse = 16 << 20
+
+// Response is what the receiver answered.
+type Response struct {
+	// Status is the HTTP status code.
+	Status int
+	// Body is the response body (receipt envelopes, an ERROR envelope, or
+	// JSON when asked for).
+	Body []byte
+	// Envelopes are the envelopes found in a text/plain body: one receipt
+	// per envelope sent, ACK or ERROR.
+	Envelopes []*envelope.Envelope
+	// Attempts is how many POSTs were made.
+	Attempts int
+}
+
+// OK reports whether the receiver recorded every envelope (HTTP 200).
+func (r *Response) OK() bool { return r.Status == http.StatusOK }
+
+// StatusError is a final non-200 answer; the Response is returned with it.
+type StatusError struct {
+	Status int
+	Code   string // E-* code of the ERROR envelope, when there is one
+	Reason string
+}
+
+func (e *StatusError) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("httpx: receiver answered %d %s: %s", e.Status, e.Code, e.Reason)
+	}
+	return fmt.Sprintf("httpx: receiver answered %d", e.Status)
+}
+
+// IdempotencyKey returns the key Post sends when none is given: the
+// SHA-256 of the text, so that retries and re-runs of the same text share
+// it.
+func IdempotencyKey(text []byte) string {
+	sum := sha256.Sum256(text)
+	return "sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// Post sends text (one or more envelopes) to url. It retries transient
+// failures with the same Idempotency-Key (key, or IdempotencyKey(text)
+// when empty). It returns the last Response and, for a non-200 answer, a
+// *StatusError.
+func (c *Client) Post(ctx context.Context, url string, text []byte, key string) (*Response, error) {
+	if key == "" {
+		key = IdempotencyKey(text)
+	}
+	retries, minB, maxB := c.Retries, c.MinBackoff, c.MaxBackoff
+	if retries == 0 {
+		retries = DefaultRetries
+	}
+	if minB <= 0 {
+		minB = time.Second
+	}
+	if maxB <= 0 {
+		maxB = 16 * time.Second
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	backoff := minB
+	for attempt := 1; ; attempt++ {
+		resp, wait, err := c.try(ctx, hc, url, text, key)
+		if resp != nil {
+			resp.Attempts = attempt
+		}
+		retryable := err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) ||
+			resp != nil && (resp.Status == 429 || resp.Status == 502 || resp.Status == 503 || resp.Status == 504)
+		if !retryable || attempt > retries {
+			if err != nil {
+				return resp, fmt.Errorf("httpx: posting to %s (attempt %d): %w", url, attempt, err)
+			}
+			if !resp.OK() {
+				return resp, statusError(resp)
+			}
+			return resp, nil
+		}
+		if wait <= 0 || wait > maxB {
+			wait = backoff
+		}
+		if c.Logger != nil {
+			c.Logger.Warn("retrying POST", "url", url, "attempt", attempt, "wait", wait, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return resp, ctx.Err()
+		case <-time.After(wait):
+		}
+		backoff = min(backoff*2, maxB)
+	}
+}
+
+func (c *Client) try(ctx context.Context, hc *http.Client, url string, text []byte, key string) (*Response, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(text))
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	req.Header.Set("Accept", "text/plain")
+	req.Header.Set("Idempotency-Key", key)
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxResponse))
+	if err != nil {
+		return nil, 0, err
+	}
+	out := &Response{Status: res.StatusCode, Body: body}
+	r := envelope.NewReader(bytes.NewReader(body))
+	for {
+		e, err := r.Next()
+		if err != nil {
+			break
+		}
+		out.Envelopes = append(out.Envelopes, e)
+	}
+	var wait time.Duration
+	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
+		wait = time.Duration(s) * time.Second
+	}
+	return out, wait, nil
+}
+
+func statusError(r *Response) error {
+	se := &StatusError{Status: r.Status}
+	for _, e := range r.Envelopes {
+		if e.Intent == envelope.IntentError {
+			se.Code, _ = e.MetaValue("error", "Code")
+			se.Reason, _ = e.MetaValue("error", "Reason")
+			break
+		}
+	}
+	return se
+}
