@@ -253,12 +253,13 @@ func (k *PrivateKey) Public() *PublicKey {
 }
 
 // String describes the key without its key material.
-func (k *PrivateKey) String() string {
+// It has a value receiver so that printing a PrivateKey value is safe too.
+func (k PrivateKey) String() string {
 	return fmt.Sprintf("%s private key %s (redacted)", k.Alg(), k.Pkid)
 }
 
 // GoString is String: %#v must not print the key material either.
-func (k *PrivateKey) GoString() string { return k.String() }
+func (k PrivateKey) GoString() string { return k.String() }
 
 // SignPayload signs payload (see Payload) with k and returns the raw
 // signature: 64 bytes for both algorithms (Ed25519; ES256 as r‖s).

@@ -1,0 +1,247 @@
+package signing
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+)
+
+func testKey(t testing.TB, alg Alg, pkid string) *PrivateKey {
+	t.Helper()
+	k, err := GenerateKey(alg, pkid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+const plainEnv = "[[ALICE→BOB v1]]\nuser: kalle\ncontext: test\nintent: REQUEST\n\nbody: |\n  Hello Bob.\n"
+
+func TestSignSigLine(t *testing.T) {
+	k := testKey(t, Ed25519, "alice@example.com")
+	for _, tt := range []struct{ name, in string }{
+		{"sig none", plainEnv + "sig: none\n[[END]]\n"},
+		{"no sig line", plainEnv + "[[END]]\n"},
+		{"old signature", plainEnv + "sig: ed25519:pkid=old;sig=AAAA\n[[END]]\n"},
+		{"no [[END]]", plainEnv},
+		{"blank lines after sig", plainEnv + "sig: none\n\n[[END]]\n"},
+		{"CRLF, fence, chat", "chat\r\n```\r\n" + strings.ReplaceAll(plainEnv, "\n", "\r\n") + "sig: none\r\n[[END]]\r\n```\r\nmore chat\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Sign([]byte(tt.in), k, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(out), plainEnv) {
+				t.Errorf("Sign changed the lines above sig:\n%s", out)
+			}
+			if n := strings.Count(string(out), "\nsig:"); n != 1 {
+				t.Errorf("Sign wrote %d sig: lines:\n%s", n, out)
+			}
+			if !strings.HasSuffix(string(out), "[[END]]\n") {
+				t.Errorf("Sign output does not end with [[END]]:\n%s", out)
+			}
+			env := readEnv(t, string(out))
+			if r := Verify(env, k.Public()); r.Status != StatusVerified {
+				t.Errorf("Verify(Sign(x)) = %s (%v)", r.Status, r.Err)
+			}
+			again, err := Sign(out, k, nil)
+			if err != nil || !bytes.Equal(again, out) {
+				t.Errorf("signing twice = %q, %v; want the same text", again, err)
+			}
+		})
+	}
+}
+
+func TestSignErrors(t *testing.T) {
+	k := testKey(t, Ed25519, "alice")
+	if _, err := Sign([]byte("no envelope here"), k, nil); err == nil {
+		t.Error("Sign(no envelope) = nil error")
+	}
+	two := plainEnv + "[[END]]\n" + plainEnv + "[[END]]\n"
+	if _, err := Sign([]byte(two), k, nil); err == nil {
+		t.Error("Sign(two envelopes) = nil error")
+	}
+	if _, err := Sign([]byte("[[A→B v1]]\nintent: REQUEST\n"), k, nil); err == nil {
+		t.Error("Sign(envelope without body) = nil error")
+	}
+	bad := &PrivateKey{Pkid: "x", Key: nil}
+	if _, err := Sign([]byte(plainEnv+"[[END]]\n"), bad, nil); !errors.Is(err, ErrUnsupportedAlg) {
+		t.Errorf("Sign(nil key) = %v, want ErrUnsupportedAlg", err)
+	}
+}
+
+func TestSignComposed(t *testing.T) {
+	k := testKey(t, SECP256R1, "bob@example.com")
+	e := envelope.New("BOB", "ALICE", envelope.IntentRespond, "composed\n\tnot read from text")
+	out, err := SignEnvelope(e, k, &SignOptions{Announce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := readEnv(t, string(out))
+	if r := Verify(env, k.Public()); r.Status != StatusVerified || r.Alg != SECP256R1 {
+		t.Errorf("Verify = %s %s (%v)", r.Status, r.Alg, r.Err)
+	}
+	if v, _ := env.MetaValue("signing", "Public-Key"); v != k.Public().Value() {
+		t.Errorf("announced %q, want %q", v, k.Public().Value())
+	}
+	if _, err := envelope.Unmarshal(out); err != nil {
+		t.Errorf("signed composed envelope is not strict-valid: %v", err)
+	}
+}
+
+func TestSignAnnounce(t *testing.T) {
+	k := testKey(t, Ed25519, "alice@example.com")
+	val := "Public-Key: " + k.Public().Value() + "\n"
+	for _, tt := range []struct{ name, in, wantHead string }{
+		{"blank before body",
+			"[[A→B v1]]\nintent: REQUEST\n\nbody: |\n  hi\nsig: none\n[[END]]\n",
+			"[[A→B v1]]\nintent: REQUEST\n\nmeta: signing\n" + val + "\nbody: |\n  hi\n"},
+		{"no blank before body",
+			"[[A→B v1]]\nintent: REQUEST\nbody: |\n  hi\n[[END]]\n",
+			"[[A→B v1]]\nintent: REQUEST\n\nmeta: signing\n" + val + "\nbody: |\n  hi\n"},
+		{"after other META",
+			"[[A→B v1]]\nintent: REQUEST\n\nmeta: routing\nX-Priority: high\n\nbody: |\n  hi\n[[END]]\n",
+			"[[A→B v1]]\nintent: REQUEST\n\nmeta: routing\nX-Priority: high\n\nmeta: signing\n" + val + "\nbody: |\n  hi\n"},
+		{"existing block, old key",
+			"[[A→B v1]]\nintent: REQUEST\n\nmeta: signing\nPublic-Key: ed25519:AAAA\nNote: kept\n\nbody: |\n  hi\n[[END]]\n",
+			"[[A→B v1]]\nintent: REQUEST\n\nmeta: signing\n" + val + "Note: kept\n\nbody: |\n  hi\n"},
+		{"existing block, no key",
+			"[[A→B v1]]\nintent: REQUEST\n\nmeta: signing\nNote: kept\nbody: |\n  hi\n[[END]]\n",
+			"[[A→B v1]]\nintent: REQUEST\n\nmeta: signing\nNote: kept\n" + val + "body: |\n  hi\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Sign([]byte(tt.in), k, &SignOptions{Announce: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(out), tt.wantHead) {
+				t.Fatalf("Sign(announce) =\n%s\nwant it to start with\n%s", out, tt.wantHead)
+			}
+			env := readEnv(t, string(out))
+			if v, ok := env.MetaValue("signing", "Public-Key"); !ok || v != k.Public().Value() {
+				t.Errorf("MetaValue(signing, Public-Key) = %q, %v", v, ok)
+			}
+			p, _ := Payload(env)
+			if !bytes.Contains(p, []byte(val)) {
+				t.Error("the Public-Key line is not in the signed payload")
+			}
+			if r := Verify(env, k.Public()); r.Status != StatusVerified {
+				t.Errorf("Verify = %s (%v)", r.Status, r.Err)
+			}
+		})
+	}
+}
+
+// signedSample is an envelope with most things that could go wrong:
+// META, ids, tabs, trailing blanks, non-ASCII, an indented [[END]].
+const signedSample = "[[ALICE→BOB v1]]\nuser: källe\nthread: 01J9ZQ3K8Y5V4W3X2Z1A0B9C8D\ncontext: tamper\nintent: REQUEST\n\nmeta: routing\nX-Priority: high\n\nbody: |\n  Café\n\tTabbed  \n  [[END]]\n\n  end\n"
+
+// TestTamper: every single-byte change of the signed part (replace,
+// delete, insert) fails; so does every change of the signature.
+func TestTamper(t *testing.T) {
+	for _, alg := range []Alg{Ed25519, SECP256R1} {
+		t.Run(string(alg), func(t *testing.T) {
+			k := testKey(t, alg, "alice@example.com")
+			signed, err := Sign([]byte(signedSample+"[[END]]\n"), k, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sigAt := bytes.Index(signed, []byte("\nsig: ")) + 1
+			check := func(what string, text []byte) {
+				t.Helper()
+				r := envelope.NewReader(bytes.NewReader(text))
+				for {
+					env, err := r.Next()
+					if env == nil && err != nil {
+						if _, ok := err.(*envelope.SyntaxError); ok {
+							continue
+						}
+						return
+					}
+					if res := Verify(env, k.Public()); res.Status == StatusVerified {
+						t.Fatalf("%s: still verifies:\n%s", what, text)
+					}
+				}
+			}
+			for i := 0; i < sigAt; i++ {
+				c := signed[i]
+				for _, b := range []byte{c ^ 0x01, c ^ 0x20, 'x', ' ', '\t', '\n'} {
+					if b == c {
+						continue
+					}
+					m := bytes.Clone(signed)
+					m[i] = b
+					check("replace byte "+itoa(i), m)
+				}
+				check("delete byte "+itoa(i), append(bytes.Clone(signed[:i]), signed[i+1:]...))
+				for _, b := range []byte{'x', ' ', '\n'} {
+					if i == 0 && b == '\n' {
+						continue // a blank line before the header is outside the envelope
+					}
+					m := append(append(bytes.Clone(signed[:i]), b), signed[i:]...)
+					check("insert byte "+itoa(i), m)
+				}
+			}
+			// The signature itself: every base64 character of sig=.
+			sigStart := bytes.Index(signed, []byte(";sig=")) + 5
+			sigEnd := bytes.Index(signed[sigStart:], []byte("\n")) + sigStart
+			for i := sigStart; i < sigEnd; i++ {
+				m := bytes.Clone(signed)
+				m[i] ^= 0x01
+				check("signature byte "+itoa(i), m)
+			}
+		})
+	}
+}
+
+// TestChangesOutside: what chat UIs do to a paste, outside the signed
+// bytes, does not break the signature.
+func TestChangesOutside(t *testing.T) {
+	k := testKey(t, Ed25519, "alice@example.com")
+	signed, err := Sign([]byte(signedSample+"[[END]]\n"), k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(signed)
+	quote := func(s string) string {
+		return "> " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n> ") + "\n"
+	}
+	for name, text := range map[string]string{
+		"CRLF":                   strings.ReplaceAll(s, "\n", "\r\n"),
+		"lone CR":                strings.ReplaceAll(s, "\n", "\r"),
+		"fence":                  "```\n" + s + "```\n",
+		"tilde fence with info":  "Sure:\n~~~~ crosstalk\n" + s + "~~~~\nbye\n",
+		"quote":                  quote(s),
+		"quote, fence and CRLF":  strings.ReplaceAll(quote("```\n"+s+"```\n"), "\n", "\r\n"),
+		"trailing noise":         s + "[[END]] and some noise\nmore\n",
+		"noise on the END line":  strings.TrimSuffix(s, "[[END]]\n") + "[[END]]   \n",
+		"text before":            "Here you go:\n\n" + s,
+		"BOM":                    "\ufeff" + s,
+		"blank lines before END": strings.Replace(s, "\n[[END]]", "\n\n\n[[END]]", 1),
+		"blanks after sig value": strings.Replace(s, "\n[[END]]", "  \t\n[[END]]", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := readEnv(t, text)
+			if r := Verify(env, k.Public()); r.Status != StatusVerified {
+				t.Errorf("Verify = %s (%v)\n%q", r.Status, r.Err, text)
+			}
+		})
+	}
+}
+
+func itoa(i int) string {
+	var b [20]byte
+	n := len(b)
+	for {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+		if i == 0 {
+			return string(b[n:])
+		}
+	}
+}

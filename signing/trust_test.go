@@ -1,0 +1,366 @@
+package signing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+)
+
+var testNow = time.Date(2025, 10, 9, 17, 0, 0, 0, time.UTC)
+
+func newStore(t testing.TB) *TrustStore {
+	t.Helper()
+	s := NewTrustStore(filepath.Join(t.TempDir(), "crosstalk", "known_keys"))
+	s.Now = func() time.Time { return testNow }
+	return s
+}
+
+// signed returns env text signed by k, announcing the key when announce.
+func signed(t testing.TB, k *PrivateKey, text string, o *SignOptions) *envelope.Envelope {
+	t.Helper()
+	out, err := Sign([]byte(text), k, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readEnv(t, string(out))
+}
+
+func wantStatus(t *testing.T, what string, r Result, want Status) {
+	t.Helper()
+	if r.Status != want {
+		t.Fatalf("%s: Verify = %s (%v), want %s", what, r.Status, r.Err, want)
+	}
+}
+
+func TestTOFUFlow(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	v := &Verifier{Store: store}
+	alice := testKey(t, Ed25519, "alice@example.com")
+	ann := &SignOptions{Announce: true}
+	text := plainEnv + "sig: none\n[[END]]\n"
+
+	// Unsigned.
+	wantStatus(t, "unsigned", v.Verify(ctx, readEnv(t, text)), StatusUnsigned)
+
+	// Signed, key not announced, never seen: unknown-key.
+	r := v.Verify(ctx, signed(t, alice, text, nil))
+	wantStatus(t, "unannounced", r, StatusUnknownKey)
+	if !errors.Is(r.Err, ErrUnknownKey) || r.Pkid != "alice@example.com" {
+		t.Errorf("unknown-key result = %+v", r)
+	}
+
+	// First use: pinned now.
+	r = v.Verify(ctx, signed(t, alice, text, ann))
+	wantStatus(t, "first use", r, StatusFirstUse)
+	if r.Source != SourceTOFU || !r.Key.Equal(alice.Public()) || r.Err != nil {
+		t.Errorf("first-use result = %+v", r)
+	}
+	e, ok, err := store.Lookup("alice@example.com")
+	if err != nil || !ok || !e.Key.Equal(alice.Public()) || e.Source != SourceTOFU || e.Sender != "ALICE" || !e.FirstSeen.Equal(testNow) {
+		t.Fatalf("Lookup after first use = %+v, %v, %v", e, ok, err)
+	}
+
+	// Later envelopes verify, with or without the announcement.
+	wantStatus(t, "second", v.Verify(ctx, signed(t, alice, text, ann)), StatusVerified)
+	wantStatus(t, "unannounced after pin", v.Verify(ctx, signed(t, alice, text, nil)), StatusVerified)
+
+	// A new key for the same key id: key-changed, and the pin stays.
+	mallory := testKey(t, Ed25519, "alice@example.com")
+	r = v.Verify(ctx, signed(t, mallory, text, ann))
+	wantStatus(t, "new key", r, StatusKeyChanged)
+	if !errors.Is(r.Err, ErrKeyChanged) || !r.Pinned.Equal(alice.Public()) || !r.Key.Equal(mallory.Public()) {
+		t.Errorf("key-changed result = %+v", r)
+	}
+	wantStatus(t, "new key again", v.Verify(ctx, signed(t, mallory, text, ann)), StatusKeyChanged)
+	// Without the announcement it is just a bad signature.
+	wantStatus(t, "new key unannounced", v.Verify(ctx, signed(t, mallory, text, nil)), StatusBadSignature)
+
+	// A tampered envelope: bad-signature, even with the right key pinned.
+	good := signed(t, alice, text, nil)
+	bad := readEnv(t, strings.Replace(string(good.Source()), "Hello Bob.", "Hello Bob!", 1))
+	r = v.Verify(ctx, bad)
+	wantStatus(t, "tampered", r, StatusBadSignature)
+	if !errors.Is(r.Err, ErrBadSignature) {
+		t.Errorf("tampered: Err = %v", r.Err)
+	}
+
+	// The user re-pins: the new key verifies, the old one no longer does.
+	if err := store.Pin(mallory.Public()); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "after re-pin", v.Verify(ctx, signed(t, mallory, text, ann)), StatusVerified)
+	wantStatus(t, "old key after re-pin", v.Verify(ctx, signed(t, alice, text, ann)), StatusKeyChanged)
+}
+
+func TestNoTOFU(t *testing.T) {
+	store := newStore(t)
+	v := &Verifier{Store: store, NoTOFU: true}
+	k := testKey(t, Ed25519, "alice")
+	r := v.Verify(context.Background(), signed(t, k, plainEnv, &SignOptions{Announce: true}))
+	wantStatus(t, "no tofu", r, StatusUnknownKey)
+	if r.Key == nil || !r.Key.Equal(k.Public()) {
+		t.Errorf("Key = %v, want the announced key", r.Key)
+	}
+	if es, _ := store.Entries(); len(es) != 0 {
+		t.Errorf("NoTOFU pinned %v", es)
+	}
+	// An announced key that does not match the signature is bad, not new.
+	other := testKey(t, Ed25519, "alice")
+	env := signed(t, k, plainEnv, &SignOptions{Announce: true})
+	forged := readEnv(t, strings.Replace(string(env.Source()), k.Public().Value(), other.Public().Value(), 1))
+	wantStatus(t, "forged announcement", (&Verifier{Store: store}).Verify(context.Background(), forged), StatusBadSignature)
+}
+
+func TestRevocation(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	v := &Verifier{Store: store}
+	k := testKey(t, Ed25519, "alice@example.com")
+	ann := &SignOptions{Announce: true}
+	wantStatus(t, "first", v.Verify(ctx, signed(t, k, plainEnv, ann)), StatusFirstUse)
+
+	// A REVOKE naming another key id changes nothing.
+	other := "[[ALICE→ALL v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: bob@example.com\n\nbody: |\n  not mine\n"
+	r := v.Verify(ctx, signed(t, k, other, nil))
+	wantStatus(t, "revoke other", r, StatusVerified)
+	if r.Revocation {
+		t.Error("a REVOKE of another key id revoked something")
+	}
+	// A REVOKE signed by another key is not applied.
+	mallory := testKey(t, Ed25519, "alice@example.com")
+	rev := "[[ALICE→ALL v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: alice@example.com\n\nbody: |\n  Key compromised.\n"
+	wantStatus(t, "revoke by another key", v.Verify(ctx, signed(t, mallory, rev, ann)), StatusKeyChanged)
+	wantStatus(t, "still good", v.Verify(ctx, signed(t, k, plainEnv, nil)), StatusVerified)
+
+	// The key revokes itself.
+	r = v.Verify(ctx, signed(t, k, rev, nil))
+	wantStatus(t, "revoke", r, StatusVerified)
+	if !r.Revocation {
+		t.Error("REVOKE signed by the key did not revoke it")
+	}
+	e, _, _ := store.Lookup("alice@example.com")
+	if !e.Revoked {
+		t.Fatalf("entry after REVOKE = %+v", e)
+	}
+	r = v.Verify(ctx, signed(t, k, plainEnv, nil))
+	wantStatus(t, "after revoke", r, StatusRevoked)
+	if !errors.Is(r.Err, ErrRevoked) {
+		t.Errorf("Err = %v", r.Err)
+	}
+	// Even with the key given explicitly, the store's revocation counts.
+	wantStatus(t, "explicit after revoke", (&Verifier{Store: store, Keys: []*PublicKey{k.Public()}}).Verify(ctx, signed(t, k, plainEnv, nil)), StatusRevoked)
+	// The revoked key cannot be re-pinned by hand; a new key can.
+	if err := store.Pin(k.Public()); !errors.Is(err, ErrRevoked) {
+		t.Errorf("Pin(revoked key) = %v, want ErrRevoked", err)
+	}
+	if err := store.Pin(mallory.Public()); err != nil {
+		t.Errorf("Pin(new key) = %v", err)
+	}
+
+	// A REVOKE for a never-seen key id, announcing its key: first use,
+	// and the key is revoked at once.
+	carol := testKey(t, SECP256R1, "carol@example.com")
+	crev := strings.Replace(rev, "alice@", "carol@", 1)
+	r = v.Verify(ctx, signed(t, carol, crev, ann))
+	wantStatus(t, "carol revoke", r, StatusFirstUse)
+	if !r.Revocation {
+		t.Error("first-use REVOKE did not revoke")
+	}
+	wantStatus(t, "carol after", v.Verify(ctx, signed(t, carol, plainEnv, ann)), StatusRevoked)
+}
+
+func TestBareJWSSenderKeys(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	v := &Verifier{Store: store}
+	k := testKey(t, Ed25519, "alice-2025")
+	text := plainEnv + "[[END]]\n" // from ALICE
+	// First use through an announcement: Pkid: in meta: signing.
+	r := v.Verify(ctx, signed(t, k, text, &SignOptions{Form: FormBareJWS, Announce: true}))
+	wantStatus(t, "bare first", r, StatusFirstUse)
+	if r.Pkid != "alice-2025" {
+		t.Errorf("Pkid = %q, want the announced alice-2025", r.Pkid)
+	}
+	// Later bare JWS without anything: found through the sender.
+	r = v.Verify(ctx, signed(t, k, text, &SignOptions{Form: FormBareJWS}))
+	wantStatus(t, "bare later", r, StatusVerified)
+	if r.Pkid != "alice-2025" {
+		t.Errorf("Pkid = %q, want alice-2025", r.Pkid)
+	}
+	// Another sender's bare JWS is not verified with ALICE's keys.
+	other := strings.Replace(text, "[[ALICE→BOB", "[[EVE→BOB", 1)
+	wantStatus(t, "other sender", v.Verify(ctx, signed(t, k, other, &SignOptions{Form: FormBareJWS})), StatusUnknownKey)
+	// A bare JWS by a sender whose address cannot be a key id.
+	spaced := strings.Replace(text, "[[ALICE→BOB", "[[Brother AI→BOB", 1)
+	wantStatus(t, "spaced sender", v.Verify(ctx, signed(t, k, spaced, &SignOptions{Form: FormBareJWS})), StatusUnknownKey)
+}
+
+func TestExplicitKey(t *testing.T) {
+	k := testKey(t, Ed25519, "alice")
+	other := testKey(t, Ed25519, "alice")
+	env := signed(t, k, plainEnv, &SignOptions{Announce: true})
+	wantStatus(t, "right key", Verify(env, k.Public()), StatusVerified)
+	// Only the given key is tried, even though the envelope announces the
+	// right one.
+	wantStatus(t, "wrong key", Verify(env, other.Public()), StatusBadSignature)
+	wantStatus(t, "ES256 key", Verify(env, testKey(t, SECP256R1, "alice").Public()), StatusBadSignature)
+	wantStatus(t, "no key", Verify(env), StatusUnknownKey)
+	wantStatus(t, "several", Verify(env, other.Public(), k.Public()), StatusVerified)
+	// Composed envelopes have no source.
+	e := envelope.New("A", "B", "REQUEST", "x")
+	e.Sig = "ed25519:pkid=a;sig=" + sigURL
+	if r := Verify(e, k.Public()); r.Status != StatusBadSignature || !errors.Is(r.Err, ErrNoSource) {
+		t.Errorf("Verify(composed) = %s %v", r.Status, r.Err)
+	}
+}
+
+func TestTrustStoreFile(t *testing.T) {
+	s := newStore(t)
+	a, b := testKey(t, Ed25519, "a@x.org"), testKey(t, SECP256R1, "b@x.org")
+	if _, err := s.PinFirstUse(a.Public(), SourceTOFU, "Brother AI"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(b.Public()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(b.Public()); err != nil {
+		t.Errorf("Add(same key) = %v", err)
+	}
+	if err := s.Add(testKey(t, Ed25519, "b@x.org").Public()); !errors.Is(err, ErrKeyChanged) {
+		t.Errorf("Add(other key) = %v, want ErrKeyChanged", err)
+	}
+	if _, err := s.PinFirstUse(testKey(t, Ed25519, "a@x.org").Public(), SourceTOFU, ""); !errors.Is(err, ErrKeyChanged) {
+		t.Errorf("PinFirstUse(other key) = %v, want ErrKeyChanged", err)
+	}
+	if err := s.Revoke("b@x.org", nil); err != nil {
+		t.Fatal(err)
+	}
+	// A user comment survives rewrites.
+	data, _ := os.ReadFile(s.Path())
+	os.WriteFile(s.Path(), append([]byte("# my note\n"), data...), 0o644)
+	if err := s.Remove("nobody"); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("Remove(unknown) = %v", err)
+	}
+	if err := s.Revoke("nobody", nil); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("Revoke(unknown, nil) = %v", err)
+	}
+	c := testKey(t, Ed25519, "c")
+	if err := s.Add(c.Public()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove("c"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(s.Path())
+	want := "# my note\n" + strings.TrimSuffix(storeHeader, "\n") + "\n" +
+		"a@x.org ed25519 " + b64url(a.Public().Bytes()) + " tofu 2025-10-09T17:00:00Z active sender=Brother%20AI\n" +
+		"b@x.org secp256r1 " + b64url(b.Public().Bytes()) + " manual 2025-10-09T17:00:00Z revoked\n"
+	if string(data) != want {
+		t.Errorf("store file =\n%s\nwant\n%s", data, want)
+	}
+	es, err := s.Entries()
+	if err != nil || len(es) != 2 || es[0].Sender != "Brother AI" || !es[1].Revoked || !es[1].Key.Equal(b.Public()) {
+		t.Errorf("Entries = %+v, %v", es, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(s.Path())); err == nil && fi.Mode().Perm() != 0o700 {
+		t.Errorf("store directory mode = %04o, want 0700", fi.Mode().Perm())
+	}
+}
+
+func TestTrustStoreParseErrors(t *testing.T) {
+	key := b64url(testKey(t, Ed25519, "a").Public().Bytes())
+	for _, tt := range []struct{ name, line string }{
+		{"too few columns", "a ed25519 " + key + " tofu 2025-10-09T17:00:00Z"},
+		{"bad alg", "a rsa " + key + " tofu 2025-10-09T17:00:00Z active"},
+		{"bad key", "a ed25519 AAAA tofu 2025-10-09T17:00:00Z active"},
+		{"bad source", "a ed25519 " + key + " guess 2025-10-09T17:00:00Z active"},
+		{"bad time", "a ed25519 " + key + " tofu yesterday active"},
+		{"bad state", "a ed25519 " + key + " tofu 2025-10-09T17:00:00Z maybe"},
+		{"duplicate", "a ed25519 " + key + " tofu 2025-10-09T17:00:00Z active\na ed25519 " + key + " tofu 2025-10-09T17:00:00Z active"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t)
+			os.MkdirAll(filepath.Dir(s.Path()), 0o700)
+			os.WriteFile(s.Path(), []byte("# comment\n\n"+tt.line+"\n"), 0o644)
+			_, err := s.Entries()
+			if !errors.Is(err, ErrTrustStore) || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), s.Path()) {
+				t.Errorf("Entries = %v, want ErrTrustStore naming %s line 3", err, s.Path())
+			}
+			// A verifier with a broken store trusts nothing.
+			k := testKey(t, Ed25519, "a")
+			r := (&Verifier{Store: s}).Verify(context.Background(), signed(t, k, plainEnv, &SignOptions{Announce: true}))
+			if r.Status.OK() {
+				t.Errorf("Verify with a broken store = %s", r.Status)
+			}
+		})
+	}
+}
+
+// TestTrustStoreConcurrentWriters: many writers, each with its own
+// TrustStore value (as separate processes would have), never lose a pin.
+func TestTrustStoreConcurrentWriters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "known_keys")
+	const writers, each = 8, 10
+	keys := make([][]*PrivateKey, writers)
+	for w := range keys {
+		for i := 0; i < each; i++ {
+			keys[w] = append(keys[w], testKey(t, Ed25519, fmt.Sprintf("w%d-k%d@example.com", w, i)))
+		}
+	}
+	shared := testKey(t, Ed25519, "shared@example.com")
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each*3)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			s := NewTrustStore(path)
+			v := &Verifier{Store: s}
+			for i, k := range keys[w] {
+				if i%2 == 0 {
+					if _, err := s.PinFirstUse(k.Public(), SourceTOFU, ""); err != nil {
+						errs <- err
+					}
+				} else {
+					env := signed(t, k, plainEnv, &SignOptions{Announce: true})
+					if r := v.Verify(context.Background(), env); r.Status != StatusFirstUse {
+						errs <- fmt.Errorf("%s: %s %v", k.Pkid, r.Status, r.Err)
+					}
+				}
+				// Everybody races to pin the same key: exactly the
+				// same entry must win for all.
+				if _, err := s.PinFirstUse(shared.Public(), SourceTOFU, ""); err != nil {
+					errs <- err
+				}
+				if _, err := s.Entries(); err != nil {
+					errs <- err
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	es, err := NewTrustStore(path).Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != writers*each+1 {
+		t.Errorf("store has %d entries, want %d", len(es), writers*each+1)
+	}
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".known_keys.tmp-*"))
+	if len(matches) > 0 {
+		t.Errorf("temporary files left behind: %v", matches)
+	}
+}
