@@ -67,6 +67,7 @@ type EventData struct {
 	RequiresAck    bool   `json:"requires_ack,omitempty"`
 	// x.crosstalk.*
 	Disposition string `json:"disposition,omitempty"`
+	State       string `json:"state,omitempty"` // x.crosstalk.delivery: delivered or failed
 	ExpiresAt   string `json:"expires_at,omitempty"`
 	Note        string `json:"note,omitempty"`
 

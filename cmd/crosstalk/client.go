@@ -302,6 +302,11 @@ func summarizeEvent(ev ledger.Event) string {
 		what = d.ActorID + " " + d.Signal + " → " + d.EventID
 	case gateway.KindDisposition:
 		what = d.ActorID + " " + d.Disposition + " → " + d.EventID
+	case gateway.KindDelivery:
+		what = d.State + " → " + d.ActorID + ": " + d.Message
+		if d.Note != "" {
+			what += " (" + firstLine(d.Note, 60) + ")"
+		}
 	case gateway.KindNotify:
 		what = d.Kind + ": " + firstLine(d.Message, 80)
 	}

@@ -1,0 +1,419 @@
+package gateway
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/transports"
+)
+
+// KindDelivery records the final state of delivering one envelope to one
+// receiver over its transport: data.state "delivered" or "failed".
+const KindDelivery = "x.crosstalk.delivery"
+
+// OutboundOptions configure the outbound dispatcher. Nil means defaults.
+type OutboundOptions struct {
+	// Senders maps a transport name ("http", "mail", "folder",
+	// "clipboard") to the Sender that delivers over it.
+	Senders map[string]transports.Sender
+	// MinBackoff and MaxBackoff bound the delay between attempts: it
+	// starts at MinBackoff (1 s) and doubles up to MaxBackoff (16 s), then
+	// stays there (DESIGN §5.5).
+	MinBackoff, MaxBackoff time.Duration
+	// MaxAttempts is how many attempts are made before the delivery fails
+	// for good (DefaultMaxAttempts when zero).
+	MaxAttempts int
+	// AttemptTimeout bounds one Send (30 s when zero); a delivery whose
+	// attempts all time out fails with E-TIMEOUT, others with E-ROUTE.
+	AttemptTimeout time.Duration
+	// Workers is how many sends run at once (4 when zero).
+	Workers int
+}
+
+// DefaultMaxAttempts is the default number of delivery attempts.
+const DefaultMaxAttempts = 10
+
+// delivery is one envelope to one receiver.
+type delivery struct {
+	key       string // event id + ":" + receiver actor
+	event     ledger.Event
+	group     string
+	sender    string // sender actor, where an error goes back
+	receiver  string
+	transport string
+	address   string
+	messageID string
+	text      []byte
+	attempts  int
+	due       time.Time
+	timeouts  int
+	lastErr   error
+	index     int // in the heap
+}
+
+type dueHeap []*delivery
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].index = i; h[j].index = j }
+func (h *dueHeap) Push(x any)        { d := x.(*delivery); d.index = len(*h); *h = append(*h, d) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return d
+}
+
+// outbound is the dispatcher's state.
+type outbound struct {
+	r    *Relay
+	opts OutboundOptions
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	queue   dueHeap
+	pending map[string]*delivery // by key: queued or in flight
+	final   map[string]bool      // keys with a final delivery event
+	wake    chan struct{}
+}
+
+// RunOutbound delivers every recorded envelope whose receiver has a
+// transport in the address book, until ctx ends. It is the durable outbox
+// of DESIGN §5.1: what is pending is derived from the ledger — a message
+// event without a final x.crosstalk.delivery event for a receiver — so a
+// restart resumes every unfinished delivery. Sends are at-least-once with
+// the envelope's message id as idempotency key (receivers de-duplicate);
+// the final record is exactly once (its dedupe key). A delivery that fails
+// for good records a failed delivery event, a system.notify and an ERROR
+// envelope (E-ROUTE or E-TIMEOUT) back to the sender.
+func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
+	o := &outbound{r: r, log: r.log.With("component", "outbound"), pending: map[string]*delivery{}, final: map[string]bool{}, wake: make(chan struct{}, 1)}
+	if opts != nil {
+		o.opts = *opts
+	}
+	if o.opts.MinBackoff <= 0 {
+		o.opts.MinBackoff = time.Second
+	}
+	if o.opts.MaxBackoff <= 0 {
+		o.opts.MaxBackoff = 16 * time.Second
+	}
+	if o.opts.MaxAttempts <= 0 {
+		o.opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.opts.AttemptTimeout <= 0 {
+		o.opts.AttemptTimeout = 30 * time.Second
+	}
+	if o.opts.Workers <= 0 {
+		o.opts.Workers = 4
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	work := make(chan *delivery)
+	for i := 0; i < o.opts.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range work {
+				o.attempt(ctx, d)
+			}
+		}()
+	}
+	following := map[string]bool{}
+	discover := func() error {
+		gs, err := r.store.Groups(ctx)
+		if err != nil {
+			return err
+		}
+		for _, g := range gs {
+			if following[g.ID] {
+				continue
+			}
+			following[g.ID] = true
+			wg.Add(1)
+			go func(group string) {
+				defer wg.Done()
+				o.follow(ctx, group)
+			}(g.ID)
+		}
+		return nil
+	}
+	if err := discover(); err != nil && ctx.Err() == nil {
+		o.log.Error("listing groups", "err", err)
+	}
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	defer func() { close(work); wg.Wait() }()
+	for {
+		o.mu.Lock()
+		var next *delivery
+		if len(o.queue) > 0 && !o.queue[0].due.After(r.now()) {
+			next = heap.Pop(&o.queue).(*delivery)
+		}
+		wait := time.Hour
+		if next == nil && len(o.queue) > 0 {
+			wait = o.queue[0].due.Sub(r.now())
+		}
+		o.mu.Unlock()
+		if next != nil {
+			select {
+			case work <- next:
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-o.wake:
+		case <-timer.C:
+		case <-poll.C:
+			if err := discover(); err != nil && ctx.Err() == nil {
+				o.log.Warn("listing groups", "err", err)
+			}
+		}
+	}
+}
+
+// follow reads a group from its start and then live, queueing deliveries
+// and dropping those that have their final record.
+func (o *outbound) follow(ctx context.Context, group string) {
+	for ev, err := range o.r.store.Follow(ctx, group, 0) {
+		if err != nil {
+			if ctx.Err() == nil {
+				o.log.Error("following group", "group", group, "err", err)
+			}
+			return
+		}
+		switch ev.Kind {
+		case KindDelivery:
+			d, err := ParseData(ev)
+			if err == nil {
+				o.markFinal(d.EventID + ":" + d.ActorID)
+			}
+		case KindMessage:
+			for _, d := range o.plan(ev) {
+				o.enqueue(d)
+			}
+		}
+	}
+}
+
+func (o *outbound) markFinal(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.final[key] = true
+	if d, ok := o.pending[key]; ok {
+		if d.index >= 0 && d.index < len(o.queue) && o.queue[d.index] == d {
+			heap.Remove(&o.queue, d.index)
+		}
+		delete(o.pending, key)
+	}
+}
+
+func (o *outbound) enqueue(d *delivery) {
+	o.mu.Lock()
+	if o.final[d.key] || o.pending[d.key] != nil {
+		o.mu.Unlock()
+		return
+	}
+	d.due = o.r.now()
+	o.pending[d.key] = d
+	heap.Push(&o.queue, d)
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// plan returns the deliveries a message event needs: one per receiver
+// actor that has a transport, never back to the sender.
+func (o *outbound) plan(ev ledger.Event) []*delivery {
+	d, err := ParseData(ev)
+	if err != nil || d.X == nil || d.X.Envelope == nil {
+		return nil
+	}
+	var targets []Agent
+	book := o.r.book
+	if len(d.To) == 0 {
+		targets = book.Agents()
+	} else {
+		for _, t := range d.To {
+			if strings.HasPrefix(t, "@") {
+				for _, a := range book.Agents() {
+					for _, role := range a.Roles {
+						if strings.EqualFold(t[1:], role) || t == "@peers" && role == "peer" {
+							targets = append(targets, a)
+						}
+					}
+				}
+				continue
+			}
+			if a, ok := book.Agent(t); ok {
+				targets = append(targets, a)
+			}
+		}
+	}
+	var out []*delivery
+	seen := map[string]bool{}
+	for _, a := range targets {
+		if a.Transport == "" || seen[a.ID] || strings.EqualFold(a.ID, d.X.Sender) {
+			continue
+		}
+		seen[a.ID] = true
+		out = append(out, &delivery{
+			key: ev.ID + ":" + a.ID, event: ev, group: ev.GroupID, sender: d.X.Sender, receiver: a.ID,
+			transport: a.Transport, address: a.Address, messageID: d.X.Envelope.Message,
+			text: o.r.outboundText(d.X), index: -1,
+		})
+	}
+	return out
+}
+
+// outboundText is the text sent onward: a signed envelope exactly as
+// received (its signed lines must not change, DESIGN §4.2); an unsigned
+// one with this relay appended to its X-Route hops.
+func (r *Relay) outboundText(x *XCrosstalk) []byte {
+	env, err := envelope.Unmarshal([]byte(x.Raw))
+	if err != nil || env.Signed() {
+		return []byte(x.Raw)
+	}
+	hop := "relay://" + strings.ToLower(r.name)
+	for i := range env.Meta {
+		if env.Meta[i].Namespace != "routing" {
+			continue
+		}
+		for j, f := range env.Meta[i].Fields {
+			if f.Key == "X-Route" {
+				env.Meta[i].Fields[j].Value = f.Value + " → " + hop
+				return marshalOr(env, x.Raw)
+			}
+		}
+		env.Meta[i].Fields = append(env.Meta[i].Fields, envelope.Field{Key: "X-Route", Value: env.From + " → " + hop})
+		return marshalOr(env, x.Raw)
+	}
+	env.Meta = append(env.Meta, envelope.Meta{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Route", Value: env.From + " → " + hop}}})
+	return marshalOr(env, x.Raw)
+}
+
+func marshalOr(env *envelope.Envelope, raw string) []byte {
+	b, err := envelope.Marshal(env)
+	if err != nil {
+		return []byte(raw)
+	}
+	return b
+}
+
+// attempt makes one delivery attempt and records or reschedules.
+func (o *outbound) attempt(ctx context.Context, d *delivery) {
+	d.attempts++
+	sender, ok := o.opts.Senders[d.transport]
+	var err error
+	if !ok {
+		err = fmt.Errorf("%w: no %q transport is configured on this relay", transports.ErrPermanent, d.transport)
+	} else {
+		actx, cancel := context.WithTimeout(ctx, o.opts.AttemptTimeout)
+		err = sender.Send(actx, d.address, d.messageID, d.text)
+		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
+		cancel()
+		if ctx.Err() != nil {
+			return // shutting down: the ledger still says pending
+		}
+		if err != nil && timedOut {
+			d.timeouts++
+		}
+	}
+	if err == nil {
+		o.finish(ctx, d, "delivered", nil)
+		return
+	}
+	d.lastErr = err
+	o.log.Warn("delivery attempt failed", "event", d.event.ID, "to", d.receiver, "transport", d.transport, "attempt", d.attempts, "err", err)
+	if errors.Is(err, transports.ErrPermanent) || d.attempts >= o.opts.MaxAttempts {
+		o.finish(ctx, d, "failed", err)
+		return
+	}
+	backoff := o.opts.MinBackoff << min(d.attempts-1, 30)
+	if backoff > o.opts.MaxBackoff || backoff <= 0 {
+		backoff = o.opts.MaxBackoff
+	}
+	o.mu.Lock()
+	d.due = o.r.now().Add(backoff)
+	if o.pending[d.key] == d {
+		heap.Push(&o.queue, d)
+	}
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// finish records the final state of a delivery; for a failure also the
+// notice and the ERROR envelope back to the sender.
+func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause error) {
+	data := EventData{EventID: d.event.ID, ActorID: d.receiver, State: state, Message: fmt.Sprintf("%s via %s to %s after %d attempt(s)", state, d.transport, d.address, d.attempts)}
+	if cause != nil {
+		data.Note = cause.Error()
+	}
+	recs := []ledger.Record{{Kind: KindDelivery, GroupID: d.group, By: "system", Data: mustJSON(data), DedupeKey: "delivery:" + d.key}}
+	if state == "failed" {
+		code := envelope.CodeRoute
+		if d.timeouts == d.attempts {
+			code = envelope.CodeTimeout
+		}
+		reason := fmt.Sprintf("could not deliver to %s via %s: %v", d.receiver, d.transport, cause)
+		recs = append(recs, ledger.Record{Kind: KindNotify, GroupID: d.group, By: "system", DedupeKey: "delivery-failed:" + d.key,
+			Data: mustJSON(EventData{Kind: "error", Priority: "high", Title: string(code) + " delivering " + d.messageID, Message: reason, TargetActorID: d.sender, RelatedEventID: d.event.ID})})
+		o.bounce(ctx, d, code, reason)
+	}
+	if _, err := o.r.store.Append(ctx, recs); err != nil {
+		if ctx.Err() == nil {
+			o.log.Error("recording delivery", "event", d.event.ID, "err", err)
+		}
+		return // stays pending in memory; the ledger still says pending
+	}
+	o.markFinal(d.key)
+	o.log.Info("delivery "+state, "event", d.event.ID, "to", d.receiver, "transport", d.transport, "attempts", d.attempts)
+}
+
+// bounce sends the ERROR envelope back to the sender over its own
+// transport, when it has one.
+func (o *outbound) bounce(ctx context.Context, d *delivery, code envelope.Code, reason string) {
+	a, ok := o.r.book.Agent(d.sender)
+	if !ok || a.Transport == "" {
+		return
+	}
+	s, ok := o.opts.Senders[a.Transport]
+	if !ok {
+		return
+	}
+	orig, err := envelope.Unmarshal(d.text)
+	if err != nil {
+		return
+	}
+	e := envelope.NewError(orig, code, reason, reason)
+	e.From = o.r.name
+	b, err := envelope.Marshal(e)
+	if err != nil {
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, o.opts.AttemptTimeout)
+	defer cancel()
+	if err := s.Send(actx, a.Address, e.Message, b); err != nil {
+		o.log.Warn("bouncing error envelope", "to", d.sender, "err", err)
+	}
+}
