@@ -10,11 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/transports"
+	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
 
 var cmdRelay = &command{
@@ -81,6 +84,10 @@ type runningRelay struct {
 	store *sqlite.Store
 	log   *slog.Logger
 	done  chan error
+	// stop ends the background tasks (outbound dispatcher, receivers);
+	// tasks is done when they have returned.
+	stop  context.CancelFunc
+	tasks sync.WaitGroup
 }
 
 // startRelay opens the ledger, builds the relay and API, and starts
@@ -135,6 +142,18 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		r.url = "http://" + ln.Addr().String()
 	}
 	go func() { r.done <- hs.Serve(ln) }()
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r.stop = stop
+	senders := map[string]transports.Sender{
+		"http": httpx.Sender{Client: &httpx.Client{Retries: -1}},
+	}
+	r.tasks.Add(1)
+	go func() {
+		defer r.tasks.Done()
+		if err := relay.RunOutbound(bg, &gateway.OutboundOptions{Senders: senders}); err != nil {
+			log.Error("outbound dispatcher stopped", "err", err)
+		}
+	}()
 	log.Info("relay listening", "url", r.url, "ledger", dbPath, "trust", cfg.trustFile(), "tokens", len(tokens), "agents", len(cfg.Agents))
 	log.Info("try: crosstalk send FILE; crosstalk log; crosstalk inbox --agent NAME", "relay", r.url)
 	return r, nil
@@ -144,6 +163,8 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 // their appends) to finish, then closes the ledger.
 func (r *runningRelay) shutdown() error {
 	r.api.Close()
+	r.stop()
+	r.tasks.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	err := r.http.Shutdown(ctx)

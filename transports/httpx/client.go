@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/transports"
 )
 
 // Client posts envelopes. The zero value is usable: http.DefaultClient,
@@ -188,3 +189,31 @@ func statusError(r *Response) error {
 	}
 	return se
 }
+
+// Sender delivers envelopes by POST to the receiver's URL (its address in
+// the relay's address book), with the message id as Idempotency-Key. It
+// implements transports.Sender.
+type Sender struct {
+	Client *Client
+}
+
+// Send posts text to the URL to. A 4xx answer other than 408 and 429 is
+// permanent (transports.ErrPermanent): the receiver refused the envelope.
+func (s Sender) Send(ctx context.Context, to, id string, text []byte) error {
+	c := s.Client
+	if c == nil {
+		c = &Client{}
+	}
+	key := id
+	if key != "" {
+		key = "msg:" + id
+	}
+	_, err := c.Post(ctx, to, text, key)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != 408 && se.Status != 429 {
+		return fmt.Errorf("%w: %w", transports.ErrPermanent, err)
+	}
+	return err
+}
+
+var _ transports.Sender = Sender{}
