@@ -64,6 +64,9 @@ type AgentConfig struct {
 	Keys      []string `toml:"keys"`
 	Transport string   `toml:"transport"`
 	Address   string   `toml:"address"`
+	// SigningKey is a private key file the relay signs this agent's
+	// POST /v1/send envelopes with.
+	SigningKey string `toml:"signing_key"`
 }
 
 // DefaultListen is the relay's default address.
