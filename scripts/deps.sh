@@ -16,6 +16,8 @@ fi
 pkgs=()
 need() { command -v "$1" >/dev/null 2>&1 || pkgs+=("$2"); }
 # (filled in as transports land)
+# clipboard: the tests start their own Xvfb and use xclip (transports/clipboard)
+need Xvfb xvfb; need xclip xclip; need xsel xsel; need xauth xauth
 
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
