@@ -59,6 +59,9 @@ func BenchmarkParse(b *testing.B) {
 			if err != nil || len(e.Body) < 900 {
 				b.Fatal(err)
 			}
+			if _, err := r.Next(); err != io.EOF { // read to the end, as a caller does
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("netmail", func(b *testing.B) {

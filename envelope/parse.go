@@ -77,7 +77,9 @@ func (st *envState) fail(err *SyntaxError) { st.failed = err }
 // read parses the envelope whose header h stood in content.
 func (st *envState) read(h header, content []byte) (*Envelope, error) {
 	st.env = &Envelope{From: h.from, To: h.to, Version: h.version, Line: st.headerLine}
-	st.src = make([]byte, 0, 1024)
+	st.src = make([]byte, 0, min(len(content)+1+st.r.sc.sizeHint(), st.lim.Envelope))
+	st.body = st.r.body[:0]
+	defer func() { st.r.body = st.body[:0] }()
 	if err := st.appendSrc(content, st.headerLine); err != nil {
 		return st.abort(err)
 	}

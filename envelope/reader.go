@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Limits bound what the Reader accepts (DESIGN §3.1). Passing one is an
@@ -58,7 +59,15 @@ type Reader struct {
 	// the fence open at the current position, outside envelopes
 	fenceChar byte
 	fenceLen  int
+
+	body []byte // scratch for the body being read, reused
 }
+
+// bodyPool recycles body scratch buffers between Readers; buffers that grew
+// past maxPooledBody are left to the garbage collector.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxPooledBody = 64 << 10
 
 // NewReader returns a Reader reading from r.
 func NewReader(r io.Reader) *Reader { return &Reader{src: r} }
@@ -108,6 +117,7 @@ func (r *Reader) Next() (*Envelope, error) {
 	if !r.started {
 		r.started = true
 		r.sc = newLineScanner(r.src, r.limits().Line)
+		r.body = (*bodyPool.Get().(*[]byte))[:0]
 	}
 	for {
 		line, long, no, ok := r.readLine()
@@ -116,6 +126,12 @@ func (r *Reader) Next() (*Envelope, error) {
 			if r.sc.err != nil {
 				r.err = r.sc.err
 			}
+			r.sc.release()
+			if cap(r.body) <= maxPooledBody {
+				b := r.body[:0]
+				bodyPool.Put(&b)
+			}
+			r.body = nil
 			return nil, r.err
 		}
 		if long {
@@ -206,6 +222,9 @@ var arrows = []string{"→", "->", "=>"}
 // part are headerMalformed or headerBadVersion, so that a broken envelope is
 // reported rather than skipped.
 func parseHeader(line []byte) header {
+	if len(line) < 5 || line[0] != '[' || line[1] != '[' {
+		return header{} // the common case: not even a candidate
+	}
 	t := bytes.TrimRight(line, " \t")
 	if len(t) < 5 || t[0] != '[' || t[1] != '[' || t[len(t)-1] != ']' || t[len(t)-2] != ']' {
 		return header{}
@@ -264,5 +283,8 @@ func isDigits(s string) bool {
 }
 
 func isEnd(c []byte) bool {
+	if len(c) < 7 || c[0] != '[' {
+		return false
+	}
 	return bytes.Equal(bytes.TrimRight(c, " \t"), []byte("[[END]]"))
 }

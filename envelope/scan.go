@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"io"
+	"sync"
 )
 
 // lineScanner splits input into lines at LF, CRLF or a lone CR (DESIGN §3.1:
@@ -22,19 +23,55 @@ type lineScanner struct {
 	err     error // first read error other than io.EOF
 }
 
+// initialBuffer is the scanner's first buffer size; it grows (doubling)
+// only for longer lines, up to maxLine+1, so parsing one small envelope
+// does not pay for a 64 KiB buffer.
+const initialBuffer = 4 << 10
+
+// bufPool recycles initial buffers between Readers (an HTTP handler makes
+// one Reader per request).
+var bufPool = sync.Pool{New: func() any { b := make([]byte, initialBuffer); return &b }}
+
 func newLineScanner(r io.Reader, maxLine int) *lineScanner {
-	size := 64 << 10
-	if maxLine+1 > size {
-		size = maxLine + 1
+	s := &lineScanner{r: r, maxLine: maxLine}
+	if maxLine+1 >= initialBuffer {
+		s.buf = *bufPool.Get().(*[]byte)
+	} else {
+		s.buf = make([]byte, maxLine+1)
 	}
-	return &lineScanner{r: r, buf: make([]byte, size), maxLine: maxLine}
+	return s
 }
 
-// fill reads more input after moving unread bytes to the front.
+// release returns the buffer to the pool at the end of the input.
+func (s *lineScanner) release() {
+	if len(s.buf) == initialBuffer {
+		b := s.buf
+		bufPool.Put(&b)
+	}
+	s.buf = nil
+	s.start, s.end = 0, 0
+}
+
+// sizeHint guesses the size of the envelope whose header was just read:
+// the distance to the next "[[END]]" in what is buffered, or 1 KiB.
+func (s *lineScanner) sizeHint() int {
+	if i := bytes.Index(s.buf[s.start:s.end], []byte("[[END]]")); i >= 0 {
+		return i + 16
+	}
+	return 1 << 10
+}
+
+// fill reads more input after moving unread bytes to the front, growing
+// the buffer when it is full of one unfinished line.
 func (s *lineScanner) fill() {
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
+	}
+	if s.end == len(s.buf) && len(s.buf) < s.maxLine+1 {
+		nb := make([]byte, min(2*len(s.buf), s.maxLine+1))
+		copy(nb, s.buf[:s.end])
+		s.buf = nb
 	}
 	for s.end < len(s.buf) && !s.eof {
 		n, err := s.r.Read(s.buf[s.end:])
