@@ -46,7 +46,7 @@ func retryEnvelopes() map[string]string {
 		"v1.1": envText("CHATGPT", "CLAUDE", "REQUEST", "retry", "Please review\nthe release notes.", func(e *envelope.Envelope) {
 			e.Meta = []envelope.Meta{{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Priority", Value: "high"}}}}
 		}),
-		"v1.1-handoff": envText("CLAUDE", "GEMINI", "HANDOFF", "retry", "Over to you."),
+		"v1.1-handoff":  envText("CLAUDE", "GEMINI", "HANDOFF", "retry", "Over to you."),
 		"v1.0-response": "[[CHATGPT→CLAUDE v1]]\nuser: kalle\nsession: 2025-10-09T16Z abc123\ncontext: retry\nresponse: |\n  Here is my answer.\n  Second line.\nsig: none\n[[END]]\n",
 		"v1.0-question": "[[CLAUDE→CHATGPT v1]]\nuser: kalle\nsession: 2025-10-09T16Z abc123\ncontext: retry\nintent: QUESTION\n\nbody: |\n  Did the build pass?\nsig: none\n[[END]]\n",
 	}
