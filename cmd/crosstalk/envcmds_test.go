@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/fixtures"
+)
+
+// runCLI runs the command in-process and returns stdout, stderr and the
+// exit code.
+func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// jsonLines decodes JSON Lines; error objects keep only code and line.
+func jsonLines(t *testing.T, s string) []any {
+	t.Helper()
+	var out []any
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("bad JSON line %q: %v", line, err)
+		}
+		if m, ok := v.(map[string]any); ok {
+			if e, ok := m["error"].(map[string]any); ok {
+				if msg, _ := e["message"].(string); msg == "" {
+					t.Errorf("error object without a message: %s", line)
+				}
+				delete(e, "message")
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestParseJSONContract runs `crosstalk parse --json` (and --strict) on every
+// fixture file and checks the JSON Lines contract of DESIGN §3.4 and the exit
+// code: 0 when every envelope parsed, 1 when any failed.
+func TestParseJSONContract(t *testing.T) {
+	names, err := fixtures.Envelopes()
+	if err != nil || len(names) == 0 {
+		t.Fatalf("fixtures.Envelopes() = %v, %v", names, err)
+	}
+	dir := t.TempDir()
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			in, _ := fixtures.FS.ReadFile("envelope/" + name + ".txt")
+			path := filepath.Join(dir, name+".txt")
+			if err := os.WriteFile(path, in, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, strict := range []bool{false, true} {
+				wantFile := "envelope/" + name + ".jsonl"
+				args := []string{"parse", "--json", path}
+				if strict {
+					args = []string{"parse", "--strict", path, "--json"}
+					if _, err := fixtures.FS.ReadFile("envelope/" + name + ".strict.jsonl"); err == nil {
+						wantFile = "envelope/" + name + ".strict.jsonl"
+					}
+				}
+				wantText, _ := fixtures.FS.ReadFile(wantFile)
+				want := jsonLines(t, string(wantText))
+				stdout, stderr, code := runCLI(t, "", args...)
+				got := jsonLines(t, stdout)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("crosstalk %s =\n%s\nwant\n%s", strings.Join(args, " "), stdout, wantText)
+				}
+				wantCode := 0
+				for _, v := range want {
+					if _, isErr := v.(map[string]any)["error"]; isErr {
+						wantCode = 1
+					}
+				}
+				if code != wantCode {
+					t.Errorf("crosstalk %s exit = %d, want %d (stderr %q)", strings.Join(args, " "), code, wantCode, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestParseReadsStdin(t *testing.T) {
+	in := "hi\n[[A→B v1]]\nintent: ACK\nbody: |\n  ok\n[[END]]\n"
+	out, _, code := runCLI(t, in, "parse", "--json")
+	if code != 0 || !strings.Contains(out, `"from":"A"`) || !strings.Contains(out, `"line":2`) {
+		t.Errorf("parse --json < stdin = %q, %d", out, code)
+	}
+	out, _, code = runCLI(t, in, "parse")
+	if code != 0 || !strings.Contains(out, "<stdin>:2: A → B  ACK") {
+		t.Errorf("parse < stdin = %q, %d", out, code)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := [][]string{
+		{},
+		{"nosuchcommand"},
+		{"parse", "--nosuchflag"},
+		{"new", "--from", "A"},
+		{"new", "--from", "A", "--to", "B"},
+		{"reply"},
+	}
+	for _, args := range tests {
+		_, stderr, code := runCLI(t, "", args...)
+		if code != 2 {
+			t.Errorf("crosstalk %v exit = %d, want 2", args, code)
+		}
+		if len(args) > 0 && !strings.HasPrefix(stderr, "crosstalk: error: ") {
+			t.Errorf("crosstalk %v stderr = %q, want crosstalk: error: …", args, stderr)
+		}
+	}
+	for _, cmd := range []string{"parse", "fmt", "new", "reply", "validate", "relay", "send", "log", "inbox", "ack", "claim"} {
+		out, _, code := runCLI(t, "", cmd, "--help")
+		if code != 0 || !strings.HasPrefix(out, "usage: crosstalk "+cmd) {
+			t.Errorf("crosstalk %s --help = %d %q", cmd, code, out)
+		}
+	}
+	if _, _, code := runCLI(t, "", "parse", filepath.Join(t.TempDir(), "missing.txt")); code != 1 {
+		t.Errorf("parse of a missing file exit = %d, want 1", code)
+	}
+}
+
+func TestNewReplyValidateFmt(t *testing.T) {
+	out, stderr, code := runCLI(t, "first line\r\nsecond line\r\n\r\n", "new", "--from", "CLAUDE", "--to", "CHATGPT",
+		"--intent", "question", "--context", "deploy", "--meta", "routing.X-Priority=high", "--meta", "routing.X-Reply-To=claude://s/1", "--meta", "privacy.PII=none")
+	if code != 0 {
+		t.Fatalf("new = %d %s", code, stderr)
+	}
+	e, err := envelope.Unmarshal([]byte(out))
+	if err != nil {
+		t.Fatalf("new output does not parse strictly: %v\n%s", err, out)
+	}
+	if e.Intent != "REQUEST" || e.Body != "first line\nsecond line" || !envelope.IsULID(e.Thread) || !envelope.IsULID(e.Message) || e.Sig != "none" || len(e.Meta) != 2 || len(e.Meta[0].Fields) != 2 {
+		t.Errorf("new = %+v", e)
+	}
+	if b, _ := envelope.Marshal(e); string(b) != out {
+		t.Errorf("new output is not canonical:\n%s\nwant\n%s", out, b)
+	}
+	path := filepath.Join(t.TempDir(), "q.txt")
+	os.WriteFile(path, []byte("chat before\n"+out+"chat after\n"), 0o644)
+
+	reply, stderr, code := runCLI(t, "the answer\n", "reply", "--intent", "RESPOND", path)
+	if code != 0 {
+		t.Fatalf("reply = %d %s", code, stderr)
+	}
+	r, err := envelope.Unmarshal([]byte(reply))
+	if err != nil || r.From != "CHATGPT" || r.To != "CLAUDE" || r.Parent != e.Message || r.Thread != e.Thread || r.Body != "the answer" || r.Message == e.Message {
+		t.Errorf("reply = %+v, %v", r, err)
+	}
+
+	both := reply + "\n" + "[[X→Y v1]]\nintent: REQUEST\nintent: REQUEST\nbody: |\n  x\n[[END]]\n"
+	vout, _, code := runCLI(t, both, "validate")
+	lines := strings.Split(strings.TrimSpace(vout), "\n")
+	if code != 1 || len(lines) != 2 || !strings.Contains(lines[0], ": ok CHATGPT→CLAUDE RESPOND") || !strings.Contains(lines[1], ":15: E-FORMAT: duplicate field") {
+		t.Errorf("validate = %d\n%s", code, vout)
+	}
+	if _, stderr, code := runCLI(t, "nothing here", "validate"); code != 1 || !strings.Contains(stderr, "no envelope found") {
+		t.Errorf("validate of no envelope = %d %q", code, stderr)
+	}
+
+	// fmt is idempotent and drops chat text; --fence wraps each envelope.
+	f1, _, code := runCLI(t, "noise\n> "+strings.ReplaceAll(strings.TrimSuffix(out, "\n"), "\n", "\n> ")+"\nmore noise\n"+reply, "fmt")
+	f2, _, _ := runCLI(t, f1, "fmt")
+	if code != 0 || f1 != f2 || f1 != out+"\n"+reply {
+		t.Errorf("fmt =\n%s\nfmt(fmt) =\n%s", f1, f2)
+	}
+	fenced, _, _ := runCLI(t, out, "fmt", "--fence")
+	if !strings.HasPrefix(fenced, "```\n[[CLAUDE→CHATGPT v1]]") || !strings.HasSuffix(fenced, "[[END]]\n```\n") {
+		t.Errorf("fmt --fence = %q", fenced)
+	}
+}
