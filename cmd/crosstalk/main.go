@@ -45,6 +45,7 @@ type command struct {
 var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
 	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim,
+	cmdKeygen, cmdSign, cmdVerify, cmdTrust,
 }
 
 // Exit codes, decided here and nowhere else.

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/fixtures"
+)
+
+// signCLI runs the crosstalk command line in-process with a private user
+// config directory (so the default trust store and key directory are in a
+// temporary directory).
+type signCLI struct {
+	t   *testing.T
+	dir string
+}
+
+func newSignCLI(t *testing.T) *signCLI {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	t.Setenv("HOME", dir)
+	return &signCLI{t: t, dir: dir}
+}
+
+func (c *signCLI) run(stdin string, args ...string) (code int, stdout, stderr string) {
+	c.t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func (c *signCLI) must(stdin string, args ...string) string {
+	c.t.Helper()
+	code, out, errs := c.run(stdin, args...)
+	if code != 0 {
+		c.t.Fatalf("crosstalk %s = exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+func (c *signCLI) path(name string) string { return filepath.Join(c.dir, name) }
+
+const cliEnv = "[[ALICE→BOB v1]]\nuser: kalle\ncontext: cli\nintent: REQUEST\n\nbody: |\n  Hello Bob.\n\tTabbed, with trailing blanks  \n  Café\nsig: none\n[[END]]\n"
+
+// chatPaste does to text what a chat UI and a careless user do: a fence,
+// a quote prefix, CRLF line ends, chat around it.
+func chatPaste(text string) string {
+	fenced := "```\n" + text + "```\n"
+	quoted := "> " + strings.ReplaceAll(strings.TrimSuffix(fenced, "\n"), "\n", "\n> ") + "\n"
+	return strings.ReplaceAll("Alice wrote:\n"+quoted+"\nWhat do you think?\n", "\n", "\r\n")
+}
+
+func TestCLISignPasteVerify(t *testing.T) {
+	c := newSignCLI(t)
+	pub := c.must("", "keygen", "--pkid", "alice@example.com", "--out", c.path("alice.key"))
+	if !strings.HasPrefix(pub, "ed25519 alice@example.com ") {
+		t.Errorf("keygen printed %q, want the public key line", pub)
+	}
+	fi, err := os.Stat(c.path("alice.key"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("private key file: %v, %v; want mode 0600", fi, err)
+	}
+	if _, err := os.Stat(c.path("alice.key.pub")); err != nil {
+		t.Fatal(err)
+	}
+	priv, _ := os.ReadFile(c.path("alice.key"))
+	secret := strings.Fields(string(priv[bytes.LastIndex(priv, []byte("ed25519-private")):]))[2]
+	if strings.Contains(pub, secret) {
+		t.Fatal("keygen printed the private key")
+	}
+	// A second keygen over the same file fails and keeps the key.
+	if code, _, errs := c.run("", "keygen", "--pkid", "alice@example.com", "--out", c.path("alice.key")); code != 1 || !strings.Contains(errs, "hint:") {
+		t.Errorf("keygen over an existing key = exit %d, %s", code, errs)
+	}
+	if again, _ := os.ReadFile(c.path("alice.key")); !bytes.Equal(again, priv) {
+		t.Error("keygen overwrote an existing key")
+	}
+
+	signed := c.must("Here it is:\n"+cliEnv+"thanks\n", "sign", "--key", c.path("alice.key"), "--announce")
+	if strings.Count(signed, "[[END]]") != 1 || strings.Contains(signed, "thanks") || !strings.Contains(signed, "meta: signing\nPublic-Key: ed25519:") {
+		t.Fatalf("sign printed:\n%s", signed)
+	}
+	os.WriteFile(c.path("pasted.txt"), []byte(chatPaste(signed)), 0o644)
+
+	// First time: first-use, pinned in the default trust store.
+	out := c.must("", "verify", c.path("pasted.txt"))
+	if !strings.Contains(out, "first-use ALICE→BOB pkid=alice@example.com alg=ed25519") {
+		t.Errorf("verify = %q, want first-use", out)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "config", "crosstalk", "known_keys")); err != nil {
+		t.Errorf("default trust store not written: %v", err)
+	}
+	// Then verified, from standard input too.
+	out = c.must(chatPaste(signed), "verify")
+	if !strings.Contains(out, "<stdin>:") || !strings.Contains(out, ": verified ALICE→BOB") {
+		t.Errorf("verify = %q, want verified", out)
+	}
+	// JSON.
+	out = c.must("", "verify", "--json", c.path("pasted.txt"))
+	var j map[string]any
+	if err := json.Unmarshal([]byte(out), &j); err != nil || j["status"] != "verified" || j["pkid"] != "alice@example.com" || j["alg"] != "ed25519" || j["message"] == "" {
+		t.Errorf("verify --json = %s (%v)", out, err)
+	}
+	if len(j) != 4 {
+		t.Errorf("verify --json keys = %v, want status pkid alg message", j)
+	}
+
+	// Tampered in transit: bad-signature, exit 1.
+	tampered := strings.Replace(chatPaste(signed), "Hello Bob.", "Hello Bob!", 1)
+	code, out, _ := c.run(tampered, "verify")
+	if code != 1 || !strings.Contains(out, "bad-signature") {
+		t.Errorf("verify(tampered) = exit %d, %q", code, out)
+	}
+	// Unsigned: exit 1.
+	if code, out, _ := c.run(cliEnv, "verify"); code != 1 || !strings.Contains(out, "unsigned") {
+		t.Errorf("verify(unsigned) = exit %d, %q", code, out)
+	}
+	// Two envelopes, one bad: both reported, exit 1.
+	code, out, _ = c.run(signed+"\n"+strings.Replace(signed, "Café", "Cafe", 1), "verify")
+	if code != 1 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "verified") || !strings.Contains(out, "bad-signature") {
+		t.Errorf("verify(two) = exit %d, %q", code, out)
+	}
+}
+
+func TestCLIVerifyKeyNeverSeen(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--alg", "secp256r1", "--pkid", "bob@example.org", "--out", c.path("bob.key"))
+	c.must("", "keygen", "--pkid", "bob@example.org", "--out", c.path("other.key"))
+	signed := c.must(cliEnv, "sign", "--key", c.path("bob.key"), "--form", "jws")
+	if !strings.Contains(signed, "sig: secp256r1:pkid=bob@example.org;sig=eyJ") {
+		t.Fatalf("sign --form jws printed:\n%s", signed)
+	}
+	// The key was never seen and is not announced: unknown-key.
+	if code, out, errs := c.run(signed, "verify"); code != 1 || !strings.Contains(out, "unknown-key") || !strings.Contains(errs, "hint:") {
+		t.Errorf("verify = exit %d, %q, %q; want unknown-key with a hint", code, out, errs)
+	}
+	// With --key it verifies, through a chat paste.
+	out := c.must(chatPaste(signed), "verify", "--key", c.path("bob.key.pub"))
+	if !strings.Contains(out, "verified") || !strings.Contains(out, "alg=secp256r1") {
+		t.Errorf("verify --key = %q", out)
+	}
+	// Another key given: bad-signature, even though it has the same key id.
+	if code, out, _ := c.run(signed, "verify", "--key", c.path("other.key.pub")); code != 1 || !strings.Contains(out, "bad-signature") {
+		t.Errorf("verify --key other = exit %d, %q", code, out)
+	}
+	// Nothing was pinned by --key.
+	if out := c.must("", "trust", "list", "--json"); out != "" {
+		t.Errorf("trust list after verify --key = %q, want nothing", out)
+	}
+}
+
+func TestCLIKeyChangedAndRepin(t *testing.T) {
+	c := newSignCLI(t)
+	trust := c.path("known_keys")
+	c.must("", "keygen", "--pkid", "alice", "--out", c.path("old.key"))
+	c.must("", "keygen", "--pkid", "alice", "--out", c.path("new.key"))
+	oldSigned := c.must(cliEnv, "sign", "--key", c.path("old.key"), "--announce")
+	newSigned := c.must(cliEnv, "sign", "--key", c.path("new.key"), "--announce")
+	os.WriteFile(c.path("new.txt"), []byte(newSigned), 0o644)
+
+	c.must(oldSigned, "verify", "--trust", trust)
+	code, out, errs := c.run("", "verify", "--trust", trust, c.path("new.txt"))
+	if code != 1 || !strings.Contains(out, "key-changed") || !strings.Contains(errs, "crosstalk trust pin alice --from") {
+		t.Fatalf("verify(new key) = exit %d, %q, %q; want key-changed with a re-pin hint", code, out, errs)
+	}
+	// --no-tofu never pins.
+	if code, out, _ := c.run(newSigned, "verify", "--no-tofu", "--trust", c.path("other_keys")); code != 1 || !strings.Contains(out, "unknown-key") {
+		t.Errorf("verify --no-tofu = exit %d, %q", code, out)
+	}
+	out = c.must("", "trust", "pin", "alice", "--from", c.path("new.txt"), "--trust", trust)
+	if !strings.Contains(out, "pinned alice to ed25519") || !strings.Contains(out, "(was SHA256:") {
+		t.Errorf("trust pin --from = %q", out)
+	}
+	c.must(newSigned, "verify", "--trust", trust)
+	if code, out, _ := c.run(oldSigned, "verify", "--trust", trust); code != 1 || !strings.Contains(out, "key-changed") {
+		t.Errorf("verify(old key after re-pin) = exit %d, %q", code, out)
+	}
+
+	// Revoke by hand, then the key's signatures are revoked.
+	c.must("", "trust", "revoke", "alice", "--trust", trust)
+	if code, out, _ := c.run(newSigned, "verify", "--trust", trust); code != 1 || !strings.Contains(out, "revoked") {
+		t.Errorf("verify(revoked) = exit %d, %q", code, out)
+	}
+	list := c.must("", "trust", "list", "--trust", trust)
+	if !strings.Contains(list, "alice  ed25519 SHA256:") || !strings.Contains(list, "REVOKED") {
+		t.Errorf("trust list = %q", list)
+	}
+	c.must("", "trust", "remove", "alice", "--trust", trust)
+	if code, _, errs := c.run("", "trust", "remove", "alice", "--trust", trust); code != 1 || !strings.Contains(errs, "unknown key") {
+		t.Errorf("trust remove (again) = exit %d, %q", code, errs)
+	}
+}
+
+func TestCLIRevokeEnvelope(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "alice@example.com", "--out", c.path("a.key"))
+	c.must(c.must(cliEnv, "sign", "--key", c.path("a.key"), "--announce"), "verify")
+	rev := "[[ALICE→ALL v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: alice@example.com\n\nbody: |\n  My key is compromised.\n[[END]]\n"
+	out := c.must(c.must(rev, "sign", "--key", c.path("a.key")), "verify")
+	if !strings.Contains(out, "verified") || !strings.Contains(out, "revoked the key alice@example.com") {
+		t.Errorf("verify(REVOKE) = %q", out)
+	}
+	if code, out, _ := c.run(c.must(cliEnv, "sign", "--key", c.path("a.key")), "verify"); code != 1 || !strings.Contains(out, "revoked") {
+		t.Errorf("verify after REVOKE = exit %d, %q", code, out)
+	}
+}
+
+func TestCLITrustAdd(t *testing.T) {
+	c := newSignCLI(t)
+	pub := strings.Fields(c.must("", "keygen", "--pkid", "carol", "--out", c.path("c.key")))
+	signed := c.must(cliEnv, "sign", "--key", c.path("c.key"))
+	// add a key file
+	if out := c.must("", "trust", "add", c.path("c.key.pub")); !strings.Contains(out, "added carol ed25519 SHA256:") {
+		t.Errorf("trust add = %q", out)
+	}
+	c.must(signed, "verify")
+	// add alg:base64 with --pkid, and a conflicting key
+	c.must("", "trust", "add", "ed25519:"+pub[2], "--pkid", "carol2")
+	c.must("", "keygen", "--pkid", "carol", "--out", c.path("c2.key"))
+	if code, _, errs := c.run("", "trust", "add", c.path("c2.key.pub")); code != 1 || !strings.Contains(errs, "key changed") || !strings.Contains(errs, "trust pin carol") {
+		t.Errorf("trust add(conflict) = exit %d, %q", code, errs)
+	}
+	out := c.must("", "trust", "list", "--json")
+	if n := strings.Count(out, "\n"); n != 2 || !strings.Contains(out, `"source":"manual"`) {
+		t.Errorf("trust list --json = %q", out)
+	}
+	for _, args := range [][]string{{"trust"}, {"trust", "frobnicate"}, {"trust", "add"}, {"trust", "add", "ed25519:AAAA"}, {"trust", "pin", "x"}} {
+		if code, _, _ := c.run("", args...); code != 2 {
+			t.Errorf("crosstalk %v = exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestCLISignErrors(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "alice", "--out", c.path("a.key"))
+	os.Chmod(c.path("a.key"), 0o644)
+	if code, _, errs := c.run(cliEnv, "sign", "--key", c.path("a.key")); code != 1 || !strings.Contains(errs, "chmod 600") {
+		t.Errorf("sign with a world-readable key = exit %d, %q", code, errs)
+	}
+	os.Chmod(c.path("a.key"), 0o600)
+	if code, _, errs := c.run("no envelopes here", "sign", "--key", c.path("a.key")); code != 1 || !strings.Contains(errs, "no envelope found") {
+		t.Errorf("sign(no envelope) = exit %d, %q", code, errs)
+	}
+	for _, args := range [][]string{{"sign"}, {"sign", "--key", c.path("a.key"), "--form", "xml"}, {"keygen"}, {"keygen", "--pkid", "a b"}, {"keygen", "--pkid", "a", "--alg", "rsa"}} {
+		if code, _, _ := c.run(cliEnv, args...); code != 2 {
+			t.Errorf("crosstalk %v = exit %d, want 2", args, code)
+		}
+	}
+	// Malformed envelope among good ones: the good one is signed, exit 1.
+	code, out, errs := c.run("[[A→B v1]]\nbody: |\n  no intent\n[[END]]\n"+cliEnv, "sign", "--key", c.path("a.key"))
+	if code != 1 || strings.Count(out, "[[END]]") != 1 || !strings.Contains(errs, "missing intent") {
+		t.Errorf("sign(one malformed) = exit %d, %q, %q", code, out, errs)
+	}
+}
+
+// TestCLISignPublishedKey: the published PEM test key signs as the
+// published vectors were signed.
+func TestCLISignPublishedKey(t *testing.T) {
+	c := newSignCLI(t)
+	pemData, err := fixtures.SigningFS.ReadFile("signing/canon-v1.1-rc1/private.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(c.path("canon.pem"), pemData, 0o600)
+	pubPEM, _ := fixtures.SigningFS.ReadFile("signing/canon-v1.1-rc1/public.pem")
+	os.WriteFile(c.path("canon.pub.pem"), pubPEM, 0o644)
+	vector := "[[BROTHER→CLAUDE v1]]\nuser: kalle\nsession: 2025-10-09T17Z b447a4\ncontext: canonicalization-spec\nintent: REQUEST\nbody: |\n  Hello, world.\n"
+	if code, _, errs := c.run(vector, "sign", "--key", c.path("canon.pem")); code != 1 || !strings.Contains(errs, "--pkid") {
+		t.Errorf("sign with PEM and no --pkid = exit %d, %q", code, errs)
+	}
+	out := c.must(vector, "sign", "--key", c.path("canon.pem"), "--pkid", "canon", "--form", "bare")
+	const published = "eyJhbGciOiJFZERTQSIsImI2NCI6dHJ1ZSwiY3JpdCI6WyJiNjQiLCJjdHkiLCJ2ZXIiXSwiY3R5IjoiY3Jvc3N0YWxrL3YxLjEiLCJ0eXAiOiJKT1NFIiwidmVyIjoiMS4xLXJjMSJ9..oEOgk8uQrWq_xVa8n68QxQ-O2TbpEAKH7wMHrDpkNG0jD0t8LSt5qZSlMbyCIFTJHZ2zidfM1tfXZy6LruTEBQ"
+	if out != vector+"sig: "+published+"\n[[END]]\n" {
+		t.Errorf("sign(vector 1) =\n%s\nwant the published signature", out)
+	}
+	if got := c.must(chatPaste(out), "verify", "--key", c.path("canon.pub.pem")); !strings.Contains(got, "verified") {
+		t.Errorf("verify --key PEM = %q", got)
+	}
+	fenced := c.must(vector, "sign", "--key", c.path("canon.pem"), "--pkid", "canon", "--fence")
+	if !strings.HasPrefix(fenced, "```\n[[BROTHER") || !strings.HasSuffix(fenced, "[[END]]\n```\n") {
+		t.Errorf("sign --fence = %q", fenced)
+	}
+}
