@@ -149,15 +149,24 @@ func queryInt(r *http.Request, name string) (int64, error) {
 // maxPage bounds one page of events or deliveries.
 const maxPage = 1000
 
-func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	since, err := queryInt(r, "since_seq")
+// page reads since_seq and limit (0 or over maxPage: maxPage).
+func page(r *http.Request) (since, limit int64, err error) {
+	since, err = queryInt(r, "since_seq")
 	limit, err2 := queryInt(r, "limit")
 	if err = errors.Join(err, err2); err != nil {
-		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
-		return
+		return 0, 0, err
 	}
 	if limit == 0 || limit > maxPage {
 		limit = maxPage
+	}
+	return since, limit, nil
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	since, limit, err := page(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
 	}
 	var kinds []string
 	if k := r.URL.Query().Get("kinds"); k != "" {
@@ -201,14 +210,10 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
 		return
 	}
-	since, err := queryInt(r, "since_seq")
-	limit, err2 := queryInt(r, "limit")
-	if err = errors.Join(err, err2); err != nil {
+	since, limit, err := page(r)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
 		return
-	}
-	if limit == 0 || limit > maxPage {
-		limit = maxPage
 	}
 	ds, err := s.relay.Deliveries(r.Context(), agent, r.URL.Query().Get("group"), since, int(limit))
 	if err != nil {
