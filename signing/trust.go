@@ -109,6 +109,14 @@ func (s *TrustStore) Lookup(pkid string) (TrustEntry, bool, error) {
 // key gives ErrKeyChanged.
 func (s *TrustStore) PinFirstUse(key *PublicKey, source KeySource, sender string) (TrustEntry, error) {
 	var got TrustEntry
+	if err := checkStoreKey(key); err != nil {
+		return got, err
+	}
+	switch source {
+	case SourceTOFU, SourceDNS, SourceManual:
+	default:
+		return got, fmt.Errorf("signing: trust store: source %q (want tofu, dns or manual)", source)
+	}
 	err := s.update(func(f *storeFile) error {
 		if e := f.find(key.Pkid); e != nil {
 			if !e.Key.Equal(key) {
@@ -129,6 +137,9 @@ func (s *TrustStore) PinFirstUse(key *PublicKey, source KeySource, sender string
 // pinned to another key it fails with ErrKeyChanged: use Pin to replace a
 // key. Adding the key already pinned changes nothing.
 func (s *TrustStore) Add(key *PublicKey) error {
+	if err := checkStoreKey(key); err != nil {
+		return err
+	}
 	return s.update(func(f *storeFile) error {
 		if e := f.find(key.Pkid); e != nil {
 			if !e.Key.Equal(key) {
@@ -146,6 +157,9 @@ func (s *TrustStore) Add(key *PublicKey) error {
 // this key id fails with ErrRevoked: revocation is permanent; Remove the
 // entry first to undo it on purpose.
 func (s *TrustStore) Pin(key *PublicKey) error {
+	if err := checkStoreKey(key); err != nil {
+		return err
+	}
 	return s.update(func(f *storeFile) error {
 		e := &TrustEntry{Key: key, Source: SourceManual, FirstSeen: s.now().UTC().Truncate(time.Second)}
 		if old := f.find(key.Pkid); old != nil {
@@ -178,6 +192,12 @@ func (s *TrustStore) Remove(pkid string) error {
 // for that key (so it is never pinned later), and a pkid pinned to another
 // key fails with ErrKeyChanged.
 func (s *TrustStore) Revoke(pkid string, key *PublicKey) error {
+	if err := checkPkid(pkid); err != nil {
+		return err
+	}
+	if key != nil && key.Alg() == "" {
+		return fmt.Errorf("%w: key type %T", ErrUnsupportedAlg, key.Key)
+	}
 	return s.update(func(f *storeFile) error {
 		e := f.find(pkid)
 		switch {
@@ -196,6 +216,18 @@ func (s *TrustStore) Revoke(pkid string, key *PublicKey) error {
 		e.Revoked = true
 		return nil
 	})
+}
+
+// checkStoreKey reports a key that cannot go into the store: nil, of no
+// supported type, or with a key id that would break the line format.
+func checkStoreKey(key *PublicKey) error {
+	if key == nil {
+		return errors.New("signing: trust store: nil key")
+	}
+	if key.Alg() == "" {
+		return fmt.Errorf("%w: key type %T", ErrUnsupportedAlg, key.Key)
+	}
+	return checkPkid(key.Pkid)
 }
 
 // errNoChange tells update that fn changed nothing: no write.

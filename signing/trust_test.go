@@ -364,3 +364,27 @@ func TestTrustStoreConcurrentWriters(t *testing.T) {
 		t.Errorf("temporary files left behind: %v", matches)
 	}
 }
+
+func TestTrustStoreRejectsBadKeys(t *testing.T) {
+	s := newStore(t)
+	good := testKey(t, Ed25519, "a").Public()
+	spaced := *good
+	spaced.Pkid = "a b\nc d ed25519 x tofu"
+	for name, fn := range map[string]func() error{
+		"Add(nil)":          func() error { return s.Add(nil) },
+		"Pin(nil key type)": func() error { return s.Pin(&PublicKey{Pkid: "a"}) },
+		"Add(bad pkid)":     func() error { return s.Add(&spaced) },
+		"PinFirstUse(bad source)": func() error {
+			_, err := s.PinFirstUse(good, "explicit", "")
+			return err
+		},
+		"Revoke(bad pkid)": func() error { return s.Revoke("a b", good) },
+	} {
+		if err := fn(); err == nil {
+			t.Errorf("%s = nil error", name)
+		}
+	}
+	if es, err := s.Entries(); err != nil || len(es) != 0 {
+		t.Errorf("Entries = %v, %v; want none", es, err)
+	}
+}
