@@ -1,0 +1,524 @@
+package folder
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/transports"
+)
+
+// entry is what the Receiver knows of a file it has seen and not finished.
+type entry struct {
+	name    string
+	first   time.Time // first seen
+	size    int64     // last observed size, -1 before the first look
+	mtime   time.Time // last observed modification time
+	changed time.Time // when a change (or an event) was last observed
+
+	// The last read that found the file incomplete, and why.
+	read      bool
+	readSize  int64
+	readMtime time.Time
+	why       string
+
+	retryAt  time.Time // after a Handler failure
+	failures int
+	stuck    bool // handled but could not be moved: wait for a change
+}
+
+// receiver is the state of one Receive call.
+type receiver struct {
+	f       *Folder
+	h       transports.Handler
+	perm    fs.FileMode // of the watched directory, for processed/ and failed/
+	pending map[string]*entry
+}
+
+// Receive watches the directory and hands every complete file to h (see
+// the package documentation for what counts as complete and where files
+// go). It returns nil when ctx ends, and an error when the directory
+// cannot be watched or disappears.
+func (f *Folder) Receive(ctx context.Context, h transports.Handler) error {
+	f.mu.Lock()
+	if f.receiving {
+		f.mu.Unlock()
+		return ErrBusy
+	}
+	f.receiving = true
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.receiving = false
+		f.mu.Unlock()
+	}()
+
+	fi, err := os.Stat(f.dir)
+	if err != nil {
+		return fmt.Errorf("folder: watching %s: %w", f.dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("folder: watching %s: not a directory", f.dir)
+	}
+	r := &receiver{f: f, h: h, perm: fi.Mode().Perm() | 0o700, pending: map[string]*entry{}}
+
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		if err = w.Add(f.dir); err != nil {
+			w.Close()
+		}
+	}
+	if err != nil {
+		// inotify limits reached, or an unsupported file system: the
+		// rescan still finds every file, only later.
+		f.log.Warn("folder: no change notifications, relying on the periodic rescan", "dir", f.dir, "rescan", f.rescan, "err", err)
+	} else {
+		defer w.Close()
+		events, errs = w.Events, w.Errors
+	}
+
+	if err := r.scan(); err != nil {
+		return err
+	}
+	f.log.Info("folder: watching", "dir", f.dir, "settle", f.settle, "rescan", f.rescan, "timeout", f.timeout)
+	rescan := time.NewTicker(f.rescan)
+	defer rescan.Stop()
+	tick := time.NewTicker(f.tickInterval())
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if filepath.Dir(ev.Name) == f.dir {
+				r.note(filepath.Base(ev.Name), true)
+			}
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			// Typically a queue overflow: events were lost.
+			f.log.Warn("folder: change notification error, rescanning", "dir", f.dir, "err", err)
+			if err := r.scan(); err != nil {
+				return err
+			}
+		case <-rescan.C:
+			if err := r.scan(); err != nil {
+				return err
+			}
+		case <-tick.C:
+			r.check(ctx)
+		}
+	}
+}
+
+// tickInterval is how often pending files are looked at.
+func (f *Folder) tickInterval() time.Duration {
+	return min(max(f.settle/4, 10*time.Millisecond), 250*time.Millisecond)
+}
+
+// scan lists the directory and notes every wanted file.
+func (r *receiver) scan() error {
+	des, err := os.ReadDir(r.f.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("folder: the watched directory %s is gone: %w", r.f.dir, err)
+	}
+	if err != nil {
+		r.f.log.Warn("folder: rescan failed", "dir", r.f.dir, "err", err)
+		return nil
+	}
+	for _, de := range des {
+		if !de.IsDir() {
+			r.note(de.Name(), false)
+		}
+	}
+	return nil
+}
+
+// note records that name exists or changed (event is true for a change
+// notification, which restarts the settle time).
+func (r *receiver) note(name string, event bool) {
+	if !wanted(name) {
+		return
+	}
+	now := time.Now()
+	e, ok := r.pending[name]
+	if !ok {
+		r.pending[name] = &entry{name: name, first: now, changed: now, size: -1}
+		return
+	}
+	if event {
+		e.changed = now
+		e.stuck = false
+	}
+}
+
+// check looks at every pending file and handles those that are ready.
+func (r *receiver) check(ctx context.Context) {
+	if len(r.pending) == 0 {
+		return
+	}
+	es := make([]*entry, 0, len(r.pending))
+	for _, e := range r.pending {
+		es = append(es, e)
+	}
+	// Oldest first: a folder promises no order, but this is the fairest.
+	sort.Slice(es, func(i, j int) bool {
+		if !es[i].first.Equal(es[j].first) {
+			return es[i].first.Before(es[j].first)
+		}
+		return es[i].name < es[j].name
+	})
+	for _, e := range es {
+		if ctx.Err() != nil {
+			return
+		}
+		r.checkOne(ctx, e)
+	}
+}
+
+func (r *receiver) checkOne(ctx context.Context, e *entry) {
+	f := r.f
+	path := filepath.Join(f.dir, e.name)
+	now := time.Now()
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		delete(r.pending, e.name) // moved away (a rename-save's old name) or deleted
+		return
+	}
+	if err != nil {
+		f.log.Warn("folder: cannot stat file", "file", path, "err", err)
+		return
+	}
+	switch {
+	case fi.IsDir():
+		delete(r.pending, e.name)
+		return
+	case unsafeName(e.name) != "":
+		r.refuse(e, unsafeName(e.name))
+		return
+	case fi.Mode()&fs.ModeSymlink != 0:
+		r.refuse(e, "a symbolic link: links are never followed, wherever they point; copy the file into the folder instead")
+		return
+	case !fi.Mode().IsRegular():
+		r.refuse(e, fmt.Sprintf("not a regular file (%s)", fi.Mode().Type()))
+		return
+	case linkCount(fi) > 1:
+		r.refuse(e, fmt.Sprintf("the file has %d hard links, so it may be a file from outside the folder; copy it instead", linkCount(fi)))
+		return
+	case fi.Size() > MaxFileSize:
+		r.refuse(e, fmt.Sprintf("the file is %d bytes, larger than the limit of %d bytes (E-TOO-LARGE)", fi.Size(), MaxFileSize))
+		return
+	}
+	if fi.Size() != e.size || !fi.ModTime().Equal(e.mtime) {
+		e.size, e.mtime, e.changed, e.stuck = fi.Size(), fi.ModTime(), now, false
+		return
+	}
+	if e.stuck || now.Before(e.retryAt) || now.Sub(e.changed) < f.settle {
+		return
+	}
+	quietFor := now.Sub(e.changed)
+	if e.read && e.readSize == fi.Size() && e.readMtime.Equal(fi.ModTime()) {
+		// Known to be incomplete, and unchanged since.
+		if quietFor >= f.timeout {
+			r.refuse(e, fmt.Sprintf("never completed: %s, and the file did not change for %s", e.why, f.timeout))
+		}
+		return
+	}
+	data, err := readFile(path, fi)
+	if errors.Is(err, errChanged) {
+		e.changed = now
+		return
+	}
+	if err != nil {
+		if quietFor >= f.timeout {
+			r.refuse(e, fmt.Sprintf("cannot be read: %v", err))
+			return
+		}
+		e.failures++
+		e.retryAt = now.Add(backoff(e.failures))
+		f.log.Warn("folder: cannot read file, will retry", "file", path, "err", err, "retry_in", backoff(e.failures))
+		return
+	}
+	complete, why, p := inspect(data)
+	if !complete {
+		e.read, e.readSize, e.readMtime, e.why = true, fi.Size(), fi.ModTime(), why
+		if quietFor >= f.timeout {
+			r.refuse(e, fmt.Sprintf("never completed: %s, and the file did not change for %s", why, f.timeout))
+		}
+		return
+	}
+	reply, err := r.h(ctx, transports.Inbound{Transport: "folder", Source: path, Data: data})
+	if err != nil {
+		if ctx.Err() != nil {
+			return // shutting down: the file stays for the next run
+		}
+		e.failures++
+		e.retryAt = time.Now().Add(backoff(e.failures))
+		f.log.Warn("folder: handler failed, the file stays and is offered again", "file", path, "err", err, "retry_in", backoff(e.failures))
+		return
+	}
+	r.finish(e, p, reply)
+}
+
+// backoff is the wait before offering a file again after its n-th failure:
+// 1 s doubling to 1 min.
+func backoff(n int) time.Duration {
+	d := time.Second
+	for i := 1; i < n && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
+
+// errChanged is returned by readFile when the file changed between the
+// Lstat and the open.
+var errChanged = errors.New("folder: file changed while opening")
+
+// readFile reads the regular file fi describes, refusing to follow a
+// symbolic link swapped in since the Lstat.
+func readFile(path string, fi fs.FileInfo) ([]byte, error) {
+	fh, err := openNoFollow(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errChanged
+		}
+		return nil, err
+	}
+	defer fh.Close()
+	ofi, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
+		return nil, errChanged
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != fi.Size() {
+		return nil, errChanged // written to since the Lstat
+	}
+	return data, nil
+}
+
+// parsed is what the Receiver's own parse of a complete file found.
+type parsed struct {
+	good int      // envelopes that parsed
+	errs []string // syntax errors, one per malformed envelope
+}
+
+// inspect reports whether data is a complete file (the last line is
+// [[END]] and every envelope is terminated), why not, and what it holds.
+func inspect(data []byte) (complete bool, why string, p parsed) {
+	if !endsWithEnd(data) {
+		return false, "the last line is not [[END]]", p
+	}
+	rd := envelope.NewReader(bytes.NewReader(data))
+	for {
+		env, err := rd.Next()
+		if err == io.EOF {
+			return true, "", p
+		}
+		var se *envelope.SyntaxError
+		if errors.As(err, &se) {
+			p.errs = append(p.errs, fmt.Sprintf("%s: line %d: %s", se.Code, se.Line, se.Msg))
+			continue
+		}
+		if err != nil {
+			p.errs = append(p.errs, err.Error())
+			return true, "", p
+		}
+		if !env.Complete {
+			return false, fmt.Sprintf("the envelope at line %d has no [[END]]", env.Line), p
+		}
+		p.good++
+	}
+}
+
+// endsWithEnd reports whether the last non-blank line of data, not
+// counting closing fence lines, is [[END]] at column 0 (after one level of
+// "> " quoting, which the envelope Reader allows; DESIGN §3.1). Trailing
+// blanks and any line ending (LF, CRLF, CR) are fine.
+func endsWithEnd(data []byte) bool {
+	lines := strings.FieldsFunc(string(data), func(r rune) bool { return r == '\n' || r == '\r' })
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimRight(lines[i], " \t")
+		if q, ok := strings.CutPrefix(l, ">"); ok {
+			l = strings.TrimPrefix(q, " ")
+		}
+		switch {
+		case l == "":
+			continue
+		case isClosingFence(l):
+			continue
+		default:
+			return l == "[[END]]"
+		}
+	}
+	return false
+}
+
+func isClosingFence(l string) bool {
+	if len(l) < 3 || (l[0] != '`' && l[0] != '~') {
+		return false
+	}
+	return strings.Trim(l, l[:1]) == ""
+}
+
+// finish moves a handled file: to failed/ when every envelope in it was
+// rejected, else to processed/ (with a .error beside it when some were).
+func (r *receiver) finish(e *entry, p parsed, reply []byte) {
+	f := r.f
+	all, rejected := judge(p, reply)
+	sub, msg := ProcessedDir, ""
+	switch {
+	case all:
+		sub, msg = FailedDir, "rejected: no envelope in the file was accepted"
+	case len(rejected) > 0:
+		msg = fmt.Sprintf("partly rejected: %d envelope(s) in the file were not accepted", len(rejected))
+	}
+	var details strings.Builder
+	for _, s := range rejected {
+		details.WriteString("  - " + s + "\n")
+	}
+	if len(reply) > 0 && msg != "" {
+		details.WriteString("\nThe relay's reply:\n\n")
+		details.Write(reply)
+	}
+	target, err := r.move(e.name, sub, e.name, msg, details.String())
+	if err != nil {
+		e.stuck = true
+		f.log.Error("folder: handled, but cannot move the file; it will not be offered again until it changes", "file", e.name, "to", sub, "err", err)
+		return
+	}
+	delete(r.pending, e.name)
+	if all {
+		f.log.Warn("folder: file rejected", "file", e.name, "moved_to", target, "rejected", len(rejected))
+	} else {
+		f.log.Info("folder: file processed", "file", e.name, "moved_to", target, "rejected", len(rejected))
+	}
+}
+
+// judge decides from the Handler's reply (receipts: ACK or ERROR
+// envelopes) or, without one, from the file's own parse whether every
+// envelope was rejected, and lists the rejections.
+func judge(p parsed, reply []byte) (all bool, rejected []string) {
+	acks := 0
+	rd := envelope.NewReader(bytes.NewReader(reply))
+	for {
+		env, err := rd.Next()
+		if err == io.EOF || err != nil && !errors.As(err, new(*envelope.SyntaxError)) {
+			break
+		}
+		if err != nil {
+			continue
+		}
+		if env.Intent != envelope.IntentError {
+			acks++
+			continue
+		}
+		code, _ := env.MetaValue("error", "Code")
+		reason, _ := env.MetaValue("error", "Reason")
+		s := strings.TrimSpace(code + ": " + reason)
+		if env.Parent != "" {
+			s = "message " + env.Parent + ": " + s
+		}
+		rejected = append(rejected, s)
+	}
+	if acks+len(rejected) > 0 {
+		return acks == 0, rejected
+	}
+	if p.good == 0 {
+		if len(p.errs) == 0 {
+			return true, []string{"E-FORMAT: no envelope found in the file"}
+		}
+		return true, p.errs
+	}
+	return false, p.errs
+}
+
+// refuse moves a file to failed/ without handing it to the Handler.
+func (r *receiver) refuse(e *entry, why string) {
+	f := r.f
+	target := e.name
+	if unsafeName(e.name) != "" {
+		stem, ext := splitExt(e.name)
+		target = SafeName(stem) + ext
+	}
+	moved, err := r.move(e.name, FailedDir, target, "refused: "+why, "")
+	if err != nil {
+		e.stuck = true
+		f.log.Error("folder: cannot move a refused file to failed/", "file", fmt.Sprintf("%q", e.name), "reason", why, "err", err)
+		return
+	}
+	delete(r.pending, e.name)
+	f.log.Warn("folder: file refused", "file", fmt.Sprintf("%q", e.name), "moved_to", moved, "reason", why)
+}
+
+// move renames name into sub/ under a free name based on target and, when
+// msg is set, writes the .error file beside it. It returns the new path.
+func (r *receiver) move(name, sub, target, msg, details string) (string, error) {
+	dst := filepath.Join(r.f.dir, sub)
+	if err := os.MkdirAll(dst, r.perm); err != nil {
+		return "", fmt.Errorf("folder: %w", err)
+	}
+	if fi, err := os.Lstat(dst); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("folder: %s is not a directory", dst)
+	}
+	free, err := freeName(dst, target)
+	if err != nil {
+		return "", err
+	}
+	to := filepath.Join(dst, free)
+	if err := os.Rename(filepath.Join(r.f.dir, name), to); err != nil {
+		return "", fmt.Errorf("folder: moving %q to %s: %w", name, sub, err)
+	}
+	if msg != "" {
+		text := fmt.Sprintf("folder: %s: %s\nfile: %q\ntime: %s\n", free, msg, name, time.Now().UTC().Format(time.RFC3339))
+		if details != "" {
+			text += "\n" + details
+		}
+		if err := writeAtomic(to+ErrorSuffix, []byte(text), 0o644); err != nil {
+			r.f.log.Error("folder: cannot write the .error file", "file", to+ErrorSuffix, "err", err)
+		}
+	}
+	return to, nil
+}
+
+// freeName returns name, or name with "-N" before its extension, such that
+// neither it nor its .error file exists in dir.
+func freeName(dir, name string) (string, error) {
+	stem, ext := splitExt(name)
+	for n := 0; n < 10000; n++ {
+		cand := name
+		if n > 0 {
+			cand = fmt.Sprintf("%s-%d%s", stem, n, ext)
+		}
+		_, err1 := os.Lstat(filepath.Join(dir, cand))
+		_, err2 := os.Lstat(filepath.Join(dir, cand+ErrorSuffix))
+		if errors.Is(err1, fs.ErrNotExist) && errors.Is(err2, fs.ErrNotExist) {
+			return cand, nil
+		}
+	}
+	return "", fmt.Errorf("folder: no free name for %q in %s", name, dir)
+}
