@@ -1,0 +1,294 @@
+package c2a
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+)
+
+// Backend is a relay as agent interfaces see it. [Local] and [Remote]
+// implement it. Every method that names an agent counts as that agent's
+// activity (liveness, DESIGN §5.4).
+type Backend interface {
+	// Deliveries returns agent's deliveries of group (all groups when
+	// "") with seq > sinceSeq, oldest first, at most limit (all when ≤ 0).
+	Deliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]gateway.Delivery, error)
+	// Follow yields agent's deliveries of one group with seq > sinceSeq,
+	// stored then live, until ctx ends or an error (yielded last).
+	Follow(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[gateway.Delivery, error]
+	// Groups lists the ledger's groups.
+	Groups(ctx context.Context) ([]ledger.Group, error)
+	// Events returns group's ledger events with seq > sinceSeq, of kinds
+	// (all when empty), at most limit.
+	Events(ctx context.Context, group string, sinceSeq int64, kinds []string, limit int) ([]ledger.Event, error)
+	// Act performs an action (ack, read, react, claim, defer, resolve) as
+	// req.Actor. Refusals are *gateway.ActionError.
+	Act(ctx context.Context, req gateway.ActionRequest) (gateway.ActionResult, error)
+	// Ingest records envelope text sent by agent; idempotencyKey is the
+	// transport retry key. A refused envelope is a *gateway.Rejection.
+	Ingest(ctx context.Context, agent string, text []byte, idempotencyKey string) (SendResult, error)
+	// Cursor returns agent's read cursor seq in group, 0 when it has none.
+	Cursor(ctx context.Context, agent, group string) (int64, error)
+	// Touch records agent's activity.
+	Touch(ctx context.Context, agent string) error
+	// Agents lists the agents the relay knows or has seen, with liveness.
+	Agents(ctx context.Context) ([]gateway.AgentStatus, error)
+	// Notify records a system.notify for agent about event eventID of
+	// group (delivery failures). Backends that cannot write one return nil
+	// after logging.
+	Notify(ctx context.Context, agent, group, eventID, kind, message string) error
+}
+
+// SendResult is the outcome of an envelope sent by an agent.
+type SendResult struct {
+	Message   string `json:"message"`
+	Thread    string `json:"thread,omitempty"`
+	EventID   string `json:"eventId"`
+	Group     string `json:"group"`
+	Seq       int64  `json:"seq"`
+	Duplicate bool   `json:"duplicate"`
+	Status    string `json:"verification"`
+}
+
+// Local is a Backend over an in-process relay.
+type Local struct {
+	Relay *gateway.Relay
+	// Transport names the intake of sent envelopes ("mcp", "channel").
+	Transport string
+}
+
+var _ Backend = (*Local)(nil)
+
+// Deliveries calls Relay.Deliveries.
+func (l *Local) Deliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]gateway.Delivery, error) {
+	return l.Relay.Deliveries(ctx, agent, group, sinceSeq, limit)
+}
+
+// Follow calls Relay.FollowDeliveries.
+func (l *Local) Follow(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[gateway.Delivery, error] {
+	l.Relay.Touch(l.Relay.Book().ActorID(agent))
+	return l.Relay.FollowDeliveries(ctx, agent, group, sinceSeq)
+}
+
+// Groups lists the ledger's groups.
+func (l *Local) Groups(ctx context.Context) ([]ledger.Group, error) { return l.Relay.Store().Groups(ctx) }
+
+// Events reads the ledger.
+func (l *Local) Events(ctx context.Context, group string, sinceSeq int64, kinds []string, limit int) ([]ledger.Event, error) {
+	return l.Relay.Store().Range(ctx, group, sinceSeq, kinds, limit)
+}
+
+// Act calls Relay.Act; a claim first releases a claim held by an evicted
+// agent (Relay.ReleaseEvictedClaim).
+func (l *Local) Act(ctx context.Context, req gateway.ActionRequest) (gateway.ActionResult, error) {
+	if req.Action == gateway.ActionClaim {
+		if _, _, err := l.Relay.ReleaseEvictedClaim(ctx, req.Group, req.EventID); err != nil {
+			return gateway.ActionResult{}, err
+		}
+	}
+	return l.Relay.Act(ctx, req)
+}
+
+// Ingest runs the relay's intake pipeline on text as agent.
+func (l *Local) Ingest(ctx context.Context, agent string, text []byte, idempotencyKey string) (SendResult, error) {
+	tr := l.Transport
+	if tr == "" {
+		tr = "mcp"
+	}
+	l.Relay.Touch(l.Relay.Book().ActorID(agent))
+	outs, err := l.Relay.Ingest(ctx, gateway.Intake{Transport: tr, Source: "agent " + agent,
+		IdempotencyKey: idempotencyKey, Data: strings.NewReader(string(text))})
+	if err != nil {
+		return SendResult{}, err
+	}
+	o := outs[0]
+	if o.Reject != nil {
+		return SendResult{}, o.Reject
+	}
+	return SendResult{Message: o.Envelope.Message, Thread: o.Envelope.Thread, EventID: o.Event.ID, Group: o.Event.GroupID,
+		Seq: o.Event.Seq, Duplicate: o.Duplicate, Status: o.Verification.Status}, nil
+}
+
+// Cursor reads agent's read cursor.
+func (l *Local) Cursor(ctx context.Context, agent, group string) (int64, error) {
+	c, err := l.Relay.Store().GetCursor(ctx, group, l.Relay.Book().ActorID(agent))
+	if errors.Is(err, ledger.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("c2a: cursor of %s in %s: %w", agent, group, err)
+	}
+	return c.Seq, nil
+}
+
+// Touch records activity.
+func (l *Local) Touch(_ context.Context, agent string) error {
+	l.Relay.Touch(l.Relay.Book().ActorID(agent))
+	return nil
+}
+
+// Agents lists agents with liveness.
+func (l *Local) Agents(ctx context.Context) ([]gateway.AgentStatus, error) {
+	return l.Relay.Agents(ctx)
+}
+
+// Notify appends a system.notify.
+func (l *Local) Notify(ctx context.Context, agent, group, eventID, kind, message string) error {
+	return l.Relay.NotifyAgent(ctx, agent, group, eventID, kind, message)
+}
+
+// Outbound is a message an agent sends (C2A chat.send_message).
+type Outbound struct {
+	From string // the sending agent
+	To   string // receiver address: an agent, "@role", or ALL
+	// Directedness is what the sender means the receivers to get: to_me
+	// (one named receiver must act), to_my_role (a role or pool: one
+	// claims), ambient (no obligation; BROADCAST). It must agree with To
+	// and Intent (C2A "Outbound Posture").
+	Directedness attention.Directedness
+	Intent       string
+	Body         string
+	Context      string
+	Thread       string
+	Parent       string // parent message id
+	Priority     string // "", "normal", "high", "urgent"
+	// IdempotencyKey makes the message id stable: the same key (for the
+	// same sender) always gives the same id, so a retry records once.
+	IdempotencyKey string
+}
+
+// MaxBody bounds an outbound body: what fits in one envelope.
+const MaxBody = envelope.MaxEnvelopeSize - 16<<10
+
+// MessageID returns the message id an idempotency key stands for: a ULID
+// made from the SHA-256 of sender and key.
+func MessageID(from, key string) string {
+	sum := sha256.Sum256([]byte("crosstalk-c2a-send\x00" + strings.ToLower(from) + "\x00" + key))
+	return envelope.IDFromHash(sum[:])
+}
+
+// CheckDirectedness reports whether to and intent give receivers the
+// directedness d; the error says what to change.
+func CheckDirectedness(book *gateway.AddressBook, to, intent string, d attention.Directedness) error {
+	broadcast := envelope.IsBroadcast(to) || strings.EqualFold(intent, envelope.IntentBroadcast)
+	role := !broadcast && strings.HasPrefix(to, "@")
+	if !role && book != nil && !broadcast {
+		if _, isAgent := book.Agent(to); !isAgent {
+			for _, a := range book.Agents() {
+				for _, r := range a.Roles {
+					if strings.EqualFold(r, to) {
+						role = true
+					}
+				}
+			}
+		}
+	}
+	var got attention.Directedness
+	switch {
+	case broadcast:
+		got = attention.Ambient
+	case role:
+		got = attention.ToMyRole
+	default:
+		got = attention.ToMe
+	}
+	if got == d {
+		return nil
+	}
+	switch got {
+	case attention.Ambient:
+		return fmt.Errorf("to %q with intent %s is ambient (a broadcast), not %s: name one agent to create an obligation, or a @role to offer the work", to, intent, d)
+	case attention.ToMyRole:
+		return fmt.Errorf("to %q is a role, so receivers get to_my_role, not %s: address one agent for to_me, or ALL with BROADCAST for ambient", to, d)
+	}
+	return fmt.Errorf("to %q names one receiver, who gets to_me, not %s: use a @role for to_my_role, or to ALL with intent BROADCAST for ambient", to, d)
+}
+
+// Compose builds the canonical envelope text of o. The message id comes
+// from o.IdempotencyKey.
+func Compose(o Outbound) ([]byte, *envelope.Envelope, error) {
+	if strings.TrimSpace(o.To) == "" || strings.TrimSpace(o.From) == "" {
+		return nil, nil, errors.New("c2a: a message needs a sender and a receiver")
+	}
+	if len(o.Body) > MaxBody {
+		return nil, nil, fmt.Errorf("c2a: %s: body of %d bytes exceeds %d", envelope.CodeTooLarge, len(o.Body), MaxBody)
+	}
+	intent, _, _ := envelope.NormalizeIntent(strings.TrimSpace(o.Intent))
+	env := envelope.New(o.From, strings.TrimSpace(o.To), intent, envelope.CleanBody(o.Body))
+	env.Context, env.Parent = o.Context, o.Parent
+	if o.Thread != "" {
+		env.Thread = o.Thread
+	}
+	if o.IdempotencyKey != "" {
+		env.Message = MessageID(o.From, o.IdempotencyKey)
+		if o.Thread == "" {
+			env.Thread = env.Message
+		}
+	}
+	if p := strings.ToLower(o.Priority); p == "high" || p == "urgent" {
+		env.Meta = append(env.Meta, envelope.Meta{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Priority", Value: p}}})
+	}
+	text, err := envelope.Marshal(env)
+	if err != nil {
+		return nil, nil, fmt.Errorf("c2a: composing: %w", err)
+	}
+	if len(text) > envelope.MaxEnvelopeSize {
+		return nil, nil, fmt.Errorf("c2a: %s: envelope of %d bytes exceeds %d", envelope.CodeTooLarge, len(text), envelope.MaxEnvelopeSize)
+	}
+	return text, env, nil
+}
+
+// FindDelivery returns agent's delivery of event id (in group, or any
+// group when ""), or ok=false when the event was never delivered to the
+// agent: it does not exist, is the agent's own, or is bookkeeping.
+func FindDelivery(ctx context.Context, b Backend, agent, group, id string) (gateway.Delivery, bool, error) {
+	ds, err := b.Deliveries(ctx, agent, group, 0, 0)
+	if err != nil {
+		return gateway.Delivery{}, false, err
+	}
+	for _, d := range ds {
+		if d.EventID == id {
+			return d, true, nil
+		}
+	}
+	return gateway.Delivery{}, false, nil
+}
+
+// EventText returns the message text of the ledger event at seq in group.
+func EventText(ctx context.Context, b Backend, group string, seq int64) (string, ledger.Event, error) {
+	evs, err := b.Events(ctx, group, seq-1, nil, 1)
+	if err != nil {
+		return "", ledger.Event{}, err
+	}
+	if len(evs) == 0 || evs[0].Seq != seq {
+		return "", ledger.Event{}, fmt.Errorf("c2a: no event %d in group %q", seq, group)
+	}
+	d, err := gateway.ParseData(evs[0])
+	if err != nil {
+		return "", evs[0], fmt.Errorf("c2a: event %s: %w", evs[0].ID, err)
+	}
+	text := d.Text
+	if text == "" {
+		text = d.Message
+	}
+	return text, evs[0], nil
+}
+
+// retryDelay is the backoff before attempt n (n ≥ 1) of a retried call:
+// base·2^(n-1), capped at max.
+func retryDelay(n int, base, limit time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}

@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+)
+
+// AgentStatus is one agent's presence (DESIGN §5.4; Beadboard §4): when
+// the relay last saw it over the API, MCP or a delivery channel, and what
+// that makes it now.
+type AgentStatus struct {
+	ID    string   `json:"agent"`
+	Roles []string `json:"roles,omitempty"`
+	// LastSeen is zero when the relay has not seen the agent since it
+	// started (liveness is kept in memory).
+	LastSeen time.Time          `json:"last_seen,omitzero"`
+	Liveness attention.Liveness `json:"liveness"`
+}
+
+// AgentLiveness returns an agent's last activity and its liveness now.
+func (r *Relay) AgentLiveness(agent string) (time.Time, attention.Liveness) {
+	id := strings.ToLower(r.book.ActorID(agent))
+	r.mu.Lock()
+	seen := r.lastSeen[id]
+	r.mu.Unlock()
+	return seen, attention.LivenessOf(seen, r.now())
+}
+
+// Agents lists every agent of the address book and every other agent the
+// relay has seen, ordered by id, with liveness.
+func (r *Relay) Agents(_ context.Context) ([]AgentStatus, error) {
+	seen := r.LastSeen()
+	now := r.now()
+	byID := map[string]*AgentStatus{}
+	for _, a := range r.book.Agents() {
+		byID[strings.ToLower(a.ID)] = &AgentStatus{ID: a.ID, Roles: a.Roles}
+	}
+	for id := range seen {
+		if _, ok := byID[id]; !ok {
+			byID[id] = &AgentStatus{ID: id}
+		}
+	}
+	out := make([]AgentStatus, 0, len(byID))
+	for id, st := range byID {
+		st.LastSeen = seen[id]
+		st.Liveness = attention.LivenessOf(st.LastSeen, now)
+		out = append(out, *st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// ReleaseEvictedClaim releases the claim on an event when its holder is
+// evicted (DESIGN §5.4: claims of evicted agents are released), so the
+// next claim can win. The ledger's claims only know their TTL; this adds
+// liveness. As in package attention, making the claim counts as activity,
+// so a holder is judged by the later of its last activity and its claim
+// time. It returns the released claim and true when it released one, and
+// records a system.notify (kind claim_released) for the holder.
+func (r *Relay) ReleaseEvictedClaim(ctx context.Context, group, eventID string) (ledger.Claim, bool, error) {
+	now := r.now()
+	c, err := r.store.GetClaim(ctx, group, eventID, now)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return ledger.Claim{}, false, nil
+	}
+	if err != nil {
+		return ledger.Claim{}, false, fmt.Errorf("gateway: claim of %s: %w", eventID, err)
+	}
+	seen, _ := r.AgentLiveness(c.Actor)
+	if c.ClaimedAt.After(seen) {
+		seen = c.ClaimedAt
+	}
+	if attention.LivenessOf(seen, now) != attention.Evicted {
+		return c, false, nil
+	}
+	if err := r.store.ReleaseClaim(ctx, group, eventID, c.Actor); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		return c, false, fmt.Errorf("gateway: releasing %s's claim on %s: %w", c.Actor, eventID, err)
+	}
+	r.log.LogAttrs(ctx, slog.LevelInfo, "claim of evicted agent released", slog.String("group", group), slog.String("event", eventID), slog.String("holder", c.Actor))
+	msg := fmt.Sprintf("claim on %s released: %s was evicted (last seen %s)", eventID, c.Actor, seen.UTC().Format(time.RFC3339))
+	if err := r.NotifyAgent(ctx, c.Actor, group, eventID, "claim_released", msg); err != nil {
+		return c, true, err
+	}
+	return c, true, nil
+}
+
+// NotifyAgent appends a system.notify of kind for agent about event
+// eventID of group (CCCS §7.1): delivery failures of the agent channel,
+// released claims.
+func (r *Relay) NotifyAgent(ctx context.Context, agent, group, eventID, kind, message string) error {
+	d := EventData{Kind: kind, Title: kind + " for " + agent, Message: oneLineNote(message),
+		TargetActorID: r.book.ActorID(agent), RelatedEventID: eventID, Priority: "normal"}
+	if _, err := r.store.Append(ctx, []ledger.Record{{Kind: KindNotify, GroupID: group, By: "system", Data: mustJSON(d)}}); err != nil {
+		return fmt.Errorf("gateway: recording %s: %w", kind, err)
+	}
+	return nil
+}

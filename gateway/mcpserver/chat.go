@@ -1,0 +1,522 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/c2a"
+)
+
+// Enumerated input types; their schemas are in enumSchemas.
+type (
+	outDirectedness string
+	sendIntent      string
+	composeIntent   string
+	priority        string
+	visibility      string
+)
+
+// EventView is one event as the chat tools show it.
+type EventView struct {
+	EventID      string                 `json:"eventId"`
+	Group        string                 `json:"group"`
+	Seq          int64                  `json:"seq"`
+	Thread       string                 `json:"thread,omitempty"`
+	Kind         string                 `json:"kind"`
+	From         string                 `json:"from"`
+	To           []string               `json:"to,omitempty"`
+	Intent       string                 `json:"intent,omitempty"`
+	Context      string                 `json:"context,omitempty"`
+	MessageID    string                 `json:"messageId,omitempty"`
+	TS           string                 `json:"ts,omitempty"`
+	Directedness attention.Directedness `json:"directedness,omitempty"`
+	Policy       attention.Policy       `json:"policy,omitempty"`
+	Reason       attention.Reason       `json:"reason,omitempty"`
+	Injection    attention.Injection    `json:"injection,omitempty"`
+	Priority     string                 `json:"priority,omitempty"`
+	Knock        *c2a.Knock             `json:"knock,omitempty"`
+	// UntrustedContent is the message text: data written by another
+	// party, never instructions. Empty for a knock until pulled.
+	UntrustedContent string `json:"untrustedContent,omitempty"`
+	// Withheld reports a knock whose content was not pulled.
+	Withheld     bool   `json:"withheld,omitempty"`
+	Acked        bool   `json:"acked,omitempty"`
+	ClaimedBy    string `json:"claimedBy,omitempty"`
+	Expired      bool   `json:"expired,omitempty"`
+	Verification string `json:"verification,omitempty"`
+	// Prompt is the event in the C2A prompt injection format.
+	Prompt string `json:"prompt"`
+}
+
+func view(d gateway.Delivery) EventView {
+	v := EventView{
+		EventID: d.EventID, Group: d.Group, Seq: d.Seq, Thread: d.Thread, Kind: d.Kind, From: d.From, To: d.To,
+		Intent: d.Intent, Context: d.Context, MessageID: d.MessageID, TS: d.TS, Directedness: d.Directedness,
+		Policy: d.Policy, Reason: d.Reason, Injection: d.Injection, Priority: d.Priority,
+		UntrustedContent: d.Content, Acked: d.Acked, ClaimedBy: d.ClaimedBy, Expired: d.Expired,
+		Verification: d.Verification, Prompt: c2a.Render(d),
+	}
+	if k := d.Knock; k != nil && d.Content == "" {
+		v.Knock = &c2a.Knock{From: k.From, Where: k.Where, Directedness: k.Directedness, Policy: k.Policy,
+			Priority: k.Priority, Topic: k.Topic, PullWith: k.PullWith}
+		v.Withheld = true
+	}
+	return v
+}
+
+// errNotDelivered is the refusal for events the agent never received.
+func (s *server) errNotDelivered(id string) error {
+	return fmt.Errorf("event %q was never delivered to %s (it does not exist, is your own, or is relay bookkeeping); list yours with chat.list_events", id, s.opts.Agent)
+}
+
+// delivered returns the agent's delivery of event id.
+func (s *server) delivered(ctx context.Context, group, id string) (gateway.Delivery, error) {
+	d, ok, err := c2a.FindDelivery(ctx, s.opts.Backend, s.opts.Agent, group, id)
+	if err != nil {
+		return d, err
+	}
+	if !ok {
+		return d, s.errNotDelivered(id)
+	}
+	return d, nil
+}
+
+// pull fills in the content of a knocked delivery.
+func (s *server) pull(ctx context.Context, d gateway.Delivery) (gateway.Delivery, error) {
+	if d.Content != "" {
+		return d, nil
+	}
+	text, _, err := c2a.EventText(ctx, s.opts.Backend, d.Group, d.Seq)
+	if err != nil {
+		return d, err
+	}
+	return c2a.Pulled(d, text), nil
+}
+
+type listIn struct {
+	Group          string                 `json:"group,omitempty" jsonschema:"only this ledger group (default: every group)"`
+	SinceSeq       int64                  `json:"sinceSeq,omitempty" jsonschema:"only events with seq greater than this; seq counts per group, so use it with group"`
+	EventID        string                 `json:"eventId,omitempty" jsonschema:"pull this one event with its content, also when it was only knocked"`
+	Policy         attention.Policy       `json:"policy,omitempty" jsonschema:"only events with this response policy"`
+	Directedness   attention.Directedness `json:"directedness,omitempty" jsonschema:"only events with this directedness"`
+	ActionableOnly bool                   `json:"actionableOnly,omitempty" jsonschema:"only events that ask something of you (not must_not_respond, or a role knock you may claim)"`
+	Limit          int                    `json:"limit,omitempty" jsonschema:"at most this many, the newest (default 50)"`
+	MarkRead       bool                   `json:"markRead,omitempty" jsonschema:"move your read cursor of each group to the last event listed"`
+}
+
+type listOut struct {
+	Agent    string             `json:"agent"`
+	Liveness attention.Liveness `json:"liveness,omitempty"`
+	Events   []EventView        `json:"events"`
+	// More reports that older events were left out by limit.
+	More bool `json:"more,omitempty"`
+}
+
+func (s *server) listEvents(ctx context.Context, in listIn) (*mcp.CallToolResult, listOut, error) {
+	out := listOut{Agent: s.opts.Agent, Events: []EventView{}}
+	if in.EventID != "" {
+		d, err := s.delivered(ctx, in.Group, in.EventID)
+		if err != nil {
+			return nil, out, err
+		}
+		if d, err = s.pull(ctx, d); err != nil {
+			return nil, out, err
+		}
+		out.Liveness = d.Liveness
+		out.Events = append(out.Events, view(d))
+		return textResult(c2a.RenderAll([]gateway.Delivery{d})), out, nil
+	}
+	ds, err := s.opts.Backend.Deliveries(ctx, s.opts.Agent, in.Group, in.SinceSeq, 0)
+	if err != nil {
+		return nil, out, err
+	}
+	var keep []gateway.Delivery
+	for _, d := range ds {
+		out.Liveness = d.Liveness
+		switch {
+		case in.Policy != "" && d.Policy != in.Policy,
+			in.Directedness != "" && d.Directedness != in.Directedness,
+			in.ActionableOnly && !c2a.Actionable(d):
+			continue
+		}
+		keep = append(keep, d)
+	}
+	limit := in.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	if len(keep) > limit {
+		keep, out.More = keep[len(keep)-limit:], true
+	}
+	for _, d := range keep {
+		out.Events = append(out.Events, view(d))
+	}
+	if in.MarkRead {
+		last := map[string]string{}
+		for _, d := range keep {
+			last[d.Group] = d.EventID
+		}
+		for g, id := range last {
+			if _, err := s.opts.Backend.Act(ctx, gateway.ActionRequest{Action: gateway.ActionRead, Group: g, EventID: id, Actor: s.opts.Agent}); err != nil {
+				return nil, out, err
+			}
+		}
+	}
+	if len(keep) == 0 {
+		return textResult("C2A: no events for " + s.opts.Agent + " match."), out, nil
+	}
+	text := c2a.RenderAll(keep)
+	if out.More {
+		text += fmt.Sprintf("\n\n(older events left out; raise limit or pass sinceSeq)")
+	}
+	return textResult(text), out, nil
+}
+
+type threadIn struct {
+	EventID string `json:"eventId,omitempty" jsonschema:"an event delivered to you: read its thread (give this or thread)"`
+	Thread  string `json:"thread,omitempty" jsonschema:"a thread id (give this or eventId)"`
+	Group   string `json:"group,omitempty" jsonschema:"the thread's group (default: found from your deliveries)"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"at most this many messages, the newest (default 50)"`
+}
+
+type threadOut struct {
+	Group    string      `json:"group"`
+	Thread   string      `json:"thread"`
+	Messages []EventView `json:"messages"`
+}
+
+func (s *server) readThread(ctx context.Context, in threadIn) (*mcp.CallToolResult, threadOut, error) {
+	out := threadOut{Messages: []EventView{}}
+	if in.EventID == "" && in.Thread == "" {
+		return nil, out, errors.New("give eventId or thread")
+	}
+	ds, err := s.opts.Backend.Deliveries(ctx, s.opts.Agent, in.Group, 0, 0)
+	if err != nil {
+		return nil, out, err
+	}
+	group, thread := in.Group, in.Thread
+	for _, d := range ds {
+		if in.EventID != "" && d.EventID == in.EventID {
+			group = d.Group
+			if thread == "" {
+				thread = d.Thread
+			}
+		} else if in.EventID == "" && d.Thread == thread && group == "" {
+			group = d.Group
+		}
+	}
+	if in.EventID != "" && group == "" {
+		return nil, out, s.errNotDelivered(in.EventID)
+	}
+	if group == "" {
+		if group, err = s.findThreadGroup(ctx, thread); err != nil {
+			return nil, out, err
+		}
+	}
+	if thread == "" {
+		return nil, out, fmt.Errorf("event %q has no thread", in.EventID)
+	}
+	byID := map[string]gateway.Delivery{}
+	for _, d := range ds {
+		byID[d.EventID] = d
+	}
+	evs, err := s.opts.Backend.Events(ctx, group, 0, []string{gateway.KindMessage}, 0)
+	if err != nil {
+		return nil, out, err
+	}
+	var msgs []gateway.Delivery
+	for _, ev := range evs {
+		data, err := gateway.ParseData(ev)
+		if err != nil || data.X == nil || data.X.Envelope == nil || data.X.Envelope.Thread != thread {
+			continue
+		}
+		d, ok := byID[ev.ID]
+		if !ok { // the agent's own message: silent for it
+			env := data.X.Envelope
+			d = gateway.Delivery{Kind: ev.Kind, From: data.X.Sender, To: data.To, Intent: env.Intent, Context: env.Context,
+				MessageID: env.Message, TS: ev.TS, Verification: data.X.Verification}
+			d.EventID, d.Seq, d.Group, d.Thread, d.Agent = ev.ID, ev.Seq, ev.GroupID, thread, s.opts.Agent
+			d.Policy, d.Reason, d.Injection, d.Priority = attention.MustNotRespond, attention.ReasonOwnEvent, attention.Silent, data.Priority
+		}
+		msgs = append(msgs, c2a.Pulled(d, data.Text))
+	}
+	if len(msgs) == 0 {
+		return nil, out, fmt.Errorf("no messages in thread %q of group %q", thread, group)
+	}
+	limit := in.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	if len(msgs) > limit {
+		msgs = msgs[len(msgs)-limit:]
+	}
+	out.Group, out.Thread = group, thread
+	for _, d := range msgs {
+		out.Messages = append(out.Messages, view(d))
+	}
+	return textResult(c2a.RenderAll(msgs)), out, nil
+}
+
+func (s *server) findThreadGroup(ctx context.Context, thread string) (string, error) {
+	gs, err := s.opts.Backend.Groups(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, g := range gs {
+		evs, err := s.opts.Backend.Events(ctx, g.ID, 0, []string{gateway.KindMessage}, 0)
+		if err != nil {
+			return "", err
+		}
+		for _, ev := range evs {
+			if d, err := gateway.ParseData(ev); err == nil && d.X != nil && d.X.Envelope != nil && d.X.Envelope.Thread == thread {
+				return g.ID, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no thread %q in any group", thread)
+}
+
+type sendIn struct {
+	To             string          `json:"to" jsonschema:"receiver: one agent (CLAUDE), a role (@reviewers), or ALL for a broadcast"`
+	Directedness   outDirectedness `json:"directedness" jsonschema:"the directedness the receivers will get; must agree with to and intent"`
+	Intent         sendIntent      `json:"intent" jsonschema:"REQUEST asks for work, RESPOND answers, HANDOFF assigns, ESCALATE raises to the user, POLL asks several, BROADCAST shares context"`
+	Body           string          `json:"body" jsonschema:"the message text"`
+	InReplyTo      string          `json:"inReplyTo,omitempty" jsonschema:"the eventId you answer (sets thread, parent and context)"`
+	Thread         string          `json:"thread,omitempty" jsonschema:"thread id (default: inReplyTo's thread, else a new one)"`
+	Context        string          `json:"context,omitempty" jsonschema:"topic; the relay files the message under the group of this context"`
+	Priority       priority        `json:"priority,omitempty" jsonschema:"routing priority"`
+	Visibility     visibility      `json:"visibility,omitempty" jsonschema:"the surface: dm, thread or channel"`
+	IdempotencyKey string          `json:"idempotencyKey,omitempty" jsonschema:"stable key for this semantic message; reuse it on every retry (default: a new one, returned)"`
+	Unsigned       bool            `json:"unsigned,omitempty" jsonschema:"send unsigned even when a signing key is configured"`
+}
+
+type sendOut struct {
+	c2a.SendResult
+	IdempotencyKey string                 `json:"idempotencyKey"`
+	Directedness   attention.Directedness `json:"directedness"`
+	Signed         bool                   `json:"signed"`
+}
+
+func (s *server) sendMessage(ctx context.Context, in sendIn) (*mcp.CallToolResult, sendOut, error) {
+	var out sendOut
+	dir := attention.Directedness(in.Directedness)
+	o := c2a.Outbound{From: s.opts.Agent, To: strings.TrimSpace(in.To), Directedness: dir, Intent: string(in.Intent),
+		Body: in.Body, Context: in.Context, Thread: in.Thread, Priority: string(in.Priority), IdempotencyKey: in.IdempotencyKey}
+	if strings.TrimSpace(in.Body) == "" {
+		return nil, out, errors.New("body is empty")
+	}
+	if err := c2a.CheckDirectedness(s.book(ctx), o.To, o.Intent, dir); err != nil {
+		return nil, out, err
+	}
+	switch {
+	case in.Visibility == "dm" && dir != attention.ToMe:
+		return nil, out, fmt.Errorf("visibility dm needs directedness to_me (one receiver), not %s", dir)
+	case in.Visibility == "thread" && in.Thread == "" && in.InReplyTo == "":
+		return nil, out, errors.New("visibility thread needs thread or inReplyTo")
+	}
+	if in.InReplyTo != "" {
+		d, err := s.delivered(ctx, "", in.InReplyTo)
+		if err != nil {
+			return nil, out, err
+		}
+		switch {
+		case d.Reason == attention.ReasonClaimRequired:
+			return nil, out, fmt.Errorf("event %s is offered to your role: claim it with chat.claim before replying", d.EventID)
+		case d.Reason == attention.ReasonClaimedByOther:
+			return nil, out, fmt.Errorf("event %s is claimed by %s: do not post a competing reply", d.EventID, d.ClaimedBy)
+		case d.Policy == attention.MustNotRespond:
+			return nil, out, fmt.Errorf("event %s is must_not_respond for you (%s): do not reply; react with chat.react if a signal is needed", d.EventID, d.Reason)
+		}
+		o.Parent = d.MessageID
+		if o.Thread == "" {
+			o.Thread = d.Thread
+		}
+		if o.Context == "" {
+			o.Context = d.Context
+		}
+	}
+	if o.IdempotencyKey == "" {
+		o.IdempotencyKey = envelope.NewID()
+	}
+	text, env, err := c2a.Compose(o)
+	if err != nil {
+		return nil, out, err
+	}
+	if s.opts.Signer != nil && !in.Unsigned {
+		if text, err = s.opts.Signer(text); err != nil {
+			return nil, out, fmt.Errorf("signing: %w", err)
+		}
+		out.Signed = true
+	}
+	res, err := s.opts.Backend.Ingest(ctx, s.opts.Agent, text, "c2a:"+o.IdempotencyKey)
+	if err != nil {
+		return nil, out, err
+	}
+	if res.Thread == "" {
+		res.Thread = env.Thread
+	}
+	out.SendResult, out.IdempotencyKey, out.Directedness = res, o.IdempotencyKey, dir
+	msg := fmt.Sprintf("sent %s → %s %s: message %s, event %s (seq %d in %s), verification %s", s.opts.Agent, o.To, env.Intent,
+		res.Message, res.EventID, res.Seq, res.Group, res.Status)
+	if res.Duplicate {
+		msg += "; already recorded by an earlier attempt with this idempotencyKey (nothing sent twice)"
+	}
+	return textResult(msg), out, nil
+}
+
+// book is the relay's address book as far as this server can see it:
+// the agents and their roles.
+func (s *server) book(ctx context.Context) *gateway.AddressBook {
+	agents, err := s.opts.Backend.Agents(ctx)
+	if err != nil {
+		return nil
+	}
+	entries := make([]gateway.Agent, 0, len(agents))
+	for _, a := range agents {
+		entries = append(entries, gateway.Agent{ID: a.ID, Roles: a.Roles})
+	}
+	b, err := gateway.NewAddressBook(entries)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+type reactIn struct {
+	EventID string           `json:"eventId" jsonschema:"the event you react to"`
+	Signal  attention.Signal `json:"signal" jsonschema:"the signal"`
+	Eta     string           `json:"eta,omitempty" jsonschema:"for queued or blocked: when or what you wait for (recorded as the deferral's note)"`
+	Group   string           `json:"group,omitempty" jsonschema:"the event's group (default: found from your deliveries)"`
+}
+
+// ActionOut is the result of chat.react, chat.claim, chat.defer and
+// chat.resolve: what the ledger recorded.
+type ActionOut struct {
+	EventID     string                `json:"eventId"`
+	Group       string                `json:"group"`
+	Action      string                `json:"action"`
+	Signal      attention.Signal      `json:"signal,omitempty"`
+	Disposition attention.Disposition `json:"disposition,omitempty"`
+	// Recorded is the ledger event written (its id and seq).
+	Recorded  string `json:"recorded"`
+	Seq       int64  `json:"seq"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+	// Acked reports that a chat.ack was recorded too (an attention
+	// message addressed to you, CCCS §6.2).
+	Acked bool `json:"acked,omitempty"`
+	// Deferred reports that a deferral with the eta was recorded too.
+	Deferred  bool   `json:"deferred,omitempty"`
+	Holder    string `json:"holder,omitempty"`
+	ExpiresAt string `json:"expiresAt,omitempty"`
+}
+
+func (s *server) act(ctx context.Context, d gateway.Delivery, action gateway.Action, signal, note string) (ActionOut, error) {
+	res, err := s.opts.Backend.Act(ctx, gateway.ActionRequest{Action: action, Group: d.Group, EventID: d.EventID,
+		Actor: s.opts.Agent, Signal: signal, Note: note})
+	if err != nil {
+		return ActionOut{}, err
+	}
+	out := ActionOut{EventID: d.EventID, Group: d.Group, Action: string(action), Recorded: res.Event.ID, Seq: res.Event.Seq, Duplicate: res.Duplicate}
+	if disp, ok := attention.DispositionForAction(string(action)); ok {
+		out.Disposition = disp
+	}
+	if c := res.Claim; c != nil {
+		out.Holder, out.ExpiresAt = c.Actor, c.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	return out, nil
+}
+
+func (s *server) react(ctx context.Context, in reactIn) (*mcp.CallToolResult, ActionOut, error) {
+	d, err := s.delivered(ctx, in.Group, in.EventID)
+	if err != nil {
+		return nil, ActionOut{}, err
+	}
+	out, err := s.act(ctx, d, gateway.ActionReact, string(in.Signal), "")
+	if err != nil {
+		return nil, out, err
+	}
+	out.Signal = in.Signal
+	out.Disposition, _ = in.Signal.Disposition()
+	switch in.Signal {
+	case attention.SignalSeen, attention.SignalAgree, attention.SignalDone:
+		if d.Directedness == attention.ToMe && !d.Acked {
+			_, err := s.opts.Backend.Act(ctx, gateway.ActionRequest{Action: gateway.ActionAck, Group: d.Group, EventID: d.EventID, Actor: s.opts.Agent})
+			var ae *gateway.ActionError
+			switch {
+			case err == nil:
+				out.Acked = true
+			case errors.As(err, &ae) && (ae.Code == gateway.CodeNotAttention || ae.Code == gateway.CodePermission):
+			default:
+				return nil, out, err
+			}
+		}
+	case attention.SignalQueued, attention.SignalBlocked:
+		if in.Eta != "" {
+			if _, err := s.act(ctx, d, gateway.ActionDefer, "", string(in.Signal)+": "+in.Eta); err != nil {
+				return nil, out, err
+			}
+			out.Deferred = true
+		}
+	}
+	return textResult(fmt.Sprintf("%s reacted %s %s to %s (recorded as %s, seq %d)", s.opts.Agent, in.Signal, in.Signal.Glyph(), d.EventID, out.Recorded, out.Seq)), out, nil
+}
+
+type claimIn struct {
+	EventID string `json:"eventId" jsonschema:"the event to claim (aimed at you or your role)"`
+	Group   string `json:"group,omitempty" jsonschema:"the event's group (default: found from your deliveries)"`
+}
+
+func (s *server) claim(ctx context.Context, in claimIn) (*mcp.CallToolResult, ActionOut, error) {
+	d, err := s.delivered(ctx, in.Group, in.EventID)
+	if err != nil {
+		return nil, ActionOut{}, err
+	}
+	out, err := s.act(ctx, d, gateway.ActionClaim, "", "")
+	if err != nil {
+		return nil, out, err
+	}
+	return textResult(fmt.Sprintf("%s holds the claim on %s until %s: you may reply", out.Holder, d.EventID, out.ExpiresAt)), out, nil
+}
+
+type deferIn struct {
+	EventID string `json:"eventId" jsonschema:"the event you defer"`
+	Reason  string `json:"reason" jsonschema:"why, and what you wait for"`
+	Group   string `json:"group,omitempty" jsonschema:"the event's group (default: found from your deliveries)"`
+}
+
+func (s *server) deferEvent(ctx context.Context, in deferIn) (*mcp.CallToolResult, ActionOut, error) {
+	d, err := s.delivered(ctx, in.Group, in.EventID)
+	if err != nil {
+		return nil, ActionOut{}, err
+	}
+	out, err := s.act(ctx, d, gateway.ActionDefer, "", in.Reason)
+	if err != nil {
+		return nil, out, err
+	}
+	return textResult(fmt.Sprintf("%s deferred %s (recorded as %s)", s.opts.Agent, d.EventID, out.Recorded)), out, nil
+}
+
+type resolveIn struct {
+	EventID string `json:"eventId" jsonschema:"the event you resolve"`
+	Note    string `json:"note,omitempty" jsonschema:"how it was resolved"`
+	Group   string `json:"group,omitempty" jsonschema:"the event's group (default: found from your deliveries)"`
+}
+
+func (s *server) resolve(ctx context.Context, in resolveIn) (*mcp.CallToolResult, ActionOut, error) {
+	d, err := s.delivered(ctx, in.Group, in.EventID)
+	if err != nil {
+		return nil, ActionOut{}, err
+	}
+	out, err := s.act(ctx, d, gateway.ActionResolve, "", in.Note)
+	if err != nil {
+		return nil, out, err
+	}
+	return textResult(fmt.Sprintf("%s resolved %s (recorded as %s)", s.opts.Agent, d.EventID, out.Recorded)), out, nil
+}
