@@ -303,7 +303,7 @@ func statusMessage(r signing.Result) string {
 		}
 		return m
 	case signing.StatusFirstUse:
-		m := "first use: signature verified with the key the envelope announces; pinned " + r.Key.Fingerprint() + " for " + r.Pkid
+		m := "signature verified with the key the envelope announces; pinned " + r.Key.Fingerprint() + " for " + r.Pkid
 		if r.Revocation {
 			m += "; this REVOKE revoked it at once"
 		}
