@@ -44,7 +44,7 @@ type command struct {
 // initialisation cycle.
 var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
-	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim,
+	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim, cmdBench,
 	cmdKeygen, cmdSign, cmdVerify, cmdTrust,
 }
 
