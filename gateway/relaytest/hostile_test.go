@@ -3,6 +3,7 @@ package relaytest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -396,5 +397,33 @@ func TestHostileSignatures(t *testing.T) {
 	// The key change did not replace the pin: claude's real key still verifies.
 	if res := r.post("claude", good); res.Status != gateway.StatusVerified {
 		t.Errorf("original key after the attempts: status %q, want verified", res.Status)
+	}
+}
+
+// TestHostileMessageIDSquatting has one principal record an envelope under
+// a message id that another principal then uses (an id seen in transit,
+// in a shared chat, a mail): the second envelope has other content and
+// another sender, so it is not a retry. It must be recorded as its own
+// event or refused — never answered 200 "already recorded" with the first
+// principal's event, which drops it silently (DESIGN §5.1).
+func TestHostileMessageIDSquatting(t *testing.T) {
+	r := newRelay(t, nil, &api.Options{Tokens: map[string]string{tokens["claude"]: "claude", tokens["gemini"]: "gemini"}})
+	id := envelope.NewID()
+	squat := r.post("gemini", envText("GEMINI", "CHATGPT", "REQUEST", "g", "first with claude's id", func(e *envelope.Envelope) { e.Message = id }))
+	res := r.do(request{
+		path: "/crosstalk/receive", token: "claude", header: http.Header{"Accept": {"application/json"}},
+		body: []byte(envText("CLAUDE", "CHATGPT", "REQUEST", "g", "the real message", func(e *envelope.Envelope) { e.Message = id })),
+	})
+	var out struct{ Results []api.Result }
+	json.Unmarshal(res.body, &out)
+	if res.status == http.StatusOK && len(out.Results) == 1 && out.Results[0].Duplicate && out.Results[0].EventID == squat.EventID {
+		t.Errorf("POST as claude with gemini's message id = 200 duplicate of gemini's event %s; want claude's envelope recorded as its own event, or refused with an error", squat.EventID)
+	}
+	if res.status == http.StatusOK {
+		for _, ev := range r.events() {
+			if d, _ := gateway.ParseData(ev); d.Text == "the real message" && ev.By != "claude" {
+				t.Errorf("claude's envelope recorded by %q, want claude", ev.By)
+			}
+		}
 	}
 }
