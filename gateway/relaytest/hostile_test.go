@@ -179,7 +179,7 @@ func TestHostileCorpus(t *testing.T) {
 			before := r.events()
 			res := r.do(req)
 			if res.status != c.status {
-				t.Errorf("%s %s (%s) = %d %s, want %d", c.method, req.path, c.comment, res.status, res.body, c.status)
+				t.Errorf("%s %s (%s) = %d %q, want %d", c.method, req.path, c.comment, res.status, short(res.body), c.status)
 			}
 			if got := errorCode(res); got != c.code {
 				t.Errorf("%s %s (%s): error code = %q, want %q", c.method, req.path, c.comment, got, c.code)
@@ -226,6 +226,14 @@ func TestHostileCorpus(t *testing.T) {
 			r.checkServing()
 		})
 	}
+}
+
+// short returns the start of an answer for a failure message.
+func short(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
 }
 
 func kinds(evs []ledger.Event) []string {
