@@ -69,7 +69,7 @@ func ParseSig(value string) (*Sig, error) {
 	}
 	s := &Sig{Alg: alg}
 	var sigText string
-	seen := map[string]bool{}
+	var seenPkid, seenSig bool
 	for _, p := range strings.Split(params, ";") {
 		p = strings.TrimSpace(p)
 		if p == "" {
@@ -83,10 +83,14 @@ func ParseSig(value string) (*Sig, error) {
 		if k != "pkid" && k != "sig" {
 			continue
 		}
-		if seen[k] {
+		seen := &seenSig
+		if k == "pkid" {
+			seen = &seenPkid
+		}
+		if *seen {
 			return nil, fmt.Errorf("%w: duplicate %s=", ErrMalformedSig, k)
 		}
-		seen[k] = true
+		*seen = true
 		if k == "pkid" {
 			if err := checkPkid(val); err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrMalformedSig, strings.TrimPrefix(err.Error(), "signing: "))
@@ -96,10 +100,10 @@ func ParseSig(value string) (*Sig, error) {
 			sigText = val
 		}
 	}
-	if !seen["pkid"] {
+	if !seenPkid {
 		return nil, fmt.Errorf("%w: missing pkid=", ErrMalformedSig)
 	}
-	if !seen["sig"] || sigText == "" {
+	if !seenSig || sigText == "" {
 		return nil, fmt.Errorf("%w: missing sig=", ErrMalformedSig)
 	}
 	if isJWSShape(sigText) {

@@ -129,7 +129,14 @@ func (v *Verifier) Verify(ctx context.Context, env *envelope.Envelope) Result {
 	if err != nil {
 		return res.fail(StatusBadSignature, err)
 	}
-	input := SigningInput(sig.Alg, payload)
+	buf := inputPool.Get().(*[]byte)
+	input := appendSigningInput(*buf, sig.Alg, payload)
+	defer func() {
+		if cap(input) <= 1<<20 {
+			*buf = input[:0]
+			inputPool.Put(buf)
+		}
+	}()
 	verifies := func(k *PublicKey) bool { return k != nil && k.Alg() == sig.Alg && verifyInput(k, input, sig.Signature) }
 
 	if res.Pkid == "" { // bare JWS
