@@ -174,7 +174,7 @@ func (s *server) listEvents(ctx context.Context, in listIn) (*mcp.CallToolResult
 	}
 	text := c2a.RenderAll(keep)
 	if out.More {
-		text += fmt.Sprintf("\n\n(older events left out; raise limit or pass sinceSeq)")
+		text += "\n\n(older events left out; raise limit or pass sinceSeq)"
 	}
 	return textResult(text), out, nil
 }

@@ -1,0 +1,188 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/c2a"
+	"github.com/crosstalk-go/crosstalk/gateway/channel"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+)
+
+// AgentOptions configure the agent endpoints of MountAgents. Nil means
+// defaults.
+type AgentOptions struct {
+	// Channel holds the delivery channel's bounds (MaxAttempts,
+	// AckTimeout, Window, Heartbeat, MaxMessage, Version); its Agent,
+	// Backend and Logger are set per connection.
+	Channel channel.Options
+}
+
+var mountOnce sync.Map // *Server → struct{}
+
+// MountAgents adds the agent endpoints of DESIGN §5.6 / docs/agents.md to
+// the API, behind the same gate (Host, Origin, token, rate limit) as every
+// other endpoint:
+//
+//	GET  /v1/agents                       agents with last_seen and liveness
+//	GET  /v1/agents/{agent}/channel       the JSON-RPC delivery channel (WebSocket)
+//	GET  /v1/agents/{agent}/cursors       the agent's read cursor per group
+//	POST /v1/agents/{agent}/heartbeat     mark the agent seen
+//	POST /v1/agents/{agent}/notify        record a delivery failure notice
+//	POST /v1/groups/{group}/events/{id}/claim
+//	    the claim action, first releasing a claim whose holder is evicted
+//	    (DESIGN §5.4), then as before
+//
+// Call it once, after New and before serving; later calls do nothing.
+func (s *Server) MountAgents(opts *AgentOptions) {
+	if _, loaded := mountOnce.LoadOrStore(s, struct{}{}); loaded {
+		return
+	}
+	if opts == nil {
+		opts = &AgentOptions{}
+	}
+	ch := opts.Channel
+	s.mux.HandleFunc("GET /v1/agents", s.agents)
+	s.mux.HandleFunc("GET /v1/agents/{agent}/channel", func(w http.ResponseWriter, r *http.Request) { s.channel(w, r, ch) })
+	s.mux.HandleFunc("GET /v1/agents/{agent}/cursors", s.cursors)
+	s.mux.HandleFunc("POST /v1/agents/{agent}/heartbeat", s.heartbeatAgent)
+	s.mux.HandleFunc("POST /v1/agents/{agent}/notify", s.notifyAgent)
+	s.mux.HandleFunc("POST /v1/groups/{group}/events/{id}/claim", s.claimReleasingEvicted)
+}
+
+// agents is GET /v1/agents.
+func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
+	as, err := s.relay.Agents(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	if as == nil {
+		as = []gateway.AgentStatus{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": as})
+}
+
+// channel is GET /v1/agents/{agent}/channel: a WebSocket carrying the
+// JSON-RPC delivery channel (package channel). Browsers from other
+// origins are refused by the WebSocket handshake's Origin check.
+func (s *Server) channel(w http.ResponseWriter, r *http.Request, tmpl channel.Options) {
+	agent, err := s.agentOf(r, r.PathValue("agent"))
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	agent = s.relay.Book().ActorID(agent)
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		s.log.Warn("channel handshake failed", "agent", agent, "err", err)
+		return // Accept has answered
+	}
+	ctx, cancel := s.streamContext(r)
+	defer cancel()
+	opts := tmpl
+	opts.Agent, opts.Logger = agent, s.log.With("component", "channel")
+	opts.Backend = &c2a.Local{Relay: s.relay, Transport: "channel"}
+	limit := opts.MaxMessage
+	if limit <= 0 {
+		limit = channel.DefaultMaxMessage
+	}
+	if err := channel.Serve(ctx, channel.NewWebSocketConn(c, limit), opts); err != nil {
+		s.log.Info("channel ended", "agent", agent, "err", err)
+	}
+}
+
+// cursors is GET /v1/agents/{agent}/cursors: {"agent", "cursors":
+// {group: seq}} — where a channel resumes.
+func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agentOf(r, r.PathValue("agent"))
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	agent = s.relay.Book().ActorID(agent)
+	gs, err := s.relay.Store().Groups(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	out := map[string]int64{}
+	for _, g := range gs {
+		c, err := s.relay.Store().GetCursor(r.Context(), g.ID, agent)
+		switch {
+		case err == nil:
+			out[g.ID] = c.Seq
+		case !errors.Is(err, ledger.ErrNotFound):
+			writeError(w, http.StatusInternalServerError, "internal", err.Error())
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "cursors": out})
+}
+
+// heartbeatAgent is POST /v1/agents/{agent}/heartbeat.
+func (s *Server) heartbeatAgent(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agentOf(r, r.PathValue("agent"))
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	agent = s.relay.Book().ActorID(agent)
+	s.relay.Touch(agent)
+	seen, l := s.relay.AgentLiveness(agent)
+	writeJSON(w, http.StatusOK, gateway.AgentStatus{ID: agent, LastSeen: seen, Liveness: l})
+}
+
+// notifyBody is the body of POST /v1/agents/{agent}/notify.
+type notifyBody struct {
+	Group   string `json:"group"`
+	EventID string `json:"event_id"`
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// notifyAgent is POST /v1/agents/{agent}/notify: a harness host (`crosstalk
+// harness` against this relay) records a delivery failure for its agent.
+// Only the kinds delivery_failed and harness_failed are accepted.
+func (s *Server) notifyAgent(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agentOf(r, r.PathValue("agent"))
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	var b notifyBody
+	if err := readJSON(r, &b, false); err != nil {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	if b.Kind != "delivery_failed" && b.Kind != "harness_failed" {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, "kind must be delivery_failed or harness_failed")
+		return
+	}
+	if strings.TrimSpace(b.Group) == "" {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, "group is required")
+		return
+	}
+	if err := s.relay.NotifyAgent(r.Context(), agent, b.Group, b.EventID, b.Kind, b.Message); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "daemon_unavailable", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "recorded"})
+}
+
+// claimReleasingEvicted is the claim action with DESIGN §5.4's eviction
+// rule: a claim held by an evicted agent is released first.
+func (s *Server) claimReleasingEvicted(w http.ResponseWriter, r *http.Request) {
+	if _, _, err := s.relay.ReleaseEvictedClaim(r.Context(), r.PathValue("group"), r.PathValue("id")); err != nil {
+		s.log.Error("releasing an evicted claim", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "daemon_unavailable", err.Error())
+		return
+	}
+	r.SetPathValue("action", string(gateway.ActionClaim))
+	s.act(w, r)
+}
