@@ -58,6 +58,7 @@ type envState struct {
 	r          *Reader
 	lim        Limits
 	quoted     bool
+	spaced     bool // the header's quote prefix was "> ", not ">"
 	fenceChar  byte
 	fenceLen   int
 	headerLine int
@@ -96,7 +97,7 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 				r.unread(line, long, no)
 				return st.finish(false)
 			}
-			c, _ = stripQuote(line)
+			c = st.unquote(line)
 		}
 		if long {
 			return st.abort(syntaxErr(CodeTooLarge, no, 0, "line longer than %d bytes", st.lim.Line))
@@ -117,6 +118,18 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 			return st.abort(err)
 		}
 	}
+}
+
+// unquote removes the envelope's quote prefix from a line that starts with
+// '>': "> " when the header had it (a bare ">" line is an empty line), else
+// only ">". Taking the header's form for every line keeps body indents exact
+// (">   x" is "  x" under "> ", ">  x" is "  x" under ">").
+func (st *envState) unquote(line []byte) []byte {
+	line = line[1:]
+	if st.spaced && len(line) > 0 && line[0] == ' ' {
+		line = line[1:]
+	}
+	return line
 }
 
 func (st *envState) endsFence(c []byte) bool {
@@ -159,7 +172,7 @@ func (st *envState) resync() {
 				r.unread(line, long, no)
 				return
 			}
-			c, _ = stripQuote(line)
+			c = st.unquote(line)
 		}
 		if long {
 			continue

@@ -150,7 +150,7 @@ func (r *Reader) Next() (*Envelope, error) {
 		if h.kind == notHeader {
 			continue
 		}
-		st := &envState{r: r, lim: r.limits(), quoted: quoted, fenceChar: r.fenceChar, fenceLen: r.fenceLen, headerLine: no}
+		st := &envState{r: r, lim: r.limits(), quoted: quoted, spaced: quoted && len(line) > 1 && line[1] == ' ', fenceChar: r.fenceChar, fenceLen: r.fenceLen, headerLine: no}
 		if h.kind != headerOK {
 			return st.abort(h.err(no))
 		}

@@ -209,9 +209,15 @@ func (c *Config) book() (*gateway.AddressBook, error) {
 	return gateway.NewAddressBook(agents)
 }
 
+// trustFile is the configured trust store, or the one `crosstalk verify`
+// and `crosstalk trust` use by default, so that keys pinned by hand are the
+// keys the relay trusts.
 func (c *Config) trustFile() string {
 	if c.TrustFile != "" {
 		return c.TrustFile
+	}
+	if f := defaultTrustFile(); f != "" {
+		return f
 	}
 	return filepath.Join(c.DataDir, "known_keys")
 }

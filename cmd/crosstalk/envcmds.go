@@ -292,7 +292,6 @@ func (m *metaFlag) Set(s string) error {
 type bodyFlags struct {
 	body     *string
 	bodyFile *string
-	set      bool
 }
 
 func addBodyFlags(fs interface {
