@@ -14,8 +14,13 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
-// rangePage is how many events one direct get of Range asks for.
+// rangePage is how many events one direct get of Range asks for, and
+// how many a follower buffers.
 const rangePage = 256
+
+// followExpiry is the pull expiry of Follow's consumer; its heartbeats
+// come every half of it.
+const followExpiry = 4 * time.Second
 
 // Get implements ledger.Store, through the id index.
 func (s *Store) Get(ctx context.Context, id string) (ledger.Event, error) {
@@ -300,7 +305,9 @@ func (s *Store) followOnce(ctx context.Context, group string, last *int64, yield
 	if err != nil {
 		return false, fmt.Errorf("jetstream: follow %q: consumer: %w", group, err)
 	}
-	it, err := cons.Messages()
+	// A 4s pull expiry means 2s heartbeats: a consumer whose server
+	// was lost is noticed, and recreated elsewhere, within seconds.
+	it, err := cons.Messages(natsjs.PullExpiry(followExpiry), natsjs.PullMaxMessages(rangePage))
 	if err != nil {
 		return false, fmt.Errorf("jetstream: follow %q: consumer: %w", group, err)
 	}
