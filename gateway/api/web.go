@@ -1,0 +1,128 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+)
+
+// This file is the hook for the relay's browser pages (package
+// gateway/web, DESIGN §5.6, issue 8): they are served on the API's
+// listener, behind the same gate.
+
+// PagePrefix is the path prefix of the browser pages; the page at "/"
+// belongs to them too. Every other path is the API's.
+const PagePrefix = "/ui/"
+
+// IsPagePath reports whether a request path belongs to the browser pages:
+// "/" or a path under PagePrefix.
+func IsPagePath(path string) bool { return path == "/" || strings.HasPrefix(path, PagePrefix) }
+
+// pageServerKey carries the *Server into page requests (StreamContext).
+type pageServerKey struct{}
+
+// Mount returns the handler for the whole listener: the API, and pages for
+// every path IsPagePath accepts. Page requests pass the same gate as the
+// API, in the same order — the Host header must be one of the relay's
+// names; a request other than GET or HEAD must come from the relay's own
+// origin (Origin, Sec-Fetch-Site); the caller is authenticated; each caller
+// is rate limited — and a refused one gets 403/401 E-PERM or 429 E-RATE.
+//
+// Authentication differs in one point. When tokens are configured, a page
+// request without an Authorization header is not refused: it reaches pages
+// with an empty principal (see Principal), so that pages can authenticate
+// it by their own session cookie or answer with a login form, and it is
+// rate limited by remote address. A wrong bearer token is refused as on the
+// API. pages must treat an empty principal as unauthenticated.
+func (s *Server) Mount(pages http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !IsPagePath(r.URL.Path) {
+			s.ServeHTTP(w, r)
+			return
+		}
+		s.servePage(pages, w, r)
+	})
+}
+
+func (s *Server) servePage(pages http.Handler, w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r.Host) {
+		writeError(w, http.StatusForbidden, string(envelope.CodePerm), fmt.Sprintf("host %q is not one of the relay's names", r.Host))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
+		writeError(w, http.StatusForbidden, string(envelope.CodePerm), "cross-origin request refused")
+		return
+	}
+	info := authInfo{principal: LocalUser}
+	key := LocalUser
+	if len(s.tokens) > 0 {
+		info, key = authInfo{}, "anonymous "+remoteHost(r)
+		if h := r.Header.Get("Authorization"); h != "" {
+			tok, ok := strings.CutPrefix(h, "Bearer ")
+			p, known := s.tokens[strings.TrimSpace(tok)]
+			if !ok || !known {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
+				writeError(w, http.StatusUnauthorized, string(envelope.CodePerm), "unknown bearer token")
+				return
+			}
+			info, key = authInfo{principal: p, token: true}, p
+		}
+	}
+	if s.limiter != nil && !s.limiter.allow(key, time.Now()) {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, string(envelope.CodeRate), "rate limit exceeded")
+		return
+	}
+	ctx := context.WithValue(r.Context(), principalKey, info)
+	ctx = context.WithValue(ctx, pageServerKey{}, s)
+	pages.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// Principal returns the caller of a request that passed the gate: the
+// principal of its bearer token (authenticated true), LocalUser when no
+// tokens are configured, or "" for a page request without a token while
+// tokens are configured (see Mount).
+func Principal(r *http.Request) (p string, authenticated bool) {
+	return principal(r)
+}
+
+// TokenPrincipal returns the principal of a bearer token, for a login
+// form; ok is false for an unknown token and whenever no tokens are
+// configured. Tokens are compared in constant time.
+func (s *Server) TokenPrincipal(token string) (principal string, ok bool) {
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return "", false
+	}
+	for t, p := range s.tokens {
+		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+			principal, ok = p, true
+		}
+	}
+	return principal, ok
+}
+
+// StreamContext returns the context of a long-lived page response (a
+// Server-Sent-Events stream): it ends when the request ends or when Close
+// is called on the Server that served it, so that http.Server.Shutdown is
+// not held up by open streams. cancel must be called.
+func StreamContext(r *http.Request) (ctx context.Context, cancel context.CancelFunc) {
+	if s, ok := r.Context().Value(pageServerKey{}).(*Server); ok {
+		return s.streamContext(r)
+	}
+	return context.WithCancel(r.Context())
+}
+
+func remoteHost(r *http.Request) string {
+	h, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return h
+}

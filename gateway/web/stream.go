@@ -1,0 +1,123 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+)
+
+// liveItem is the data of one "item" event of a page stream: the item
+// rendered by the same template as the page (so escaped the same way), and
+// what the script needs to place it.
+type liveItem struct {
+	Seq    int64  `json:"seq"`
+	Thread string `json:"thread"`
+	HTML   string `json:"html"`
+}
+
+// stream is GET /ui/groups/{group}/stream: the group's items after
+// since_seq (or Last-Event-ID, which a reconnecting EventSource sends), then
+// live, as Server-Sent Events with id = seq and heartbeat comments. Events
+// the pages do not show are skipped.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
+	g := r.PathValue("group")
+	since, err := strconv.ParseInt(r.URL.Query().Get("since_seq"), 10, 64)
+	if err != nil || since < 0 {
+		since = 0
+	}
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			http.Error(w, "Last-Event-ID must be a seq", http.StatusBadRequest)
+			return
+		}
+		since = n
+	}
+	f, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	ctx, cancel := api.StreamContext(r)
+	defer cancel()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": connected\n\n")
+	f.Flush()
+
+	type next struct {
+		ev  ledger.Event
+		err error
+	}
+	ch := make(chan next)
+	go func() {
+		defer close(ch)
+		// From seq 0, so that replies find their parents; only items
+		// after since are sent.
+		for ev, err := range s.relay.Store().Follow(ctx, g, 0) {
+			select {
+			case ch <- next{ev, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t := newTimeline()
+	tick := time.NewTicker(s.heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case n, ok := <-ch:
+			if !ok {
+				return
+			}
+			if n.err != nil {
+				fmt.Fprintf(w, "event: error\ndata: %q\n\n", "the relay's ledger is unavailable")
+				f.Flush()
+				return
+			}
+			it, show := t.add(n.ev)
+			if !show || n.ev.Seq <= since {
+				continue
+			}
+			b, err := s.renderItem(it)
+			if err != nil {
+				s.log.Error("rendering a live item", "err", err)
+				return
+			}
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: item\ndata: %s\n\n", it.Seq, b); err != nil {
+				return
+			}
+			f.Flush()
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+				return
+			}
+			f.Flush()
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// renderItem renders one item with the pages' item template, as the JSON
+// data of a stream event.
+func (s *Server) renderItem(it item) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := s.pages["group"].ExecuteTemplate(&buf, "item", it); err != nil {
+		return nil, err
+	}
+	return json.Marshal(liveItem{Seq: it.Seq, Thread: it.Thread, HTML: buf.String()})
+}
