@@ -1,0 +1,144 @@
+package mail
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	netmail "net/mail"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/fixtures"
+)
+
+// mailVector is fixtures/mail/NAME.json.
+type mailVector struct {
+	Comment string `json:"comment"`
+	Texts   []struct {
+		Envelopes []struct {
+			Message  string  `json:"message"`
+			Complete bool    `json:"complete"`
+			Body     *string `json:"body"`
+		} `json:"envelopes"`
+		Contains string `json:"contains"`
+	} `json:"texts"`
+	CanReply bool   `json:"can_reply"`
+	ReplyTo  string `json:"reply_to"`
+	Note     string `json:"note"`
+}
+
+// mailVectors returns the names of the mail vectors; it fails when none
+// is found.
+func mailVectors(t *testing.T) []string {
+	t.Helper()
+	paths, err := fs.Glob(fixtures.MailFS, "mail/*.eml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no mail vectors found (%v)", err)
+	}
+	var names []string
+	for _, p := range paths {
+		names = append(names, strings.TrimSuffix(path.Base(p), ".eml"))
+	}
+	return names
+}
+
+func loadVector(t *testing.T, name string) ([]byte, mailVector) {
+	t.Helper()
+	raw, err := fs.ReadFile(fixtures.MailFS, "mail/"+name+".eml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := fs.ReadFile(fixtures.MailFS, "mail/"+name+".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v mailVector
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("%s.json: %v", name, err)
+	}
+	return raw, v
+}
+
+// checkTexts compares the texts handed over for a vector with its
+// expectation.
+func checkTexts(t *testing.T, v mailVector, texts [][]byte) {
+	t.Helper()
+	if len(texts) != len(v.Texts) {
+		t.Fatalf("%d texts handed over, want %d:\n%q", len(texts), len(v.Texts), texts)
+	}
+	for i, want := range v.Texts {
+		envs := readAll(t, texts[i])
+		if len(envs) != len(want.Envelopes) {
+			t.Fatalf("text %d: %d envelopes, want %d:\n%s", i, len(envs), len(want.Envelopes), texts[i])
+		}
+		for j, we := range want.Envelopes {
+			e := envs[j]
+			if e.Message != we.Message || e.Complete != we.Complete {
+				t.Errorf("text %d envelope %d = message %s complete %v, want %s %v", i, j, e.Message, e.Complete, we.Message, we.Complete)
+			}
+			if we.Body != nil && e.Body != *we.Body {
+				t.Errorf("text %d envelope %d body = %q, want %q", i, j, e.Body, *we.Body)
+			}
+		}
+		if want.Contains != "" && !bytes.Contains(texts[i], []byte(want.Contains)) {
+			t.Errorf("text %d = %q, want it to contain %q", i, texts[i], want.Contains)
+		}
+	}
+}
+
+// readAll returns every envelope in text, complete or not.
+func readAll(t *testing.T, text []byte) []*envelope.Envelope {
+	t.Helper()
+	var envs []*envelope.Envelope
+	r := envelope.NewReader(bytes.NewReader(text))
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return envs
+		}
+		if err != nil {
+			t.Fatalf("reading %q: %v", text, err)
+		}
+		envs = append(envs, e)
+	}
+}
+
+func TestExtractVectors(t *testing.T) {
+	for _, name := range mailVectors(t) {
+		t.Run(name, func(t *testing.T) {
+			raw, v := loadVector(t, name)
+			x := extract(raw)
+			var texts [][]byte
+			for _, p := range x.Texts {
+				texts = append(texts, p.Text)
+			}
+			checkTexts(t, v, texts)
+			notes := strings.Join(x.Notes, "\n")
+			if v.Note != "" && !strings.Contains(notes, v.Note) {
+				t.Errorf("notes = %q, want one containing %q", notes, v.Note)
+			}
+			if v.Note == "" && notes != "" {
+				t.Errorf("notes = %q, want none", notes)
+			}
+			m, err := netmail.ReadMessage(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			to, ok := replyAddress(m.Header)
+			if ok != v.CanReply {
+				t.Errorf("replyAddress() ok = %v, want %v", ok, v.CanReply)
+			}
+			want := v.ReplyTo
+			if want == "" && v.CanReply {
+				want = "kalle@example.test"
+			}
+			if ok && to.Address != want {
+				t.Errorf("replyAddress() = %s, want %s", to.Address, want)
+			}
+		})
+	}
+}
