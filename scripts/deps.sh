@@ -28,3 +28,21 @@ if [ ${#pkgs[@]} -gt 0 ]; then
     echo "deps: missing ${pkgs[*]}: install them (Debian: apt-get install ${pkgs[*]})" >&2
   fi
 fi
+
+# The MCP server's test drives it with the official TypeScript MCP SDK
+# client (gateway/mcpserver/testdata/mcpclient): Node.js from Debian, the
+# client's npm packages from its lock file.
+mcpclient="$(dirname "$0")/../gateway/mcpserver/testdata/mcpclient"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "deps: installing nodejs npm"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+  else
+    echo "deps: missing node/npm: install them (Debian: apt-get install nodejs npm)" >&2
+  fi
+fi
+if [ ! -d "$mcpclient/node_modules/@modelcontextprotocol/sdk" ] && command -v npm >/dev/null 2>&1; then
+  echo "deps: npm ci in $mcpclient"
+  (cd "$mcpclient" && npm ci --no-audit --no-fund --loglevel=error)
+fi

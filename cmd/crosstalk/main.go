@@ -46,6 +46,7 @@ var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
 	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim, cmdBench,
 	cmdKeygen, cmdSign, cmdVerify, cmdTrust,
+	cmdMCP, cmdHarness,
 }
 
 // Exit codes, decided here and nowhere else.

@@ -158,13 +158,10 @@ type verifyOut struct {
 
 func (s *server) verify(ctx context.Context, in verifyIn) (*mcp.CallToolResult, verifyOut, error) {
 	out := verifyOut{Results: []Verified{}, OK: true}
-	v := &signing.Verifier{Store: s.opts.Trust, NoTOFU: true}
 	if in.PublicKey != "" {
-		k, err := signing.ParsePublicKeyValue(in.Pkid, in.PublicKey)
-		if err != nil {
+		if _, err := signing.ParsePublicKeyValue("key", in.PublicKey); err != nil {
 			return nil, out, fmt.Errorf("publicKey: %w", err)
 		}
-		v.Keys = []*signing.PublicKey{k}
 	}
 	envs, _ := readAll(in.Text, false)
 	if len(envs) == 0 {
@@ -175,6 +172,21 @@ func (s *server) verify(ctx context.Context, in verifyIn) (*mcp.CallToolResult, 
 			out.Results = append(out.Results, Verified{Status: "malformed", Error: p.Error.Message})
 			out.OK = false
 			continue
+		}
+		v := &signing.Verifier{Store: s.opts.Trust, NoTOFU: true}
+		if in.PublicKey != "" {
+			pkid := in.Pkid
+			if sig, err := signing.ParseSig(p.Envelope.Sig); pkid == "" && err == nil {
+				pkid = sig.Pkid
+			}
+			if pkid == "" {
+				pkid = p.Envelope.From
+			}
+			k, err := signing.ParsePublicKeyValue(pkid, in.PublicKey)
+			if err != nil {
+				return nil, out, fmt.Errorf("publicKey: %w", err)
+			}
+			v.Keys = []*signing.PublicKey{k}
 		}
 		res := v.Verify(ctx, p.Envelope)
 		r := Verified{From: p.Envelope.From, To: p.Envelope.To, Message: p.Envelope.Message, Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg)}

@@ -80,7 +80,28 @@ func New(opts Options) (*mcp.Server, error) {
 	if err := s.register(srv); err != nil {
 		return nil, err
 	}
+	srv.AddReceivingMiddleware(shortErrors)
 	return srv, nil
+}
+
+// maxErrorText bounds the text of a tool error: the SDK's schema errors
+// quote the offending value, which for an oversized body is the body.
+const maxErrorText = 1000
+
+// shortErrors cuts long tool error texts.
+func shortErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
+			for _, c := range r.Content {
+				if t, ok := c.(*mcp.TextContent); ok && len(t.Text) > maxErrorText {
+					t.Text = strings.ToValidUTF8(t.Text[:maxErrorText/2], "") + " … (cut) … " +
+						strings.ToValidUTF8(t.Text[len(t.Text)-maxErrorText/2:], "")
+				}
+			}
+		}
+		return res, err
+	}
 }
 
 // Run serves one client on t (mcp.StdioTransport for `crosstalk mcp`)
@@ -270,4 +291,3 @@ func (s *server) register(srv *mcp.Server) error {
 	}
 	return errors.Join(errs...)
 }
-

@@ -21,6 +21,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/signing"
 )
 
 // Relay is a running in-process relay.
@@ -65,6 +66,18 @@ type Options struct {
 	Agents   []gateway.Agent // nil means Agents
 	ClaimTTL time.Duration
 	Agent    *api.AgentOptions
+	// TrustFile, when set, makes the relay verify signatures against a
+	// trust store there (first use pins).
+	TrustFile string
+}
+
+// verifier adapts signing.Verifier to the relay.
+func verifier(path string) gateway.Verifier {
+	v := &signing.Verifier{Store: signing.NewTrustStore(path)}
+	return gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
+		res := v.Verify(ctx, env)
+		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
+	})
 }
 
 // Start starts a relay; it is stopped when the test ends.
@@ -83,7 +96,11 @@ func Start(t testing.TB, opts *Options) *Relay {
 	}
 	clock := &Clock{}
 	st := memory.New(clock.Now)
-	relay := gateway.New(st, &gateway.Options{Book: book, Now: clock.Now, ClaimTTL: opts.ClaimTTL})
+	gopts := &gateway.Options{Book: book, Now: clock.Now, ClaimTTL: opts.ClaimTTL}
+	if opts.TrustFile != "" {
+		gopts.Verifier = verifier(opts.TrustFile)
+	}
+	relay := gateway.New(st, gopts)
 	a := api.New(relay, &api.Options{Rate: -1, Heartbeat: 200 * time.Millisecond})
 	a.MountAgents(opts.Agent)
 	srv := httptest.NewServer(a)

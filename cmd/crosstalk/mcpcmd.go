@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/c2a"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/gateway/mcpserver"
+	"github.com/crosstalk-go/crosstalk/signing"
+)
+
+var cmdMCP = &command{
+	name:    "mcp",
+	args:    "--agent NAME [--relay URL | --data DIR] [--key FILE]",
+	summary: "serve an agent's C2A chat tools to an MCP host over stdio",
+}
+
+func init() {
+	cmdMCP.run = runMCP
+	wrapInboxLiveness()
+}
+
+// backendFlags choose the relay an agent command talks to: a running
+// relay over HTTP (--relay), or the ledger directly (--data).
+type backendFlags struct {
+	relay    relayFlags
+	data     *string
+	config   *string
+	logLevel *string
+	fs       *flag.FlagSet
+}
+
+func addBackendFlags(fs *flag.FlagSet) backendFlags {
+	return backendFlags{
+		relay:    addRelayFlags(fs),
+		data:     fs.String("data", "", "open the ledger in data `dir` (DIR/ledger.db) instead of talking to a relay"),
+		config:   fs.String("config", "", "relay config `file` for --data (address book, groups)"),
+		logLevel: fs.String("log-level", "warn", "debug, info, warn or error (logs go to standard error)"),
+		fs:       fs,
+	}
+}
+
+// open returns the backend and a function that releases it.
+func (bf backendFlags) open(ctx context.Context, log *slog.Logger, transport string) (c2a.Backend, func(), error) {
+	relaySet := false
+	bf.fs.Visit(func(f *flag.Flag) { relaySet = relaySet || f.Name == "relay" })
+	if *bf.data == "" {
+		return &c2a.Remote{URL: bf.relay.base(), Token: *bf.relay.token, Logger: log}, func() {}, nil
+	}
+	if relaySet {
+		return nil, nil, usagef("give --relay or --data, not both")
+	}
+	cfg, err := LoadConfig(*bf.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.DataDir = *bf.data
+	book, err := cfg.book()
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "ledger.db"), &sqlite.Options{Logger: log.With("component", "ledger")})
+	if err != nil {
+		return nil, nil, err
+	}
+	relay := gateway.New(store, &gateway.Options{Logger: log.With("component", "relay"), Book: book, Groups: cfg.Groups,
+		Name: cfg.Name, ClaimTTL: time.Duration(cfg.ClaimTTL)})
+	return &c2a.Local{Relay: relay, Transport: transport}, func() { store.Close() }, nil
+}
+
+func runMCP(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, cmdMCP, `
+MCP serves one agent's C2A chat tools over stdio to an MCP host (Claude Desktop,
+Claude Code, any MCP client): chat.list_events, chat.read_thread,
+chat.send_message, chat.react, chat.claim, chat.defer, chat.resolve and
+envelope.parse, envelope.compose, envelope.verify. With --relay (default
+$CROSSTALK_RELAY or http://`+DefaultListen+`) it uses a running relay's HTTP API;
+with --data it opens the ledger in DIR itself. With --key it signs what the agent
+sends. Standard output carries the MCP protocol; logs go to standard error.
+See docs/agents.md for the host configuration and every tool.`)
+	bf := addBackendFlags(fs)
+	agent := fs.String("agent", "", "agent `name` the tools act for (required)")
+	keyFile := fs.String("key", "", "private key `file` to sign sent envelopes with")
+	pkid := fs.String("pkid", "", "key `id` of --key when the file names none")
+	trust := fs.String("trust", "", "trust store `file` envelope.verify reads (never written)")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("mcp: unexpected argument %q", pos[0])
+	}
+	if *agent == "" {
+		return usagef("mcp: --agent is required")
+	}
+	log := newLogger(e, *bf.logLevel)
+	backend, release, err := bf.open(ctx, log, "mcp")
+	if err != nil {
+		return err
+	}
+	defer release()
+	opts := mcpserver.Options{Agent: *agent, Backend: backend, Logger: log.With("component", "mcp"), Version: version()}
+	if *keyFile != "" {
+		key, err := signing.LoadPrivateKey(*keyFile, *pkid)
+		if err != nil {
+			return withHint(err, "create a key with `crosstalk keygen`")
+		}
+		opts.Signer = func(text []byte) ([]byte, error) {
+			return signing.Sign(text, key, &signing.SignOptions{Announce: true})
+		}
+	}
+	if *trust != "" {
+		opts.Trust = signing.NewTrustStore(*trust)
+	}
+	var t mcp.Transport = &mcp.StdioTransport{}
+	if e.stdin != os.Stdin || e.stdout != os.Stdout {
+		t = &mcp.IOTransport{Reader: nopReadCloser{e.stdin}, Writer: nopWriteCloser{e.stdout}}
+	}
+	err = mcpserver.Run(ctx, opts, t)
+	if err != nil && (errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "EOF")) {
+		return nil
+	}
+	return err
+}
+
+// version is the binary's version for serverInfo.
+func version() string { return "0.1.0" }
+
+// wrapInboxLiveness makes `crosstalk inbox` (human output) end with the
+// agent's liveness from GET /v1/agents, when the relay serves it.
+func wrapInboxLiveness() {
+	orig := cmdInbox.run
+	if orig == nil {
+		return
+	}
+	cmdInbox.run = func(ctx context.Context, e *env, args []string) error {
+		if err := orig(ctx, e, args); err != nil {
+			return err
+		}
+		if flagValue(args, "json") != "" {
+			return nil
+		}
+		agent := flagValue(args, "agent")
+		base := flagValue(args, "relay")
+		if base == "" {
+			base = os.Getenv("CROSSTALK_RELAY")
+		}
+		if base == "" {
+			base = "http://" + DefaultListen
+		}
+		token := flagValue(args, "token")
+		if token == "" {
+			token = os.Getenv("CROSSTALK_TOKEN")
+		}
+		rm := &c2a.Remote{URL: base, Token: token, Retries: -1}
+		as, err := rm.Agents(ctx)
+		if err != nil {
+			return nil // an older relay: the per-delivery liveness in --json is all there is
+		}
+		id := strings.ToLower(agent)
+		for _, a := range as {
+			if strings.EqualFold(a.ID, id) {
+				seen := "never seen since the relay started"
+				if !a.LastSeen.IsZero() {
+					seen = "last seen " + time.Since(a.LastSeen).Round(time.Second).String() + " ago"
+				}
+				fmt.Fprintf(e.stdout, "liveness: %s is %s (%s)\n", a.ID, a.Liveness, seen)
+			}
+		}
+		return nil
+	}
+}
+
+// flagValue finds --name VALUE or --name=VALUE (or a bare --name, "true")
+// in args.
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		a = strings.TrimLeft(a, "-")
+		if a == name {
+			if name == "json" {
+				return "true"
+			}
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+type nopReadCloser struct{ io.Reader }
+
+func (nopReadCloser) Close() error { return nil }
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
