@@ -159,6 +159,9 @@ func Serve(ctx context.Context, conn Conn, opts Options) error {
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	defer s.cancel()
 	err := s.run()
+	if errors.Is(err, errPeerGone) {
+		err = nil
+	}
 	reason := "bye"
 	if err != nil {
 		reason = err.Error()
@@ -170,6 +173,10 @@ func Serve(ctx context.Context, conn Conn, opts Options) error {
 	}
 	return err
 }
+
+// errPeerGone ends a session whose harness closed the connection: a
+// normal end.
+var errPeerGone = errors.New("channel: the harness closed the connection")
 
 type readItem struct {
 	msg []byte
@@ -302,7 +309,7 @@ func (s *session) onRead(it readItem) error {
 		if s.ctx.Err() != nil {
 			return s.ctx.Err()
 		}
-		return nil // the harness went away: a normal end
+		return errPeerGone
 	}
 	s.touch()
 	var m Message
