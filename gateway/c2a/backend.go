@@ -80,7 +80,9 @@ func (l *Local) Follow(ctx context.Context, agent, group string, sinceSeq int64)
 }
 
 // Groups lists the ledger's groups.
-func (l *Local) Groups(ctx context.Context) ([]ledger.Group, error) { return l.Relay.Store().Groups(ctx) }
+func (l *Local) Groups(ctx context.Context) ([]ledger.Group, error) {
+	return l.Relay.Store().Groups(ctx)
+}
 
 // Events reads the ledger.
 func (l *Local) Events(ctx context.Context, group string, sinceSeq int64, kinds []string, limit int) ([]ledger.Event, error) {
