@@ -121,6 +121,11 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 		if !attention.Claimable(ae, ag, attention.State{}, r.now()) {
 			return res, actionErr(CodePermission, "event %s is not for %s to claim (it is aimed at someone else or asks for no reply)", target.ID, req.Actor)
 		}
+		// Claims of evicted agents are released first (DESIGN §5.4); the
+		// ledger's claims only know their TTL.
+		if _, _, err := r.ReleaseEvictedClaim(ctx, req.Group, target.ID); err != nil {
+			return res, err
+		}
 		c, err := r.store.Claim(ctx, req.Group, target.ID, req.Actor, r.claimTTL, r.now())
 		if errors.Is(err, ledger.ErrClaimed) {
 			return res, &ActionError{Code: CodeConflict, Reason: fmt.Sprintf("event %s is claimed by %s until %s", target.ID, c.Actor, c.ExpiresAt.UTC().Format("15:04:05Z")), Claim: &c}

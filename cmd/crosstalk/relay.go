@@ -130,6 +130,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		Logger: log.With("component", "api"), Tokens: tokens, Hosts: hosts,
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
 	})
+	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	hs := &http.Server{
 		Handler:           a,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -34,9 +34,6 @@ var mountOnce sync.Map // *Server → struct{}
 //	GET  /v1/agents/{agent}/cursors       the agent's read cursor per group
 //	POST /v1/agents/{agent}/heartbeat     mark the agent seen
 //	POST /v1/agents/{agent}/notify        record a delivery failure notice
-//	POST /v1/groups/{group}/events/{id}/claim
-//	    the claim action, first releasing a claim whose holder is evicted
-//	    (DESIGN §5.4), then as before
 //
 // Call it once, after New and before serving; later calls do nothing.
 func (s *Server) MountAgents(opts *AgentOptions) {
@@ -52,7 +49,6 @@ func (s *Server) MountAgents(opts *AgentOptions) {
 	s.mux.HandleFunc("GET /v1/agents/{agent}/cursors", s.cursors)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/heartbeat", s.heartbeatAgent)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/notify", s.notifyAgent)
-	s.mux.HandleFunc("POST /v1/groups/{group}/events/{id}/claim", s.claimReleasingEvicted)
 }
 
 // agents is GET /v1/agents.
@@ -173,16 +169,4 @@ func (s *Server) notifyAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "recorded"})
-}
-
-// claimReleasingEvicted is the claim action with DESIGN §5.4's eviction
-// rule: a claim held by an evicted agent is released first.
-func (s *Server) claimReleasingEvicted(w http.ResponseWriter, r *http.Request) {
-	if _, _, err := s.relay.ReleaseEvictedClaim(r.Context(), r.PathValue("group"), r.PathValue("id")); err != nil {
-		s.log.Error("releasing an evicted claim", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "daemon_unavailable", err.Error())
-		return
-	}
-	r.SetPathValue("action", string(gateway.ActionClaim))
-	s.act(w, r)
 }
