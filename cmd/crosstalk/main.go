@@ -47,6 +47,7 @@ var commands = []*command{
 	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim, cmdBench,
 	cmdKeygen, cmdSign, cmdVerify, cmdTrust,
 	cmdMCP, cmdHarness,
+	cmdLedger,
 }
 
 // Exit codes, decided here and nowhere else.

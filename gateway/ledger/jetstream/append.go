@@ -211,7 +211,7 @@ func (p *plan) touch(group string, h head) {
 // conflicts with other writers, and answers every request.
 func (s *Store) appendRound(heads map[string]head, reqs []*writeReq) {
 	start := time.Now()
-	fresh := false
+	conflicts := 0
 	var lastErr error
 	answer := func(r *writeReq, res []ledger.Result, err error) { r.done <- writeDone{res: res, err: err} }
 	for attempt := 0; ; attempt++ {
@@ -235,7 +235,7 @@ func (s *Store) appendRound(heads map[string]head, reqs []*writeReq) {
 		if reqs = live; len(reqs) == 0 {
 			return
 		}
-		p, err := s.planAppend(heads, reqs, fresh)
+		p, err := s.planAppend(heads, reqs, conflicts)
 		var first uint64
 		if err == nil && len(p.msgs) > 0 {
 			first, err = s.commitPlan(p, start.Add(retryLimit))
@@ -249,13 +249,14 @@ func (s *Store) appendRound(heads map[string]head, reqs []*writeReq) {
 			return
 		case isConflict(err) || isTransient(err):
 			lastErr = err
+			s.count(func(st *Stats) { st.Conflicts++ })
 			s.log.Debug("append: conflict with another writer, planning again", "attempt", attempt, "err", err)
 			if p != nil {
 				for g := range p.heads {
 					delete(heads, g)
 				}
 			}
-			fresh = true
+			conflicts++
 		default:
 			for _, r := range reqs {
 				answer(r, nil, err)
@@ -298,6 +299,7 @@ func (s *Store) commitPlan(p *plan, deadline time.Time) (uint64, error) {
 			return 0, fmt.Errorf("jetstream: batch outcome unknown after %v: %w", retryLimit, err)
 		}
 		s.log.Warn("batch outcome unknown, sending it again", "attempt", attempt, "err", err)
+		s.count(func(st *Stats) { st.Resends++ })
 		backoff(attempt + 3)
 	}
 }
@@ -328,6 +330,9 @@ func results(p *plan, i int) []ledger.Result {
 // finish records a committed plan whose first message got stream
 // sequence first.
 func (s *Store) finish(heads map[string]head, p *plan, first uint64) {
+	if len(p.msgs) > 0 {
+		s.count(func(st *Stats) { st.Batches++; st.Records += int64(len(p.events)) })
+	}
 	for g, h := range p.heads {
 		heads[g] = h
 	}
@@ -473,8 +478,13 @@ func (s *Store) existingKeys(keys map[string]bool, fresh bool) (map[string]ledge
 	return out, nil
 }
 
-// planAppend turns a round of appends into one atomic batch.
-func (s *Store) planAppend(heads map[string]head, reqs []*writeReq, fresh bool) (*plan, error) {
+// planAppend turns a round of appends into one atomic batch. The first
+// plan of a round is optimistic: it takes the group heads from the cache
+// and does not look the dedupe keys up, since the batch's own
+// compare-and-set refuses a key that exists. After a conflict, it reads
+// the heads again and looks the keys up with one multi-get; after more
+// conflicts, both on the stream leader.
+func (s *Store) planAppend(heads map[string]head, reqs []*writeReq, conflicts int) (*plan, error) {
 	keys := make(map[string]bool)
 	groups := make(map[string]bool)
 	for _, r := range reqs {
@@ -485,11 +495,14 @@ func (s *Store) planAppend(heads map[string]head, reqs []*writeReq, fresh bool) 
 			groups[rec.GroupID] = true
 		}
 	}
-	stored, err := s.existingKeys(keys, fresh)
-	if err != nil {
-		return nil, err
+	stored := map[string]ledger.Event{}
+	if conflicts > 0 {
+		var err error
+		if stored, err = s.existingKeys(keys, conflicts > 1); err != nil {
+			return nil, err
+		}
 	}
-	cur, err := s.headsFor(heads, groups, fresh)
+	cur, err := s.headsFor(heads, groups, conflicts > 0)
 	if err != nil {
 		return nil, err
 	}

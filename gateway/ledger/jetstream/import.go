@@ -45,6 +45,7 @@ func (s *Store) importEvents(heads map[string]head, req *writeReq) (int, error) 
 			}
 		case isConflict(err) || isTransient(err):
 			lastErr = err
+			s.count(func(st *Stats) { st.Conflicts++ })
 			if p != nil {
 				for g := range p.heads {
 					delete(heads, g)

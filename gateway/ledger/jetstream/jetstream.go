@@ -81,6 +81,40 @@ type Store struct {
 
 	posMu sync.Mutex
 	pos   map[posKey]uint64 // (group, seq) → stream sequence of the event
+
+	stats struct {
+		sync.Mutex
+		Stats
+	}
+}
+
+// Stats are counters of a Store's writer since Open.
+type Stats struct {
+	// Batches is how many atomic batches were committed.
+	Batches int64
+	// Records is how many records and imported events were committed
+	// (duplicates not counted).
+	Records int64
+	// Conflicts is how many batches another writer beat (compare-and-set
+	// failed) and were planned again.
+	Conflicts int64
+	// Resends is how many batches were sent again because the outcome of
+	// a send was unknown.
+	Resends int64
+}
+
+// Stats returns the writer's counters.
+func (s *Store) Stats() Stats {
+	s.stats.Lock()
+	defer s.stats.Unlock()
+	return s.stats.Stats
+}
+
+// count updates the counters.
+func (s *Store) count(f func(*Stats)) {
+	s.stats.Lock()
+	f(&s.stats.Stats)
+	s.stats.Unlock()
 }
 
 var _ ledger.Store = (*Store)(nil)
