@@ -18,6 +18,8 @@ need() { command -v "$1" >/dev/null 2>&1 || pkgs+=("$2"); }
 # (filled in as transports land)
 # clipboard: the tests start their own Xvfb and use xclip (transports/clipboard)
 need Xvfb xvfb; need xclip xclip; need xsel xsel; need xauth xauth
+# web: the browser tests drive Debian's headless Chromium (gateway/web)
+need chromium chromium
 
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -45,4 +47,16 @@ fi
 if [ ! -d "$mcpclient/node_modules/@modelcontextprotocol/sdk" ] && command -v npm >/dev/null 2>&1; then
   echo "deps: npm ci in $mcpclient"
   (cd "$mcpclient" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# web: Playwright (playwright-core, from npm) drives Chromium in gateway/web's
+# browser test; install the locked version when it is missing.
+web_tests="$(dirname "$0")/../gateway/web/testdata/browser"
+if [ -f "$web_tests/package-lock.json" ] && [ ! -f "$web_tests/node_modules/playwright-core/package.json" ]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "deps: npm ci in gateway/web/testdata/browser"
+    (cd "$web_tests" && npm ci --no-audit --no-fund)
+  else
+    echo "deps: npm missing: gateway/web's browser test needs node and npm" >&2
+  fi
 fi
