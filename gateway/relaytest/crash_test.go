@@ -119,6 +119,9 @@ var listeningURL = regexp.MustCompile(`msg="relay listening".* url=(\S+)`)
 func startChild(t *testing.T, bin, config, dataDir string) *child {
 	t.Helper()
 	cmd := exec.Command(bin, "relay", "--config", config, "--data", dataDir, "--listen", "127.0.0.1:0")
+	// Whatever else defaults to the user's directories stays in the test's.
+	home := filepath.Join(filepath.Dir(dataDir), "home")
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_DATA_HOME="+filepath.Join(home, ".local", "share"))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -379,7 +382,9 @@ func TestCrash(t *testing.T) {
 	dataDir := filepath.Join(dir, "data")
 	config := filepath.Join(dir, "relay.toml")
 	// No rate limit to speak of: the test is about crashes.
-	if err := os.WriteFile(config, []byte("rate_limit = 1000000.0\nrate_burst = 1000000\nlog_level = \"info\"\n"), 0o600); err != nil {
+	// The trust store in the test's directory, never the user's own.
+	toml := fmt.Sprintf("rate_limit = 1000000.0\nrate_burst = 1000000\nlog_level = \"info\"\ntrust_file = %q\n", filepath.Join(dir, "known_keys"))
+	if err := os.WriteFile(config, []byte(toml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
