@@ -167,17 +167,53 @@ func headerText(s string) string {
 	if s == "" {
 		return ""
 	}
-	needs := strings.Contains(s, "=?")
-	for i := 0; i < len(s) && !needs; i++ {
-		needs = s[i] < ' ' || s[i] > '~'
+	if strings.Contains(s, "=?") {
+		// Text that looks like an encoded word would be decoded by the
+		// reader's client: encode it, so it reads back literally.
+		return qEncode(s)
 	}
-	if !needs {
-		return s
-	}
-	// QEncoding splits a long value into several encoded words of at
-	// most 75 characters, separated by spaces that decoders drop
-	// (RFC 2047 §6.2) and fold may break at.
+	// QEncoding leaves plain printable ASCII alone and splits anything
+	// else into encoded words of at most 75 characters, separated by
+	// spaces that decoders drop (RFC 2047 §6.2) and fold may break at.
 	return mime.QEncoding.Encode("utf-8", s)
+}
+
+// qEncode always encodes s as RFC 2047 Q encoded words (mime.QEncoding
+// leaves ASCII text alone), each at most 75 characters, never splitting a
+// UTF-8 sequence.
+func qEncode(s string) string {
+	const open, end = "=?utf-8?q?", "?="
+	var b, w strings.Builder
+	flush := func() {
+		if w.Len() == 0 {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(open + w.String() + end)
+		w.Reset()
+	}
+	for _, r := range s {
+		var enc strings.Builder
+		var buf [utf8.UTFMax]byte
+		for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {
+			switch {
+			case c == ' ':
+				enc.WriteByte('_')
+			case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!*+-/", c) >= 0:
+				enc.WriteByte(c)
+			default:
+				fmt.Fprintf(&enc, "=%02X", c)
+			}
+		}
+		if len(open)+w.Len()+enc.Len()+len(end) > 75 {
+			flush()
+		}
+		w.WriteString(enc.String())
+	}
+	flush()
+	return b.String()
 }
 
 // oneLine makes s one line of printable text: control characters (CR and

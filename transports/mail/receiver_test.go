@@ -224,7 +224,7 @@ func TestPollingFallback(t *testing.T) {
 				o.DisableIdle = tc.disable
 			})
 			if tc.proxy != "" {
-				rc.srv.Addr = idleProxy(t, s.IMAPAddr, tc.proxy)
+				rc.srv.Addr = newIMAPProxy(t, s.IMAPAddr, tc.proxy).Addr
 				rc.srv.Security = SecurityNone // the proxy reads the plaintext
 			}
 			run(t, rc, rec.handle)
@@ -241,17 +241,34 @@ func TestPollingFallback(t *testing.T) {
 	}
 }
 
-// idleProxy is a plaintext IMAP proxy to target that either hides IDLE
-// from the capabilities (and answers BAD to it) or advertises it but
-// answers NO.
-func idleProxy(t *testing.T, target, mode string) string {
+// imapProxy is a plaintext IMAP proxy to a real server that can hide IDLE
+// from the capabilities (answering BAD to it: mode "hide"), advertise it
+// but refuse it (mode "refuse"), or pass everything (mode ""); Drop cuts
+// every connection, as a network failure would.
+type imapProxy struct {
+	Addr  string
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (p *imapProxy) Drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func newIMAPProxy(t *testing.T, target, mode string) *imapProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var conns sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); conns.Wait() })
+	p := &imapProxy{Addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); p.Drop(); wg.Wait() })
 	idleCmd := regexp.MustCompile(`(?i)^(\S+) IDLE\r?\n$`)
 	go func() {
 		for {
@@ -264,12 +281,15 @@ func idleProxy(t *testing.T, target, mode string) string {
 				cc.Close()
 				continue
 			}
-			conns.Add(2)
+			p.mu.Lock()
+			p.conns = append(p.conns, cc, sc)
+			p.mu.Unlock()
+			wg.Add(2)
 			var wmu sync.Mutex
 			write := func(s string) { wmu.Lock(); io.WriteString(cc, s); wmu.Unlock() }
 			closeBoth := func() { cc.Close(); sc.Close() }
 			go func() { // server → client
-				defer conns.Done()
+				defer wg.Done()
 				defer closeBoth()
 				br := bufio.NewReader(sc)
 				for {
@@ -286,12 +306,12 @@ func idleProxy(t *testing.T, target, mode string) string {
 				}
 			}()
 			go func() { // client → server
-				defer conns.Done()
+				defer wg.Done()
 				defer closeBoth()
 				br := bufio.NewReader(cc)
 				for {
 					line, err := br.ReadString('\n')
-					if m := idleCmd.FindStringSubmatch(line); m != nil {
+					if m := idleCmd.FindStringSubmatch(line); m != nil && mode != "" {
 						if mode == "hide" {
 							write(m[1] + " BAD Unknown command\r\n")
 						} else {
@@ -309,7 +329,32 @@ func idleProxy(t *testing.T, target, mode string) string {
 			}()
 		}
 	}()
-	return ln.Addr().String()
+	return p
+}
+
+// TestReconnect: a connection lost mid-IDLE is re-established and the
+// mail that arrived meanwhile is handed over; Receive never returns.
+func TestReconnect(t *testing.T) {
+	s := realStack(t)
+	user := s.NewUser()
+	p := newIMAPProxy(t, s.IMAPAddr, "")
+	rc := receiver(t, s, user, filepath.Join(t.TempDir(), "state"), nil, nil)
+	rc.srv.Addr, rc.srv.Security = p.Addr, SecurityNone
+	rec := newRecorder()
+	run(t, rc, rec.handle)
+	t1, id1 := testEnvelope(t, "before")
+	deliver(t, s, user, plainMail("x@example.test", mailtest.Address(user), "1", t1))
+	rec.wait(t, 1, 5*time.Second)
+	// Dropped before the flag is stored, the mail would be offered again
+	// (at least once; the relay de-duplicates); here the drop comes after.
+	waitFlags(t, s, user, "", 1)
+	p.Drop()
+	t2, id2 := testEnvelope(t, "after")
+	deliver(t, s, user, plainMail("x@example.test", mailtest.Address(user), "2", t2))
+	got := messageIDsOf(t, rec.wait(t, 2, 10*time.Second))
+	if !slices.Equal(got, []string{id1, id2}) {
+		t.Errorf("received %v, want [%s %s]", got, id1, id2)
+	}
 }
 
 // TestUIDOrder: mail is handed over in UID (arrival) order.
@@ -367,7 +412,8 @@ func TestRestart(t *testing.T) {
 		deliver(t, s, user, plainMail("x@example.test", mailtest.Address(user), "restart", text))
 		return id
 	}
-	a, b := put(), put()
+	put()
+	put()
 	rec := newRecorder()
 	stop := run(t, receiver(t, s, user, state, nil, nil), rec.handle)
 	rec.wait(t, 2, 5*time.Second)
@@ -383,13 +429,12 @@ func TestRestart(t *testing.T) {
 	c := put()
 	rec2 := newRecorder()
 	stop = run(t, receiver(t, s, user, state, nil, nil), rec2.handle)
-	got := rec2.wait(t, 1, 5*time.Second)
+	rec2.wait(t, 1, 5*time.Second)
 	time.Sleep(time.Second)
 	stop()
 	if got, _ := rec2.snapshot(); !slices.Equal(messageIDsOf(t, got), []string{c}) {
 		t.Errorf("after restart received %v, want only [%s]", messageIDsOf(t, got), c)
 	}
-	_ = got
 
 	// A lost state file: the keyword still guards every processed mail.
 	if err := os.Remove(state); err != nil {
@@ -402,10 +447,7 @@ func TestRestart(t *testing.T) {
 	if got, _ := rec3.snapshot(); len(got) != 0 {
 		t.Errorf("without state file received %v again, want nothing", messageIDsOf(t, got))
 	}
-	if msgs := waitFlags(t, s, user, "", 3); len(msgs) != 3 {
-		t.Fatal("want 3 flagged mails")
-	}
-	_, _ = a, b
+	waitFlags(t, s, user, "", 3)
 }
 
 // state2 reads a state file in tests.
@@ -607,9 +649,9 @@ func TestReplyThreadAndLoop(t *testing.T) {
 		return b
 	}
 	run(t, receiver(t, s, user, filepath.Join(t.TempDir(), "state"), submission(t, s, user, nil), nil), rec.handle)
-	got := rec.wait(t, 2, 5*time.Second)
+	rec.wait(t, 2, 5*time.Second)
 	time.Sleep(1500 * time.Millisecond) // a loop would show up by now
-	got, _ = rec.snapshot()
+	got, _ := rec.snapshot()
 	if len(got) != 2 || !got[0].CanReply || got[1].CanReply {
 		t.Fatalf("handler calls = %d (CanReply %v), want 2: the mail (true) and our reply (false)", len(got), canReplies(got))
 	}

@@ -296,6 +296,8 @@ ssl_key = <{{DIR}}/key.pem
 ssl_dh = </usr/share/dovecot/dh.pem
 disable_plaintext_auth = no
 auth_mechanisms = plain login
+# Refuse wrong passwords at once (the default waits 2 s).
+auth_failure_delay = 0
 # "u1" over IMAP and "u1@example.test" over LMTP are the same user.
 auth_username_format = %Ln
 mail_location = maildir:~/Maildir
@@ -312,6 +314,13 @@ userdb {
 namespace inbox {
   inbox = yes
   separator = /
+}
+# No growing delays for an IP after failed logins: tests try wrong
+# passwords on purpose.
+service anvil {
+  unix_listener anvil-auth-penalty {
+    mode = 0
+  }
 }
 service imap-login {
   inet_listener imap {
