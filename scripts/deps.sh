@@ -20,6 +20,16 @@ need() { command -v "$1" >/dev/null 2>&1 || pkgs+=("$2"); }
 need Xvfb xvfb; need xclip xclip; need xsel xsel; need xauth xauth
 # web: the browser tests drive Debian's headless Chromium (gateway/web)
 need chromium chromium
+# mail: the tests start their own Dovecot (IMAP, LMTP, submission) and Postfix
+# on free loopback ports (transports/mail/mailtest)
+need /usr/sbin/dovecot dovecot-imapd; need /usr/lib/dovecot/lmtp dovecot-lmtpd
+need /usr/lib/dovecot/submission dovecot-submissiond; need /usr/sbin/postfix postfix
+# Their postinst scripts would start the system Dovecot (143/993 on every
+# interface) and Postfix (25): forbid service starts for this install only,
+# unless the machine has its own policy (shared/recipes/test-servers.md §0).
+if [[ " ${pkgs[*]-} " =~ \ (dovecot-|postfix) ]] && [ "$(id -u)" = 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
