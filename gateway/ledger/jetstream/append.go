@@ -285,13 +285,10 @@ func (s *Store) commitPlan(p *plan, deadline time.Time) (uint64, error) {
 			switch {
 			case cerr == nil && ok:
 				return f, nil
-			case cerr == nil && isConflict(err):
-				return 0, err
+			case cerr == nil && !isTransient(err):
+				return 0, err // not stored: a conflict or a lasting error
 			}
-		} else if isConflict(err) {
-			return 0, err
-		}
-		if !isTransient(err) && !unsure {
+		} else if !isTransient(err) {
 			return 0, err
 		}
 		unsure = true

@@ -117,7 +117,9 @@ func (s *Store) Range(ctx context.Context, group string, sinceSeq int64, kinds [
 		if len(page) == 0 {
 			// The replica that answered has not applied the
 			// events up to h yet: ask again, in the end the leader.
-			stale++
+			if stale++; stale > 100 {
+				return nil, fmt.Errorf("jetstream: range %q: events %d to %d not found after stream sequence %d", group, next, h.seq, start)
+			}
 			if err := sleepCtx(ctx, time.Duration(stale)*5*time.Millisecond); err != nil {
 				return nil, fmt.Errorf("jetstream: range %q: %w", group, err)
 			}
