@@ -83,13 +83,15 @@ func TestBrowser(t *testing.T) {
 	h.ingest(envText(t, "CHATGPT", "CLAUDE", envelope.IntentRequest, "xss", xssBody))
 	k1, _ := signing.GenerateKey(signing.Ed25519, "claude@example.com")
 	k2, _ := signing.GenerateKey(signing.Ed25519, "claude@example.com")
-	for _, k := range []*signing.PrivateKey{k1, k2} {
-		signed, err := signing.Sign([]byte(envText(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "keys", "signed with "+k.Public().Fingerprint())), k, &signing.SignOptions{Announce: true})
+	signed := func(k *signing.PrivateKey, body string) string {
+		b, err := signing.Sign([]byte(envText(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "keys", body)), k, &signing.SignOptions{Announce: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.ingest(string(signed))
+		return string(b)
 	}
+	h.ingest(signed(k1, "Signed with my first key: pinned on first use."))
+	h.ingest(signed(k2, "Signed with a new key for the same key id: refused until re-pinned."))
 
 	// What the browser pastes and what arrives while it watches.
 	first := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "paste: the first body")
@@ -107,10 +109,13 @@ func TestBrowser(t *testing.T) {
 		"liveReply": string(rb), "liveReplyBody": reply.Body,
 		"liveOtherThread": envText(t, "GEMINI", "CLAUDE", envelope.IntentBroadcast, "pasted", "live: another thread"), "liveOtherBody": "live: another thread",
 		"liveGroup": envText(t, "GEMINI", "CHATGPT", envelope.IntentRequest, "pasted", "live: the group body"), "liveGroupBody": "live: the group body",
-		"composeBody": "Please run:\n```sh\nmake test\n```",
-		"ackBody":     "take over the deploy",
-		"xssLive":     envText(t, "GEMINI", "CLAUDE", envelope.IntentRequest, "xss", xssBody),
-		"attackText":  attack,
+		"composeBody":      "Please run:\n```sh\nmake test\n```",
+		"ackBody":          "take over the deploy",
+		"xssLive":          envText(t, "GEMINI", "CLAUDE", envelope.IntentRequest, "xss", xssBody),
+		"attackText":       attack,
+		"agentLive":        envText(t, "GEMINI", "CLAUDE", envelope.IntentEscalate, "ops", "live: an escalation for claude"),
+		"agentLiveBody":    "live: an escalation for claude",
+		"signedAfterRepin": signed(k2, "Signed with the re-pinned key: verified."),
 	}
 	seedJSON, _ := json.Marshal(seed)
 

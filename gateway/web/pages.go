@@ -28,8 +28,9 @@ type groupRow struct {
 }
 
 type indexData struct {
-	Groups []groupRow
-	Queue  []deliveryView // the viewer's pending items
+	Version string // the ledger version the page shows (GET /ui/changes)
+	Groups  []groupRow
+	Queue   []deliveryView // the viewer's pending items
 }
 
 // index is the groups page: every group with its unread count (the
@@ -37,6 +38,11 @@ type indexData struct {
 // deliveries).
 func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
+	version, err := s.version(ctx)
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
+	}
 	gs, err := s.relay.Store().Groups(ctx)
 	if err != nil {
 		s.internal(w, r, c, err)
@@ -55,7 +61,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 			pending = append(pending, d)
 		}
 	}
-	data := indexData{Queue: pending}
+	data := indexData{Version: version, Queue: pending}
 	for _, g := range gs {
 		unread, err := s.unread(ctx, g.ID, c.viewer)
 		if err != nil {
@@ -338,6 +344,7 @@ func liveness(seen map[string]time.Time, id string) string {
 }
 
 type agentData struct {
+	Version  string // the ledger version the page shows (GET /ui/changes)
 	Agent    string
 	MayAct   bool
 	Pending  []deliveryView
@@ -349,12 +356,17 @@ type agentData struct {
 // claim, ack, defer and resolve buttons.
 func (s *Server) agent(w http.ResponseWriter, r *http.Request, c *call) {
 	agent := s.relay.Book().ActorID(r.PathValue("agent"))
+	version, err := s.version(r.Context())
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
+	}
 	q, err := s.queue(r.Context(), agent)
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
 	}
-	data := agentData{Agent: agent, MayAct: s.mayActAs(c, agent), Liveness: liveness(s.relay.LastSeen(), agent)}
+	data := agentData{Version: version, Agent: agent, MayAct: s.mayActAs(c, agent), Liveness: liveness(s.relay.LastSeen(), agent)}
 	for _, d := range q {
 		if d.Pending {
 			data.Pending = append(data.Pending, d)

@@ -2,6 +2,9 @@ package web
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -120,4 +123,82 @@ func (s *Server) renderItem(it item) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(liveItem{Seq: it.Seq, Thread: it.Thread, HTML: buf.String()})
+}
+
+// changePoll is how often a changes stream looks at the ledger's groups.
+const changePoll = time.Second
+
+// version is a short digest of every group's last seq: it changes exactly
+// when something was appended anywhere.
+func (s *Server) version(ctx context.Context) (string, error) {
+	gs, err := s.relay.Store().Groups(ctx)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, g := range gs {
+		fmt.Fprintf(h, "%s\x00%d\x00", g.ID, g.LastSeq)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
+}
+
+// changes is GET /ui/changes?v=VERSION: Server-Sent Events with one
+// "changed" event (id = the new version) whenever the ledger no longer
+// matches VERSION — the version a page was rendered with, or the
+// Last-Event-ID of a reconnect. The groups and agent pages refresh their
+// content on it: their counts and queues are computed over whole groups,
+// so they are re-rendered rather than patched.
+func (s *Server) changes(w http.ResponseWriter, r *http.Request, c *call) {
+	known := r.URL.Query().Get("v")
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		known = last
+	}
+	f, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	ctx, cancel := api.StreamContext(r)
+	defer cancel()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": connected\n\n")
+	f.Flush()
+	poll := time.NewTicker(changePoll)
+	defer poll.Stop()
+	beat := time.NewTicker(s.heartbeat)
+	defer beat.Stop()
+	check := func() bool {
+		v, err := s.version(ctx)
+		if err != nil || v == known {
+			return err == nil || ctx.Err() != nil
+		}
+		known = v
+		if _, err := fmt.Fprintf(w, "id: %s\nevent: changed\ndata: {\"v\":%q}\n\n", v, v); err != nil {
+			return false
+		}
+		f.Flush()
+		return true
+	}
+	if !check() {
+		return
+	}
+	for {
+		select {
+		case <-poll.C:
+			if !check() {
+				return
+			}
+		case <-beat.C:
+			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+				return
+			}
+			f.Flush()
+		case <-ctx.Done():
+			return
+		}
+	}
 }

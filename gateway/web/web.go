@@ -133,6 +133,7 @@ func (s *Server) routes() http.Handler {
 	m.HandleFunc("GET /ui/groups/{group}", s.wrap(s.group))
 	m.HandleFunc("GET /ui/groups/{group}/threads/{thread}", s.wrap(s.thread))
 	m.HandleFunc("GET /ui/groups/{group}/stream", s.wrap(s.stream))
+	m.HandleFunc("GET /ui/changes", s.wrap(s.changes))
 	m.HandleFunc("POST /ui/groups/{group}/read", s.wrap(s.markRead))
 	m.HandleFunc("GET /ui/agents", s.wrap(s.agents))
 	m.HandleFunc("GET /ui/agents/{agent}", s.wrap(s.agent))

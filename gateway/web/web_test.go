@@ -491,3 +491,60 @@ func TestTrust(t *testing.T) {
 
 // htmlText is s as html/template writes it in text.
 func htmlText(s string) string { return strings.ReplaceAll(s, "+", "&#43;") }
+
+func TestChanges(t *testing.T) {
+	h := newHarness(t, nil)
+	h.ingest(envText(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "c", "one"))
+	_, body := h.get("/")
+	v := between(t, body, `<div id="changes" data-version="`, `"`)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.srv.URL+"/ui/changes?v="+v, nil)
+	res, err := h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	select {
+	case l := <-lines:
+		if l != ": connected" {
+			t.Fatalf("first line = %q", l)
+		}
+	case <-ctx.Done():
+		t.Fatal("no connection")
+	}
+	quiet := time.After(1500 * time.Millisecond)
+wait:
+	for {
+		select {
+		case l := <-lines:
+			if strings.HasPrefix(l, "event: changed") {
+				t.Fatalf("changed before anything changed")
+			}
+		case <-quiet:
+			break wait
+		}
+	}
+	h.ingest(envText(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "c", "two"))
+	for {
+		select {
+		case l := <-lines:
+			if l == "event: changed" {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no changed event after an append")
+		}
+	}
+}

@@ -83,6 +83,37 @@
     });
   }
 
+  // The groups and agent pages: when the ledger changes, fetch the page
+  // again and swap its content, unless the user is typing in it.
+  var changes = document.getElementById('changes');
+  if (changes && window.EventSource && window.fetch && window.DOMParser) {
+    var pending = false;
+    var refresh = function () {
+      var main = document.getElementById('main');
+      var active = document.activeElement;
+      if (main && active && main.contains(active) && /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName)) {
+        pending = true; // after the user leaves the field
+        return;
+      }
+      pending = false;
+      fetch(location.href, { credentials: 'same-origin' }).then(function (r) {
+        if (!r.ok) { throw new Error('status ' + r.status); }
+        return r.text();
+      }).then(function (text) {
+        var doc = new DOMParser().parseFromString(text, 'text/html');
+        var next = doc.getElementById('main');
+        if (!next || !main) { return; }
+        var focusId = active && active.id;
+        main.innerHTML = next.innerHTML;
+        if (focusId && document.getElementById(focusId)) { document.getElementById(focusId).focus(); }
+        say('Updated');
+      }).catch(function (err) { say('Could not refresh: ' + err.message); });
+    };
+    document.addEventListener('focusout', function () { if (pending) { setTimeout(refresh, 0); } });
+    var src = new EventSource('/ui/changes?v=' + encodeURIComponent(changes.getAttribute('data-version') || ''));
+    src.addEventListener('changed', refresh);
+  }
+
   // Keyboard: j/k move between envelopes, c copies the focused one,
   // r replies to it. Ignored while typing in a field.
   function cards() { return Array.prototype.slice.call(document.querySelectorAll('article.env[id], article.dl[id]')); }

@@ -167,6 +167,10 @@ try {
     const after = page.locator('article.dl', { hasText: seed.ackBody });
     check('agent: the item shows acked', (await after.locator('.badge.ok', { hasText: 'acked' }).count()) === 1, await after.first().innerHTML());
     check('agent: no ack button any more', (await after.locator('button[value="ack"]').count()) === 0, 'still there');
+    // New work appears on the agent's page without a reload.
+    await post(seed.agentLive);
+    await page.locator('article.dl.pending', { hasText: seed.agentLiveBody }).waitFor();
+    check('agent: a new delivery appears live', true);
   });
 
   // 5. A body with <script> and <img onerror> is text and runs nothing,
@@ -215,6 +219,16 @@ try {
     await page.getByRole('button', { name: /Yes, re-pin/ }).click();
     await page.waitForSelector('.flash');
     check('trust: confirmed re-pin', (await page.locator('.flash').textContent()).includes('pinned'), await page.locator('.flash').textContent());
+    // Signed with the re-pinned key, an envelope now verifies: the group
+    // shows first-use, key-changed and verified side by side.
+    await page.goto(relay + '/ui/groups/keys');
+    await page.waitForSelector('#live-indicator.on');
+    await post(seed.signedAfterRepin);
+    const card = page.locator('article.env.new');
+    await card.waitFor();
+    check('trust: after re-pin the key verifies', (await card.locator('.badge.ok').textContent()) === 'verified', await card.innerHTML());
+    await card.locator('details.meta summary').click();
+    await shot(page, 'group-keys');
   });
 
   // 8. The groups page, keyboard and phone width.
