@@ -352,7 +352,15 @@ func TestKillNode(t *testing.T) {
 	if total != len(acks) {
 		t.Errorf("events stored = %d, acknowledged %d; want equal (no unacknowledged leftovers expected: clients retried until acknowledged)", total, len(acks))
 	}
-	t.Logf("%d appends acknowledged, %d events stored", len(acks), total)
+	var st jetstream.Stats
+	for _, s := range stores {
+		x := s.Stats()
+		st.Batches += x.Batches
+		st.Conflicts += x.Conflicts
+		st.Resends += x.Resends
+	}
+	t.Logf("%d appends acknowledged, %d events stored; %d batches, %d conflicts, %d resends of batches with unknown outcome",
+		len(acks), total, st.Batches, st.Conflicts, st.Resends)
 
 	g0, err := survivor.Range(ctx, "g0", 0, nil, 0)
 	if err != nil {
