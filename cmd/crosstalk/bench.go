@@ -265,7 +265,7 @@ func benchRun(ctx context.Context, res *benchResult, tmp string, key *signing.Pr
 			rr.shutdown()
 		}
 	}()
-	store, err = sqlite.Open(ctx, filepath.Join(tmp, "single.db"), nil)
+	labelled(ctx, "single", func(ctx context.Context) { store, err = sqlite.Open(ctx, filepath.Join(tmp, "single.db"), nil) })
 	if err != nil {
 		return err
 	}
