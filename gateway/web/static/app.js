@@ -49,6 +49,16 @@
     if (b) { e.preventDefault(); copyFrom(b); }
   });
 
+  // Paste: what is sent must be what was previewed.
+  var pasteText = document.getElementById('paste-text');
+  var sendButton = document.getElementById('send-button');
+  if (pasteText && sendButton) {
+    pasteText.addEventListener('input', function () {
+      sendButton.disabled = true;
+      sendButton.textContent = 'Preview again before sending';
+    });
+  }
+
   // Live updates: the group's stream sends each new item rendered by the
   // server (escaped by html/template like the page itself). EventSource
   // reconnects by itself and sends Last-Event-ID, so nothing is missed.
