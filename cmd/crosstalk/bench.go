@@ -280,14 +280,14 @@ func benchRun(ctx context.Context, res *benchResult, tmp string, key *signing.Pr
 			}
 		}
 		fmt.Fprintf(progress, "bench: round %d/%d: (b) relay\n", round+1, benchRounds)
-		before := rr.store.Stats()
+		before := rr.sqliteStats()
 		labelled(ctx, "relay", func(ctx context.Context) {
 			err = drive(ctx, relayClient, rr.url+"/crosstalk/receive", clients, slice, source, relay)
 		})
 		if err != nil {
 			return err
 		}
-		after := rr.store.Stats()
+		after := rr.sqliteStats()
 		stats.Commits += after.Commits - before.Commits
 		stats.Ops += after.Ops - before.Ops
 		if sample == nil {

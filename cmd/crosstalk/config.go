@@ -23,8 +23,14 @@ type Config struct {
 	// DataDir holds the ledger (ledger.db) and, by default, the trust
 	// store.
 	DataDir string `toml:"data_dir"`
-	// Ledger selects the store: "sqlite" (default, DataDir/ledger.db).
+	// Ledger selects the store: "sqlite" (default, DataDir/ledger.db) or
+	// a NATS URL list ("nats://n1:4222,nats://n2:4222") for a JetStream
+	// ledger shared by several relays.
 	Ledger string `toml:"ledger"`
+	// LedgerStream and LedgerReplicas configure the JetStream stream
+	// (defaults CROSSTALK and 1; use 3 in a cluster).
+	LedgerStream   string `toml:"ledger_stream"`
+	LedgerReplicas int    `toml:"ledger_replicas"`
 	// Name is the sender of the relay's receipts and errors.
 	Name string `toml:"name"`
 	// Hosts are extra Host header names the API accepts (besides
@@ -145,8 +151,11 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data_dir: empty"))
 	}
-	if c.Ledger != "sqlite" {
-		errs = append(errs, fmt.Errorf("ledger: %q is not supported (sqlite)", c.Ledger))
+	if c.Ledger != "sqlite" && !strings.HasPrefix(c.Ledger, "nats://") && !strings.HasPrefix(c.Ledger, "tls://") {
+		errs = append(errs, fmt.Errorf("ledger: %q is neither sqlite nor a nats:// URL", c.Ledger))
+	}
+	if c.LedgerReplicas < 0 || c.LedgerReplicas > 5 {
+		errs = append(errs, fmt.Errorf("ledger_replicas: %d is not 0-5", c.LedgerReplicas))
 	}
 	if c.RateLimit < 0 || c.RateBurst < 0 {
 		errs = append(errs, errors.New("rate_limit, rate_burst: must not be negative"))

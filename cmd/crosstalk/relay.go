@@ -15,6 +15,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/httpx"
@@ -22,7 +23,7 @@ import (
 
 var cmdRelay = &command{
 	name:    "relay",
-	args:    "[--config FILE] [--data DIR] [--listen ADDR]",
+	args:    "[--config FILE] [--data DIR] [--listen ADDR] [--ledger sqlite|nats://…]",
 	summary: "run the relay: HTTP intake, durable ledger, C2A attention, API",
 }
 
@@ -39,6 +40,7 @@ See docs/configuration.md for the config file.`)
 	dataDir := fs.String("data", "", "data `dir` (ledger, trust store); overrides data_dir")
 	listen := fs.String("listen", "", "listen `address`; overrides listen")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error; overrides log_level")
+	ledgerURL := fs.String("ledger", "", "ledger: sqlite, or nats://host:port[,nats://…] for a shared JetStream ledger; overrides ledger")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -56,6 +58,9 @@ See docs/configuration.md for the config file.`)
 	}
 	if *logLevel != "" {
 		cfg.LogLevel = *logLevel
+	}
+	if *ledgerURL != "" {
+		cfg.Ledger = *ledgerURL
 	}
 	if err := cfg.Validate(); err != nil {
 		return withHint(err, "fix the config file or flags; docs/configuration.md lists every field")
@@ -81,7 +86,7 @@ type runningRelay struct {
 	url   string
 	http  *http.Server
 	api   *api.Server
-	store *sqlite.Store
+	store ledger.Store
 	log   *slog.Logger
 	done  chan error
 	// stop ends the background tasks (outbound dispatcher, receivers);
@@ -96,8 +101,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	dbPath := filepath.Join(cfg.DataDir, "ledger.db")
-	store, err := sqlite.Open(ctx, dbPath, &sqlite.Options{Logger: log.With("component", "ledger")})
+	store, where, err := openRelayLedger(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +159,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 			log.Error("outbound dispatcher stopped", "err", err)
 		}
 	}()
-	log.Info("relay listening", "url", r.url, "ledger", dbPath, "trust", cfg.trustFile(), "tokens", len(tokens), "agents", len(cfg.Agents))
+	log.Info("relay listening", "url", r.url, "ledger", where, "trust", cfg.trustFile(), "tokens", len(tokens), "agents", len(cfg.Agents))
 	log.Info("try: crosstalk send FILE; crosstalk log; crosstalk inbox --agent NAME", "relay", r.url)
 	return r, nil
 }
@@ -176,4 +180,24 @@ func (r *runningRelay) shutdown() error {
 		err = errors.Join(err, cerr)
 	}
 	return err
+}
+
+// openRelayLedger opens the configured ledger: SQLite in the data dir, or a
+// JetStream ledger shared by several relays (docs/scaling.md). It returns
+// the store and where it is, for the log.
+func openRelayLedger(ctx context.Context, cfg Config) (ledger.Store, string, error) {
+	spec := cfg.Ledger
+	if spec == "sqlite" {
+		spec = filepath.Join(cfg.DataDir, "ledger.db")
+	}
+	st, err := openLedger(ctx, spec, cfg.LedgerStream, cfg.LedgerReplicas, true)
+	return st, spec, err
+}
+
+// sqliteStats returns the SQLite writer's counters (zero for other stores).
+func (r *runningRelay) sqliteStats() sqlite.Stats {
+	if st, ok := r.store.(*sqlite.Store); ok {
+		return st.Stats()
+	}
+	return sqlite.Stats{}
 }
