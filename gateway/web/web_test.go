@@ -548,3 +548,18 @@ wait:
 		}
 	}
 }
+
+func TestOddNames(t *testing.T) {
+	h := newHarness(t, nil)
+	outs := h.ingest(envText(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "deploy/v2 #1?", "odd group"))
+	_, body := h.get("/")
+	href := between(t, body, `<th scope="row"><a href="`, `"`)
+	if href != "/ui/groups/deploy%2Fv2%20%231%3F" {
+		t.Errorf("group link = %q", href)
+	}
+	for _, p := range []string{href, "/ui/groups/deploy%2Fv2%20%231%3F/threads/" + outs[0].Envelope.Thread} {
+		if code, body := h.get(p); code != 200 || !strings.Contains(body, "odd group") {
+			t.Errorf("GET %s = %d", p, code)
+		}
+	}
+}
