@@ -356,6 +356,12 @@ type agentData struct {
 // claim, ack, defer and resolve buttons.
 func (s *Server) agent(w http.ResponseWriter, r *http.Request, c *call) {
 	agent := s.relay.Book().ActorID(r.PathValue("agent"))
+	if !s.mayActAs(c, agent) {
+		// As on the API (GET /v1/agents/{agent}/deliveries): a principal
+		// reads its own queue only.
+		s.fail(w, r, c, http.StatusForbidden, "E-PERM", fmt.Sprintf("%s may not read the queue of %s", c.principal, agent))
+		return
+	}
 	version, err := s.version(r.Context())
 	if err != nil {
 		s.internal(w, r, c, err)

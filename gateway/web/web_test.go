@@ -217,6 +217,10 @@ func TestLogin(t *testing.T) {
 	mustContain(t, "agent page", body, "Signed in as <strong>claude</strong>", `value="ack"`)
 	mustNotContain(t, "agent page", body, "Viewing as")
 
+	// Another agent's queue is not ours to read, as on the API.
+	if code, body := h.get("/ui/agents/chatgpt"); code != 403 || !strings.Contains(body, "E-PERM") {
+		t.Errorf("GET another agent's page = %d, want 403 E-PERM", code)
+	}
 	// Acting as another agent is refused; acting as itself works.
 	ev := h.events("ops")[0]
 	res, body = h.post("/ui/agents/chatgpt/act", url.Values{"action": {"claim"}, "group": {"ops"}, "event": {ev.ID}})
