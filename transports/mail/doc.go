@@ -55,8 +55,12 @@
 //     never joined, so an envelope split across parts arrives incomplete
 //     and the relay rejects it with E-FORMAT (the split is also logged).
 //     A mail without any envelope is handed over too (all its text), so
-//     the relay records an E-FORMAT notice and answers with an ERROR
-//     envelope: nothing is dropped silently.
+//     the relay records an E-FORMAT notice: nothing is dropped silently.
+//     It is answered (with the relay's ERROR envelope) only when its
+//     Subject carries "[AI Crosstalk]": ordinary mail that lands in the
+//     mailbox is recorded, never answered. Still, every mail in the
+//     mailbox is read and marked \Seen: give the Receiver a mailbox of its
+//     own (an account, or a folder a server-side filter fills).
 //  3. The Handler's reply, if any, is mailed to the mail's Reply-To or
 //     From, with In-Reply-To and References, marked "Auto-Submitted:
 //     auto-replied". Automatic mail (Auto-Submitted, Precedence
@@ -76,8 +80,8 @@
 // Mail larger than Options.MaxMessageSize (8 MiB, the relay's intake
 // limit) is not fetched: the Handler gets a short text naming it
 // ("E-TOO-LARGE", Message-ID, From, Subject, Date) and no envelope, so the
-// relay records a notice and the sender hears back; the mail itself stays
-// in the mailbox, marked, for a human.
+// relay records a notice (and the sender of crosstalk mail hears back);
+// the mail itself stays in the mailbox, marked, for a human.
 //
 // # Nothing twice, nothing skipped
 //

@@ -44,6 +44,9 @@ type extraction struct {
 	// Texts are the texts to hand over, in mail order: every text part
 	// holding envelope material, or, when none does, all text joined.
 	Texts []part
+	// Found reports that some text holds an envelope (or the start of
+	// one).
+	Found bool
 	// Notes describe oddities: undecodable parts, unknown charsets, an
 	// envelope split across parts.
 	Notes []string
@@ -74,6 +77,7 @@ func extract(raw []byte) extraction {
 		// Not even a header: offer the bytes as they are.
 		x.Notes = append(x.Notes, "unreadable mail header: "+err.Error())
 		x.Texts = []part{{Type: "text/plain", Text: raw}}
+		x.Found = hasEnvelope(raw)
 		return x
 	}
 	w := walker{}
@@ -86,7 +90,7 @@ func extract(raw []byte) extraction {
 		}
 	}
 	if len(withEnv) > 0 {
-		x.Texts = withEnv
+		x.Texts, x.Found = withEnv, true
 		x.Notes = append(x.Notes, splitNotes(w.parts)...)
 		return x
 	}

@@ -128,16 +128,16 @@ func TestExtractVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			to, ok := replyAddress(m.Header)
+			to, ok := mayReply(m.Header, x.Found)
 			if ok != v.CanReply {
-				t.Errorf("replyAddress() ok = %v, want %v", ok, v.CanReply)
+				t.Errorf("mayReply() ok = %v, want %v", ok, v.CanReply)
 			}
 			want := v.ReplyTo
 			if want == "" && v.CanReply {
 				want = "kalle@example.test"
 			}
 			if ok && to.Address != want {
-				t.Errorf("replyAddress() = %s, want %s", to.Address, want)
+				t.Errorf("mayReply() = %s, want %s", to.Address, want)
 			}
 		})
 	}

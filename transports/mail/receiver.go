@@ -460,11 +460,11 @@ func (s *scanner) process(ctx context.Context, uid uint32) error {
 		return s.remember(uid, mid)
 	}
 
-	var texts []part
+	var x extraction
 	if m.RFC822Size > s.r.o.MaxMessageSize {
 		log.LogAttrs(ctx, slog.LevelWarn, "mail too large: not fetched", slog.Int64("size", m.RFC822Size),
 			slog.Int64("limit", s.r.o.MaxMessageSize), slog.String("message_id", mid))
-		texts = []part{{Text: tooLarge(hdr, m.RFC822Size, s.r.o.MaxMessageSize)}}
+		x.Texts = []part{{Text: tooLarge(hdr, m.RFC822Size, s.r.o.MaxMessageSize)}}
 	} else {
 		bufs, err := s.c.Fetch(set, &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{bodySection}}).Collect()
 		if err != nil {
@@ -473,14 +473,18 @@ func (s *scanner) process(ctx context.Context, uid uint32) error {
 		if len(bufs) == 0 {
 			return s.remember(uid, "")
 		}
-		x := extract(bufs[0].FindBodySection(bodySection))
+		x = extract(bufs[0].FindBodySection(bodySection))
 		for _, n := range x.Notes {
 			log.LogAttrs(ctx, slog.LevelWarn, "mail: "+n, slog.String("message_id", mid))
 		}
-		texts = x.Texts
 	}
+	texts := x.Texts
 
-	to, canReply := s.replyTo(hdr)
+	var to *netmail.Address
+	canReply := false
+	if s.r.reply != nil {
+		to, canReply = mayReply(hdr, x.Found)
+	}
 	var replies [][]byte
 	for _, p := range texts {
 		in := transports.Inbound{Transport: "mail", Source: s.source(uid, mid, p.Path, len(texts) > 1), Data: p.Text, CanReply: canReply}
@@ -545,20 +549,34 @@ func (s *scanner) source(uid uint32, mid, path string, several bool) string {
 	return u
 }
 
-// replyTo returns where a reply goes (Reply-To, else From), and whether
-// one may be sent at all: never without a reply Sender, and never to
-// automatic mail — RFC 3834 §2: Auto-Submitted other than "no",
-// Precedence bulk/junk/list, List-Id, bounces (multipart/report, an
-// empty Return-Path, MAILER-DAEMON). That also ends every mail loop: the
-// Receiver's own replies are Auto-Submitted.
-func (s *scanner) replyTo(h netmail.Header) (*netmail.Address, bool) {
-	if s.r.reply == nil {
+// mayReply returns where a reply to a mail goes, and whether one may be
+// sent at all: see replyAddress. A mail without any envelope is answered
+// (with the relay's ERROR envelope) only when its Subject carries
+// SubjectPrefix: ordinary mail that lands in the mailbox is recorded,
+// never answered.
+func mayReply(h netmail.Header, found bool) (*netmail.Address, bool) {
+	a, ok := replyAddress(h)
+	if !ok {
 		return nil, false
 	}
-	return replyAddress(h)
+	if !found {
+		subj, err := (&mime.WordDecoder{CharsetReader: charsetReader}).DecodeHeader(h.Get("Subject"))
+		if err != nil {
+			subj = h.Get("Subject")
+		}
+		if !strings.Contains(subj, SubjectPrefix) {
+			return nil, false
+		}
+	}
+	return a, true
 }
 
-// replyAddress is replyTo without the Sender check.
+// replyAddress returns where a reply goes (Reply-To, else From), and
+// whether one may be sent at all: never to automatic mail — RFC 3834 §2:
+// Auto-Submitted other than "no", Precedence bulk/junk/list, List-Id,
+// bounces (multipart/report, an empty Return-Path, MAILER-DAEMON). That
+// also ends every mail loop: the Receiver's own replies are
+// Auto-Submitted.
 func replyAddress(h netmail.Header) (*netmail.Address, bool) {
 	if as := strings.ToLower(strings.TrimSpace(h.Get("Auto-Submitted"))); as != "" && !strings.HasPrefix(as, "no") {
 		return nil, false

@@ -368,7 +368,9 @@ func TestUIDOrder(t *testing.T) {
 		deliver(t, s, user, plainMail("x@example.test", mailtest.Address(user), "order", text))
 	}
 	rec := newRecorder()
-	run(t, receiver(t, s, user, filepath.Join(t.TempDir(), "state"), nil, nil), rec.handle)
+	rc := receiver(t, s, user, filepath.Join(t.TempDir(), "state"), nil, nil)
+	rc.srv.Security = SecurityStartTLS // the default: STARTTLS because the greeting offers it
+	run(t, rc, rec.handle)
 	got := messageIDsOf(t, rec.wait(t, 5, 5*time.Second))
 	if !slices.Equal(got, want) {
 		t.Errorf("order = %v, want %v", got, want)

@@ -515,3 +515,37 @@ func TestNewSenderOptions(t *testing.T) {
 		t.Error("loopback() is wrong")
 	}
 }
+
+// TestImplicitTLS: SecurityTLS for both directions, against Dovecot's
+// implicit-TLS submission and IMAP listeners; a certificate the client
+// does not trust is refused.
+func TestImplicitTLS(t *testing.T) {
+	s := realStack(t)
+	user := s.NewUser()
+	snd, err := NewSender(Server{Addr: s.SubmissionsAddr, Security: SecurityTLS, Username: user, Password: mailtest.Password},
+		&Options{From: mailtest.Address(user), TLSConfig: s.TLSConfig(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, id := testEnvelope(t, "implicit TLS")
+	if err := snd.Send(context.Background(), mailtest.Address(user), id, text); err != nil {
+		t.Fatal(err)
+	}
+	rc := receiver(t, s, user, filepath.Join(t.TempDir(), "state"), nil, nil)
+	rc.srv.Addr, rc.srv.Security = s.IMAPSAddr, SecurityTLS
+	rec := newRecorder()
+	run(t, rc, rec.handle)
+	if got := messageIDsOf(t, rec.wait(t, 1, 5*time.Second)); len(got) != 1 || got[0] != id {
+		t.Errorf("received %v, want [%s]", got, id)
+	}
+	// The system roots do not know the test certificate.
+	untrusted, _ := NewSender(Server{Addr: s.SubmissionsAddr, Security: SecurityTLS}, &Options{From: "relay@example.test", Timeout: 5 * time.Second})
+	if err := untrusted.Send(context.Background(), mailtest.Address(user), id, text); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("Send to an untrusted certificate = %v, want a certificate error", err)
+	}
+	untrustedIMAP, _ := NewReceiver(Server{Addr: s.IMAPAddr, Username: user, Password: mailtest.Password}, nil,
+		&Options{StateFile: filepath.Join(t.TempDir(), "s"), Timeout: 5 * time.Second})
+	if err := untrustedIMAP.Receive(context.Background(), rec.handle); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("Receive with STARTTLS to an untrusted certificate = %v, want a certificate error", err)
+	}
+}

@@ -1,6 +1,6 @@
 // Package mailtest starts a throwaway mail system on loopback for tests:
-// a real Dovecot (IMAP with STARTTLS, LMTP, SMTP submission with STARTTLS
-// and AUTH) and a real Postfix that delivers into Dovecot over LMTP. It
+// a real Dovecot (IMAP with STARTTLS and implicit TLS, LMTP, SMTP
+// submission with STARTTLS or implicit TLS, and AUTH) and a real Postfix that delivers into Dovecot over LMTP. It
 // follows the verified recipe in shared/recipes/test-servers.md (recipes
 // C + D): every file lives in a temp directory, every port is a free
 // 127.0.0.1 port, and Close stops both servers by their own process ids.
@@ -127,6 +127,9 @@ type Stack struct {
 	// SMTPAddr is Postfix: SMTP without AUTH, trusting 127.0.0.0/8,
 	// delivering @Domain over LMTP and refusing every other domain.
 	SMTPAddr string
+	// IMAPSAddr and SubmissionsAddr are Dovecot IMAP and submission with
+	// implicit TLS (the roles of ports 993 and 465).
+	IMAPSAddr, SubmissionsAddr string
 	// CertPEM is the self-signed certificate (CN and SAN localhost,
 	// 127.0.0.1) both servers present.
 	CertPEM []byte
@@ -158,7 +161,7 @@ func Start(ctx context.Context) (s *Stack, err error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("mailtest: %w", err)
 	}
-	ports, err := freePorts(4)
+	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +169,8 @@ func Start(ctx context.Context) (s *Stack, err error) {
 	s.LMTPAddr = "127.0.0.1:" + strconv.Itoa(ports[1])
 	s.SubmissionAddr = "127.0.0.1:" + strconv.Itoa(ports[2])
 	s.SMTPAddr = "127.0.0.1:" + strconv.Itoa(ports[3])
+	s.IMAPSAddr = "127.0.0.1:" + strconv.Itoa(ports[4])
+	s.SubmissionsAddr = "127.0.0.1:" + strconv.Itoa(ports[5])
 	if err := s.writeCert(); err != nil {
 		return nil, err
 	}
@@ -175,7 +180,7 @@ func Start(ctx context.Context) (s *Stack, err error) {
 	if err := s.startPostfix(ctx, ports); err != nil {
 		return nil, err
 	}
-	for _, a := range []string{s.IMAPAddr, s.LMTPAddr, s.SubmissionAddr, s.SMTPAddr} {
+	for _, a := range []string{s.IMAPAddr, s.LMTPAddr, s.SubmissionAddr, s.SMTPAddr, s.IMAPSAddr, s.SubmissionsAddr} {
 		if err := waitPort(ctx, a, 20*time.Second); err != nil {
 			return nil, err
 		}
@@ -328,7 +333,9 @@ service imap-login {
     port = {{IMAP}}
   }
   inet_listener imaps {
-    port = 0
+    address = 127.0.0.1
+    port = {{IMAPS}}
+    ssl = yes
   }
 }
 service lmtp {
@@ -341,6 +348,11 @@ service submission-login {
   inet_listener submission {
     address = 127.0.0.1
     port = {{SUBM}}
+  }
+  inet_listener submissions {
+    address = 127.0.0.1
+    port = {{SUBMS}}
+    ssl = yes
   }
 }
 submission_relay_host = 127.0.0.1
@@ -369,6 +381,8 @@ func (s *Stack) vars(ports []int) map[string]string {
 		"LMTP":     strconv.Itoa(ports[1]),
 		"SUBM":     strconv.Itoa(ports[2]),
 		"SMTP":     strconv.Itoa(ports[3]),
+		"IMAPS":    strconv.Itoa(ports[4]),
+		"SUBMS":    strconv.Itoa(ports[5]),
 	}
 }
 
