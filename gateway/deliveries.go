@@ -66,10 +66,10 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 // Deliveries returns what agent should see of group's events with seq >
 // sinceSeq (all groups when group is ""), at most limit of them (all when
 // limit ≤ 0), oldest first. Silent deliveries (the agent's own events,
-// bookkeeping) are left out. It also marks the agent as seen.
+// bookkeeping) are left out. Reading does not count as the agent's
+// activity: callers that act for the agent call Touch.
 func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]Delivery, error) {
 	agent = r.book.ActorID(agent)
-	r.Touch(agent)
 	groups := []string{group}
 	if group == "" {
 		gs, err := r.store.Groups(ctx)

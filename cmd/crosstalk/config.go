@@ -49,6 +49,12 @@ type Config struct {
 	Groups map[string]string `toml:"groups"`
 	// Tokens are the API's bearer tokens.
 	Tokens []TokenConfig `toml:"tokens"`
+	// Admins are the token principals that may re-pin and revoke keys on
+	// the web inbox's trust page (without tokens the local user may).
+	Admins []string `toml:"admins"`
+	// SecureCookies marks the web inbox's session cookie Secure even over
+	// plain HTTP, for a relay behind a TLS-terminating proxy.
+	SecureCookies bool `toml:"secure_cookies"`
 	// Agents is the address book.
 	Agents []AgentConfig `toml:"agents"`
 	// LogLevel is debug, info, warn or error.

@@ -17,6 +17,8 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/gateway/web"
+	"github.com/crosstalk-go/crosstalk/signing"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
@@ -135,8 +137,17 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	site, err := web.New(relay, a, &web.Options{
+		Logger: log.With("component", "web"), Trust: signing.NewTrustStore(cfg.trustFile()),
+		Admins: cfg.Admins, Secure: cfg.SecureCookies,
+	})
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, err
+	}
 	hs := &http.Server{
-		Handler:           a,
+		Handler:           site,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -160,6 +171,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		}
 	}()
 	log.Info("relay listening", "url", r.url, "ledger", where, "trust", cfg.trustFile(), "tokens", len(tokens), "agents", len(cfg.Agents))
+	log.Info("web inbox: open " + r.url + "/ in a browser")
 	log.Info("try: crosstalk send FILE; crosstalk log; crosstalk inbox --agent NAME", "relay", r.url)
 	return r, nil
 }

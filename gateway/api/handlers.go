@@ -215,6 +215,11 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
 		return
 	}
+	if _, authenticated := principal(r); authenticated || r.Header.Get("X-Crosstalk-Agent") != "" {
+		// The agent itself asks (its token, or the local hint of
+		// `crosstalk inbox --agent`): that is activity (DESIGN §5.4).
+		s.relay.Touch(agent)
+	}
 	ds, err := s.relay.Deliveries(r.Context(), agent, r.URL.Query().Get("group"), since, int(limit))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
