@@ -169,7 +169,10 @@ func (r *Receiver) session(ctx context.Context, h transports.Handler, st *state,
 	}()
 	if err := c.Login(r.srv.Username, r.srv.Password).Wait(); err != nil {
 		var ie *imap.Error
-		if errors.As(err, &ie) {
+		if errors.As(err, &ie) && ie.Code != imap.ResponseCodeUnavailable && ie.Code != imap.ResponseCodeInUse {
+			// Refused (AUTHENTICATIONFAILED, a bare NO, …): retrying with
+			// the same password cannot help. UNAVAILABLE and INUSE are
+			// temporary and reconnected like a lost connection.
 			return fmt.Errorf("mail: imap %s: %w as %q: %w", r.srv.Addr, errAuth, r.srv.Username, err)
 		}
 		return fmt.Errorf("mail: imap %s: login: %w", r.srv.Addr, err)
