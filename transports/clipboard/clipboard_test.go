@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/internal/xvfbtest"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/clipboard"
@@ -32,19 +33,19 @@ func TestMaxSizeIsMaxIntake(t *testing.T) {
 }
 
 func TestConformance(t *testing.T) {
-	startX(t)
+	xvfbtest.Start(t)
 	stateFile := filepath.Join(t.TempDir(), "clipboard.state")
 	transporttest.Run(t, transporttest.Harness{
 		New: func(t *testing.T) (transports.Receiver, transports.Sender) {
 			c := clipboard.New(&clipboard.Options{Interval: interval, StateFile: stateFile})
 			return c, c
 		},
-		Put: func(ctx context.Context, t *testing.T, text []byte) error { return xclipPut(t, text) },
+		Put: func(ctx context.Context, t *testing.T, text []byte) error { return xvfbtest.Put(t, text) },
 		// What Send places is never received by the same Receiver (nor
 		// by any sharing its state), so it is checked by reading the
 		// clipboard.
 		Fetch: func(ctx context.Context, t *testing.T) [][]byte {
-			if b := xclipGet(t); len(b) > 0 {
+			if b := xvfbtest.Get(t); len(b) > 0 {
 				return [][]byte{b}
 			}
 			return nil
@@ -140,7 +141,7 @@ func start(t *testing.T, c *clipboard.Clipboard, h transports.Handler) (stop fun
 }
 
 func TestOwnWritesNotReingested(t *testing.T) {
-	startX(t)
+	xvfbtest.Start(t)
 	state := filepath.Join(t.TempDir(), "state")
 	c := clipboard.New(&clipboard.Options{Interval: interval, StateFile: state})
 	rec := newRecorder()
@@ -151,7 +152,7 @@ func TestOwnWritesNotReingested(t *testing.T) {
 	if err := c.Send(context.Background(), "BOB", "id-1", own); err != nil {
 		t.Fatalf("Send = %v", err)
 	}
-	if got := xclipGet(t); !bytes.Equal(got, own) {
+	if got := xvfbtest.Get(t); !bytes.Equal(got, own) {
 		t.Fatalf("clipboard after Send = %q, want the text", got)
 	}
 	// Another process (clip copy) sharing the state file, fenced.
@@ -160,7 +161,7 @@ func TestOwnWritesNotReingested(t *testing.T) {
 	if err := other.Send(context.Background(), "BOB", "id-2", fenced); err != nil {
 		t.Fatalf("Send = %v", err)
 	}
-	if got := string(xclipGet(t)); !strings.HasPrefix(got, "```\n") || !strings.HasSuffix(got, "```\n") {
+	if got := string(xvfbtest.Get(t)); !strings.HasPrefix(got, "```\n") || !strings.HasSuffix(got, "```\n") {
 		t.Errorf("fenced Send placed %q, want a ``` fence around the text", got)
 	}
 	time.Sleep(8 * interval)
@@ -169,7 +170,7 @@ func TestOwnWritesNotReingested(t *testing.T) {
 	}
 	// Text copied by someone else is taken.
 	theirs := envText(t, "copied by the user")
-	if err := xclipPut(t, theirs); err != nil {
+	if err := xvfbtest.Put(t, theirs); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.wait(t, 1, 3*time.Second); !bytes.Equal(got[0], theirs) {
@@ -178,9 +179,14 @@ func TestOwnWritesNotReingested(t *testing.T) {
 }
 
 func TestDuplicatesSuppressed(t *testing.T) {
-	startX(t)
+	xvfbtest.Start(t)
 	for _, stateFile := range []string{"", filepath.Join(t.TempDir(), "state")} {
 		t.Run(fmt.Sprintf("state=%v", stateFile != ""), func(t *testing.T) {
+			// Not the last subtest's envelope: a new Receiver without
+			// state would take it.
+			if err := xvfbtest.Put(t, []byte("start")); err != nil {
+				t.Fatal(err)
+			}
 			rec := newRecorder()
 			start(t, clipboard.New(&clipboard.Options{Interval: interval, StateFile: stateFile}), rec.handle)
 			a, b := envText(t, "A"), envText(t, "B")
@@ -196,7 +202,7 @@ func TestDuplicatesSuppressed(t *testing.T) {
 				{a, 2},
 			}
 			for i, s := range steps {
-				if err := xclipPut(t, s.text); err != nil {
+				if err := xvfbtest.Put(t, s.text); err != nil {
 					t.Fatal(err)
 				}
 				if s.n > len(rec.texts()) {
@@ -213,12 +219,12 @@ func TestDuplicatesSuppressed(t *testing.T) {
 }
 
 func TestHandlerFailureRetried(t *testing.T) {
-	startX(t)
+	xvfbtest.Start(t)
 	rec := newRecorder()
 	rec.fail = 2
 	start(t, clipboard.New(&clipboard.Options{Interval: interval}), rec.handle)
 	text := envText(t, "retry me")
-	if err := xclipPut(t, text); err != nil {
+	if err := xvfbtest.Put(t, text); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.wait(t, 1, 5*time.Second); !bytes.Equal(got[0], text) {
@@ -229,7 +235,7 @@ func TestHandlerFailureRetried(t *testing.T) {
 // TestTooLarge: a clipboard holding 100 MB gives a clear error from Read
 // without reading it all, one notice from Receive, and Receive goes on.
 func TestTooLarge(t *testing.T) {
-	startX(t)
+	xvfbtest.Start(t)
 	cmd := exec.Command("xclip", "-selection", "clipboard", "-i")
 	cmd.Stdin = io.LimitReader(repeatReader('x'), 100<<20)
 	if err := cmd.Run(); err != nil {
@@ -264,7 +270,7 @@ func TestTooLarge(t *testing.T) {
 		t.Errorf("Receive logged the oversized clipboard %d times, want once:\n%s", n, logs.String())
 	}
 	text := envText(t, "after the big one")
-	if err := xclipPut(t, text); err != nil {
+	if err := xvfbtest.Put(t, text); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.wait(t, 1, 5*time.Second); !bytes.Equal(got[0], text) {
@@ -302,7 +308,7 @@ func (s *syncBuffer) String() string {
 }
 
 func TestEmptyClipboardAndTools(t *testing.T) {
-	startX(t)
+	xvfbtest.Start(t)
 	c := clipboard.New(nil)
 	got, err := c.Read(context.Background())
 	if err != nil || len(got) != 0 {
@@ -322,7 +328,15 @@ func TestEmptyClipboardAndTools(t *testing.T) {
 			if err := c.Write(context.Background(), text); err != nil {
 				t.Fatalf("Write = %v", err)
 			}
-			got, err := c.Read(context.Background())
+			// xsel's forked owner takes the selection just after the
+			// command returns: allow it a moment.
+			var got []byte
+			var err error
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if got, err = c.Read(context.Background()); err == nil && bytes.Equal(got, text) {
+					break
+				}
+			}
 			if err != nil || !bytes.Equal(got, text) {
 				t.Errorf("Read = %q, %v; want %q", got, err, text)
 			}
@@ -356,7 +370,7 @@ func TestUnavailable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.needXclip && !haveXclip {
-				needTools(t, "xclip")
+				xvfbtest.Need(t, "xclip")
 			}
 			t.Setenv("PATH", tt.path)
 			t.Setenv("DISPLAY", tt.display)
