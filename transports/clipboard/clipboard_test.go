@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
-	"github.com/crosstalk-go/crosstalk/internal/xvfbtest"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/internal/xvfbtest"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/clipboard"
 	"github.com/crosstalk-go/crosstalk/transports/transporttest"
