@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,6 +138,9 @@ type Stack struct {
 	dovecot  *exec.Cmd
 	postfix  string // config dir
 	users    atomic.Int64
+	watchdog *exec.Cmd     // stops Postfix if the test binary dies
+	spawns   chan spawnReq // to the locked thread that starts children
+	release  chan struct{} // ends that thread
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -203,6 +207,35 @@ func StartT(t testing.TB) *Stack {
 		}
 	})
 	return s
+}
+
+type spawnReq struct {
+	cmd *exec.Cmd
+	err chan error
+}
+
+// spawn starts cmd from one OS thread that stays locked and alive until
+// Close: a child's Pdeathsig fires when the thread that started it ends,
+// which for an unlocked goroutine can happen at any time.
+func (s *Stack) spawn(cmd *exec.Cmd) error {
+	if s.spawns == nil {
+		s.spawns = make(chan spawnReq)
+		s.release = make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			for {
+				select {
+				case r := <-s.spawns:
+					r.err <- r.cmd.Start()
+				case <-s.release:
+					return // with the thread locked: the thread ends
+				}
+			}
+		}()
+	}
+	r := spawnReq{cmd, make(chan error, 1)}
+	s.spawns <- r
+	return <-r.err
 }
 
 func freePorts(n int) ([]int, error) {
@@ -413,8 +446,10 @@ func (s *Stack) startDovecot(ports []int) error {
 	// (the recipe's fast stop; SIGTERM takes Dovecot 1-2.6 s).
 	cmd := exec.Command(bin, "-F", "-c", conf)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	// Pdeathsig: if the test binary dies without Close (a timeout panic),
+	// the kernel kills the master, and its children follow it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.spawn(cmd); err != nil {
 		return fmt.Errorf("mailtest: starting dovecot: %w", err)
 	}
 	s.dovecot = cmd
@@ -506,6 +541,14 @@ func (s *Stack) startPostfix(ctx context.Context, ports []int) error {
 		return fmt.Errorf("mailtest: postfix start: %w (debug with: script -qc \"postfix -c %s check\" /dev/null)", err, filepath.Join(p, "etc"))
 	}
 	s.postfix = filepath.Join(p, "etc")
+	// Postfix daemonizes, so it cannot get a Pdeathsig; a watchdog shell
+	// does, and stops it if the test binary dies without Close.
+	w := exec.Command("/bin/sh", "-c", `trap 'kill $! 2>/dev/null; "$0" -c "$1" stop; exit 0' TERM; while :; do sleep 3600 & wait $!; done`, bin, s.postfix)
+	w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := s.spawn(w); err != nil {
+		return fmt.Errorf("mailtest: postfix watchdog: %w", err)
+	}
+	s.watchdog = w
 	return nil
 }
 
@@ -514,6 +557,11 @@ func (s *Stack) startPostfix(ctx context.Context, ports []int) error {
 func (s *Stack) Close() error {
 	s.stopOnce.Do(func() {
 		var errs []error
+		if s.watchdog != nil {
+			// Its process group: the shell and its sleep.
+			syscall.Kill(-s.watchdog.Process.Pid, syscall.SIGKILL)
+			s.watchdog.Wait()
+		}
 		if s.postfix != "" {
 			errs = append(errs, s.stopPostfix())
 		}
@@ -523,6 +571,9 @@ func (s *Stack) Close() error {
 				errs = append(errs, fmt.Errorf("mailtest: killing dovecot: %w", err))
 			}
 			s.dovecot.Wait()
+		}
+		if s.release != nil {
+			close(s.release)
 		}
 		if err := errors.Join(errs...); err != nil {
 			s.stopErr = err
