@@ -48,6 +48,7 @@ var commands = []*command{
 	cmdKeygen, cmdSign, cmdVerify, cmdTrust,
 	cmdMCP, cmdHarness,
 	cmdLedger,
+	cmdWatch, cmdClip,
 }
 
 // Exit codes, decided here and nowhere else.

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/transports"
+	"github.com/crosstalk-go/crosstalk/transports/folder"
+	"github.com/crosstalk-go/crosstalk/transports/httpx"
+)
+
+var cmdWatch = &command{
+	name:    "watch",
+	args:    "[--json] [--relay URL] [flags] DIR",
+	summary: "watch a folder for envelope files; print them or forward them to a relay",
+}
+
+func init() {
+	cmdWatch.run = runWatch
+}
+
+func runWatch(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, cmdWatch, `
+Watch runs the folder transport on DIR alone (docs/transports.md, "Folder").
+It picks up *.crosstalk and *.aict files once they are complete — the last
+line is [[END]] and the file has not changed for --settle — and then moves
+each to DIR/processed/, or to DIR/failed/ with NAME.error beside it when no
+envelope in it was accepted. Symbolic links, hard links, oversized files and
+unsafe names are refused into failed/ unread; a file that stays incomplete
+for --timeout is moved to failed/ too.
+
+Without --relay it prints every envelope of each file as the file completes:
+a summary, or with --json one JSON object per envelope (JSON Lines, the
+contract of `+"`crosstalk parse --json`"+`). With --relay it forwards each file's
+text to the relay's POST /crosstalk/receive and prints the receipts (as
+JSON envelopes with --json); a file is moved only once the relay has recorded
+it, and kept for another try when the relay cannot be reached.
+
+Watch runs until interrupted.`)
+	asJSON := fs.Bool("json", false, "print JSON Lines")
+	relay := fs.String("relay", "", "forward the files to the relay at `URL` (e.g. http://"+DefaultListen+") instead of printing")
+	token := fs.String("token", os.Getenv("CROSSTALK_TOKEN"), "bearer `token` for --relay (default $CROSSTALK_TOKEN)")
+	settle := fs.Duration("settle", folder.DefaultSettle, "how long a complete file must stay unchanged")
+	rescan := fs.Duration("rescan", folder.DefaultRescan, "interval of the full rescan")
+	timeout := fs.Duration("timeout", folder.DefaultTimeout, "give up on a file that stays incomplete this long")
+	level := fs.String("log-level", "warn", "log `level` on standard error: debug, info, warn, error")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("watch: want exactly one DIR (see `crosstalk watch --help`)")
+	}
+	dir := pos[0]
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return withHint(fmt.Errorf("watch: %s: %w", dir, err), "create it first, e.g. `mkdir -p "+dir+"`")
+	}
+	log := newLogger(e, *level)
+	out := newEnvelopePrinter(e.stdout, *asJSON)
+	h := out.handle
+	if *relay != "" {
+		h = newForwarder(*relay, *token, out).handle
+	}
+	f := folder.New(dir, &folder.Options{Logger: log, Settle: *settle, Rescan: *rescan, Timeout: *timeout})
+	return f.Receive(ctx, h)
+}
+
+// envelopePrinter prints the envelopes of inbound texts the way `parse`
+// does: a summary each, or JSON Lines (DESIGN §3.4) with {"error":…} in
+// place of a malformed envelope. It is safe for concurrent use.
+type envelopePrinter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	asJSON bool
+	enc    *json.Encoder
+}
+
+func newEnvelopePrinter(w io.Writer, asJSON bool) *envelopePrinter {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &envelopePrinter{w: w, asJSON: asJSON, enc: enc}
+}
+
+// handle is a transports.Handler that prints and records nothing: the
+// receiver then decides from its own parse where the text goes.
+func (p *envelopePrinter) handle(ctx context.Context, in transports.Inbound) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	name := displayName(in)
+	err := readEnvelopes(input{name: name, r: bytes.NewReader(in.Data)}, false, func(env *envelope.Envelope, se *envelope.SyntaxError) error {
+		if se != nil {
+			if p.asJSON {
+				var je jsonError
+				je.Error.Code, je.Error.Line, je.Error.Message = se.Code, se.Line, se.Msg
+				return p.enc.Encode(je)
+			}
+			_, err := fmt.Fprintf(p.w, "%s:%d: %s: %s\n", name, se.Line, se.Code, se.Msg)
+			return err
+		}
+		if p.asJSON {
+			return p.enc.Encode(env)
+		}
+		return printSummary(p.w, name, env)
+	})
+	return nil, err
+}
+
+// displayName is how an inbound text is named in output: a file's path,
+// or the medium.
+func displayName(in transports.Inbound) string {
+	if in.Transport == "folder" {
+		if rel, err := filepath.Rel(".", in.Source); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return in.Source
+}
+
+// forwarder is a transports.Handler that posts inbound text to a relay's
+// POST /crosstalk/receive and prints the receipts.
+type forwarder struct {
+	client *httpx.Client
+	url    string
+	out    *envelopePrinter
+}
+
+func newForwarder(relay, token string, out *envelopePrinter) *forwarder {
+	return &forwarder{
+		// The receivers retry failed texts themselves; a couple of quick
+		// retries here ride out a relay restart.
+		client: &httpx.Client{Token: token, Retries: 2, MinBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second},
+		url:    strings.TrimRight(relay, "/") + "/crosstalk/receive",
+		out:    out,
+	}
+}
+
+// handle forwards in. The text counts as handled (nil error, the receipts
+// as the reply) when the relay recorded it: a 200, or a refusal whose
+// receipts carry ledger event ids (a rejection is recorded too). Anything
+// else — the relay unreachable, 5xx, a refused token — is an error, and
+// the receiver keeps the text for another try.
+func (f *forwarder) handle(ctx context.Context, in transports.Inbound) ([]byte, error) {
+	resp, err := f.client.Post(ctx, f.url, in.Data, "")
+	var se *httpx.StatusError
+	switch {
+	case err == nil:
+	case errors.As(err, &se) && recorded(resp):
+	case errors.As(err, &se):
+		return nil, fmt.Errorf("relay refused %s without recording it: %w", displayName(in), err)
+	default:
+		return nil, fmt.Errorf("forwarding %s: %w", displayName(in), err)
+	}
+	f.out.receipts(displayName(in), resp.Envelopes)
+	return resp.Body, nil
+}
+
+// recorded reports whether a relay's answer shows the intake recorded: a
+// receipt or ERROR envelope naming a ledger event.
+func recorded(resp *httpx.Response) bool {
+	if resp == nil {
+		return false
+	}
+	for _, env := range resp.Envelopes {
+		if id, _ := env.MetaValue("receipt", "Event-ID"); id != "" {
+			return true
+		}
+		if id, _ := env.MetaValue("error", "Event-ID"); id != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// receipts prints a relay's receipts: one line each, or the receipt
+// envelopes as JSON Lines.
+func (p *envelopePrinter) receipts(name string, envs []*envelope.Envelope) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, env := range envs {
+		if p.asJSON {
+			p.enc.Encode(env)
+			continue
+		}
+		if env.Intent == envelope.IntentError {
+			code, _ := env.MetaValue("error", "Code")
+			reason, _ := env.MetaValue("error", "Reason")
+			fmt.Fprintf(p.w, "%s: rejected %s: %s: %s\n", name, orNone(env.Parent), code, reason)
+			continue
+		}
+		group, _ := env.MetaValue("receipt", "Group")
+		seq, _ := env.MetaValue("receipt", "Seq")
+		dup, _ := env.MetaValue("receipt", "Duplicate")
+		line := fmt.Sprintf("%s: recorded %s (group %s, seq %s)", name, orNone(env.Parent), group, seq)
+		if dup == "true" {
+			line += " (duplicate)"
+		}
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no message id)"
+	}
+	return s
+}
