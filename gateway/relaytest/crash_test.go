@@ -190,7 +190,9 @@ type load struct {
 	mu     sync.Mutex
 	acked  map[string]api.Result // by message id: answered 200
 	failed map[string]string     // by message id: the text of an envelope without 200
-	sent   int
+	// batches are the message ids of multi-envelope requests without 200
+	batches [][]string
+	sent    int
 }
 
 func newLoad() *load {
@@ -201,37 +203,43 @@ func newLoad() *load {
 	}
 }
 
-// post sends one envelope; ok reports a 200 with its result.
-func (l *load) post(ctx context.Context, text string) (api.Result, bool) {
+// post sends a body of n envelopes; ok reports a 200 with n results.
+func (l *load) post(ctx context.Context, text string, n int) ([]api.Result, bool) {
 	u := l.url.Load()
 	if u == nil {
-		return api.Result{}, false
+		return nil, false
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, *u+"/crosstalk/receive", strings.NewReader(text))
 	if err != nil {
-		return api.Result{}, false
+		return nil, false
 	}
 	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	req.Header.Set("Accept", "application/json")
 	res, err := l.client.Do(req)
 	if err != nil {
-		return api.Result{}, false
+		return nil, false
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	if err != nil || res.StatusCode != http.StatusOK {
-		return api.Result{}, false
+		return nil, false
 	}
 	var out struct{ Results []api.Result }
-	if err := json.Unmarshal(body, &out); err != nil || len(out.Results) != 1 {
-		return api.Result{}, false
+	if err := json.Unmarshal(body, &out); err != nil || len(out.Results) != n {
+		return nil, false
 	}
-	return out.Results[0], true
+	return out.Results, true
 }
 
-// run is one client: distinct envelopes into group worker%crashGroups
-// until ctx ends.
+// run is one client: distinct envelopes until ctx ends. Most clients post
+// one envelope per request into group worker%crashGroups; every fourth
+// posts three at once, into three groups, which the relay appends as one
+// atomic batch.
 func (l *load) run(ctx context.Context, worker int) {
+	per := 1
+	if worker%4 == 3 {
+		per = 3
+	}
 	for i := 0; ctx.Err() == nil; i++ {
 		if l.url.Load() == nil { // between a kill and the restart
 			select {
@@ -240,25 +248,42 @@ func (l *load) run(ctx context.Context, worker int) {
 			}
 			continue
 		}
-		e := envelope.New("CHATGPT", "CLAUDE", envelope.IntentRequest, fmt.Sprintf("client %d, envelope %d", worker, i))
-		e.Context = fmt.Sprintf("crash-%d", worker%crashGroups)
-		b, err := envelope.Marshal(e)
-		if err != nil {
-			panic(err)
+		var (
+			body  strings.Builder
+			ids   []string
+			texts []string
+		)
+		for k := range per {
+			e := envelope.New("CHATGPT", "CLAUDE", envelope.IntentRequest, fmt.Sprintf("client %d, request %d, envelope %d", worker, i, k))
+			e.Context = fmt.Sprintf("crash-%d", (worker+k)%crashGroups)
+			b, err := envelope.Marshal(e)
+			if err != nil {
+				panic(err)
+			}
+			if k > 0 {
+				body.WriteString("\n")
+			}
+			body.Write(b)
+			ids, texts = append(ids, e.Message), append(texts, string(b))
 		}
 		l.mu.Lock()
-		l.sent++
+		l.sent += per
 		l.mu.Unlock()
-		res, ok := l.post(ctx, string(b))
+		res, ok := l.post(ctx, body.String(), per)
 		l.mu.Lock()
-		if ok {
-			l.acked[e.Message] = res
-		} else {
-			l.failed[e.Message] = string(b)
+		for k, id := range ids {
+			if ok {
+				l.acked[id] = res[k]
+			} else {
+				l.failed[id] = texts[k]
+			}
+		}
+		if !ok && per > 1 {
+			l.batches = append(l.batches, ids)
 		}
 		l.mu.Unlock()
 		if ok {
-			l.acks.Add(1)
+			l.acks.Add(int64(per))
 		} else {
 			select { // the relay is down: do not spin
 			case <-ctx.Done():
@@ -431,6 +456,16 @@ func TestCrash(t *testing.T) {
 	acked := l.snapshot()
 	view := readLedger(t, l.client, c.url)
 	checkAcked(t, view, acked, "after the last restart")
+	// A request's envelopes are one atomic append: all of them or none.
+	for _, ids := range l.batches {
+		present := 0
+		for _, id := range ids {
+			present += len(view.byMessage[id])
+		}
+		if present != 0 && present != len(ids) {
+			t.Errorf("unanswered request of %d envelopes %v: %d in the ledger, want all or none", len(ids), ids, present)
+		}
+	}
 
 	retried := map[string]api.Result{}
 	var unanswered []string
@@ -444,7 +479,10 @@ func TestCrash(t *testing.T) {
 			ok  bool
 		)
 		for try := 0; try < 5 && !ok; try++ {
-			res, ok = l.post(context.Background(), l.failed[m])
+			var rs []api.Result
+			if rs, ok = l.post(context.Background(), l.failed[m], 1); ok {
+				res = rs[0]
+			}
 		}
 		if !ok {
 			t.Fatalf("envelope %s: no 200 in 5 tries from a running relay; log:\n%s", m, c.logs)
@@ -466,8 +504,8 @@ func TestCrash(t *testing.T) {
 			dups++ // committed before the kill, answer lost
 		}
 	}
-	t.Logf("%d envelopes sent, %d acknowledged under load; %d unanswered sent again, of which %d were already committed",
-		l.sent, len(acked)-len(retried), len(retried), dups)
+	t.Logf("%d envelopes sent, %d acknowledged under load; %d unanswered sent again, of which %d were already committed; %d unanswered 3-envelope requests",
+		l.sent, len(acked)-len(retried), len(retried), dups, len(l.batches))
 
 	// A clean stop finishes and exits 0.
 	c.cmd.Process.Signal(syscall.SIGTERM)
