@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBenchScale runs a short `crosstalk bench scale --json` and checks
+// that every setup did work without errors, with the relays and ratios it
+// should have. It checks no figures: they depend on the machine.
+func TestBenchScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four NATS servers and five relays")
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "scale", "--clients", "6", "--duration", "400ms", "--json"}
+	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("run(%q) = %d, want %d; stderr:\n%s", args, code, exitOK, stderr.String())
+	}
+	var res scaleResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("run(%q) printed %q: %v", args, stdout.String(), err)
+	}
+	want := []struct {
+		key    string
+		relays int
+		js     bool
+	}{{"sqlite", 1, false}, {"js-1", 1, true}, {"js-3x3", 3, true}}
+	if len(res.Setups) != len(want) {
+		t.Fatalf("run(%q) setups = %d, want %d", args, len(res.Setups), len(want))
+	}
+	for i, s := range res.Setups {
+		w := want[i]
+		if s.Key != w.key || s.Relays != w.relays {
+			t.Errorf("setup %d = %s with %d relays, want %s with %d", i, s.Key, s.Relays, w.key, w.relays)
+		}
+		if s.Count == 0 || s.Errors != 0 || s.PerSec <= 0 || s.Ratio <= 0 || s.CPUms <= 0 || s.P99ms < s.P50ms {
+			t.Errorf("%s = %d done, %d errors, %.0f/s, ratio %.2f, %.3f CPU ms, p50 %.2f p99 %.2f; want work, no errors, ratio, CPU and p99 ≥ p50",
+				s.Key, s.Count, s.Errors, s.PerSec, s.Ratio, s.CPUms, s.P50ms, s.P99ms)
+		}
+		if w.js != (s.PerBatch > 0) {
+			t.Errorf("%s records per batch = %.1f, want > 0 exactly for JetStream", s.Key, s.PerBatch)
+		}
+	}
+	if r := res.Setups[0].Ratio; r != 1 {
+		t.Errorf("sqlite ratio vs itself = %v, want 1", r)
+	}
+	if !res.SyncAlways || res.Clients != 6 || res.Machine.NumCPU == 0 {
+		t.Errorf("result = %+v, want sync always, 6 clients, the machine", res)
+	}
+}
+
+func TestBenchScaleUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "scale", "--clients", "2"},
+		{"bench", "scale", "--duration", "1ms"},
+		{"bench", "scale", "--sync", "sometimes"},
+		{"bench", "scale", "extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitUsage {
+			t.Errorf("run(%q) = %d, want %d (usage)", args, code, exitUsage)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "scale", "--help"}
+	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "crosstalk bench scale") {
+		t.Errorf("run(%q) = %d, %q, want %d and the usage of bench scale", args, code, stdout.String(), exitOK)
+	}
+	stdout.Reset()
+	args = []string{"bench", "ingest", "--help"}
+	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "Bench ingest") {
+		t.Errorf("run(%q) = %d, %q, want %d and the usage of bench ingest", args, code, stdout.String(), exitOK)
+	}
+}
