@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"bytes"
+	"unicode/utf8"
 )
 
 var sigPrefix = []byte("sig:")
@@ -107,6 +108,11 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 			// had no [[END]] (lenient mode, DESIGN §3.1).
 			r.unread(line, long, no)
 			return st.finish(false)
+		}
+		if !utf8.Valid(c) {
+			// Envelopes are UTF-8 (spec "File"); replacing bad bytes would
+			// change what was signed and what the ledger keeps.
+			return st.abort(syntaxErr(CodeFormat, no, 0, "line is not valid UTF-8"))
 		}
 		if err := st.appendSrc(c, no); err != nil {
 			return st.abort(err)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Limits bound what the Reader accepts (DESIGN §3.1). Passing one is an
@@ -153,6 +154,9 @@ func (r *Reader) Next() (*Envelope, error) {
 		st := &envState{r: r, lim: r.limits(), quoted: quoted, spaced: quoted && len(line) > 1 && line[1] == ' ', fenceChar: r.fenceChar, fenceLen: r.fenceLen, headerLine: no}
 		if h.kind != headerOK {
 			return st.abort(h.err(no))
+		}
+		if !utf8.Valid(content) {
+			return st.abort(syntaxErr(CodeFormat, no, 0, "header is not valid UTF-8"))
 		}
 		return st.read(h, content)
 	}

@@ -230,6 +230,11 @@ func (r *Relay) Ingest(ctx context.Context, in Intake) ([]Outcome, error) {
 	}
 	for i := range outs {
 		outs[i].Event, outs[i].Duplicate = res[i].Event, res[i].Duplicate
+	}
+	if err := r.refuseSquatters(ctx, in, outs); err != nil {
+		return nil, err
+	}
+	for i := range outs {
 		o := &outs[i]
 		if o.Reject != nil {
 			r.log.LogAttrs(ctx, slog.LevelWarn, "envelope rejected", slog.String("transport", in.Transport),
@@ -241,6 +246,43 @@ func (r *Relay) Ingest(ctx context.Context, in Intake) ([]Outcome, error) {
 		}
 	}
 	return outs, nil
+}
+
+// refuseSquatters turns a "duplicate" whose first event came from another
+// sender into an E-PERM rejection: a message id is the sender's, and an
+// envelope must not be acknowledged as recorded when another actor's event
+// holds its id (an id squatted first, or a forged retry).
+func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) error {
+	var recs []ledger.Record
+	var idx []int
+	for i := range outs {
+		o := &outs[i]
+		if !o.Duplicate || o.Envelope == nil {
+			continue
+		}
+		d, err := ParseData(o.Event)
+		if err != nil || d.X == nil {
+			continue
+		}
+		if sender := r.book.ActorID(o.Envelope.From); !strings.EqualFold(d.X.Sender, sender) {
+			o.Reject = &Rejection{Code: envelope.CodePerm, Line: o.Envelope.Line,
+				Reason: fmt.Sprintf("message id %s is already recorded from %s, not %s", o.Envelope.Message, d.X.Sender, sender)}
+			o.Duplicate = false
+			recs = append(recs, r.rejectionRecord(in, o))
+			idx = append(idx, i)
+		}
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	res, err := r.store.Append(ctx, recs)
+	if err != nil {
+		return fmt.Errorf("gateway: recording %s intake: %w", in.Transport, err)
+	}
+	for j, i := range idx {
+		outs[i].Event = res[j].Event
+	}
+	return nil
 }
 
 // check reads and checks every envelope of data.

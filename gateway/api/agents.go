@@ -153,7 +153,7 @@ func (s *Server) notifyAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	var b notifyBody
 	if err := readJSON(r, &b, false); err != nil {
-		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		badBody(w, err)
 		return
 	}
 	if b.Kind != "delivery_failed" && b.Kind != "harness_failed" {

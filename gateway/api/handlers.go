@@ -245,7 +245,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	}
 	var body actionBody
 	if err := readJSON(r, &body, true); err != nil {
-		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		badBody(w, err)
 		return
 	}
 	res, err := s.relay.Act(r.Context(), gateway.ActionRequest{
@@ -263,6 +263,18 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// errTooLarge marks a request body over its limit: 413 E-TOO-LARGE.
+var errTooLarge = errors.New("too large")
+
+// badBody answers a body that readJSON refused.
+func badBody(w http.ResponseWriter, err error) {
+	if errors.Is(err, errTooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, string(envelope.CodeTooLarge), err.Error())
+		return
+	}
+	writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+}
+
 // readJSON decodes a JSON request body of at most maxJSONBody bytes;
 // optional allows an empty body.
 func readJSON(r *http.Request, v any, optional bool) error {
@@ -271,7 +283,7 @@ func readJSON(r *http.Request, v any, optional bool) error {
 		return fmt.Errorf("reading body: %w", err)
 	}
 	if len(b) > maxJSONBody {
-		return fmt.Errorf("body larger than %d bytes", maxJSONBody)
+		return fmt.Errorf("%w: body larger than %d bytes", errTooLarge, maxJSONBody)
 	}
 	if len(bytes.TrimSpace(b)) == 0 && optional {
 		return nil
@@ -294,7 +306,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	}
 	var req gateway.SendRequest
 	if err := readJSON(r, &req, false); err != nil {
-		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		badBody(w, err)
 		return
 	}
 	if _, authenticated := principal(r); authenticated && req.From != "" && !strings.EqualFold(s.relay.Book().ActorID(req.From), s.relay.Book().ActorID(agent)) {
