@@ -28,11 +28,13 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,21 +137,38 @@ type Stack struct {
 	// 127.0.0.1) both servers present.
 	CertPEM []byte
 
-	dovecot  *exec.Cmd
-	postfix  string // config dir
-	users    atomic.Int64
-	watchdog *exec.Cmd     // stops Postfix if the test binary dies
-	spawns   chan spawnReq // to the locked thread that starts children
-	release  chan struct{} // ends that thread
-	stopOnce sync.Once
-	stopErr  error
+	dovecot     *exec.Cmd
+	dovecotDone chan struct{} // closed when the master has exited
+	postfix     string        // config dir
+	users       atomic.Int64
+	watchdog    *exec.Cmd     // stops Postfix if the test binary dies
+	spawns      chan spawnReq // to the locked thread that starts children
+	release     chan struct{} // ends that thread
+	stopOnce    sync.Once
+	stopErr     error
 }
 
-// Start starts the stack. Close stops it.
-func Start(ctx context.Context) (s *Stack, err error) {
+// Start starts the stack. Close stops it. A start that fails (a port
+// taken meanwhile by another program) is retried with new ports, twice.
+func Start(ctx context.Context) (*Stack, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
+	var errs []error
+	for attempt := 0; attempt < 3; attempt++ {
+		s, err := start(ctx)
+		if err == nil {
+			return s, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+func start(ctx context.Context) (s *Stack, err error) {
 	dir, err := os.MkdirTemp("", "crosstalk-mailtest-")
 	if err != nil {
 		return nil, fmt.Errorf("mailtest: %w", err)
@@ -157,8 +176,9 @@ func Start(ctx context.Context) (s *Stack, err error) {
 	s = &Stack{Dir: dir}
 	defer func() {
 		if err != nil {
+			logs := s.Logs()
 			s.Close()
-			err = fmt.Errorf("%w\n%s", err, s.Logs())
+			err = fmt.Errorf("%w\n%s", err, logs)
 		}
 	}()
 	// Dovecot's unprivileged processes must traverse the directory.
@@ -185,7 +205,7 @@ func Start(ctx context.Context) (s *Stack, err error) {
 		return nil, err
 	}
 	for _, a := range []string{s.IMAPAddr, s.LMTPAddr, s.SubmissionAddr, s.SMTPAddr, s.IMAPSAddr, s.SubmissionsAddr} {
-		if err := waitPort(ctx, a, 20*time.Second); err != nil {
+		if err := s.waitPort(ctx, a, 20*time.Second); err != nil {
 			return nil, err
 		}
 	}
@@ -238,7 +258,20 @@ func (s *Stack) spawn(cmd *exec.Cmd) error {
 	return <-r.err
 }
 
+// freePorts picks n ports that are free now, below the kernel's
+// ephemeral range: outgoing connections (of this or any other test) never
+// take those, so only another explicit listener could grab one before the
+// servers bind it.
 func freePorts(n int) ([]int, error) {
+	hi := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 12000 {
+				hi = v
+			}
+		}
+	}
+	lo := 10000
 	var ports []int
 	var lns []net.Listener
 	defer func() {
@@ -246,24 +279,38 @@ func freePorts(n int) ([]int, error) {
 			ln.Close()
 		}
 	}()
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n && tries < 1000; tries++ {
+		p := lo + mrand.IntN(hi-lo)
+		if slices.Contains(ports, p) {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
-			return nil, fmt.Errorf("mailtest: free port: %w", err)
+			continue
 		}
 		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
+	}
+	if len(ports) < n {
+		return nil, errors.New("mailtest: no free ports")
 	}
 	return ports, nil
 }
 
-func waitPort(ctx context.Context, addr string, d time.Duration) error {
+// waitPort waits until addr accepts connections; it gives up early when
+// Dovecot has exited (a port it could not bind).
+func (s *Stack) waitPort(ctx context.Context, addr string, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
 			return nil
+		}
+		select {
+		case <-s.dovecotDone:
+			return fmt.Errorf("mailtest: dovecot exited while starting (%v)", s.dovecot.ProcessState)
+		default:
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("mailtest: %s not listening after %v: %w", addr, d, err)
@@ -452,6 +499,8 @@ func (s *Stack) startDovecot(ports []int) error {
 	if err := s.spawn(cmd); err != nil {
 		return fmt.Errorf("mailtest: starting dovecot: %w", err)
 	}
+	s.dovecotDone = make(chan struct{})
+	go func() { cmd.Wait(); close(s.dovecotDone) }()
 	s.dovecot = cmd
 	return nil
 }
@@ -570,7 +619,7 @@ func (s *Stack) Close() error {
 			if err := syscall.Kill(-s.dovecot.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 				errs = append(errs, fmt.Errorf("mailtest: killing dovecot: %w", err))
 			}
-			s.dovecot.Wait()
+			<-s.dovecotDone
 		}
 		if s.release != nil {
 			close(s.release)
