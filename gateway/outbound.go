@@ -114,6 +114,16 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	if o.opts.Workers <= 0 {
 		o.opts.Workers = 4
 	}
+	routed := false
+	for _, a := range r.book.Agents() {
+		routed = routed || a.Transport != ""
+	}
+	if !routed {
+		// No agent has a transport: everything is read through the API,
+		// and there is nothing to follow.
+		<-ctx.Done()
+		return nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

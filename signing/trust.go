@@ -60,6 +60,10 @@ type TrustStore struct {
 	Now func() time.Time
 
 	mu sync.Mutex // orders this process's writers before the file lock
+
+	cacheMu    sync.Mutex
+	cached     *storeFile  // last parse of the file, for readers
+	cachedInfo os.FileInfo // the file as it was when cached was parsed
 }
 
 // NewTrustStore returns the store kept in the file at path. Nothing is
@@ -264,8 +268,35 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 // modification times, which are too coarse to notice a quick rewrite): a
 // revocation written by another process counts at once. Readers need no
 // lock: the file is only ever replaced whole, by rename.
+// read returns the parsed file for readers (Entries, Lookup), reusing the
+// last parse while the file's size, modification time and identity are
+// unchanged: the relay verifies every envelope against the store, and
+// re-parsing the file each time cost more than the signature check's
+// overhead budget (docs/performance.md). Writers always re-read under the
+// lock (readLocked). Readers never modify the returned file.
 func (s *TrustStore) read() (*storeFile, error) {
-	return s.readLocked()
+	fi, err := os.Stat(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &storeFile{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("signing: trust store: %w", err)
+	}
+	s.cacheMu.Lock()
+	if s.cached != nil && os.SameFile(fi, s.cachedInfo) && fi.Size() == s.cachedInfo.Size() && fi.ModTime().Equal(s.cachedInfo.ModTime()) {
+		f := s.cached
+		s.cacheMu.Unlock()
+		return f, nil
+	}
+	s.cacheMu.Unlock()
+	f, err := s.readLocked()
+	if err != nil {
+		return nil, err
+	}
+	s.cacheMu.Lock()
+	s.cached, s.cachedInfo = f, fi
+	s.cacheMu.Unlock()
+	return f, nil
 }
 
 func (s *TrustStore) readLocked() (*storeFile, error) {

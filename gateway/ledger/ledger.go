@@ -115,16 +115,25 @@ type Record struct {
 
 // Validate checks that the record has a kind, a group and object data.
 func (r Record) Validate() error {
+	_, err := r.Normalized()
+	return err
+}
+
+// Normalized validates the record as Validate does and returns it with
+// its data compacted by NormalizeData, in one pass over the data.
+func (r Record) Normalized() (Record, error) {
 	if r.Kind == "" {
-		return fmt.Errorf("%w: record without kind", ErrInvalid)
+		return r, fmt.Errorf("%w: record without kind", ErrInvalid)
 	}
 	if r.GroupID == "" {
-		return fmt.Errorf("%w: record without group_id", ErrInvalid)
+		return r, fmt.Errorf("%w: record without group_id", ErrInvalid)
 	}
-	if _, err := NormalizeData(r.Data); err != nil {
-		return err
+	d, err := NormalizeData(r.Data)
+	if err != nil {
+		return r, err
 	}
-	return nil
+	r.Data = d
+	return r, nil
 }
 
 // Result is the outcome of one appended record.

@@ -72,10 +72,10 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 	norm := make([]ledger.Record, len(recs))
 	limit := int(s.nc.MaxPayload())
 	for i, r := range recs {
-		if err := r.Validate(); err != nil {
+		r, err := r.Normalized()
+		if err != nil {
 			return nil, fmt.Errorf("jetstream: append record %d: %w", i, err)
 		}
-		r.Data, _ = ledger.NormalizeData(r.Data) // checked by Validate
 		if size := len(r.Data) + len(r.Kind) + len(r.GroupID) + len(r.ScopeKey) + len(r.By) + 2*len(r.DedupeKey) + msgOverhead; limit > 0 && size > limit {
 			return nil, fmt.Errorf("jetstream: append record %d: %w: about %d bytes, more than the server's max_payload %d", i, ledger.ErrInvalid, size, limit)
 		}

@@ -98,10 +98,10 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 	}
 	norm := make([]ledger.Record, len(recs))
 	for i, r := range recs {
-		if err := r.Validate(); err != nil {
+		r, err := r.Normalized()
+		if err != nil {
 			return nil, fmt.Errorf("memory: append record %d: %w", i, err)
 		}
-		r.Data, _ = ledger.NormalizeData(r.Data) // checked by Validate
 		norm[i] = r
 	}
 	if err := ctx.Err(); err != nil {

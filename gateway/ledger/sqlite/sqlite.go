@@ -325,11 +325,10 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 	}
 	norm := make([]ledger.Record, len(recs))
 	for i, r := range recs {
-		if err := r.Validate(); err != nil {
+		var err error
+		if norm[i], err = r.Normalized(); err != nil {
 			return nil, fmt.Errorf("sqlite: append record %d: %w", i, err)
 		}
-		r.Data, _ = ledger.NormalizeData(r.Data) // checked by Validate
-		norm[i] = r
 	}
 	res := make([]ledger.Result, len(norm))
 	err := s.submit(ctx, func(w *wtx) error {
