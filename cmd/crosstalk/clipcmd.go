@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -172,116 +171,73 @@ relay or clipboard failed.`)
 }
 
 // nextPending returns the oldest must_respond or may_respond delivery of a
-// message to agent that agent has not read (nil when there is none), and
-// the agent's actor id.
+// message to agent past agent's read cursor in its group (nil when there is
+// none), and the agent's actor id. A cursor is the last event the agent
+// read, inclusive (CCCS §6.3); clip copy moves it with each copy.
 func nextPending(ctx context.Context, rf relayFlags, agent string) (*gateway.Delivery, string, error) {
-	var res struct {
-		Agent      string             `json:"agent"`
-		Deliveries []gateway.Delivery `json:"deliveries"`
+	var cur struct {
+		Agent   string           `json:"agent"`
+		Cursors map[string]int64 `json:"cursors"`
 	}
-	if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(agent)+"/deliveries", agent, nil, &res); err != nil {
+	if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(agent)+"/cursors", agent, nil, &cur); err != nil {
 		return nil, agent, err
 	}
-	if res.Agent == "" {
-		res.Agent = agent
+	if cur.Agent == "" {
+		cur.Agent = agent
 	}
-	var cands []gateway.Delivery
-	seqs := map[string]map[string]int64{} // group → event id → seq
-	for _, d := range res.Deliveries {
-		if seqs[d.Group] == nil {
-			seqs[d.Group] = map[string]int64{}
-		}
-		seqs[d.Group][d.EventID] = d.Seq
-		if d.Kind == gateway.KindMessage && (d.Policy == attention.MustRespond || d.Policy == attention.MayRespond) {
-			cands = append(cands, d)
-		}
+	var gs struct {
+		Groups []ledger.Group `json:"groups"`
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		ti, ei := time.Parse(time.RFC3339Nano, cands[i].TS)
-		tj, ej := time.Parse(time.RFC3339Nano, cands[j].TS)
-		if ei == nil && ej == nil && !ti.Equal(tj) {
-			return ti.Before(tj)
+	if err := rf.do(ctx, "GET", "/v1/groups", "", nil, &gs); err != nil {
+		return nil, cur.Agent, err
+	}
+	var best *gateway.Delivery
+	for _, g := range gs.Groups {
+		d, err := firstPending(ctx, rf, agent, g.ID, cur.Cursors[g.ID])
+		if err != nil {
+			return nil, cur.Agent, err
 		}
-		if cands[i].Group != cands[j].Group {
-			return cands[i].Group < cands[j].Group
-		}
-		return cands[i].Seq < cands[j].Seq
-	})
-	cursors := map[string]int64{}
-	for _, d := range cands {
-		cur, ok := cursors[d.Group]
-		if !ok {
-			var err error
-			if cur, err = readCursor(ctx, rf, d.Group, res.Agent, seqs[d.Group]); err != nil {
-				return nil, res.Agent, err
-			}
-			cursors[d.Group] = cur
-		}
-		if d.Seq > cur {
-			return &d, res.Agent, nil
+		if d != nil && (best == nil || older(*d, *best)) {
+			best = d
 		}
 	}
-	return nil, res.Agent, nil
+	return best, cur.Agent, nil
 }
 
-// readCursor returns the seq of agent's read cursor in group (0 when
-// none): the target of agent's latest chat.read event there (CCCS §6.3, a
-// cursor is set by the last read, also to an earlier event). known maps
-// event ids to seqs; an unknown target is looked up in the group.
-func readCursor(ctx context.Context, rf relayFlags, group, agent string, known map[string]int64) (int64, error) {
-	var target string
-	err := eachEvent(ctx, rf, group, gateway.KindRead, func(ev ledger.Event) bool {
-		if !strings.EqualFold(ev.By, agent) {
-			return true
-		}
-		if d, err := gateway.ParseData(ev); err == nil && d.EventID != "" {
-			target = d.EventID
-		}
-		return true
-	})
-	if err != nil || target == "" {
-		return 0, err
-	}
-	if seq, ok := known[target]; ok {
-		return seq, nil
-	}
-	var seq int64
-	err = eachEvent(ctx, rf, group, "", func(ev ledger.Event) bool {
-		if ev.ID == target {
-			seq = ev.Seq
-			return false
-		}
-		return true
-	})
-	return seq, err
-}
-
-// eachEvent calls fn for the group's events (of kind, when set) in seq
-// order, page by page, until fn returns false.
-func eachEvent(ctx context.Context, rf relayFlags, group, kind string, fn func(ledger.Event) bool) error {
-	var next int64
+// firstPending returns agent's first must_respond or may_respond message
+// delivery in group with seq > since, paging through the deliveries.
+func firstPending(ctx context.Context, rf relayFlags, agent, group string, since int64) (*gateway.Delivery, error) {
 	for {
-		q := url.Values{"since_seq": {fmt.Sprint(next)}}
-		if kind != "" {
-			q.Set("kinds", kind)
+		q := url.Values{"group": {group}, "since_seq": {fmt.Sprint(since)}, "limit": {"1000"}}
+		var res struct {
+			Deliveries []gateway.Delivery `json:"deliveries"`
 		}
-		var page struct {
-			Events  []ledger.Event `json:"events"`
-			NextSeq int64          `json:"next_seq"`
+		if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(agent)+"/deliveries?"+q.Encode(), agent, nil, &res); err != nil {
+			return nil, err
 		}
-		if err := rf.do(ctx, "GET", "/v1/groups/"+url.PathEscape(group)+"/events?"+q.Encode(), "", nil, &page); err != nil {
-			return err
-		}
-		if len(page.Events) == 0 || page.NextSeq <= next {
-			return nil
-		}
-		for _, ev := range page.Events {
-			if !fn(ev) {
-				return nil
+		for i, d := range res.Deliveries {
+			if d.Kind == gateway.KindMessage && (d.Policy == attention.MustRespond || d.Policy == attention.MayRespond) {
+				return &res.Deliveries[i], nil
 			}
 		}
-		next = page.NextSeq
+		if len(res.Deliveries) == 0 || res.Deliveries[len(res.Deliveries)-1].Seq <= since {
+			return nil, nil
+		}
+		since = res.Deliveries[len(res.Deliveries)-1].Seq
 	}
+}
+
+// older orders deliveries of different groups by time, then group and seq.
+func older(a, b gateway.Delivery) bool {
+	ta, ea := time.Parse(time.RFC3339Nano, a.TS)
+	tb, eb := time.Parse(time.RFC3339Nano, b.TS)
+	if ea == nil && eb == nil && !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	if a.Group != b.Group {
+		return a.Group < b.Group
+	}
+	return a.Seq < b.Seq
 }
 
 // rawEnvelope returns the envelope text of a delivery's event exactly as

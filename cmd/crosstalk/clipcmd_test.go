@@ -51,6 +51,15 @@ func TestClipCopyAndWatch(t *testing.T) {
 	relay.post(t, first)
 	relay.post(t, testEnvelope(t, "ALICE", "BOB", "REQUEST", "not for claude"))
 	relay.post(t, testEnvelope(t, "ALICE", "ALL", "BROADCAST", "for everyone, no answer"))
+	otherGroup := envelope.New("BOB", "CLAUDE", "HANDOFF", "in another group")
+	otherGroup.Context = "elsewhere"
+	otherText, err := envelope.Marshal(otherGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // distinct ledger timestamps: the order across groups is by time
+	relay.post(t, string(otherText))
+	time.Sleep(5 * time.Millisecond)
 	relay.post(t, second)
 
 	state := filepath.Join(t.TempDir(), "clipboard.state")
@@ -65,6 +74,12 @@ func TestClipCopyAndWatch(t *testing.T) {
 		t.Fatalf("clip copy = %d, %q, %q; want the first envelope copied", code, stdout, stderr)
 	}
 	waitClipboard(t, first)
+
+	stdout, stderr, code = runCLI(t, "", copyArgs...)
+	if code != 0 || !strings.Contains(stdout, "copied BOB → CLAUDE HANDOFF "+otherGroup.Message+" (group elsewhere, seq 1, must_respond)") {
+		t.Fatalf("clip copy = %d, %q, %q; want the envelope of the other group, next in time", code, stdout, stderr)
+	}
+	waitClipboard(t, string(otherText))
 
 	stdout, stderr, code = runCLI(t, "", append(copyArgs, "--fence")...)
 	if code != 0 || !strings.Contains(stdout, "copied ALICE → CLAUDE REQUEST") {

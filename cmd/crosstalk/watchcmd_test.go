@@ -176,6 +176,7 @@ func newTestRelay(t *testing.T) *testRelay {
 	t.Helper()
 	r := &testRelay{store: memory.New(nil)}
 	a := api.New(gateway.New(r.store, nil), nil)
+	a.MountAgents(nil) // the cursors endpoint clip copy uses, as `crosstalk relay` mounts it
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if r.down.Load() {
 			http.Error(w, "relay down", http.StatusInternalServerError)
