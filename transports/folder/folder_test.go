@@ -27,6 +27,7 @@ func testOptions() *folder.Options {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	n := 0
 	var mu sync.Mutex
@@ -186,12 +187,14 @@ func mustRead(t *testing.T, path string) string {
 }
 
 func TestMaxFileSizeIsMaxIntake(t *testing.T) {
+	t.Parallel()
 	if folder.MaxFileSize != gateway.MaxIntake {
 		t.Errorf("MaxFileSize = %d, want gateway.MaxIntake %d", folder.MaxFileSize, gateway.MaxIntake)
 	}
 }
 
 func TestRenameSave(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rec := newRecorder()
 	start(t, folder.New(dir, testOptions()), rec.handle)
@@ -226,6 +229,7 @@ func TestRenameSave(t *testing.T) {
 }
 
 func TestPartialWriteThenCompletion(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rec := newRecorder()
 	start(t, folder.New(dir, testOptions()), rec.handle)
@@ -255,6 +259,7 @@ func TestPartialWriteThenCompletion(t *testing.T) {
 }
 
 func TestSeveralEnvelopesPerFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var text []byte
 	for i := range 3 {
@@ -289,6 +294,7 @@ func TestSeveralEnvelopesPerFile(t *testing.T) {
 // found by the first scan, and a file written while the watcher has no
 // events (the rescan path) is found too.
 func TestFilesWrittenWhileDown(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for i := range 2 {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("early-%d.crosstalk", i)), envText(t, "early"), 0o644); err != nil {
@@ -317,6 +323,7 @@ func TestFilesWrittenWhileDown(t *testing.T) {
 }
 
 func TestRefused(t *testing.T) {
+	t.Parallel()
 	outside := filepath.Join(t.TempDir(), "secret.crosstalk")
 	tests := []struct {
 		name   string
@@ -419,6 +426,7 @@ func waitErrorFile(t *testing.T, dir string, d time.Duration) string {
 }
 
 func TestIgnoredNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	text := envText(t, "not for the watcher")
 	names := []string{".hidden.crosstalk", "notes.txt", "x.crosstalk~", "x.crosstalk.swp", "x.aict.bak"}
@@ -448,6 +456,7 @@ func TestIgnoredNames(t *testing.T) {
 }
 
 func TestNeverCompletes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		text func(t *testing.T) []byte
@@ -486,6 +495,7 @@ func TestNeverCompletes(t *testing.T) {
 }
 
 func TestOversize(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	big := bytes.Repeat([]byte("x"), folder.MaxFileSize)
 	big = append(big, envText(t, "at the end")...)
@@ -506,6 +516,7 @@ func TestOversize(t *testing.T) {
 // TestOutcome: where a handled file goes, from the Handler's reply or the
 // file's own parse.
 func TestOutcome(t *testing.T) {
+	t.Parallel()
 	good := string(envText(t, "fine"))
 	bad := "[[ALICE→BOB v1]]\nintent: REQUEST\nbogus line without a colon\n[[END]]\n"
 	errEnv := func(code envelope.Code) string {
@@ -557,6 +568,7 @@ func TestOutcome(t *testing.T) {
 }
 
 func TestHandlerFailureKeepsFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "retry.crosstalk"), envText(t, "retry me"), 0o644); err != nil {
 		t.Fatal(err)
@@ -573,6 +585,7 @@ func TestHandlerFailureKeepsFile(t *testing.T) {
 }
 
 func TestNameCollision(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rec := newRecorder()
 	start(t, folder.New(dir, testOptions()), rec.handle)
@@ -591,6 +604,7 @@ func TestNameCollision(t *testing.T) {
 }
 
 func TestReceiveErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
@@ -611,6 +625,7 @@ func TestReceiveErrors(t *testing.T) {
 }
 
 func TestSend(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := folder.New(dir, nil)
 	ctx := context.Background()
@@ -682,6 +697,7 @@ func TestSend(t *testing.T) {
 }
 
 func TestSafeName(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"CLAUDE", "CLAUDE"},
 		{"01J9ZX3C4M8S2Q7W5E6R1T0Y9U", "01J9ZX3C4M8S2Q7W5E6R1T0Y9U"},
