@@ -57,6 +57,11 @@ type Config struct {
 	SecureCookies bool `toml:"secure_cookies"`
 	// Agents is the address book.
 	Agents []AgentConfig `toml:"agents"`
+	// Folder, Clipboard and Mail configure the transports beyond HTTP
+	// (docs/transports.md).
+	Folder    FolderConfig    `toml:"folder"`
+	Clipboard ClipboardConfig `toml:"clipboard"`
+	Mail      *MailConfig     `toml:"mail"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
 }
@@ -171,6 +176,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.book(); err != nil {
 		errs = append(errs, fmt.Errorf("agents: %w", err))
+	}
+	if err := c.validateTransports(); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -19,8 +19,6 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
-	"github.com/crosstalk-go/crosstalk/transports"
-	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
 
 var cmdRelay = &command{
@@ -109,6 +107,11 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	}
 	book, _ := cfg.book() // validated
 	tokens, _ := cfg.tokens()
+	ts, err := buildTransports(cfg, log)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	verifier, signer, err := newTrust(cfg, log)
 	if err != nil {
 		store.Close()
@@ -160,16 +163,23 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	go func() { r.done <- hs.Serve(ln) }()
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	r.stop = stop
-	senders := map[string]transports.Sender{
-		"http": httpx.Sender{Client: &httpx.Client{Retries: -1}},
-	}
 	r.tasks.Add(1)
 	go func() {
 		defer r.tasks.Done()
-		if err := relay.RunOutbound(bg, &gateway.OutboundOptions{Senders: senders}); err != nil {
+		if err := relay.RunOutbound(bg, &gateway.OutboundOptions{Senders: ts.senders}); err != nil {
 			log.Error("outbound dispatcher stopped", "err", err)
 		}
 	}()
+	for name, recv := range ts.receivers {
+		r.tasks.Add(1)
+		go func() {
+			defer r.tasks.Done()
+			log.Info("receiving", "transport", name)
+			if err := recv.Receive(bg, relay.Handler()); err != nil {
+				log.Error("receiver stopped", "transport", name, "err", err)
+			}
+		}()
+	}
 	log.Info("relay listening", "url", r.url, "ledger", where, "trust", cfg.trustFile(), "tokens", len(tokens), "agents", len(cfg.Agents))
 	log.Info("web inbox: open " + r.url + "/ in a browser")
 	log.Info("try: crosstalk send FILE; crosstalk log; crosstalk inbox --agent NAME", "relay", r.url)
