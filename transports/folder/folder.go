@@ -75,6 +75,8 @@ type Folder struct {
 
 	mu        sync.Mutex
 	receiving bool
+
+	noNotify bool // tests: run on rescans alone, as without inotify
 }
 
 var (

@@ -322,6 +322,21 @@ func TestFilesWrittenWhileDown(t *testing.T) {
 	}
 }
 
+// TestRescanAlone: without change notifications (inotify limits, network
+// file systems) the periodic rescan still finds every file.
+func TestRescanAlone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rec := newRecorder()
+	start(t, folder.WithoutNotify(folder.New(dir, testOptions())), rec.handle)
+	time.Sleep(50 * time.Millisecond)
+	if err := writeRenamed(dir, "missed.crosstalk", envText(t, "no event for me")); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, 1, 3*time.Second) // Rescan is 200 ms
+	waitExists(t, filepath.Join(dir, folder.ProcessedDir, "missed.crosstalk"), 2*time.Second)
+}
+
 func TestRefused(t *testing.T) {
 	t.Parallel()
 	outside := filepath.Join(t.TempDir(), "secret.crosstalk")

@@ -76,6 +76,10 @@ func (f *Folder) Receive(ctx context.Context, h transports.Handler) error {
 	var events <-chan fsnotify.Event
 	var errs <-chan error
 	w, err := fsnotify.NewWatcher()
+	if err == nil && f.noNotify {
+		w.Close()
+		err = errors.New("change notifications disabled")
+	}
 	if err == nil {
 		if err = w.Add(f.dir); err != nil {
 			w.Close()
