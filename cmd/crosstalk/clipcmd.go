@@ -125,7 +125,7 @@ Exit status: 0 when an envelope was copied, 1 when nothing is pending or the
 relay or clipboard failed.`)
 	rf := addRelayFlags(fs)
 	to := fs.String("to", "", "the agent `NAME` whose next envelope to copy (required)")
-	fence := fs.Bool("fence", false, "wrap the envelope in a ``` fence for chat UIs that collapse newlines")
+	fence := fs.Bool("fence", false, "wrap the envelope in a triple-backtick fence for chat UIs that collapse newlines")
 	state := fs.String("state", defaultClipState(), "`file` shared with clip watch, so it does not ingest the copy")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
