@@ -121,6 +121,10 @@ type scaleSetup struct {
 	benchPhase
 	Key    string `json:"key"`    // sqlite, js-1, js-3x3
 	Relays int    `json:"relays"` // relays the clients were spread over
+	// MeanMs and MaxMs complete p50/p99: with a fixed number of clients,
+	// envelopes/s = clients / mean latency.
+	MeanMs float64 `json:"mean_ms"`
+	MaxMs  float64 `json:"max_ms"`
 	// Ratio is PerSec over the SQLite setup's.
 	Ratio float64 `json:"ratio_vs_sqlite"`
 	// CPUms is the CPU time (user + system) of the whole process per
@@ -134,6 +138,15 @@ type scaleSetup struct {
 	// compare-and-set to another relay and were planned again.
 	PerBatch  float64 `json:"records_per_batch,omitempty"`
 	Conflicts int64   `json:"conflicts,omitempty"`
+	// PerRelay is each relay's share, when there are several.
+	PerRelay []scaleRelay `json:"per_relay,omitempty"`
+}
+
+// scaleRelay is one relay's share of a setup with several.
+type scaleRelay struct {
+	PerSec    float64 `json:"per_second"`
+	P99ms     float64 `json:"p99_ms"`
+	Conflicts int64   `json:"conflicts"`
 }
 
 // scaleRig is one running setup: its relays (and the NATS servers they
@@ -142,7 +155,7 @@ type scaleRig struct {
 	key, name string
 	relays    []*runningRelay
 	nodes     []*server.Server
-	meter     meter
+	perRelay  []*meter // one per relay
 	cpu       time.Duration
 	wall      time.Duration
 }
@@ -269,7 +282,7 @@ func benchScale(ctx context.Context, clients int, d time.Duration, syncAlways bo
 			// Enough for the remaining rounds at the measured rates.
 			var rate float64
 			for _, r := range rigs {
-				rate += r.meter.perSec()
+				rate += r.merged().perSec()
 			}
 			need := min(int(rate*slice.Seconds()*float64(benchRounds-1)*1.2), 300_000)
 			if more := need - (len(stock) - int(used.Load())); more > 0 {
@@ -286,12 +299,23 @@ func benchScale(ctx context.Context, clients int, d time.Duration, syncAlways bo
 	}
 
 	for _, r := range rigs {
-		s := scaleSetup{benchPhase: r.meter.phase(r.name), Key: r.key, Relays: len(r.relays)}
+		m := r.merged()
+		s := scaleSetup{benchPhase: m.phase(r.name), Key: r.key, Relays: len(r.relays)}
+		s.MeanMs, s.MaxMs = meanMax(m.lats)
 		if s.Count > 0 {
 			s.CPUms = float64(r.cpu) / float64(time.Millisecond) / float64(s.Count)
 		}
 		if r.wall > 0 {
 			s.Load = float64(r.cpu) / float64(r.wall)
+		}
+		if len(r.relays) > 1 {
+			for i, pr := range r.perRelay {
+				p99 := percentile(pr.lats, 0.99)
+				s.PerRelay = append(s.PerRelay, scaleRelay{PerSec: pr.perSec(), P99ms: p99})
+				if js, ok := r.relays[i].store.(*jetstream.Store); ok {
+					s.PerRelay[i].Conflicts = js.Stats().Conflicts
+				}
+			}
 		}
 		if st, ok := r.jsStats(); ok {
 			if st.Batches > 0 {
@@ -313,19 +337,23 @@ func benchScale(ctx context.Context, clients int, d time.Duration, syncAlways bo
 // over its relays, each relay's share driven at the same time.
 func (r *scaleRig) drive(ctx context.Context, hc *http.Client, clients int, slice time.Duration, source func() ([]byte, error)) error {
 	n := len(r.relays)
-	meters := make([]*meter, n)
+	if r.perRelay == nil {
+		for range n {
+			r.perRelay = append(r.perRelay, &meter{})
+		}
+	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	cpu0, wall0 := processCPU(), time.Now()
+	start := time.Now()
 	for i, rr := range r.relays {
-		meters[i] = &meter{}
 		share := clients / n
 		if i < clients%n {
 			share++
 		}
 		wg.Go(func() {
 			labelled(ctx, r.key, func(ctx context.Context) {
-				errs[i] = drive(ctx, hc, rr.url+"/crosstalk/receive", share, slice, source, meters[i])
+				errs[i] = driveSlice(ctx, hc, rr.url+"/crosstalk/receive", share, start, slice, source, r.perRelay[i])
 			})
 		})
 	}
@@ -336,18 +364,99 @@ func (r *scaleRig) drive(ctx context.Context, hc *http.Client, clients int, slic
 	measured := slice - slice/10
 	r.cpu += time.Duration(float64(cpu) * float64(measured) / float64(wall))
 	r.wall += measured
-	if err := errors.Join(errs...); err != nil {
+	return errors.Join(errs...)
+}
+
+// merged is the rig's measurement over all its relays: they ran side by
+// side over the same windows, so counts and latencies add up and the
+// measured time is one relay's.
+func (r *scaleRig) merged() *meter {
+	m := &meter{}
+	for _, pr := range r.perRelay {
+		m.count += pr.count
+		m.errors += pr.errors
+		m.lats = append(m.lats, pr.lats...)
+	}
+	if len(r.perRelay) > 0 {
+		m.measured = r.perRelay[0].measured
+	}
+	return m
+}
+
+// driveSlice is bench ingest's drive, except that a request that starts
+// in the measured window and ends after it still has its latency
+// counted (not its envelope: the rate counts what ends in the window).
+// With several relays, one may stall for longer than a slice; drive
+// would then leave its slowest requests out of p99 altogether.
+func driveSlice(ctx context.Context, hc *http.Client, url string, clients int, start time.Time, d time.Duration, next func() ([]byte, error), m *meter) error {
+	warm, end := start.Add(d/10), start.Add(d)
+	ctx, cancel := context.WithDeadline(ctx, end.Add(time.Minute))
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for range clients {
+		wg.Go(func() {
+			var (
+				mine         []time.Duration
+				count, fails int64
+			)
+			for time.Now().Before(end) && ctx.Err() == nil {
+				body, err := next()
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					break
+				}
+				t0 := time.Now()
+				status, err := post(ctx, hc, url, body)
+				t1 := time.Now()
+				if t0.Before(warm) {
+					continue
+				}
+				if err != nil || status != http.StatusOK {
+					fails++
+					continue
+				}
+				mine = append(mine, t1.Sub(t0))
+				if !t1.After(end) {
+					count++
+				}
+			}
+			m.mu.Lock()
+			m.count += count
+			m.errors += fails
+			m.lats = append(m.lats, mine...)
+			m.mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// The relays' meters ran side by side over the same window: add their
-	// counts and latencies, and the window once.
-	for _, m := range meters {
-		r.meter.count += m.count
-		r.meter.errors += m.errors
-		r.meter.lats = append(r.meter.lats, m.lats...)
-	}
-	r.meter.measured += meters[0].measured
+	m.mu.Lock()
+	m.measured += d - d/10
+	m.mu.Unlock()
 	return nil
+}
+
+// meanMax returns the mean and the largest of lats in milliseconds.
+func meanMax(lats []time.Duration) (float64, float64) {
+	if len(lats) == 0 {
+		return 0, 0
+	}
+	var sum, top time.Duration
+	for _, l := range lats {
+		sum += l
+		top = max(top, l)
+	}
+	return float64(sum) / float64(len(lats)) / float64(time.Millisecond), float64(top) / float64(time.Millisecond)
 }
 
 // processCPU returns the user and system CPU time of this process so far.
@@ -465,13 +574,22 @@ func (r *scaleResult) print(w io.Writer) {
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
 	fmt.Fprintf(w, "disk: write+fsync of 4 KiB in %s: %.3f ms (median)\n\n", r.Machine.TempDir, r.Machine.FsyncMillis)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "setup\tenvelopes/s\tvs (a)\tp50 ms\tp99 ms\terrors\tCPU ms/env\tcores busy\trecords/batch\tconflicts\t")
+	fmt.Fprintln(tw, "setup\tenvelopes/s\tvs (a)\tp50 ms\tp99 ms\tmean ms\tmax ms\terrors\tCPU ms/env\tcores busy\trecords/batch\tconflicts\t")
 	for _, s := range r.Setups {
 		batch, conflicts := "-", "-"
 		if s.PerBatch > 0 {
 			batch, conflicts = fmt.Sprintf("%.1f", s.PerBatch), fmt.Sprint(s.Conflicts)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%.3f\t%.2f\t%s\t%s\t\n", s.Name, s.PerSec, s.Ratio, s.P50ms, s.P99ms, s.Errors, s.CPUms, s.Load, batch, conflicts)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%.3f\t%.2f\t%s\t%s\t\n", s.Name, s.PerSec, s.Ratio, s.P50ms, s.P99ms, s.MeanMs, s.MaxMs, s.Errors, s.CPUms, s.Load, batch, conflicts)
 	}
 	tw.Flush()
+	for _, s := range r.Setups {
+		if len(s.PerRelay) > 0 {
+			var parts []string
+			for i, v := range s.PerRelay {
+				parts = append(parts, fmt.Sprintf("relay %d %.0f/s p99 %.0f ms %d conflicts", i+1, v.PerSec, v.P99ms, v.Conflicts))
+			}
+			fmt.Fprintf(w, "%s per relay: %s\n", s.Key, strings.Join(parts, "; "))
+		}
+	}
 }

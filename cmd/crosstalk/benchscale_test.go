@@ -41,6 +41,9 @@ func TestBenchScale(t *testing.T) {
 			t.Errorf("%s = %d done, %d errors, %.0f/s, ratio %.2f, %.3f CPU ms, p50 %.2f p99 %.2f; want work, no errors, ratio, CPU and p99 ≥ p50",
 				s.Key, s.Count, s.Errors, s.PerSec, s.Ratio, s.CPUms, s.P50ms, s.P99ms)
 		}
+		if wantPer := map[bool]int{true: s.Relays, false: 0}[s.Relays > 1]; len(s.PerRelay) != wantPer {
+			t.Errorf("%s per-relay figures = %d, want %d", s.Key, len(s.PerRelay), wantPer)
+		}
 		if w.js != (s.PerBatch > 0) {
 			t.Errorf("%s records per batch = %.1f, want > 0 exactly for JetStream", s.Key, s.PerBatch)
 		}
