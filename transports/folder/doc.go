@@ -30,10 +30,13 @@
 //     1 min), and after a restart;
 //   - the Handler returns nil: the file moves to processed/ — unless every
 //     envelope in it was rejected, then it moves to failed/. The Handler's
-//     reply decides when it holds envelopes (the relay's receipts: ACK for
-//     a recorded envelope, ERROR for a rejected one, even though a folder
-//     has no way back); otherwise the file's own parse does (no envelope
-//     that parsed means rejected). When some but not all envelopes were
+//     reply decides when it holds envelopes, even though a folder has no
+//     way back: receipts (ACK for a recorded envelope, ERROR for a
+//     rejected one), or the ERROR envelopes alone, as gateway.Relay.Handler
+//     returns them — then every envelope was rejected when there are as
+//     many as the file holds. Without a reply the file's own parse decides
+//     (no envelope that parsed means rejected). When some but not all
+//     envelopes were
 //     rejected the file moves to processed/ with NAME.error beside it
 //     listing the rejected ones.
 //

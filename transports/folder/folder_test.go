@@ -554,6 +554,9 @@ func TestOutcome(t *testing.T) {
 		{"reply all ERROR", good, errEnv(envelope.CodePerm), folder.FailedDir, true, "E-PERM"},
 		{"reply mixed", good + good, ack + errEnv(envelope.CodeFormat), folder.ProcessedDir, true, "partly rejected"},
 		{"reply all ACK", good, ack, folder.ProcessedDir, false, ""},
+		// gateway.Relay.Handler answers with the ERROR envelopes alone.
+		{"reply one ERROR for two envelopes", good + good, errEnv(envelope.CodePerm), folder.ProcessedDir, true, "partly rejected"},
+		{"reply two ERRORs for two envelopes", good + good, errEnv(envelope.CodePerm) + errEnv(envelope.CodeFormat), folder.FailedDir, true, "E-FORMAT"},
 		{"no envelope, only [[END]]", "chat\n[[END]]\n", "", folder.FailedDir, true, "no envelope found"},
 	}
 	for _, tt := range tests {

@@ -424,8 +424,9 @@ func (r *receiver) finish(e *entry, p parsed, reply []byte) {
 }
 
 // judge decides from the Handler's reply (receipts: ACK or ERROR
-// envelopes) or, without one, from the file's own parse whether every
-// envelope was rejected, and lists the rejections.
+// envelopes, or the ERROR envelopes alone) or, without one, from the
+// file's own parse whether every envelope was rejected, and lists the
+// rejections.
 func judge(p parsed, reply []byte) (all bool, rejected []string) {
 	acks := 0
 	rd := envelope.NewReader(bytes.NewReader(reply))
@@ -449,8 +450,14 @@ func judge(p parsed, reply []byte) (all bool, rejected []string) {
 		}
 		rejected = append(rejected, s)
 	}
-	if acks+len(rejected) > 0 {
-		return acks == 0, rejected
+	switch {
+	case acks > 0:
+		return false, rejected
+	case len(rejected) > 0:
+		// Only ERROR envelopes: a handler may list the rejections
+		// alone (gateway.Relay.Handler does), so every envelope was
+		// rejected only if there are as many as the file holds.
+		return len(rejected) >= max(p.good+len(p.errs), 1), rejected
 	}
 	if p.good == 0 {
 		if len(p.errs) == 0 {
