@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
 	"github.com/crosstalk-go/crosstalk/signing"
 	"github.com/nats-io/nats-server/v2/server"
@@ -30,7 +32,7 @@ import (
 // (see init).
 var cmdBenchScale = &command{
 	name:    "bench",
-	args:    "scale [--clients N] [--duration D] [--sync always|default] [--json]",
+	args:    "scale [--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]",
 	summary: "compare the relay's ingest on SQLite, one JetStream node and three relays on a 3-node cluster",
 }
 
@@ -59,6 +61,10 @@ POST /crosstalk/receive, as in crosstalk bench ingest) against:
   (c) js-3x3:  3 relays on one R3 JetStream ledger held by a 3-node NATS
                cluster, the clients spread evenly over the relays.
 
+The envelopes go to 8 groups. With --groups shared (the default) every relay
+of (c) writes to all 8, so the relays race for each group's next seq; with
+--groups disjoint each relay writes to groups of its own.
+
 The NATS servers are embedded in this process, on loopback, with their
 JetStream stores in a temporary directory; --sync always (the default, as in
 docs/scaling.md's production config) makes them fsync every write. The
@@ -72,6 +78,7 @@ docs/performance.md ("Relay scale-out") and docs/scaling.md ("Measured").`)
 	clients := fs.Int("clients", 64, "concurrent HTTP `clients`")
 	duration := fs.Duration("duration", 5*time.Second, "how long each of the three setups runs")
 	syncMode := fs.String("sync", "always", "JetStream sync_interval: always (fsync every write) or default (every 2 minutes)")
+	groups := fs.String("groups", "shared", "shared: every relay of (c) writes to the same 8 groups; disjoint: each to its own")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -89,11 +96,14 @@ docs/performance.md ("Relay scale-out") and docs/scaling.md ("Measured").`)
 	if *syncMode != "always" && *syncMode != "default" {
 		return usagef("bench scale: --sync must be always or default, not %q", *syncMode)
 	}
+	if *groups != "shared" && *groups != "disjoint" {
+		return usagef("bench scale: --groups must be shared or disjoint, not %q", *groups)
+	}
 	progress := e.stderr
 	if *asJSON {
 		progress = io.Discard
 	}
-	res, err := benchScale(ctx, *clients, *duration, *syncMode == "always", progress)
+	res, err := benchScale(ctx, *clients, *duration, *syncMode == "always", *groups == "disjoint", progress)
 	if err != nil {
 		return err
 	}
@@ -113,7 +123,10 @@ type scaleResult struct {
 	Clients    int          `json:"clients"`
 	Duration   string       `json:"duration"`
 	SyncAlways bool         `json:"nats_sync_always"`
-	Setups     []scaleSetup `json:"setups"`
+	// Disjoint reports --groups disjoint: the relays of (c) wrote to
+	// groups of their own instead of all to the same ones.
+	Disjoint bool         `json:"disjoint_groups"`
+	Setups   []scaleSetup `json:"setups"`
 }
 
 // scaleSetup is one setup's measurement.
@@ -155,7 +168,8 @@ type scaleRig struct {
 	key, name string
 	relays    []*runningRelay
 	nodes     []*server.Server
-	perRelay  []*meter // one per relay
+	perRelay  []*meter       // one per relay
+	sources   []*scaleSource // the envelopes for relay i: sources[i%len]
 	cpu       time.Duration
 	wall      time.Duration
 }
@@ -185,13 +199,13 @@ func (r *scaleRig) jsStats() (st jetstream.Stats, ok bool) {
 	return st, ok
 }
 
-func benchScale(ctx context.Context, clients int, d time.Duration, syncAlways bool, progress io.Writer) (*scaleResult, error) {
+func benchScale(ctx context.Context, clients int, d time.Duration, syncAlways, disjoint bool, progress io.Writer) (*scaleResult, error) {
 	tmp, err := os.MkdirTemp("", "crosstalk-bench-scale-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	res := &scaleResult{Machine: machine(filepath.Dir(tmp)), Clients: clients, Duration: d.String(), SyncAlways: syncAlways}
+	res := &scaleResult{Machine: machine(filepath.Dir(tmp)), Clients: clients, Duration: d.String(), SyncAlways: syncAlways, Disjoint: disjoint}
 	if res.Machine.FsyncMillis, err = fsyncCost(filepath.Join(tmp, "fsync-probe")); err != nil {
 		return nil, err
 	}
@@ -199,7 +213,6 @@ func benchScale(ctx context.Context, clients int, d time.Duration, syncAlways bo
 	if err != nil {
 		return nil, err
 	}
-	gen := &envelopeSource{key: key}
 
 	var rigs []*scaleRig
 	defer func() {
@@ -245,27 +258,30 @@ func benchScale(ctx context.Context, clients int, d time.Duration, syncAlways bo
 		three.relays = append(three.relays, rr)
 	}
 
-	// Distinct envelopes: a first stock now, more after the first round
-	// when the rates are known. Past the stock, clients sign as they go.
-	stock := make([][]byte, 8000)
-	fmt.Fprintf(progress, "bench scale: signing %d distinct envelopes\n", len(stock))
-	if err := gen.fill(stock, 0); err != nil {
-		return nil, err
+	// Distinct envelopes: a stock signed now, more after the first round
+	// at its pace; past the stock, clients sign as they go. With
+	// --groups disjoint, each relay of (c) writes to its own groups.
+	shared := &scaleSource{key: key, groups: []int{0, 1, 2, 3, 4, 5, 6, 7}}
+	sources := []*scaleSource{shared}
+	for _, r := range rigs {
+		r.sources = []*scaleSource{shared}
 	}
-	var (
-		stockMu sync.RWMutex
-		used    atomic.Int64
-		fly     atomic.Int64
-	)
-	fly.Store(10_000_000)
-	source := func() ([]byte, error) {
-		i := used.Add(1) - 1
-		stockMu.RLock()
-		defer stockMu.RUnlock()
-		if i < int64(len(stock)) {
-			return stock[i], nil
+	if disjoint {
+		three.sources = nil
+		for i := range three.relays {
+			src := &scaleSource{key: key}
+			for g := i; g < 8; g += len(three.relays) {
+				src.groups = append(src.groups, g)
+			}
+			three.sources = append(three.sources, src)
+			sources = append(sources, src)
 		}
-		return gen.make(int(fly.Add(1)))
+	}
+	fmt.Fprintln(progress, "bench scale: signing distinct envelopes")
+	for _, src := range sources {
+		if err := src.grow(8000 / len(sources)); err != nil {
+			return nil, err
+		}
 	}
 
 	hc := newBenchClient(clients)
@@ -274,26 +290,17 @@ func benchScale(ctx context.Context, clients int, d time.Duration, syncAlways bo
 	for round := range benchRounds {
 		for _, r := range rigs {
 			fmt.Fprintf(progress, "bench scale: round %d/%d: %s, %d clients, %s\n", round+1, benchRounds, r.name, clients, slice)
-			if err := r.drive(ctx, hc, clients, slice, source); err != nil {
+			if err := r.drive(ctx, hc, clients, slice); err != nil {
 				return nil, fmt.Errorf("bench scale: %s: %w", r.name, err)
 			}
 		}
-		if round == 0 && benchRounds > 1 {
-			// Enough for the remaining rounds at the measured rates.
-			var rate float64
-			for _, r := range rigs {
-				rate += r.merged().perSec()
-			}
-			need := min(int(rate*slice.Seconds()*float64(benchRounds-1)*1.2), 300_000)
-			if more := need - (len(stock) - int(used.Load())); more > 0 {
-				fmt.Fprintf(progress, "bench scale: signing %d more envelopes\n", more)
-				extra := make([][]byte, more)
-				if err := gen.fill(extra, len(stock)); err != nil {
+		if round == 0 {
+			for _, src := range sources {
+				n, err := src.topUp(benchRounds - 1)
+				if err != nil {
 					return nil, err
 				}
-				stockMu.Lock()
-				stock = append(stock, extra...)
-				stockMu.Unlock()
+				fmt.Fprintf(progress, "bench scale: signed %d more envelopes\n", n)
 			}
 		}
 	}
@@ -335,7 +342,7 @@ func benchScale(ctx context.Context, clients int, d time.Duration, syncAlways bo
 
 // drive runs one slice of load on the rig: the clients are spread evenly
 // over its relays, each relay's share driven at the same time.
-func (r *scaleRig) drive(ctx context.Context, hc *http.Client, clients int, slice time.Duration, source func() ([]byte, error)) error {
+func (r *scaleRig) drive(ctx context.Context, hc *http.Client, clients int, slice time.Duration) error {
 	n := len(r.relays)
 	if r.perRelay == nil {
 		for range n {
@@ -353,7 +360,8 @@ func (r *scaleRig) drive(ctx context.Context, hc *http.Client, clients int, slic
 		}
 		wg.Go(func() {
 			labelled(ctx, r.key, func(ctx context.Context) {
-				errs[i] = driveSlice(ctx, hc, rr.url+"/crosstalk/receive", share, start, slice, source, r.perRelay[i])
+				src := r.sources[i%len(r.sources)]
+				errs[i] = driveSlice(ctx, hc, rr.url+"/crosstalk/receive", share, start, slice, src.next, r.perRelay[i])
 			})
 		})
 	}
@@ -365,6 +373,85 @@ func (r *scaleRig) drive(ctx context.Context, hc *http.Client, clients int, slic
 	r.cpu += time.Duration(float64(cpu) * float64(measured) / float64(wall))
 	r.wall += measured
 	return errors.Join(errs...)
+}
+
+// scaleSource hands out distinct signed envelopes into groups bench-<g>
+// for g in groups: from a stock signed ahead, then signed as needed.
+type scaleSource struct {
+	key    *signing.PrivateKey
+	groups []int
+	mu     sync.RWMutex
+	stock  [][]byte
+	used   atomic.Int64
+	fly    atomic.Int64 // numbers of envelopes signed on the fly, negative
+}
+
+func (s *scaleSource) make(i int) ([]byte, error) {
+	e := envelope.New("BENCH", "READER", envelope.IntentRequest,
+		fmt.Sprintf("Benchmark envelope %d.\nPlease review the attached change and answer with a short summary.", i))
+	e.User = "bench"
+	e.Context = fmt.Sprintf("bench-%d", s.groups[(i%len(s.groups)+len(s.groups))%len(s.groups)])
+	return signing.SignEnvelope(e, s.key, nil)
+}
+
+// next returns an envelope not handed out before.
+func (s *scaleSource) next() ([]byte, error) {
+	i := s.used.Add(1) - 1
+	s.mu.RLock()
+	if i < int64(len(s.stock)) {
+		b := s.stock[i]
+		s.mu.RUnlock()
+		return b, nil
+	}
+	s.mu.RUnlock()
+	return s.make(int(s.fly.Add(-1)))
+}
+
+// grow signs n more envelopes for the stock, on every CPU.
+func (s *scaleSource) grow(n int) error {
+	s.mu.RLock()
+	base := len(s.stock)
+	s.mu.RUnlock()
+	out := make([][]byte, n)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				b, err := s.make(base + i)
+				if err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+				out[i] = b
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	s.mu.Lock()
+	s.stock = append(s.stock, out...)
+	s.mu.Unlock()
+	return nil
+}
+
+// topUp signs enough envelopes for rounds more rounds at the pace of
+// those so far (with a fifth more), and returns how many it signed.
+func (s *scaleSource) topUp(rounds int) (int, error) {
+	s.mu.RLock()
+	used, have := int(s.used.Load()), len(s.stock)
+	s.mu.RUnlock()
+	n := min(used*rounds*6/5, 300_000) - max(have-used, 0)
+	if n <= 0 {
+		return 0, nil
+	}
+	return n, s.grow(n)
 }
 
 // merged is the rig's measurement over all its relays: they ran side by
@@ -570,7 +657,11 @@ func (r *scaleResult) print(w io.Writer) {
 	if !r.SyncAlways {
 		syncing = "default sync_interval (2 min)"
 	}
-	fmt.Fprintf(w, "crosstalk bench scale: %d clients, %s per setup, NATS %s\n", r.Clients, r.Duration, syncing)
+	groups := "the relays of (c) share the 8 groups"
+	if r.Disjoint {
+		groups = "each relay of (c) writes to its own groups"
+	}
+	fmt.Fprintf(w, "crosstalk bench scale: %d clients, %s per setup, NATS %s, %s\n", r.Clients, r.Duration, syncing, groups)
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
 	fmt.Fprintf(w, "disk: write+fsync of 4 KiB in %s: %.3f ms (median)\n\n", r.Machine.TempDir, r.Machine.FsyncMillis)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

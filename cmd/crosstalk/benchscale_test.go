@@ -8,15 +8,22 @@ import (
 	"testing"
 )
 
-// TestBenchScale runs a short `crosstalk bench scale --json` and checks
+// TestBenchScale runs a short `crosstalk bench scale --json`, with the
+// relays of (c) sharing groups and with groups of their own, and checks
 // that every setup did work without errors, with the relays and ratios it
 // should have. It checks no figures: they depend on the machine.
 func TestBenchScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four NATS servers and five relays")
 	}
+	for _, groups := range []string{"shared", "disjoint"} {
+		t.Run(groups, func(t *testing.T) { testBenchScale(t, groups) })
+	}
+}
+
+func testBenchScale(t *testing.T, groups string) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"bench", "scale", "--clients", "6", "--duration", "400ms", "--json"}
+	args := []string{"bench", "scale", "--clients", "6", "--duration", "400ms", "--groups", groups, "--json"}
 	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
 		t.Fatalf("run(%q) = %d, want %d; stderr:\n%s", args, code, exitOK, stderr.String())
 	}
@@ -51,8 +58,12 @@ func TestBenchScale(t *testing.T) {
 	if r := res.Setups[0].Ratio; r != 1 {
 		t.Errorf("sqlite ratio vs itself = %v, want 1", r)
 	}
-	if !res.SyncAlways || res.Clients != 6 || res.Machine.NumCPU == 0 {
-		t.Errorf("result = %+v, want sync always, 6 clients, the machine", res)
+	if !res.SyncAlways || res.Clients != 6 || res.Machine.NumCPU == 0 || res.Disjoint != (groups == "disjoint") {
+		t.Errorf("result = %+v, want sync always, 6 clients, the machine, disjoint %v", res, groups == "disjoint")
+	}
+	// Relays that write to groups of their own never race for a seq.
+	if c := res.Setups[2].Conflicts; groups == "disjoint" && c != 0 {
+		t.Errorf("js-3x3 with disjoint groups: conflicts = %d, want 0", c)
 	}
 }
 
@@ -62,6 +73,7 @@ func TestBenchScaleUsage(t *testing.T) {
 		{"bench", "scale", "--duration", "1ms"},
 		{"bench", "scale", "--sync", "sometimes"},
 		{"bench", "scale", "extra"},
+		{"bench", "scale", "--groups", "some"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitUsage {
