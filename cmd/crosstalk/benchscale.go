@@ -42,6 +42,7 @@ func init() {
 	// dispatched here and everything else goes on to it.
 	ingest := cmdBench.run
 	cmdBench.args = "ingest|scale [flags] (crosstalk bench scale --help)"
+	cmdBench.summary = "measure the relay's ingest (bench ingest) and its scale-out on JetStream (bench scale)"
 	cmdBench.run = func(ctx context.Context, e *env, args []string) error {
 		if slices.Contains(args, "scale") && !slices.Contains(args, "ingest") {
 			return runBenchScale(ctx, e, args)
