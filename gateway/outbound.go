@@ -199,7 +199,31 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 
 // follow reads a group from its start and then live, queueing deliveries
 // and dropping those that have their final record.
+//
+// The final records already stored are read first: each lies after its
+// message in the group, so queueing a message as soon as it is read would
+// send it again before its record is reached — every delivered envelope
+// went out again at every restart.
 func (o *outbound) follow(ctx context.Context, group string) {
+	var since int64
+	for {
+		evs, err := o.r.store.Range(ctx, group, since, []string{KindDelivery}, 1000)
+		if err != nil {
+			if ctx.Err() == nil {
+				o.log.Error("reading delivery records", "group", group, "err", err)
+			}
+			return
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, ev := range evs {
+			since = ev.Seq
+			if d, err := ParseData(ev); err == nil {
+				o.markFinal(d.EventID + ":" + d.ActorID)
+			}
+		}
+	}
 	for ev, err := range o.r.store.Follow(ctx, group, 0) {
 		if err != nil {
 			if ctx.Err() == nil {
