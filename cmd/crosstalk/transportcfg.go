@@ -110,7 +110,7 @@ func buildTransports(cfg Config, log *slog.Logger) (*transportSet, error) {
 	ts := &transportSet{
 		receivers: map[string]transports.Receiver{},
 		senders: map[string]transports.Sender{
-			"http":      httpx.Sender{Client: &httpx.Client{Retries: -1}},
+			"http": httpx.Sender{Client: &httpx.Client{Retries: -1}},
 			// The state file is the one `crosstalk clip` uses, so the relay
 			// never ingests what clip copy (or itself) put on the clipboard.
 			"clipboard": clipboard.New(&clipboard.Options{Logger: log.With("transport", "clipboard"), Fence: cfg.Clipboard.Fence, StateFile: defaultClipState()}),
