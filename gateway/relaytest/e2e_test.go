@@ -25,6 +25,10 @@ import (
 // e2eDeadline bounds each wait of the end-to-end tests.
 const e2eDeadline = 60 * time.Second
 
+// e2eClient reads the relays' APIs; a relay that stops answering fails the
+// test instead of hanging it.
+var e2eClient = &http.Client{Timeout: 10 * time.Second}
+
 // e2eLog keeps everything a child process writes, for checks and failure
 // messages.
 type e2eLog struct {
@@ -136,7 +140,7 @@ func (p *e2eProc) events(t *testing.T, group string) []ledger.Event {
 	var out []ledger.Event
 	var since int64
 	for page := 0; page < 100; page++ {
-		res, err := http.Get(fmt.Sprintf("%s/v1/groups/%s/events?since_seq=%d&limit=500", p.url, group, since))
+		res, err := e2eClient.Get(fmt.Sprintf("%s/v1/groups/%s/events?since_seq=%d&limit=500", p.url, group, since))
 		if err != nil {
 			t.Fatalf("GET %s events of %s = %v", p.name, group, err)
 		}

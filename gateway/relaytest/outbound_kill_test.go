@@ -235,7 +235,7 @@ address = %q
 	var ids []string
 	for i := range killN {
 		text := envText("CLAUDE", "GEMINI", "REQUEST", group, fmt.Sprintf("pending delivery %d", i))
-		res, err := http.Post(sender.url+"/crosstalk/receive", "text/plain; charset=utf-8", strings.NewReader(text))
+		res, err := e2eClient.Post(sender.url+"/crosstalk/receive", "text/plain; charset=utf-8", strings.NewReader(text))
 		if err != nil {
 			t.Fatalf("POST envelope %d = %v", i, err)
 		}
