@@ -75,8 +75,14 @@ func (r *Relay) ReleaseEvictedClaim(ctx context.Context, group, eventID string) 
 		return ledger.Claim{}, false, fmt.Errorf("gateway: claim of %s: %w", eventID, err)
 	}
 	seen, _ := r.AgentLiveness(c.Actor)
-	if c.ClaimedAt.After(seen) {
-		seen = c.ClaimedAt
+	// Liveness is this relay's memory; the claim itself, shared by every
+	// relay on the ledger, says the holder was active when it last claimed
+	// or renewed (expires_at - ttl). Other activity on another relay is
+	// not seen here (docs/scaling.md).
+	for _, t := range []time.Time{c.ClaimedAt, c.ExpiresAt.Add(-r.claimTTL)} {
+		if t.After(seen) {
+			seen = t
+		}
 	}
 	if attention.LivenessOf(seen, now) != attention.Evicted {
 		return c, false, nil

@@ -212,6 +212,7 @@ func (p *plan) touch(group string, h head) {
 func (s *Store) appendRound(heads map[string]head, reqs []*writeReq) {
 	start := time.Now()
 	conflicts := 0
+	conflicted := false // the last attempt lost a compare-and-set
 	var lastErr error
 	answer := func(r *writeReq, res []ledger.Result, err error) { r.done <- writeDone{res: res, err: err} }
 	for attempt := 0; ; attempt++ {
@@ -222,7 +223,15 @@ func (s *Store) appendRound(heads map[string]head, reqs []*writeReq) {
 				}
 				return
 			}
-			backoff(attempt)
+			if conflicted {
+				// A lost compare-and-set means another writer made
+				// progress: re-plan at once (with a little jitter) instead
+				// of backing off further, or the writer that just won keeps
+				// winning and the others starve (bench scale, 3 relays).
+				time.Sleep(rand.N(2 * time.Millisecond))
+			} else {
+				backoff(attempt)
+			}
 		}
 		live := reqs[:0:0]
 		for _, r := range reqs {
@@ -249,6 +258,7 @@ func (s *Store) appendRound(heads map[string]head, reqs []*writeReq) {
 			return
 		case isConflict(err) || isTransient(err):
 			lastErr = err
+			conflicted = isConflict(err) && !isTransient(err)
 			s.count(func(st *Stats) { st.Conflicts++ })
 			s.log.Debug("append: conflict with another writer, planning again", "attempt", attempt, "err", err)
 			if p != nil {
