@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,11 +32,18 @@ import (
 
 var cmdBench = &command{
 	name:    "bench",
-	args:    "ingest [--clients N] [--duration D] [--json] [--cpuprofile FILE]",
-	summary: "measure the relay's ingest throughput against its ceilings",
+	args:    "ingest|scale [flags] (crosstalk bench ingest --help, crosstalk bench scale --help)",
+	summary: "measure the relay's ingest (bench ingest) and its scale-out on JetStream (bench scale)",
 }
 
-func init() { cmdBench.run = runBench }
+func init() {
+	cmdBench.run = func(ctx context.Context, e *env, args []string) error {
+		if slices.Contains(args, "scale") && !slices.Contains(args, "ingest") {
+			return runBenchScale(ctx, e, args)
+		}
+		return runBench(ctx, e, args)
+	}
+}
 
 // Goals of docs/performance.md ("Relay ingest").
 const (

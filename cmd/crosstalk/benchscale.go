@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,21 +33,6 @@ var cmdBenchScale = &command{
 	name:    "bench",
 	args:    "scale [--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]",
 	summary: "compare the relay's ingest on SQLite, one JetStream node and three relays on a 3-node cluster",
-}
-
-func init() {
-	// bench.go's init (earlier in file order, which the go tool keeps
-	// sorted) set cmdBench.run to `bench ingest`; `bench scale` is
-	// dispatched here and everything else goes on to it.
-	ingest := cmdBench.run
-	cmdBench.args = "ingest|scale [flags] (crosstalk bench scale --help)"
-	cmdBench.summary = "measure the relay's ingest (bench ingest) and its scale-out on JetStream (bench scale)"
-	cmdBench.run = func(ctx context.Context, e *env, args []string) error {
-		if slices.Contains(args, "scale") && !slices.Contains(args, "ingest") {
-			return runBenchScale(ctx, e, args)
-		}
-		return ingest(ctx, e, args)
-	}
 }
 
 func runBenchScale(ctx context.Context, e *env, args []string) error {
