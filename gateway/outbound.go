@@ -34,7 +34,7 @@ type OutboundOptions struct {
 	// AttemptTimeout bounds one Send (30 s when zero); a delivery whose
 	// attempts all time out fails with E-TIMEOUT, others with E-ROUTE.
 	AttemptTimeout time.Duration
-	// Workers is how many sends run at once (4 when zero).
+	// Workers is how many sends run at once per transport (4 when zero).
 	Workers int
 }
 
@@ -127,14 +127,26 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	work := make(chan *delivery)
-	for i := 0; i < o.opts.Workers; i++ {
+	// Each transport has its own Workers slots, so a hung receiver on one
+	// medium (an HTTP endpoint that never answers) cannot hold up
+	// deliveries on another.
+	slots := map[string]chan struct{}{}
+	dispatch := func(d *delivery) {
+		sem, ok := slots[d.transport]
+		if !ok {
+			sem = make(chan struct{}, o.opts.Workers)
+			slots[d.transport] = sem
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for d := range work {
-				o.attempt(ctx, d)
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
 			}
+			defer func() { <-sem }()
+			o.attempt(ctx, d)
 		}()
 	}
 	following := map[string]bool{}
@@ -163,7 +175,8 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	defer poll.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	defer func() { close(work); wg.Wait() }()
+	defer wg.Wait()
+	defer cancel()
 	for {
 		o.mu.Lock()
 		var next *delivery
@@ -176,12 +189,8 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 		}
 		o.mu.Unlock()
 		if next != nil {
-			select {
-			case work <- next:
-				continue
-			case <-ctx.Done():
-				return nil
-			}
+			dispatch(next)
+			continue
 		}
 		timer.Reset(wait)
 		select {

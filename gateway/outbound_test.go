@@ -171,3 +171,30 @@ func TestOutboundResumesAfterRestart(t *testing.T) {
 		t.Errorf("sent %d times after restarts, want 1", n)
 	}
 }
+
+// hangingSender blocks every Send until its context ends.
+type hangingSender struct{}
+
+func (hangingSender) Send(ctx context.Context, to, id string, text []byte) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestOutboundHungTransportDoesNotBlockOthers: a medium whose sends hang
+// holds only its own slots; deliveries over other media go on.
+func TestOutboundHungTransportDoesNotBlockOthers(t *testing.T) {
+	r := routedRelay(t)
+	folder := &recordingSender{}
+	stop := runOutbound(t, r, &gateway.OutboundOptions{
+		Senders: map[string]transports.Sender{"folder": folder, "mail": hangingSender{}},
+		Workers: 1, AttemptTimeout: time.Hour,
+	})
+	defer stop()
+	for i := 0; i < 3; i++ {
+		ingest(t, r, "", env("GEMINI", "CHATGPT", "REQUEST", "g", "stuck in mail"))
+	}
+	ingest(t, r, "", env("GEMINI", "CLAUDE", "REQUEST", "g", "goes by folder"))
+	if evs := waitEvents(t, r, "g", gateway.KindDelivery, 1); len(evs) != 1 || folder.count("claude-out") != 1 {
+		t.Fatalf("folder deliveries = %d records, %d sends; want 1 while mail hangs", len(evs), folder.count("claude-out"))
+	}
+}
