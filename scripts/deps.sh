@@ -4,7 +4,6 @@
 # real-server tests. It is idempotent and quick when everything is present.
 set -euo pipefail
 
-
 gobin="$(go env GOPATH)/bin"
 export PATH="$gobin:$PATH"
 if ! command -v staticcheck >/dev/null 2>&1; then
@@ -15,7 +14,6 @@ fi
 # Debian packages for the real-server tests (transports).
 pkgs=()
 need() { command -v "$1" >/dev/null 2>&1 || pkgs+=("$2"); }
-# (filled in as transports land)
 # clipboard: the tests start their own Xvfb and use xclip (transports/clipboard)
 need Xvfb xvfb; need xclip xclip; need xsel xsel; need xauth xauth
 # web: the browser tests drive Debian's headless Chromium (gateway/web)
@@ -24,6 +22,8 @@ need chromium chromium
 # on free loopback ports (transports/mail/mailtest)
 need /usr/sbin/dovecot dovecot-imapd; need /usr/lib/dovecot/lmtp dovecot-lmtpd
 need /usr/lib/dovecot/submission dovecot-submissiond; need /usr/sbin/postfix postfix
+# MCP and web: the TypeScript MCP SDK client and Playwright run on Node.js.
+need node nodejs; need npm npm
 # Their postinst scripts would start the system Dovecot (143/993 on every
 # interface) and Postfix (25): forbid service starts for this install only,
 # unless the machine has its own policy (shared/recipes/test-servers.md §0).
@@ -42,18 +42,8 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 fi
 
 # The MCP server's test drives it with the official TypeScript MCP SDK
-# client (gateway/mcpserver/testdata/mcpclient): Node.js from Debian, the
-# client's npm packages from its lock file.
+# client (gateway/mcpserver/testdata/mcpclient), installed from its lock file.
 mcpclient="$(dirname "$0")/../gateway/mcpserver/testdata/mcpclient"
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "deps: installing nodejs npm"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
-  else
-    echo "deps: missing node/npm: install them (Debian: apt-get install nodejs npm)" >&2
-  fi
-fi
 if [ ! -d "$mcpclient/node_modules/@modelcontextprotocol/sdk" ] && command -v npm >/dev/null 2>&1; then
   echo "deps: npm ci in $mcpclient"
   (cd "$mcpclient" && npm ci --no-audit --no-fund --loglevel=error)
