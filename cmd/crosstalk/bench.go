@@ -232,7 +232,7 @@ func benchRun(ctx context.Context, res *benchResult, tmp string, key *signing.Pr
 
 	driveCeiling := func() (err error) {
 		labelled(ctx, "ceiling", func(ctx context.Context) {
-			err = drive(ctx, ceilingClient, ceilingURL, clients, slice, fromPool, ceiling)
+			err = drive(ctx, ceilingClient, ceilingURL, clients, time.Now(), slice, fromPool, ceiling)
 		})
 		return err
 	}
@@ -290,7 +290,7 @@ func benchRun(ctx context.Context, res *benchResult, tmp string, key *signing.Pr
 		fmt.Fprintf(progress, "bench: round %d/%d: (b) relay\n", round+1, benchRounds)
 		before := rr.sqliteStats()
 		labelled(ctx, "relay", func(ctx context.Context) {
-			err = drive(ctx, relayClient, rr.url+"/crosstalk/receive", clients, slice, source, relay)
+			err = drive(ctx, relayClient, rr.url+"/crosstalk/receive", clients, time.Now(), slice, source, relay)
 		})
 		if err != nil {
 			return err
@@ -451,10 +451,13 @@ func newBenchClient(clients int) *http.Client {
 	}
 }
 
-// drive runs clients goroutines that POST bodies from next to url for d,
-// and adds the requests that end after the warm-up (the first tenth) to m.
-func drive(ctx context.Context, hc *http.Client, url string, clients int, d time.Duration, next func() ([]byte, error), m *meter) error {
-	start := time.Now()
+// drive runs clients goroutines that POST bodies from next to url from
+// start for d, and adds to m the requests that start after the warm-up (the
+// first tenth): each one's latency, and its envelope if it ended within the
+// window (the rate counts what ends in the window). A request that starts in
+// the window and ends after it still has its latency counted, so a stall
+// longer than a slice cannot drop the slowest requests out of p99.
+func drive(ctx context.Context, hc *http.Client, url string, clients int, start time.Time, d time.Duration, next func() ([]byte, error), m *meter) error {
 	warm, end := start.Add(d/10), start.Add(d)
 	ctx, cancel := context.WithDeadline(ctx, end.Add(time.Minute))
 	defer cancel()
@@ -480,15 +483,17 @@ func drive(ctx context.Context, hc *http.Client, url string, clients int, d time
 				t0 := time.Now()
 				status, err := post(ctx, hc, url, body)
 				t1 := time.Now()
-				if t0.Before(warm) || t1.After(end) {
+				if t0.Before(warm) {
 					continue
 				}
 				if err != nil || status != http.StatusOK {
 					fails++
 					continue
 				}
-				count++
 				mine = append(mine, t1.Sub(t0))
+				if !t1.After(end) {
+					count++
+				}
 			}
 			m.mu.Lock()
 			m.count += count

@@ -346,7 +346,7 @@ func (r *scaleRig) drive(ctx context.Context, hc *http.Client, clients int, slic
 		wg.Go(func() {
 			labelled(ctx, r.key, func(ctx context.Context) {
 				src := r.sources[i%len(r.sources)]
-				errs[i] = driveSlice(ctx, hc, rr.url+"/crosstalk/receive", share, start, slice, src.next, r.perRelay[i])
+				errs[i] = drive(ctx, hc, rr.url+"/crosstalk/receive", share, start, slice, src.next, r.perRelay[i])
 			})
 		})
 	}
@@ -453,69 +453,6 @@ func (r *scaleRig) merged() *meter {
 		m.measured = r.perRelay[0].measured
 	}
 	return m
-}
-
-// driveSlice is bench ingest's drive, except that a request that starts
-// in the measured window and ends after it still has its latency
-// counted (not its envelope: the rate counts what ends in the window).
-// With several relays, one may stall for longer than a slice; drive
-// would then leave its slowest requests out of p99 altogether.
-func driveSlice(ctx context.Context, hc *http.Client, url string, clients int, start time.Time, d time.Duration, next func() ([]byte, error), m *meter) error {
-	warm, end := start.Add(d/10), start.Add(d)
-	ctx, cancel := context.WithDeadline(ctx, end.Add(time.Minute))
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	for range clients {
-		wg.Go(func() {
-			var (
-				mine         []time.Duration
-				count, fails int64
-			)
-			for time.Now().Before(end) && ctx.Err() == nil {
-				body, err := next()
-				if err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
-					break
-				}
-				t0 := time.Now()
-				status, err := post(ctx, hc, url, body)
-				t1 := time.Now()
-				if t0.Before(warm) {
-					continue
-				}
-				if err != nil || status != http.StatusOK {
-					fails++
-					continue
-				}
-				mine = append(mine, t1.Sub(t0))
-				if !t1.After(end) {
-					count++
-				}
-			}
-			m.mu.Lock()
-			m.count += count
-			m.errors += fails
-			m.lats = append(m.lats, mine...)
-			m.mu.Unlock()
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	m.measured += d - d/10
-	m.mu.Unlock()
-	return nil
 }
 
 // meanMax returns the mean and the largest of lats in milliseconds.
