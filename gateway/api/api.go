@@ -150,42 +150,58 @@ type authInfo struct {
 
 // ServeHTTP applies the gate, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	envelopeEndpoint := r.URL.Path == "/crosstalk/receive"
-	fail := func(status int, code envelope.Code, msg string) {
-		if envelopeEndpoint {
-			s.errorEnvelope(w, r, status, code, msg)
-		} else {
-			writeError(w, status, string(code), msg)
-		}
-	}
-	if !s.hostAllowed(r.Host) {
-		fail(http.StatusForbidden, envelope.CodePerm, fmt.Sprintf("host %q is not one of the relay's names", r.Host))
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
-		fail(http.StatusForbidden, envelope.CodePerm, "cross-origin request refused")
-		return
-	}
-	info := authInfo{principal: LocalUser}
-	if len(s.tokens) > 0 && r.URL.Path != "/healthz" {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		p, known := s.tokens[strings.TrimSpace(tok)]
-		if !ok || !known {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
-			fail(http.StatusUnauthorized, envelope.CodePerm, "missing or unknown bearer token")
-			return
-		}
-		info = authInfo{principal: p, token: true}
-	}
-	if s.limiter != nil && !s.limiter.allow(info.principal, time.Now()) {
-		w.Header().Set("Retry-After", "1")
-		fail(http.StatusTooManyRequests, envelope.CodeRate, "rate limit exceeded for "+info.principal)
+	info, ok := s.gate(w, r, false)
+	if !ok {
 		return
 	}
 	if info.token {
 		s.relay.Touch(info.principal)
 	}
 	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, info)))
+}
+
+// gate applies the checks every request passes, in this order: Host,
+// Origin for state-changing methods, bearer token, rate limit. It answers a
+// refused request itself (an ERROR envelope on the envelope endpoint, JSON
+// elsewhere) and returns false. page relaxes one point for browser pages
+// when tokens are configured: a request without an Authorization header
+// passes with an empty principal (the pages authenticate it by session
+// cookie) and is rate limited by remote address; a wrong token is refused.
+func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authInfo, bool) {
+	fail := func(status int, code envelope.Code, msg string) (authInfo, bool) {
+		if r.URL.Path == "/crosstalk/receive" {
+			s.errorEnvelope(w, r, status, code, msg)
+		} else {
+			writeError(w, status, string(code), msg)
+		}
+		return authInfo{}, false
+	}
+	if !s.hostAllowed(r.Host) {
+		return fail(http.StatusForbidden, envelope.CodePerm, fmt.Sprintf("host %q is not one of the relay's names", r.Host))
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
+		return fail(http.StatusForbidden, envelope.CodePerm, "cross-origin request refused")
+	}
+	info, key := authInfo{principal: LocalUser}, LocalUser
+	if len(s.tokens) > 0 && r.URL.Path != "/healthz" {
+		h := r.Header.Get("Authorization")
+		if page && h == "" {
+			info, key = authInfo{}, "anonymous "+remoteHost(r)
+		} else {
+			tok, ok := strings.CutPrefix(h, "Bearer ")
+			p, known := s.TokenPrincipal(tok)
+			if !ok || !known {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
+				return fail(http.StatusUnauthorized, envelope.CodePerm, "missing or unknown bearer token")
+			}
+			info, key = authInfo{principal: p, token: true}, p
+		}
+	}
+	if s.limiter != nil && !s.limiter.allow(key, time.Now()) {
+		w.Header().Set("Retry-After", "1")
+		return fail(http.StatusTooManyRequests, envelope.CodeRate, "rate limit exceeded for "+key)
+	}
+	return info, true
 }
 
 func (s *Server) hostAllowed(host string) bool {

@@ -3,13 +3,9 @@ package api
 import (
 	"context"
 	"crypto/subtle"
-	"fmt"
 	"net"
 	"net/http"
 	"strings"
-	"time"
-
-	"github.com/crosstalk-go/crosstalk/envelope"
 )
 
 // This file is the hook for the relay's browser pages (package
@@ -51,32 +47,8 @@ func (s *Server) Mount(pages http.Handler) http.Handler {
 }
 
 func (s *Server) servePage(pages http.Handler, w http.ResponseWriter, r *http.Request) {
-	if !s.hostAllowed(r.Host) {
-		writeError(w, http.StatusForbidden, string(envelope.CodePerm), fmt.Sprintf("host %q is not one of the relay's names", r.Host))
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
-		writeError(w, http.StatusForbidden, string(envelope.CodePerm), "cross-origin request refused")
-		return
-	}
-	info := authInfo{principal: LocalUser}
-	key := LocalUser
-	if len(s.tokens) > 0 {
-		info, key = authInfo{}, "anonymous "+remoteHost(r)
-		if h := r.Header.Get("Authorization"); h != "" {
-			tok, ok := strings.CutPrefix(h, "Bearer ")
-			p, known := s.tokens[strings.TrimSpace(tok)]
-			if !ok || !known {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
-				writeError(w, http.StatusUnauthorized, string(envelope.CodePerm), "unknown bearer token")
-				return
-			}
-			info, key = authInfo{principal: p, token: true}, p
-		}
-	}
-	if s.limiter != nil && !s.limiter.allow(key, time.Now()) {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, string(envelope.CodeRate), "rate limit exceeded")
+	info, ok := s.gate(w, r, true)
+	if !ok {
 		return
 	}
 	ctx := context.WithValue(r.Context(), principalKey, info)
