@@ -20,6 +20,7 @@ const (
 
 var addressKindNames = [...]string{"invalid", "name", "url", "email", "tel", "selector"}
 
+// String returns the kind's name: name, url, email, tel, selector or invalid.
 func (k AddressKind) String() string {
 	if int(k) < len(addressKindNames) {
 		return addressKindNames[k]

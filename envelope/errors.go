@@ -47,6 +47,7 @@ type SyntaxError struct {
 
 var _ error = (*SyntaxError)(nil)
 
+// Error returns "envelope: line N: message".
 func (e *SyntaxError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("envelope: line %d: %s", e.Line, e.Msg)

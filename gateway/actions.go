@@ -20,6 +20,7 @@ type ActionError struct {
 	Claim *ledger.Claim
 }
 
+// Error returns the reason, prefixed with the package name.
 func (e *ActionError) Error() string { return "gateway: " + e.Reason }
 
 // CCCS §11 error codes used by ActionError.

@@ -191,6 +191,7 @@ type Rejection struct {
 	Line   int // input line of the problem, 0 when not about a line
 }
 
+// Error returns the code, the line if any, and the reason.
 func (rj *Rejection) Error() string {
 	if rj.Line > 0 {
 		return fmt.Sprintf("%s: line %d: %s", rj.Code, rj.Line, rj.Reason)

@@ -50,6 +50,7 @@ type StatusError struct {
 	Body   string
 }
 
+// Error returns the relay's status and error.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("c2a: relay answered %d: %s", e.Status, strings.TrimSpace(e.Body))
 }

@@ -28,6 +28,7 @@ type TooLargeError struct {
 	Size, Limit int
 }
 
+// Error says how large the message was and what the limit is.
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("channel: message of at least %d bytes exceeds the limit of %d", e.Size, e.Limit)
 }

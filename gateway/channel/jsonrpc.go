@@ -26,6 +26,7 @@ type Error struct {
 	Data    map[string]any `json:"data,omitempty"`
 }
 
+// Error returns the JSON-RPC error code and message.
 func (e *Error) Error() string {
 	return fmt.Sprintf("channel: JSON-RPC error %d: %s", e.Code, e.Message)
 }

@@ -73,6 +73,7 @@ type StatusError struct {
 	Reason string
 }
 
+// Error returns the status and, when the answer was an ERROR envelope, its code and reason.
 func (e *StatusError) Error() string {
 	if e.Code != "" {
 		return fmt.Sprintf("httpx: receiver answered %d %s: %s", e.Status, e.Code, e.Reason)

@@ -31,6 +31,7 @@ const (
 	SecurityNone
 )
 
+// String returns the config spelling: starttls, require-starttls, tls or none.
 func (s Security) String() string {
 	switch s {
 	case SecurityStartTLS:
