@@ -212,7 +212,6 @@ func (p *plan) touch(group string, h head) {
 func (s *Store) appendRound(heads map[string]head, reqs []*writeReq) {
 	start := time.Now()
 	conflicts := 0
-	conflicted := false // the last attempt lost a compare-and-set
 	var lastErr error
 	answer := func(r *writeReq, res []ledger.Result, err error) { r.done <- writeDone{res: res, err: err} }
 	for attempt := 0; ; attempt++ {
@@ -223,15 +222,7 @@ func (s *Store) appendRound(heads map[string]head, reqs []*writeReq) {
 				}
 				return
 			}
-			if conflicted {
-				// A lost compare-and-set means another writer made
-				// progress: re-plan at once (with a little jitter) instead
-				// of backing off further, or the writer that just won keeps
-				// winning and the others starve (bench scale, 3 relays).
-				time.Sleep(rand.N(2 * time.Millisecond))
-			} else {
-				backoff(attempt)
-			}
+			backoff(attempt)
 		}
 		live := reqs[:0:0]
 		for _, r := range reqs {
@@ -258,7 +249,6 @@ func (s *Store) appendRound(heads map[string]head, reqs []*writeReq) {
 			return
 		case isConflict(err) || isTransient(err):
 			lastErr = err
-			conflicted = isConflict(err) && !isTransient(err)
 			s.count(func(st *Stats) { st.Conflicts++ })
 			s.log.Debug("append: conflict with another writer, planning again", "attempt", attempt, "err", err)
 			if p != nil {
