@@ -103,6 +103,7 @@ func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceS
 		return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
 	}
 	tr := r.newTracker(agent)
+	tr.learnClaims(evs)
 	var out []Delivery
 	for _, ev := range evs {
 		d, ok, err := tr.observe(ctx, ev)
@@ -131,6 +132,9 @@ type tracker struct {
 	agent   attention.Agent
 	threads map[string]bool
 	acked   map[string]bool
+	// claimed holds the events that have an x.crosstalk.claim event: only
+	// those can have a claim in the store, so only those are looked up.
+	claimed map[string]bool
 	now     time.Time
 	seen    map[string]time.Time
 }
@@ -140,7 +144,20 @@ func (r *Relay) newTracker(agent string) *tracker {
 	if entry, ok := r.book.Agent(agent); ok {
 		a.Roles = entry.Roles
 	}
-	return &tracker{r: r, agent: a, threads: map[string]bool{}, acked: map[string]bool{}, now: r.now(), seen: r.LastSeen()}
+	return &tracker{r: r, agent: a, threads: map[string]bool{}, acked: map[string]bool{}, claimed: map[string]bool{}, now: r.now(), seen: r.LastSeen()}
+}
+
+// learnClaims notes which of evs were ever claimed, from their claim
+// events, before the walk reaches the messages those events follow.
+func (t *tracker) learnClaims(evs []ledger.Event) {
+	for _, ev := range evs {
+		if ev.Kind != KindClaim {
+			continue
+		}
+		if d, err := ParseData(ev); err == nil {
+			t.claimed[d.EventID] = true
+		}
+	}
 }
 
 // observe returns the delivery of ev to the tracker's agent, and whether
@@ -154,12 +171,15 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	if ev.Kind == KindAck && strings.EqualFold(d.ActorID, t.agent.ID) {
 		t.acked[d.EventID] = true
 	}
+	if ev.Kind == KindClaim {
+		t.claimed[d.EventID] = true
+	}
 	st := attention.State{LastSeen: t.seen}
 	for th := range t.threads {
 		st.Threads = append(st.Threads, th)
 	}
 	var claimedBy string
-	if ev.Kind == KindMessage {
+	if ev.Kind == KindMessage && t.claimed[ev.ID] {
 		c, err := t.r.store.GetClaim(ctx, ev.GroupID, ev.ID, t.now)
 		switch {
 		case err == nil:
@@ -204,22 +224,40 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
 		tr := r.newTracker(r.book.ActorID(agent))
-		for ev, err := range r.store.Follow(ctx, group, 0) {
-			if err != nil {
-				yield(Delivery{}, err)
-				return
-			}
+		// Replay what is stored with the claims known up front (a claim
+		// event follows its message), then follow live appends.
+		stored, err := r.store.Range(ctx, group, 0, nil, 0)
+		if err != nil {
+			yield(Delivery{}, fmt.Errorf("gateway: reading group %q: %w", group, err))
+			return
+		}
+		tr.learnClaims(stored)
+		emit := func(ev ledger.Event) bool {
 			tr.now, tr.seen = r.now(), r.LastSeen()
 			d, ok, err := tr.observe(ctx, ev)
 			if err != nil {
 				yield(Delivery{}, err)
-				return
+				return false
 			}
 			if ev.Seq <= sinceSeq || !ok {
-				continue
+				return true
 			}
 			d.Acked = tr.acked[d.EventID]
-			if !yield(d, nil) {
+			return yield(d, nil)
+		}
+		last := int64(0)
+		for _, ev := range stored {
+			if !emit(ev) {
+				return
+			}
+			last = ev.Seq
+		}
+		for ev, err := range r.store.Follow(ctx, group, last) {
+			if err != nil {
+				yield(Delivery{}, err)
+				return
+			}
+			if !emit(ev) {
 				return
 			}
 		}
