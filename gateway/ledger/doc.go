@@ -2,8 +2,8 @@
 // event envelope (see the CCCS standard, §4), the Store interface every
 // ledger implementation provides (DESIGN §6), and JSON Lines export and
 // import. Implementations live in subpackages: sqlite (the durable
-// default), memory (for tests; everything but durability) and later
-// jetstream. ledgertest holds the conformance suite each of them runs.
+// default), jetstream (several relays on one NATS JetStream ledger) and
+// memory (for tests; everything but durability). ledgertest holds the conformance suite each of them runs.
 //
 // # Guarantees
 //

@@ -13,6 +13,14 @@
 //     to keep as files, rate limiting and signature failures, against an
 //     in-process relay; each is refused with the right status and code,
 //     recorded where DESIGN says so, and the relay keeps serving.
+//   - end to end (issue 5): one signed envelope goes clipboard → relay →
+//     mail (real Dovecot and Postfix) → relay → folder → HTTP → relay, once,
+//     byte for byte; and a relay killed mid-delivery delivers every pending
+//     envelope exactly once after restarts.
+//   - multi-relay (issue 7): three child relays on one 3-node NATS JetStream
+//     cluster; one relay and one NATS node are stopped mid-load; nothing is
+//     lost or doubled, seq stays dense, SSE followers on every relay see
+//     every event, and claims stay exclusive across relays.
 //
 // The tests use loopback only, temporary directories, and bounded loops.
 package relaytest
