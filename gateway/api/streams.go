@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -18,48 +17,6 @@ type (
 	ledgerGroup = ledger.Group
 	ledgerEvent = ledger.Event
 )
-
-// sse writes Server-Sent Events.
-type sse struct {
-	w http.ResponseWriter
-	f http.Flusher
-}
-
-func startSSE(w http.ResponseWriter) (*sse, bool) {
-	f, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
-		return nil, false
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": connected\n\n")
-	f.Flush()
-	return &sse{w: w, f: f}, true
-}
-
-func (s *sse) event(id, name string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(s.w, "id: %s\nevent: %s\ndata: %s\n\n", id, name, b); err != nil {
-		return err
-	}
-	s.f.Flush()
-	return nil
-}
-
-func (s *sse) comment(text string) error {
-	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
-		return err
-	}
-	s.f.Flush()
-	return nil
-}
 
 // streamContext ends when the request ends or the server closes its
 // streams.
@@ -88,27 +45,14 @@ func (s *Server) groupStream(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.streamContext(r)
 	defer cancel()
-	out, ok := startSSE(w)
+	out, ok := StartSSE(w)
 	if !ok {
 		return
 	}
-	type item struct {
-		ev  ledger.Event
-		err error
-	}
-	ch := make(chan item)
+	ch := make(chan Next[ledger.Event])
 	go func() {
 		defer close(ch)
-		for ev, err := range s.relay.Store().Follow(ctx, r.PathValue("group"), since) {
-			select {
-			case ch <- item{ev, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
+		Forward(ctx, s.relay.Store().Follow(ctx, r.PathValue("group"), since), ch)
 	}()
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
@@ -118,15 +62,15 @@ func (s *Server) groupStream(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			if it.err != nil {
-				out.event("", "error", apiError{Code: "daemon_unavailable", Message: it.err.Error()})
+			if it.Err != nil {
+				out.JSON("", "error", apiError{Code: "daemon_unavailable", Message: it.Err.Error()})
 				return
 			}
-			if out.event(strconv.FormatInt(it.ev.Seq, 10), "event", it.ev) != nil {
+			if out.JSON(strconv.FormatInt(it.V.Seq, 10), "event", it.V) != nil {
 				return
 			}
 		case <-tick.C:
-			if out.comment("heartbeat") != nil {
+			if out.Comment("heartbeat") != nil {
 				return
 			}
 		case <-ctx.Done():
@@ -202,31 +146,15 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.streamContext(r)
 	defer cancel()
-	out, ok := startSSE(w)
+	out, ok := StartSSE(w)
 	if !ok {
 		return
 	}
-	type item struct {
-		d   gateway.Delivery
-		err error
-	}
-	ch := make(chan item)
+	ch := make(chan Next[gateway.Delivery])
 	following := map[string]bool{}
 	follow := func(group string) {
 		following[group] = true
-		since := vec[group]
-		go func() {
-			for d, err := range s.relay.FollowDeliveries(ctx, agent, group, since) {
-				select {
-				case ch <- item{d, err}:
-				case <-ctx.Done():
-					return
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
+		go Forward(ctx, s.relay.FollowDeliveries(ctx, agent, group, vec[group]), ch)
 	}
 	discover := func() {
 		if only != "" {
@@ -253,19 +181,19 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case it := <-ch:
-			if it.err != nil {
-				out.event("", "error", apiError{Code: "daemon_unavailable", Message: it.err.Error()})
+			if it.Err != nil {
+				out.JSON("", "error", apiError{Code: "daemon_unavailable", Message: it.Err.Error()})
 				return
 			}
-			vec[it.d.Group] = it.d.Seq
-			if out.event(vec.String(), "delivery", it.d) != nil {
+			vec[it.V.Group] = it.V.Seq
+			if out.JSON(vec.String(), "delivery", it.V) != nil {
 				return
 			}
 		case <-poll.C:
 			discover()
 		case <-tick.C:
 			s.relay.Touch(agent)
-			if out.comment("heartbeat") != nil {
+			if out.Comment("heartbeat") != nil {
 				return
 			}
 		case <-ctx.Done():

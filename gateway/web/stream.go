@@ -42,40 +42,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		since = n
 	}
-	f, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
-		return
-	}
 	ctx, cancel := api.StreamContext(r)
 	defer cancel()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": connected\n\n")
-	f.Flush()
-
-	type next struct {
-		ev  ledger.Event
-		err error
+	out, ok := api.StartSSE(w)
+	if !ok {
+		return
 	}
-	ch := make(chan next)
+
+	ch := make(chan api.Next[ledger.Event])
 	go func() {
 		defer close(ch)
 		// From seq 0, so that replies find their parents; only items
 		// after since are sent.
-		for ev, err := range s.relay.Store().Follow(ctx, g, 0) {
-			select {
-			case ch <- next{ev, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
+		api.Forward(ctx, s.relay.Store().Follow(ctx, g, 0), ch)
 	}()
 	t := newTimeline()
 	tick := time.NewTicker(s.heartbeat)
@@ -86,13 +65,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 			if !ok {
 				return
 			}
-			if n.err != nil {
-				fmt.Fprintf(w, "event: error\ndata: %q\n\n", "the relay's ledger is unavailable")
-				f.Flush()
+			if n.Err != nil {
+				out.JSON("", "error", "the relay's ledger is unavailable")
 				return
 			}
-			it, show := t.add(n.ev)
-			if !show || n.ev.Seq <= since {
+			it, show := t.add(n.V)
+			if !show || n.V.Seq <= since {
 				continue
 			}
 			b, err := s.renderItem(it)
@@ -100,15 +78,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 				s.log.Error("rendering a live item", "err", err)
 				return
 			}
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: item\ndata: %s\n\n", it.Seq, b); err != nil {
+			if out.Event(strconv.FormatInt(it.Seq, 10), "item", b) != nil {
 				return
 			}
-			f.Flush()
 		case <-tick.C:
-			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+			if out.Comment("heartbeat") != nil {
 				return
 			}
-			f.Flush()
 		case <-ctx.Done():
 			return
 		}
@@ -153,20 +129,12 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, c *call) {
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		known = last
 	}
-	f, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
-		return
-	}
 	ctx, cancel := api.StreamContext(r)
 	defer cancel()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": connected\n\n")
-	f.Flush()
+	out, ok := api.StartSSE(w)
+	if !ok {
+		return
+	}
 	poll := time.NewTicker(changePoll)
 	defer poll.Stop()
 	beat := time.NewTicker(s.heartbeat)
@@ -177,11 +145,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, c *call) {
 			return err == nil || ctx.Err() != nil
 		}
 		known = v
-		if _, err := fmt.Fprintf(w, "id: %s\nevent: changed\ndata: {\"v\":%q}\n\n", v, v); err != nil {
-			return false
-		}
-		f.Flush()
-		return true
+		return out.JSON(v, "changed", map[string]string{"v": v}) == nil
 	}
 	if !check() {
 		return
@@ -193,10 +157,9 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, c *call) {
 				return
 			}
 		case <-beat.C:
-			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+			if out.Comment("heartbeat") != nil {
 				return
 			}
-			f.Flush()
 		case <-ctx.Done():
 			return
 		}
