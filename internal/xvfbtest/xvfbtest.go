@@ -76,11 +76,24 @@ func Start(t *testing.T) {
 }
 
 // Put copies text to the clipboard with xclip, as another program would.
+// The error includes what xclip printed.
 func Put(t testing.TB, text []byte) error {
 	t.Helper()
+	// No output pipes: the forked selection owner would hold them open
+	// and Run would wait for it. xclip's stderr goes to a file instead.
+	errf, err := os.CreateTemp(t.TempDir(), "xclip-stderr")
+	if err != nil {
+		return err
+	}
+	defer errf.Close()
 	cmd := exec.Command("xclip", "-selection", "clipboard", "-i")
 	cmd.Stdin = strings.NewReader(string(text))
-	return cmd.Run() // no output pipes: the forked owner would hold them open
+	cmd.Stderr = errf
+	if err := cmd.Run(); err != nil {
+		msg, _ := os.ReadFile(errf.Name())
+		return fmt.Errorf("xclip -i: %w: %s", err, strings.TrimSpace(string(msg)))
+	}
+	return nil
 }
 
 // Get reads the clipboard with xclip, as another program would; nil when
@@ -103,7 +116,11 @@ func startServer(t *testing.T, auth, n string) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cmd := exec.Command("Xvfb", ":"+n, "-displayfd", "3", "-auth", auth, "-screen", "0", "640x480x24", "-nolisten", "tcp", "-nolisten", "local")
+	// -noreset: by default the server resets when its last client
+	// disconnects, and a client connecting during the reset fails with
+	// "Can't open display" — which a test polling the clipboard with
+	// short-lived xclip processes hits now and then (CI did, once).
+	cmd := exec.Command("Xvfb", ":"+n, "-noreset", "-displayfd", "3", "-auth", auth, "-screen", "0", "640x480x24", "-nolisten", "tcp", "-nolisten", "local")
 	cmd.ExtraFiles = []*os.File{w} // fd 3
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
