@@ -20,8 +20,8 @@
 //     UTC, millisecond precision) and is informational; callers order by
 //     seq, never by ts or id.
 //   - Acknowledged means durable. Append returns success only after the
-//     events are committed to stable storage (for sqlite: the WAL commit is
-//     fsynced, synchronous=FULL). An event whose Append returned is present
+//     events are committed to stable storage (for sqlite: the WAL is
+//     fsynced after the commit, before the caller is answered). An event whose Append returned is present
 //     after a crash or power loss; an Append that did not return may or may
 //     not have been committed, as a whole batch or not at all.
 //   - Atomic batches. The records of one Append call are committed together

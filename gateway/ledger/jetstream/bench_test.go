@@ -67,7 +67,7 @@ func reportBatches(b *testing.B, stores []*jetstream.Store) {
 }
 
 // BenchmarkAppend compares, in one run, 64 concurrent appenders on
-//   - sqlite: the default store (WAL, synchronous=FULL, group commit);
+//   - sqlite: the default store (WAL fsynced before every answer, group commit);
 //   - jetstream/1node: one nats-server with sync_interval: always (every
 //     acknowledged append fsynced, like sqlite);
 //   - jetstream/1node-nosync: the same with nats-server's default

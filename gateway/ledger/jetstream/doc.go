@@ -125,7 +125,7 @@
 //     the crash or loss of any one of them. A simultaneous power loss of
 //     the majority can still lose the last seconds.
 //   - sync_interval: always in the server configuration: every write is
-//     fsynced before it is acknowledged, as SQLite's synchronous=FULL.
+//     fsynced before it is acknowledged, as the sqlite store's commits are.
 //     Needed for one server; with replicas it also covers power loss.
 //
 // docs/scaling.md has a complete server configuration.

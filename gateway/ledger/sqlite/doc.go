@@ -3,17 +3,37 @@
 //
 // # Durability and group commit
 //
-// The database runs in WAL mode with synchronous=FULL, so a committed
-// transaction is fsynced before COMMIT returns. Every write (appends,
-// imports, cursors, claims) goes to one writer goroutine. It takes whatever
-// is queued (up to Options.MaxBatch operations), runs it in a single
-// transaction with one SAVEPOINT per operation, commits once (one fsync),
-// and only then answers every waiting caller. Under many concurrent
-// clients one fsync is shared by the whole queue, which is where the
-// relay's append throughput comes from; BenchmarkAppendGroupCommit and
-// BenchmarkAppendSingle show the difference. An operation that fails (an
-// invalid claim, a refused import) is rolled back to its savepoint and does
-// not affect the others in the batch; a failed COMMIT fails them all.
+// The database runs in WAL mode. Every write (appends, imports, cursors,
+// claims) goes to one writer goroutine, which runs the queued operations in
+// one transaction, each under its own SAVEPOINT, and commits. A second
+// goroutine, the syncer, then fsyncs the WAL file and only after that
+// answers the callers of that transaction and wakes followers: a write
+// that returned is on stable storage. COMMIT itself does not fsync (the
+// connection runs with synchronous=NORMAL, under which SQLite still syncs
+// around checkpoints and when the WAL is reused); the syncer's fsync is
+// what makes each commit durable, and it is the same call SQLite would
+// make with synchronous=FULL.
+//
+// The two goroutines form a pipeline: while the syncer fsyncs one commit,
+// the writer already runs the operations that arrive in the next
+// transaction, and commits it as soon as that fsync is done. Under many
+// concurrent clients one fsync is shared by everything that arrived during
+// the previous one, and the disk's flush time does not stop the writer;
+// that is where the relay's append throughput comes from
+// (BenchmarkAppendGroupCommit and BenchmarkAppendSingle show the
+// difference). An operation that fails (an invalid claim, a refused
+// import) is rolled back to its savepoint and does not affect the others in
+// its transaction; a failed COMMIT fails them all. A failed fsync fails the
+// transaction's callers and every later write with ErrBroken (wrapping
+// the fsync's cause): after such a failure the kernel may have dropped the
+// data, so the store must be reopened. The operations of a
+// failed fsync may still be in the file; retrying an append with its dedupe
+// key is safe.
+//
+// Readers may see a committed transaction up to one fsync before its
+// writers are answered. Only a power loss in that window can take it back
+// (a crash of the process cannot: the data is in the kernel's cache), and
+// then none of its writers was told it was stored.
 //
 // Reads (Get, Range, Follow, …) use a separate pool of read-only
 // connections and never wait for the writer: in WAL mode they see the last

@@ -1,7 +1,10 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -25,7 +28,7 @@ func TestPragmas(t *testing.T) {
 		want   string
 	}{
 		{"writer journal_mode", false, "PRAGMA journal_mode", "wal"},
-		{"writer synchronous", false, "PRAGMA synchronous", "2"}, // FULL
+		{"writer synchronous", false, "PRAGMA synchronous", "1"}, // NORMAL: the syncer fsyncs
 		{"writer busy_timeout", false, "PRAGMA busy_timeout", "5000"},
 		{"writer user_version", false, "PRAGMA user_version", "1"},
 		{"reader query_only", true, "PRAGMA query_only", "1"},
@@ -48,7 +51,8 @@ func TestPragmas(t *testing.T) {
 }
 
 // TestGroupCommit holds the writer inside one transaction while appends
-// queue up, then checks that all of them share the next transaction.
+// queue up, then checks that all of them join that transaction: one
+// commit, one fsync.
 func TestGroupCommit(t *testing.T) {
 	const queued = 20
 	entered := make(chan struct{})
@@ -92,7 +96,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
-	want := Stats{Commits: 2, Ops: 1 + queued, Events: 1 + queued}
+	want := Stats{Commits: 1, Syncs: 1, Ops: 1 + queued, Events: 1 + queued}
 	if got := s.Stats(); got != want {
 		t.Errorf("Stats() = %+v, want %+v (the queued appends in one commit)", got, want)
 	}
@@ -124,5 +128,137 @@ func TestFailedOpIsolated(t *testing.T) {
 	}
 	if gs, _ := s.Groups(ctx); len(gs) != 1 || gs[0].LastSeq != 1 {
 		t.Errorf("Groups() = %+v, want g at seq 1", gs)
+	}
+}
+
+// TestPipelinedSync holds the first fsync of the WAL and checks that the
+// writer runs the next operation meanwhile, in the next transaction, which
+// commits only once that fsync is done, and that no caller is answered
+// before the fsync that covers its commit.
+func TestPipelinedSync(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock() // before Close, which waits for the syncer
+	var flushes atomic.Int64
+	s.wal.flush = func(f *os.File) error {
+		if flushes.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return f.Sync()
+	}
+
+	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Append(ctx, []ledger.Record{rec})
+		first <- err
+	}()
+	<-entered // the first commit is being fsynced
+	ran := make(chan struct{})
+	second := make(chan error, 1)
+	go func() {
+		second <- s.submit(ctx, func(w *wtx) error {
+			close(ran)
+			_, err := w.append(rec)
+			return err
+		})
+	}()
+	select {
+	case <-ran: // the writer works while the fsync runs
+	case <-ctx.Done():
+		t.Fatal("the writer did not run the second operation while the first fsync ran")
+	}
+	if got := s.Stats().Commits; got != 1 {
+		t.Errorf("Stats().Commits = %d during the first fsync, want 1", got)
+	}
+	for name, ch := range map[string]chan error{"first": first, "second": second} {
+		select {
+		case err := <-ch:
+			t.Fatalf("%s write returned (%v) before its commit was fsynced", name, err)
+		default:
+		}
+	}
+	unblock()
+	for name, ch := range map[string]chan error{"first": first, "second": second} {
+		if err := <-ch; err != nil {
+			t.Errorf("%s write: error = %v", name, err)
+		}
+	}
+	if got := s.Stats(); got.Commits != 2 || got.Syncs != 2 {
+		t.Errorf("Stats() = %+v, want 2 commits and 2 fsyncs", got)
+	}
+	if gs, _ := s.Groups(ctx); len(gs) != 1 || gs[0].LastSeq != 2 {
+		t.Errorf("Groups() = %+v, want g at seq 2", gs)
+	}
+}
+
+// TestSyncFailure checks that a failed fsync of the WAL fails the writes
+// it was to make durable and every write after it.
+func TestSyncFailure(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	eio := errors.New("input/output error")
+	s.wal.flush = func(*os.File) error { return eio }
+	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
+	for i := range 2 {
+		_, err := s.Append(ctx, []ledger.Record{rec})
+		if !errors.Is(err, ErrBroken) || (i == 0 && !errors.Is(err, eio)) {
+			t.Errorf("Append() #%d error = %v, want ErrBroken (wrapping the fsync's error the first time)", i+1, err)
+		}
+	}
+	if _, err := s.SetCursor(ctx, "g", "a", "x"); !errors.Is(err, ErrBroken) {
+		t.Errorf("SetCursor() after a failed fsync: error = %v, want ErrBroken", err)
+	}
+}
+
+// TestWALFileReopens checks that the WAL syncer follows the name when the
+// file is replaced (SQLite deletes the WAL when its last connection closes
+// and creates a new one later), and fails when there is no WAL.
+func TestWALFileReopens(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "x.db")
+	w := newWALFile(db)
+	defer w.close()
+	var synced []byte // the first byte of each fsynced file
+	w.flush = func(f *os.File) error {
+		b := make([]byte, 1)
+		_, err := f.ReadAt(b, 0)
+		synced = append(synced, b[0])
+		return err
+	}
+	if err := w.sync(); err == nil {
+		t.Fatal("sync() without a WAL file succeeded")
+	}
+	for i := range 2 {
+		if err := os.WriteFile(db+"-wal", []byte{byte(i)}, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.sync(); err != nil {
+			t.Fatalf("sync() #%d error = %v", i+1, err)
+		}
+		if err := w.sync(); err != nil {
+			t.Fatalf("sync() #%d again: error = %v", i+1, err)
+		}
+		if i == 0 {
+			if err := os.Remove(db + "-wal"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !bytes.Equal(synced, []byte{0, 0, 1, 1}) {
+		t.Errorf("fsynced files %v: want the first WAL (0) twice, then the new one (1) twice", synced)
 	}
 }

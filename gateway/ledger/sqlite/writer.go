@@ -33,6 +33,12 @@ const (
 	stGetClaim
 	stUpsertClaim
 	stDeleteClaim
+	stSavepointOp // the savepoint statements, prepared like the rest
+	stRollbackOp
+	stReleaseOp
+	stSavepointEv
+	stRollbackEv
+	stReleaseEv
 	numStmts
 )
 
@@ -55,7 +61,21 @@ var stmtText = [numStmts]string{
 		ON CONFLICT (group_id, event_id) DO UPDATE
 		SET actor = excluded.actor, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at`,
 	stDeleteClaim: `DELETE FROM claims WHERE group_id = ? AND event_id = ?`,
+	stSavepointOp: `SAVEPOINT op`,
+	stRollbackOp:  `ROLLBACK TO op`,
+	stReleaseOp:   `RELEASE op`,
+	stSavepointEv: `SAVEPOINT ev`,
+	stRollbackEv:  `ROLLBACK TO ev`,
+	stReleaseEv:   `RELEASE ev`,
 }
+
+// Savepoints: one per queued operation, and one per event inside an
+// import. The value is the index of the SAVEPOINT statement; ROLLBACK TO
+// and RELEASE follow it.
+const (
+	spOp    = stSavepointOp
+	spEvent = stSavepointEv
+)
 
 // submit queues fn for the writer and waits for its outcome. If ctx ends
 // after fn was queued, submit returns ctx's error, but fn may still run
@@ -85,85 +105,153 @@ func (s *Store) submit(ctx context.Context, fn func(w *wtx) error) error {
 	}
 }
 
-// writer is the single writer goroutine: it group-commits whatever is
-// queued until Close closes the queue and it is drained.
+// writer is the single writer goroutine. It runs queued operations in
+// an open transaction and commits it as soon as the syncer is free: while
+// the syncer fsyncs one commit, the operations that arrive meanwhile run
+// in the next transaction, which commits when that fsync is done. So the
+// fsync overlaps the writer's work instead of stopping it, and under load
+// each transaction carries everything that arrived during one fsync. It
+// exits when Close has closed the queue and everything queued is
+// committed.
 func (s *Store) writer() {
-	defer close(s.done)
-	batch := make([]*op, 0, s.maxBatch)
-	for first := range s.queue {
-		batch = append(batch[:0], first)
-	drain:
-		for len(batch) < s.maxBatch {
-			select {
-			case o, ok := <-s.queue:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, o)
-			default:
-				break drain
+	defer close(s.toSync)
+	var (
+		b        *batch // the open transaction, nil when none
+		inFlight bool   // a commit is with the syncer
+		queue    = s.queue
+	)
+	for {
+		if b != nil && !inFlight {
+			b.drain(queue)
+			if b.commit() {
+				inFlight = true
 			}
+			b = nil
+			continue
 		}
-		s.commit(batch)
-		clear(batch)
+		if queue == nil && b == nil {
+			return // the syncer finishes the commit in flight
+		}
+		var ops <-chan *op
+		if queue != nil && (b == nil || len(b.ops) < s.maxBatch) {
+			ops = queue
+		}
+		var synced <-chan struct{}
+		if inFlight {
+			synced = s.synced
+		}
+		select {
+		case o, ok := <-ops:
+			if !ok {
+				queue = nil
+				continue
+			}
+			if b == nil {
+				b = s.begin()
+			}
+			b.run(o)
+		case <-synced:
+			inFlight = false
+		}
 	}
 }
 
-// commit runs batch in one transaction and answers every op.
-func (s *Store) commit(batch []*op) {
-	start := time.Now()
-	ctx := context.Background() // a caller's cancellation must not abort the others' transaction
-	errs := make([]error, len(batch))
-	fail := func(err error) {
-		s.log.Error("sqlite: write transaction failed", "path", s.path, "ops", len(batch), "err", err)
-		for i, o := range batch {
-			if errs[i] == nil {
-				errs[i] = err
-			}
-			o.done <- errs[i]
-		}
+// batch is one write transaction of the writer and the operations in it.
+type batch struct {
+	s     *Store
+	start time.Time
+	w     *wtx  // nil when the transaction could not begin or broke
+	err   error // why w is nil: every op in the batch fails with it
+	ops   []*op
+	errs  []error
+}
+
+// begin opens the next write transaction.
+func (s *Store) begin() *batch {
+	b := &batch{s: s, start: time.Now()}
+	if p := s.broken.Load(); p != nil {
+		b.err = *p
+		return b
 	}
+	ctx := context.Background() // a caller's cancellation must not abort the others' transaction
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		fail(fmt.Errorf("begin: %w", err))
+		b.err = fmt.Errorf("begin: %w", err)
+		return b
+	}
+	b.w = &wtx{s: s, ctx: ctx, tx: tx}
+	return b
+}
+
+// run runs o in the transaction under its own savepoint. If o fails, its
+// writes are undone and the others' kept; if the savepoint itself fails,
+// the transaction is rolled back and every op in it fails.
+func (b *batch) run(o *op) {
+	b.ops = append(b.ops, o)
+	b.errs = append(b.errs, nil)
+	i := len(b.ops) - 1
+	if b.w == nil {
+		return // failed already; commit reports b.err
+	}
+	if err := o.ctx.Err(); err != nil {
+		b.errs[i] = err // the caller is gone; don't write on its behalf
 		return
 	}
-	w := &wtx{s: s, ctx: ctx, tx: tx}
-	for i, o := range batch {
-		if err := o.ctx.Err(); err != nil {
-			errs[i] = err // the caller is gone; don't write on its behalf
-			continue
-		}
-		mark := len(w.pending)
-		ferr, err := w.savepoint("op", o.fn)
-		if err != nil {
-			tx.Rollback()
-			fail(err)
+	mark := len(b.w.pending)
+	ferr, err := b.w.savepoint(spOp, o.fn)
+	if err != nil {
+		b.w.tx.Rollback()
+		b.w, b.err = nil, err
+		return
+	}
+	if ferr != nil {
+		b.errs[i] = ferr
+		b.w.pending = b.w.pending[:mark]
+	}
+}
+
+// drain runs whatever is queued now, without waiting, up to MaxBatch.
+func (b *batch) drain(queue <-chan *op) {
+	for len(b.ops) < b.s.maxBatch {
+		select {
+		case o, ok := <-queue:
+			if !ok {
+				return
+			}
+			b.run(o)
+		default:
 			return
 		}
-		if ferr != nil {
-			errs[i] = ferr
-			w.pending = w.pending[:mark]
+	}
+}
+
+// commit commits the transaction and hands it to the syncer, which
+// answers the ops after the fsync that makes it durable; it reports
+// whether it did. When the transaction failed, commit answers every op
+// at once.
+func (b *batch) commit() bool {
+	s := b.s
+	if b.w != nil {
+		if err := b.w.tx.Commit(); err != nil {
+			b.w, b.err = nil, fmt.Errorf("commit: %w", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		fail(fmt.Errorf("commit: %w", err))
-		return
+	if b.w == nil {
+		s.log.Error("sqlite: write transaction failed", "path", s.path, "ops", len(b.ops), "err", b.err)
+		for i, o := range b.ops {
+			if b.errs[i] == nil {
+				b.errs[i] = b.err
+			}
+			o.done <- b.errs[i]
+		}
+		return false
 	}
 	s.commits.Add(1)
-	s.ops.Add(int64(len(batch)))
-	s.events.Add(int64(len(w.pending)))
-	notified := make(map[string]bool)
-	for _, g := range w.pending {
-		if !notified[g] {
-			notified[g] = true
-			s.notes.notify(g)
-		}
-	}
-	s.log.Debug("sqlite: committed", "ops", len(batch), "dur", time.Since(start))
-	for i, o := range batch {
-		o.done <- errs[i]
-	}
+	s.ops.Add(int64(len(b.ops)))
+	s.events.Add(int64(len(b.w.pending)))
+	s.log.Debug("sqlite: committed", "ops", len(b.ops), "dur", time.Since(b.start))
+	s.toSync <- committed{batch: b.ops, errs: b.errs, groups: b.w.pending}
+	return true
 }
 
 // wtx is the state of one batch transaction on the writer goroutine.
@@ -178,16 +266,16 @@ type wtx struct {
 // savepoint runs fn under a savepoint: on fn's error (ferr) its writes
 // are undone. err reports a failure of the savepoint statements
 // themselves, after which the transaction is unusable.
-func (w *wtx) savepoint(name string, fn func(w *wtx) error) (ferr, err error) {
-	if _, err := w.tx.ExecContext(w.ctx, "SAVEPOINT "+name); err != nil {
+func (w *wtx) savepoint(sp int, fn func(w *wtx) error) (ferr, err error) {
+	if _, err := w.stmt(sp).Exec(); err != nil {
 		return nil, fmt.Errorf("savepoint: %w", err)
 	}
 	if ferr = fn(w); ferr != nil {
-		if _, err := w.tx.ExecContext(w.ctx, "ROLLBACK TO "+name); err != nil {
+		if _, err := w.stmt(sp + 1).Exec(); err != nil {
 			return ferr, fmt.Errorf("rollback to savepoint: %w", err)
 		}
 	}
-	if _, err := w.tx.ExecContext(w.ctx, "RELEASE "+name); err != nil {
+	if _, err := w.stmt(sp + 2).Exec(); err != nil {
 		return ferr, fmt.Errorf("release savepoint: %w", err)
 	}
 	return ferr, nil
@@ -257,7 +345,7 @@ func (w *wtx) insert(ev ledger.Event) error {
 
 // importEvent stores ev as it is, under its own savepoint.
 func (w *wtx) importEvent(ev ledger.Event) error {
-	ferr, err := w.savepoint("ev", func(w *wtx) error {
+	ferr, err := w.savepoint(spEvent, func(w *wtx) error {
 		old, err := scanEvent(w.stmt(stByID).QueryRow(ev.ID))
 		switch {
 		case err == nil && ledger.Equal(old, ev):
