@@ -23,7 +23,14 @@ func TestBenchScale(t *testing.T) {
 
 func testBenchScale(t *testing.T, groups string) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"bench", "scale", "--clients", "6", "--duration", "400ms", "--groups", groups, "--json"}
+	// A request counts only when it starts after its slice's warm-up
+	// (the first tenth) and ends within the slice (a quarter of
+	// --duration), so a client needs a slice of more than about two
+	// request latencies to count one. JetStream with sync always under
+	// -race on a loaded 2-CPU machine took 100-240 ms a request (p99),
+	// so 400ms (100 ms slices) counted nothing now and then; 4s gives
+	// 1 s slices, room for twice that.
+	args := []string{"bench", "scale", "--clients", "6", "--duration", "4s", "--groups", groups, "--json"}
 	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
 		t.Fatalf("run(%q) = %d, want %d; stderr:\n%s", args, code, exitOK, stderr.String())
 	}
