@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 	"time"
 )
 
@@ -252,7 +253,8 @@ type Store interface {
 
 // NormalizeData checks that data is a JSON object and returns it compacted
 // (nil or empty data becomes {}), so that every stored payload fits on one
-// export line and compares byte for byte.
+// export line and compares byte for byte. The result never shares memory
+// with data.
 func NormalizeData(data json.RawMessage) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
@@ -261,12 +263,21 @@ func NormalizeData(data json.RawMessage) (json.RawMessage, error) {
 	if trimmed[0] != '{' {
 		return nil, fmt.Errorf("%w: data is not a JSON object", ErrInvalid)
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, trimmed); err != nil {
+	buf := compactBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			compactBufs.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if err := json.Compact(buf, trimmed); err != nil {
 		return nil, fmt.Errorf("%w: data: %v", ErrInvalid, err)
 	}
-	return json.RawMessage(buf.Bytes()), nil
+	return json.RawMessage(bytes.Clone(buf.Bytes())), nil
 }
+
+// compactBufs holds NormalizeData's scratch buffers.
+var compactBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // FormatTime formats t as an Event.TS: UTC, millisecond precision.
 func FormatTime(t time.Time) string {
