@@ -175,8 +175,11 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 		t.claimed[d.EventID] = true
 	}
 	st := attention.State{LastSeen: t.seen}
-	for th := range t.threads {
-		st.Threads = append(st.Threads, th)
+	if ae.Thread != "" && t.threads[ae.Thread] {
+		// Decide only asks whether the agent takes part in ev's thread:
+		// handing it every thread made each event cost O(threads), and
+		// an inbox O(events × threads).
+		st.Threads = []string{ae.Thread}
 	}
 	var claimedBy string
 	if ev.Kind == KindMessage && t.claimed[ev.ID] {
