@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"strings"
 	"time"
 
@@ -96,13 +97,16 @@ func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq in
 }
 
 // groupDeliveries walks the group from its first event, because thread
-// participation and acks depend on everything before sinceSeq too.
+// participation and acks depend on everything before sinceSeq too; when an
+// earlier call already walked the group for this agent up to a seq at or
+// before sinceSeq, it resumes from the state that call left (see
+// resumeTracker) and reads only the newer events.
 func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]Delivery, error) {
-	evs, err := r.store.Range(ctx, group, 0, nil, 0)
+	tr, from := r.resumeTracker(agent, group, sinceSeq)
+	evs, err := r.store.Range(ctx, group, from, nil, 0)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
 	}
-	tr := r.newTracker(agent)
 	tr.learnClaims(evs)
 	var out []Delivery
 	for _, ev := range evs {
@@ -115,6 +119,9 @@ func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceS
 		}
 		out = append(out, d)
 	}
+	if len(evs) > 0 {
+		r.saveTracker(group, evs[len(evs)-1].Seq, tr)
+	}
 	// Acks can come after the message: mark them at the end.
 	for i := range out {
 		out[i].Acked = tr.acked[out[i].EventID]
@@ -123,6 +130,57 @@ func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceS
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// trackerState is what a tracker has learnt from a group's events up to
+// lastSeq that matters for the deliveries of later events: the threads the
+// agent takes part in. Acks and claims need no carrying over: they follow
+// the message they are about, so those of a later message are later too.
+// The clock, liveness and the claims in the store are read afresh.
+type trackerState struct {
+	lastSeq int64
+	threads map[string]bool
+}
+
+// maxTrackerStates bounds the relay's cache of tracker states (one per
+// agent and group walked); past it the cache starts over.
+const maxTrackerStates = 4096
+
+// trackerKey names an agent's state in a group. The roles are part of it:
+// the state (thread participation) depends on them.
+func trackerKey(a attention.Agent, group string) string {
+	return a.ID + "\x00" + strings.Join(a.Roles, ",") + "\x00" + group
+}
+
+// resumeTracker returns a tracker for agent in group and the seq to read
+// the group from: the state an earlier walk saved, when it ends at or
+// before sinceSeq (events up to it need no delivery, only their effect on
+// the state), else a fresh tracker and 0.
+func (r *Relay) resumeTracker(agent, group string, sinceSeq int64) (*tracker, int64) {
+	tr := r.newTracker(agent)
+	r.mu.Lock()
+	st, ok := r.trackers[trackerKey(tr.agent, group)]
+	r.mu.Unlock()
+	if !ok || st.lastSeq > sinceSeq {
+		return tr, 0
+	}
+	tr.threads = maps.Clone(st.threads)
+	return tr, st.lastSeq
+}
+
+// saveTracker keeps tr's state after the group's event lastSeq for the
+// next walk. tr must not be used to observe events afterwards.
+func (r *Relay) saveTracker(group string, lastSeq int64, tr *tracker) {
+	key := trackerKey(tr.agent, group)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.trackers[key]; ok && old.lastSeq >= lastSeq {
+		return
+	}
+	if len(r.trackers) >= maxTrackerStates {
+		clear(r.trackers)
+	}
+	r.trackers[key] = &trackerState{lastSeq: lastSeq, threads: tr.threads}
 }
 
 // tracker follows one agent through a group's events in seq order and
@@ -226,10 +284,10 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 // silent ones.
 func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
-		tr := r.newTracker(r.book.ActorID(agent))
+		tr, from := r.resumeTracker(r.book.ActorID(agent), group, sinceSeq)
 		// Replay what is stored with the claims known up front (a claim
 		// event follows its message), then follow live appends.
-		stored, err := r.store.Range(ctx, group, 0, nil, 0)
+		stored, err := r.store.Range(ctx, group, from, nil, 0)
 		if err != nil {
 			yield(Delivery{}, fmt.Errorf("gateway: reading group %q: %w", group, err))
 			return
@@ -248,7 +306,7 @@ func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, since
 			d.Acked = tr.acked[d.EventID]
 			return yield(d, nil)
 		}
-		last := int64(0)
+		last := from
 		for _, ev := range stored {
 			if !emit(ev) {
 				return

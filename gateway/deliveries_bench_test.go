@@ -13,7 +13,8 @@ import (
 
 // BenchmarkDeliveries measures an agent's inbox over a group of 2 000
 // messages on SQLite: what `crosstalk inbox`, MCP list_events and the web
-// agent page pay per call.
+// agent page pay per call, from the group's start and for a client that
+// polls with its cursor.
 func BenchmarkDeliveries(b *testing.B) {
 	st, err := sqlite.Open(context.Background(), b.TempDir()+"/l.db", nil)
 	if err != nil {
@@ -35,11 +36,45 @@ func BenchmarkDeliveries(b *testing.B) {
 			text.Reset()
 		}
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		ds, err := r.Deliveries(context.Background(), "claude", "g", 0, 0)
-		if err != nil || len(ds) != 2000 {
-			b.Fatalf("Deliveries = %d, %v", len(ds), err)
+	ctx := context.Background()
+	// An inbox from the group's start: the whole group is read.
+	b.Run("from-start", func(b *testing.B) {
+		for b.Loop() {
+			ds, err := r.Deliveries(ctx, "claude", "g", 0, 0)
+			if err != nil || len(ds) != 2000 {
+				b.Fatalf("Deliveries = %d, %v", len(ds), err)
+			}
 		}
-	}
+	})
+	// A client polling with its cursor: 10 new messages each time, the
+	// state after its previous call resumed.
+	b.Run("poll-10-new", func(b *testing.B) {
+		gs, err := st.Groups(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		since := gs[0].LastSeq
+		if _, err := r.Deliveries(ctx, "claude", "g", since, 0); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			b.StopTimer()
+			text.Reset()
+			for i := range 10 {
+				e := envelope.New("CHATGPT", "CLAUDE", envelope.IntentRequest, fmt.Sprintf("new %d", i))
+				e.Context = "g"
+				m, _ := envelope.Marshal(e)
+				text.Write(m)
+			}
+			if _, err := r.Ingest(ctx, gateway.Intake{Transport: "bench", Data: strings.NewReader(text.String())}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			ds, err := r.Deliveries(ctx, "claude", "g", since, 0)
+			if err != nil || len(ds) != 10 {
+				b.Fatalf("Deliveries = %d, %v", len(ds), err)
+			}
+			since = ds[len(ds)-1].Seq
+		}
+	})
 }

@@ -98,6 +98,7 @@ type Relay struct {
 
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
+	trackers map[string]*trackerState // see resumeTracker
 }
 
 // New returns a relay that records into store.
@@ -116,6 +117,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		claimTTL: opts.ClaimTTL,
 		now:      opts.Now,
 		lastSeen: map[string]time.Time{},
+		trackers: map[string]*trackerState{},
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)

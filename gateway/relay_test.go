@@ -3,9 +3,12 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
@@ -299,5 +302,84 @@ func TestDeliveriesMatrix(t *testing.T) {
 	ds, _ = r.Deliveries(context.Background(), "claude", "g", 4, 0)
 	if len(ds) != 1 || ds[0].Seq != 5 {
 		t.Errorf("since 4 = %+v, want only seq 5", ds)
+	}
+}
+
+// TestDeliveriesResume checks that an inbox call that resumes from the
+// state an earlier call left (only newer events read) returns exactly what
+// a relay without that state computes from the group's first event, as
+// messages, thread replies, acks and claims keep arriving.
+func TestDeliveriesResume(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	book, err := gateway.NewAddressBook([]gateway.Agent{
+		{ID: "claude", Names: []string{"CLAUDE"}, Roles: []string{"reviewer"}},
+		{ID: "chatgpt", Names: []string{"CHATGPT"}, Roles: []string{"reviewer"}},
+		{ID: "gemini", Names: []string{"GEMINI"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &gateway.Options{Book: book, Now: func() time.Time { return now }}
+	r := newRelay(t, opts)
+	ctx := t.Context()
+	agents := []string{"claude", "chatgpt", "gemini"}
+	since := map[string]int64{}
+	check := func(step string) {
+		t.Helper()
+		fresh := gateway.New(r.Store(), opts) // knows nothing of earlier calls
+		for _, a := range agents {
+			for _, from := range []int64{since[a], 0} {
+				got, err := r.Deliveries(ctx, a, "g", from, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := fresh.Deliveries(ctx, a, "g", from, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Liveness differs: r saw the actors act, fresh did not.
+				for i := range got {
+					got[i].Liveness = ""
+				}
+				for i := range want {
+					want[i].Liveness = ""
+				}
+				if len(got) != len(want) {
+					t.Fatalf("%s: Deliveries(%s, since %d) = %d deliveries, want %d (from the first event)", step, a, from, len(got), len(want))
+				}
+				for i := range got {
+					if !reflect.DeepEqual(got[i], want[i]) {
+						t.Errorf("%s: Deliveries(%s, since %d)[%d] =\n%+v\nwant (from the first event)\n%+v", step, a, from, i, got[i], want[i])
+					}
+				}
+			}
+			if gs, _ := r.Store().Groups(ctx); len(gs) > 0 {
+				since[a] = gs[0].LastSeq
+			}
+		}
+	}
+	var threads []string
+	for step := range 6 {
+		// A new thread to the reviewers, a direct question, a reply by
+		// claude in an earlier thread (claude takes part in it), and a
+		// message to all in that thread.
+		q := ingest(t, r, "", env("GEMINI", "@reviewer", "REQUEST", "g", fmt.Sprintf("review %d", step)))[0].Event
+		threads = append(threads, data(t, q).X.Envelope.Thread)
+		h := ingest(t, r, "", env("CHATGPT", "CLAUDE", "HANDOFF", "g", fmt.Sprintf("take %d", step)))[0].Event
+		if step%2 == 0 {
+			ingest(t, r, "", env("CLAUDE", "GEMINI", "RESPOND", "g", "on it", func(e *envelope.Envelope) { e.Thread = threads[step/2] }))
+		}
+		// On odd steps, in a thread claude joined before the last call.
+		ingest(t, r, "", env("GEMINI", "ALL", "REQUEST", "g", "follow-up", func(e *envelope.Envelope) { e.Thread = threads[step/2] }))
+		check(fmt.Sprintf("step %d, messages", step))
+		if step%2 == 0 {
+			if _, err := r.Act(ctx, gateway.ActionRequest{Action: gateway.ActionAck, Group: "g", EventID: h.ID, Actor: "claude"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Act(ctx, gateway.ActionRequest{Action: gateway.ActionClaim, Group: "g", EventID: q.ID, Actor: agents[step%3/2]}); err != nil {
+				t.Fatal(err)
+			}
+			check(fmt.Sprintf("step %d, ack and claim", step))
+		}
 	}
 }
