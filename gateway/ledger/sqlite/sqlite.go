@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"log/slog"
 	"net/url"
@@ -213,7 +214,8 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		wdb.Close()
 		return nil, err
 	}
-	if err := s.wal.sync(); err != nil { // the schema, if migrate wrote it
+	// The schema, if migrate wrote it. No WAL file: nothing was written.
+	if err := s.wal.sync(); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.wal.close()
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
