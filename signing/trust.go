@@ -418,7 +418,9 @@ func (f *storeFile) render() []byte {
 		if e.Revoked {
 			state = "revoked"
 		}
-		fmt.Fprintf(&b, "%s %s %s %s %s %s", e.Key.Pkid, e.Key.Alg(), b64url(e.Key.Bytes()), e.Source, e.FirstSeen.UTC().Format(time.RFC3339), state)
+		// RFC3339Nano: a hand-edited fractional first-seen survives a
+		// rewrite; the whole seconds this package writes print as before.
+		fmt.Fprintf(&b, "%s %s %s %s %s %s", e.Key.Pkid, e.Key.Alg(), b64url(e.Key.Bytes()), e.Source, e.FirstSeen.UTC().Format(time.RFC3339Nano), state)
 		if e.Sender != "" {
 			b.WriteString(" sender=" + url.PathEscape(e.Sender))
 		}
@@ -435,7 +437,9 @@ func parseStore(data []byte) (*storeFile, error) {
 	n := 0
 	for sc.Scan() {
 		n++
-		raw := sc.Text()
+		// ScanLines drops one CR before the LF; drop them all, so a kept
+		// comment or blank line renders to a line that reads back the same.
+		raw := strings.TrimRight(sc.Text(), "\r")
 		t := strings.TrimSpace(raw)
 		if t == "" || strings.HasPrefix(t, "#") {
 			f.lines = append(f.lines, storeLine{raw: raw})

@@ -1,0 +1,95 @@
+package signing
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/fixtures"
+)
+
+// keySeeds returns the key files of fixtures/signing (keys/ and the
+// published PEM pair); it fails the fuzz target when there are none.
+func keySeeds(f *testing.F) [][]byte {
+	f.Helper()
+	var out [][]byte
+	for _, glob := range []string{"signing/keys/*", "signing/canon-v1.1-rc1/*.pem"} {
+		paths, err := fs.Glob(fixtures.SigningFS, glob)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, p := range paths {
+			b, err := fs.ReadFile(fixtures.SigningFS, p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			out = append(out, b)
+		}
+	}
+	if len(out) == 0 {
+		f.Fatal("no key files found in fixtures/signing")
+	}
+	return out
+}
+
+// FuzzTrustStore checks the known-keys file parser: it never panics, every
+// error is ErrTrustStore, and a file it accepts renders to a file that
+// parses to the same entries (and comment lines) and renders to the same
+// bytes again.
+func FuzzTrustStore(f *testing.F) {
+	var lines []string
+	for _, kf := range keySeeds(f) {
+		for _, l := range strings.Split(string(kf), "\n") {
+			if c := strings.Fields(l); len(c) == 3 && !strings.HasPrefix(c[0], "#") && !strings.Contains(c[0], "private") {
+				lines = append(lines, c[1]+" "+c[0]+" "+c[2])
+			}
+		}
+	}
+	if len(lines) == 0 {
+		f.Fatal("no public key lines in fixtures/signing/keys")
+	}
+	f.Add([]byte(storeHeader))
+	for i, l := range lines {
+		f.Add([]byte(storeHeader + l + " tofu 2025-10-09T17:00:00Z active sender=Brother%20AI\n"))
+		f.Add([]byte("# c\n\n" + l + " manual 2025-10-09T19:00:00+02:00 revoked x=y\r\n  # indented\n"))
+		f.Add([]byte(l + " dns 2025-10-09T17:00:00.25Z active sender=\n" + lines[(i+1)%len(lines)] + " tofu 2025-10-09T17:00:00Z active\n"))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sf, err := parseStore(data)
+		if err != nil {
+			if !errors.Is(err, ErrTrustStore) {
+				t.Fatalf("parseStore(%q) = %v, want ErrTrustStore", data, err)
+			}
+			return
+		}
+		out := sf.render()
+		again, err := parseStore(out)
+		if err != nil {
+			t.Fatalf("parseStore(render(parseStore(%q))) = %v\nrendered:\n%s", data, err, out)
+		}
+		if len(again.lines) != len(sf.lines) {
+			t.Fatalf("round trip of %q: %d lines, want %d\nrendered:\n%s", data, len(again.lines), len(sf.lines), out)
+		}
+		for i, l := range sf.lines {
+			a := again.lines[i]
+			if (l.entry == nil) != (a.entry == nil) {
+				t.Fatalf("round trip of %q: line %d entry %v, want %v", data, i+1, a.entry, l.entry)
+			}
+			if l.entry == nil {
+				if a.raw != l.raw {
+					t.Fatalf("round trip of %q: line %d = %q, want %q", data, i+1, a.raw, l.raw)
+				}
+				continue
+			}
+			e, g := l.entry, a.entry
+			if g.Key.Pkid != e.Key.Pkid || !g.Key.Equal(e.Key) || g.Source != e.Source || !g.FirstSeen.Equal(e.FirstSeen) || g.Revoked != e.Revoked || g.Sender != e.Sender {
+				t.Fatalf("round trip of %q: line %d = %+v, want %+v", data, i+1, *g, *e)
+			}
+		}
+		if out2 := again.render(); !bytes.Equal(out2, out) {
+			t.Fatalf("render is not idempotent:\n%q\n%q", out, out2)
+		}
+	})
+}
