@@ -31,7 +31,7 @@ func DNSNames(pkid string) []string {
 
 // ParseDNSRecord parses a TXT value `ed25519:pk=<base64>` (or
 // `secp256r1:pk=…`; more `;`-separated parameters are ignored) as the key of
-// pkid.
+// pkid. Errors wrap ErrKeyFile, ErrUnsupportedAlg or ErrKeyID.
 func ParseDNSRecord(pkid, txt string) (*PublicKey, error) {
 	tag, params, ok := strings.Cut(strings.TrimSpace(txt), ":")
 	if !ok {

@@ -36,6 +36,10 @@ var (
 	// ErrUnsignedLines: lines other than sig:, blank lines and [[END]]
 	// follow the signed part, so they would not be covered.
 	ErrUnsignedLines = errors.New("signing: envelope has lines after the signed part")
+	// ErrKeyID: a key id is empty, longer than 256 bytes, or holds a
+	// blank, a control character or ';' (docs/signing.md §4) — whether it
+	// came from a key file, a key line or the caller.
+	ErrKeyID = errors.New("signing: invalid key id")
 	// ErrKeyFile: a key file or key line could not be parsed.
 	ErrKeyFile = errors.New("signing: bad key")
 	// ErrInsecureKeyFile: a private key file is readable by group or world.

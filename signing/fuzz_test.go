@@ -34,6 +34,16 @@ func keySeeds(f *testing.F) [][]byte {
 	return out
 }
 
+// isAny reports whether err is one of want.
+func isAny(err error, want ...error) bool {
+	for _, w := range want {
+		if errors.Is(err, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // FuzzTrustStore checks the known-keys file parser: it never panics, every
 // error is ErrTrustStore, and a file it accepts renders to a file that
 // parses to the same entries (and comment lines) and renders to the same
@@ -92,4 +102,58 @@ func FuzzTrustStore(f *testing.F) {
 			t.Fatalf("render is not idempotent:\n%q\n%q", out, out2)
 		}
 	})
+}
+
+// FuzzParseKey checks the key file parsers (key lines and PEM): they never
+// panic, reject with ErrKeyFile, ErrUnsupportedAlg or ErrKeyID, and a key they
+// accept has a valid key id and survives a round trip through its key
+// file line (String for public keys, the public half for private keys).
+func FuzzParseKey(f *testing.F) {
+	for _, b := range keySeeds(f) {
+		f.Add(b, "")
+		f.Add(b, "fuzz@example.org")
+	}
+	f.Add([]byte("ed25519 a AAAA\ned25519 b AAAA\n"), "")
+	f.Add([]byte("-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n"), "x")
+	f.Fuzz(func(t *testing.T, data []byte, pkid string) {
+		pub, err := ParsePublicKey(data, pkid)
+		if err != nil {
+			if !isAny(err, ErrKeyFile, ErrUnsupportedAlg, ErrKeyID) {
+				t.Fatalf("ParsePublicKey(%q, %q) = %v, want ErrKeyFile, ErrUnsupportedAlg or ErrKeyID", data, pkid, err)
+			}
+		} else {
+			checkPublicRoundTrip(t, pub)
+			if pkid != "" && pub.Pkid != pkid {
+				t.Fatalf("ParsePublicKey(%q, %q).Pkid = %q", data, pkid, pub.Pkid)
+			}
+		}
+		priv, err := ParsePrivateKey(data, pkid)
+		if err != nil {
+			if !isAny(err, ErrKeyFile, ErrUnsupportedAlg, ErrKeyID) {
+				t.Fatalf("ParsePrivateKey(%q, %q) = %v, want ErrKeyFile, ErrUnsupportedAlg or ErrKeyID", data, pkid, err)
+			}
+			return
+		}
+		if priv.Alg() == "" {
+			t.Fatalf("ParsePrivateKey(%q, %q) = a key of no algorithm", data, pkid)
+		}
+		checkPublicRoundTrip(t, priv.Public())
+	})
+}
+
+// checkPublicRoundTrip checks that k has a valid key id and algorithm and
+// that its key file line and its Value parse back to the same key.
+func checkPublicRoundTrip(t *testing.T, k *PublicKey) {
+	t.Helper()
+	if err := checkPkid(k.Pkid); err != nil || k.Alg() == "" {
+		t.Fatalf("accepted key %q of algorithm %q: %v", k.Pkid, k.Alg(), err)
+	}
+	back, err := ParsePublicKey([]byte(k.String()+"\n"), "")
+	if err != nil || back.Pkid != k.Pkid || !back.Equal(k) {
+		t.Fatalf("ParsePublicKey(%q) = %v, %v; want the same key", k.String(), back, err)
+	}
+	v, err := ParsePublicKeyValue(k.Pkid, k.Value())
+	if err != nil || !v.Equal(k) {
+		t.Fatalf("ParsePublicKeyValue(%q) = %v, %v; want the same key", k.Value(), v, err)
+	}
 }

@@ -13,7 +13,6 @@ import (
 	"encoding/asn1"
 	"encoding/base64"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -144,7 +143,8 @@ func (k *PublicKey) String() string {
 }
 
 // ParsePublicKeyValue parses `alg:<base64>` (the Public-Key field, any
-// base64 flavour) as the key of pkid.
+// base64 flavour) as the key of pkid. Errors wrap ErrKeyFile,
+// ErrUnsupportedAlg or ErrKeyID.
 func ParsePublicKeyValue(pkid, s string) (*PublicKey, error) {
 	a, b, ok := strings.Cut(strings.TrimSpace(s), ":")
 	if !ok {
@@ -450,6 +450,7 @@ func parseKeyFile(data []byte) (kl *keyLine, isPEM bool, err error) {
 
 // ParsePublicKey parses a public key file (or PEM SPKI). A non-empty pkid
 // replaces the key id of the file; it is required for PEM, which has none.
+// Errors wrap ErrKeyFile, ErrUnsupportedAlg or ErrKeyID.
 func ParsePublicKey(data []byte, pkid string) (*PublicKey, error) {
 	kl, isPEM, err := parseKeyFile(data)
 	if err != nil {
@@ -499,8 +500,8 @@ func ParsePublicKey(data []byte, pkid string) (*PublicKey, error) {
 
 // ParsePrivateKey parses a private key file (or a PEM PKCS#8 private key,
 // the form of the published test key). A non-empty pkid replaces the key
-// id of the file; it is required for PEM, which has none. Errors never
-// contain key material.
+// id of the file; it is required for PEM, which has none. Errors wrap
+// ErrKeyFile, ErrUnsupportedAlg or ErrKeyID and never contain key material.
 func ParsePrivateKey(data []byte, pkid string) (*PrivateKey, error) {
 	kl, isPEM, err := parseKeyFile(data)
 	if err != nil {
@@ -598,19 +599,19 @@ func LoadPublicKey(path, pkid string) (*PublicKey, error) {
 	return k, nil
 }
 
-// checkPkid reports whether s can be a key id: 1 to 256 bytes of printable
-// text without blanks or `;` (the sig line separates parameters with `;`
-// and the trust store columns with blanks).
+// checkPkid reports (with ErrKeyID) whether s can be a key id: 1 to 256
+// bytes of printable text without blanks or `;` (the sig line separates
+// parameters with `;` and the trust store columns with blanks).
 func checkPkid(s string) error {
 	if s == "" {
-		return errors.New("signing: empty key id")
+		return fmt.Errorf("%w: empty", ErrKeyID)
 	}
 	if len(s) > 256 {
-		return fmt.Errorf("signing: key id longer than 256 bytes")
+		return fmt.Errorf("%w: longer than 256 bytes", ErrKeyID)
 	}
 	for _, r := range s {
 		if r <= ' ' || r == 0x7f || r == ';' || r == '\uFFFD' || (r >= 0x80 && r <= 0x9f) {
-			return fmt.Errorf("signing: key id %q: blanks, control characters and ';' are not allowed", s)
+			return fmt.Errorf("%w %q: blanks, control characters and ';' are not allowed", ErrKeyID, s)
 		}
 	}
 	return nil
