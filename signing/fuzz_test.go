@@ -157,3 +157,43 @@ func checkPublicRoundTrip(t *testing.T, k *PublicKey) {
 		t.Fatalf("ParsePublicKeyValue(%q) = %v, %v; want the same key", k.Value(), v, err)
 	}
 }
+
+// FuzzParseKeyValue checks the two one-line key forms from outside: the
+// `meta: signing` Public-Key value (ParsePublicKeyValue) and the DNS TXT
+// record (ParseDNSRecord). Neither panics, both reject with ErrKeyFile,
+// ErrUnsupportedAlg or ErrKeyID, and an accepted key survives its own
+// round trip.
+func FuzzParseKeyValue(f *testing.F) {
+	for _, b := range keySeeds(f) {
+		for _, l := range strings.Split(string(b), "\n") {
+			if c := strings.Fields(l); len(c) == 3 && !strings.HasPrefix(c[0], "#") {
+				f.Add(c[1], c[0]+":"+c[2])
+				f.Add(c[1], c[0]+":pk="+c[2]+"; v=1")
+			}
+		}
+	}
+	f.Add("a@b.org", "ED25519 : PK = AAAA")
+	f.Add("", "secp256r1:pk=")
+	f.Fuzz(func(t *testing.T, pkid, value string) {
+		k, err := ParsePublicKeyValue(pkid, value)
+		if err != nil {
+			if !isAny(err, ErrKeyFile, ErrUnsupportedAlg, ErrKeyID) {
+				t.Fatalf("ParsePublicKeyValue(%q, %q) = %v, want ErrKeyFile, ErrUnsupportedAlg or ErrKeyID", pkid, value, err)
+			}
+		} else {
+			checkPublicRoundTrip(t, k)
+		}
+		k, err = ParseDNSRecord(pkid, value)
+		if err != nil {
+			if !isAny(err, ErrKeyFile, ErrUnsupportedAlg, ErrKeyID) {
+				t.Fatalf("ParseDNSRecord(%q, %q) = %v, want ErrKeyFile, ErrUnsupportedAlg or ErrKeyID", pkid, value, err)
+			}
+			return
+		}
+		checkPublicRoundTrip(t, k)
+		rec := string(k.Alg()) + ":pk=" + b64url(k.Bytes())
+		if back, err := ParseDNSRecord(pkid, rec); err != nil || !back.Equal(k) {
+			t.Fatalf("ParseDNSRecord(%q, %q) = %v, %v; want the same key", pkid, rec, back, err)
+		}
+	})
+}
