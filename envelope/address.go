@@ -3,6 +3,8 @@ package envelope
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // AddressKind classifies an address (spec "Addressing Scheme", DESIGN §3.3).
@@ -41,12 +43,22 @@ type Address struct {
 }
 
 // ParseAddress classifies s. It returns an error naming what is wrong when
-// s is none of the kinds.
+// s is none of the kinds, or when it could not be written in a header
+// (invalid UTF-8, control characters, surrounding space, `[[`, `]]` or an
+// arrow), so that every address it accepts reads back unchanged.
 func ParseAddress(s string) (Address, error) {
 	a := Address{Raw: s}
 	switch {
 	case s == "":
 		return a, fmt.Errorf("envelope: empty address")
+	case !utf8.ValidString(s):
+		return a, fmt.Errorf("envelope: address %q: not valid UTF-8", s)
+	case s != strings.TrimSpace(s) || strings.IndexFunc(s, unicode.IsControl) >= 0:
+		// A header is one line, trimmed (docs/format.md §2): an address
+		// with a control character or surrounding space cannot be written.
+		return a, fmt.Errorf("envelope: address %q: surrounding space or a control character", s)
+	case strings.Contains(s, "[[") || strings.Contains(s, "]]") || containsArrow(s):
+		return a, fmt.Errorf("envelope: address %q: brackets or an arrow would break the header", s)
 	case s == "*" || strings.HasPrefix(s, "@") && isNameChars(s[1:], false):
 		a.Kind, a.Target = AddressSelector, s
 		return a, nil
@@ -94,6 +106,15 @@ func ParseAddress(s string) (Address, error) {
 // (DESIGN §5.2).
 func IsBroadcast(to string) bool {
 	return to == "*" || strings.EqualFold(to, "ALL") || strings.EqualFold(to, "@all")
+}
+
+func containsArrow(s string) bool {
+	for _, a := range arrows {
+		if strings.Contains(s, a) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasPrefixFold(s, prefix string) bool {

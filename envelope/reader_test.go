@@ -213,6 +213,12 @@ func TestMarshalRejects(t *testing.T) {
 			e.Meta = []envelope.Meta{{Namespace: "n", Fields: []envelope.Field{{Key: "a b", Value: "x"}}}}
 		}},
 		{"padded value", func(e *envelope.Envelope) { e.Context = " topic" }},
+		// The Reader rejects lines that are not UTF-8, so none may be written.
+		{"invalid UTF-8 in from", func(e *envelope.Envelope) { e.From = "0@\x90" }},
+		{"invalid UTF-8 in body", func(e *envelope.Envelope) { e.Body = "a\xffb" }},
+		{"invalid UTF-8 in meta", func(e *envelope.Envelope) {
+			e.Meta = []envelope.Meta{{Namespace: "n", Fields: []envelope.Field{{Key: "k", Value: "\xc3"}}}}
+		}},
 	}
 	for _, tt := range tests {
 		e := ok()
@@ -331,6 +337,11 @@ func TestParseAddress(t *testing.T) {
 		{"tel:call-me", envelope.AddressInvalid, ""},
 		{"email:nobody", envelope.AddressInvalid, ""},
 		{"://x", envelope.AddressInvalid, ""},
+		{"0@\x90", envelope.AddressInvalid, ""},        // not UTF-8: no header could carry it
+		{"x://a\nb", envelope.AddressInvalid, ""},      // a line break
+		{"x://a\u00a0", envelope.AddressInvalid, ""},   // trailing space, which the header trims
+		{"x://a/]]", envelope.AddressInvalid, ""},      // would end the header
+		{"peer->b@x.org", envelope.AddressInvalid, ""}, // a second arrow
 	}
 	for _, tt := range tests {
 		a, err := envelope.ParseAddress(tt.in)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // Writer writes envelopes in canonical form (DESIGN §3.2, docs/format.md
@@ -160,6 +161,9 @@ func marshal(e *Envelope, v10 bool) ([]byte, error) {
 
 // checkWritable reports what in e would not read back as written.
 func checkWritable(e *Envelope) error {
+	if err := checkUTF8(e); err != nil {
+		return err
+	}
 	for _, a := range [...]struct{ name, v string }{{"sender", e.From}, {"receiver", e.To}} {
 		switch {
 		case a.v == "":
@@ -218,6 +222,36 @@ func checkWritable(e *Envelope) error {
 	}
 	if strings.ContainsRune(e.Body, '\r') {
 		return invalid("body contains a carriage return")
+	}
+	return nil
+}
+
+// checkUTF8 refuses invalid UTF-8 anywhere in e: the Reader rejects any
+// line that is not valid UTF-8 (docs/format.md), so it would not read back.
+func checkUTF8(e *Envelope) error {
+	for _, f := range [...]struct{ k, v string }{
+		{"sender", e.From}, {"receiver", e.To}, {"user", e.User}, {"session", e.Session},
+		{"thread", e.Thread}, {"parent", e.Parent}, {"message", e.Message}, {"context", e.Context},
+		{"intent", e.Intent}, {"legacy_intent", e.LegacyIntent}, {"sig", e.Sig}, {"body", e.Body},
+	} {
+		if !utf8.ValidString(f.v) {
+			return invalid("%s is not valid UTF-8", f.k)
+		}
+	}
+	for _, f := range e.Fields {
+		if !utf8.ValidString(f.Key) || !utf8.ValidString(f.Value) {
+			return invalid("field %q is not valid UTF-8", f.Key)
+		}
+	}
+	for _, m := range e.Meta {
+		if !utf8.ValidString(m.Namespace) {
+			return invalid("META namespace %q is not valid UTF-8", m.Namespace)
+		}
+		for _, f := range m.Fields {
+			if !utf8.ValidString(f.Key) || !utf8.ValidString(f.Value) {
+				return invalid("META field %q is not valid UTF-8", f.Key)
+			}
+		}
 	}
 	return nil
 }

@@ -1,0 +1,87 @@
+package envelope_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/fixtures"
+)
+
+// fixtureEnvelopes returns the expected envelopes of fixtures/envelope
+// (every object of every NAME.jsonl that is not an error) and the vector
+// inputs; it fails the fuzz target when there are none.
+func fixtureEnvelopes(f *testing.F) (envs []map[string]any, inputs [][]byte) {
+	f.Helper()
+	names, err := fixtures.Envelopes()
+	if err != nil || len(names) == 0 {
+		f.Fatalf("no fuzz seeds: fixtures.Envelopes() = %d names, %v", len(names), err)
+	}
+	for _, n := range names {
+		in, err := fixtures.FS.ReadFile("envelope/" + n + ".txt")
+		if err != nil {
+			f.Fatal(err)
+		}
+		inputs = append(inputs, in)
+		data, err := fixtures.FS.ReadFile("envelope/" + n + ".jsonl")
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			var m map[string]any
+			if json.Unmarshal(l, &m) == nil && m["error"] == nil {
+				envs = append(envs, m)
+			}
+		}
+	}
+	return envs, inputs
+}
+
+// FuzzParseAddress checks ParseAddress: it never panics, errors start with
+// "envelope: ", an accepted address is classified with a target taken from
+// it, and — the property the header grammar needs — an accepted address
+// written as the sender and as the receiver of an envelope reads back
+// unchanged in strict mode.
+func FuzzParseAddress(f *testing.F) {
+	envs, _ := fixtureEnvelopes(f)
+	for _, m := range envs {
+		for _, k := range []string{"from", "to"} {
+			if s, ok := m[k].(string); ok {
+				f.Add(s)
+			}
+		}
+	}
+	for _, s := range []string{"*", "@all", "email:a@b.org?subject=x", "tel:+1 (555) 0100", "Brother AI", "x://y", "a@b@c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := envelope.ParseAddress(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "envelope: ") {
+				t.Fatalf("ParseAddress(%q) = %v, want an error starting with \"envelope: \"", s, err)
+			}
+			return
+		}
+		if a.Kind == envelope.AddressInvalid || a.Raw != s || a.Target == "" || !strings.Contains(strings.ToLower(s), strings.ToLower(a.Target)) {
+			t.Fatalf("ParseAddress(%q) = %+v", s, a)
+		}
+		for _, e := range []*envelope.Envelope{
+			envelope.New(s, "CLAUDE", envelope.IntentRequest, "x"),
+			envelope.New("CLAUDE", s, envelope.IntentRequest, "x"),
+		} {
+			b, err := envelope.Marshal(e)
+			if err != nil {
+				t.Fatalf("ParseAddress(%q) accepts it, but Marshal refuses it: %v", s, err)
+			}
+			back, err := envelope.Unmarshal(b)
+			if err != nil {
+				t.Fatalf("ParseAddress(%q) accepts it, but Unmarshal(%q) = %v", s, b, err)
+			}
+			if back.From != e.From || back.To != e.To {
+				t.Fatalf("Unmarshal(%q) = %q→%q, want %q→%q", b, back.From, back.To, e.From, e.To)
+			}
+		}
+	})
+}
