@@ -3,6 +3,7 @@ package envelope_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -82,6 +83,49 @@ func FuzzParseAddress(f *testing.F) {
 			if back.From != e.From || back.To != e.To {
 				t.Fatalf("Unmarshal(%q) = %q→%q, want %q→%q", b, back.From, back.To, e.From, e.To)
 			}
+		}
+	})
+}
+
+// FuzzUnmarshal checks Unmarshal, the strict one-envelope parser: every
+// failure is a *SyntaxError; what it accepts has ids that are ULIDs or
+// UUIDv7s and addresses ParseAddress accepts, marshals, and unmarshals to
+// the same value and the same canonical bytes.
+func FuzzUnmarshal(f *testing.F) {
+	_, inputs := fixtureEnvelopes(f)
+	for _, in := range inputs {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		e, err := envelope.Unmarshal(in)
+		if err != nil {
+			var se *envelope.SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("Unmarshal(%q) = %T %v, want *SyntaxError", in, err, err)
+			}
+			return
+		}
+		for _, id := range []string{e.Thread, e.Parent, e.Message} {
+			if id != "" && !envelope.IsID(id) {
+				t.Fatalf("Unmarshal(%q) accepted id %q in strict mode", in, id)
+			}
+		}
+		for _, a := range []string{e.From, e.To} {
+			if _, err := envelope.ParseAddress(a); err != nil {
+				t.Fatalf("Unmarshal(%q) accepted address %q in strict mode: %v", in, a, err)
+			}
+		}
+		b, err := envelope.Marshal(e)
+		if err != nil {
+			t.Fatalf("Marshal(Unmarshal(%q)) = %v", in, err)
+		}
+		e2, err := envelope.Unmarshal(b)
+		if err != nil {
+			t.Fatalf("Unmarshal(Marshal(Unmarshal(%q))) = %v\n%s", in, err, b)
+		}
+		assertSameValue(t, e2, e)
+		if b2, err := envelope.Marshal(e2); err != nil || !bytes.Equal(b2, b) {
+			t.Fatalf("Marshal is not idempotent:\n%q\n%q (%v)", b, b2, err)
 		}
 	})
 }
