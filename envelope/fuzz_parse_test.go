@@ -129,3 +129,51 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIDsAndIntents checks the small validators of header values: IsULID
+// and IsUUIDv7 ignore case, accept only their fixed lengths, and
+// IDFromHash always makes a ULID; NormalizeIntent is idempotent, maps known
+// intents (legacy ones included) onto the registry and keeps unknown ones
+// verbatim.
+func FuzzIDsAndIntents(f *testing.F) {
+	envs, _ := fixtureEnvelopes(f)
+	for _, m := range envs {
+		for _, k := range []string{"thread", "parent", "message", "intent", "legacy_intent"} {
+			if s, ok := m[k].(string); ok {
+				f.Add(s)
+			}
+		}
+	}
+	f.Add(envelope.NewID())
+	f.Add("018f6b2e-3c4d-7a1b-9c2d-0123456789ab")
+	f.Add("question")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, c := range []string{strings.ToUpper(s), strings.ToLower(s)} {
+			if len(c) == len(s) && (envelope.IsULID(c) != envelope.IsULID(s) || envelope.IsUUIDv7(c) != envelope.IsUUIDv7(s)) {
+				t.Fatalf("IsULID/IsUUIDv7 of %q and %q differ", s, c)
+			}
+		}
+		if envelope.IsULID(s) && len(s) != 26 || envelope.IsUUIDv7(s) && len(s) != 36 {
+			t.Fatalf("id %q accepted with length %d", s, len(s))
+		}
+		if envelope.IsID(s) != (envelope.IsULID(s) || envelope.IsUUIDv7(s)) {
+			t.Fatalf("IsID(%q) = %v", s, envelope.IsID(s))
+		}
+		if id := envelope.IDFromHash([]byte(s)); !envelope.IsULID(id) || id != envelope.IDFromHash([]byte(s)) {
+			t.Fatalf("IDFromHash(%q) = %q, not a deterministic ULID", s, id)
+		}
+		intent, legacy, known := envelope.NormalizeIntent(s)
+		if !known {
+			if intent != s || legacy != "" {
+				t.Fatalf("NormalizeIntent(%q) = %q, %q, unknown: want it verbatim", s, intent, legacy)
+			}
+			return
+		}
+		if !envelope.KnownIntent(intent) || legacy != "" && legacy != s {
+			t.Fatalf("NormalizeIntent(%q) = %q, %q, known", s, intent, legacy)
+		}
+		if i2, l2, k2 := envelope.NormalizeIntent(intent); i2 != intent || l2 != "" || !k2 {
+			t.Fatalf("NormalizeIntent(%q) = %q, %q, %v; not idempotent", intent, i2, l2, k2)
+		}
+	})
+}
