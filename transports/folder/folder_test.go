@@ -634,10 +634,22 @@ func TestReceiveErrors(t *testing.T) {
 			t.Errorf("Receive(%s) = %v, want a folder: error", d, err)
 		}
 	}
-	f := folder.New(dir, testOptions())
-	start(t, f, newRecorder().handle)
-	time.Sleep(50 * time.Millisecond)
-	if err := f.Receive(context.Background(), newRecorder().handle); !errors.Is(err, folder.ErrBusy) {
+	// The first Receive runs once it has offered a file. A fixed head
+	// start (it was 50 ms) was not always enough on a loaded machine:
+	// the second Receive then won, and waited forever.
+	watched := t.TempDir()
+	if err := os.WriteFile(filepath.Join(watched, "running.crosstalk"), envText(t, "Receive runs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := folder.New(watched, testOptions())
+	rec := newRecorder()
+	start(t, f, rec.handle)
+	rec.wait(t, 1, 5*time.Second)
+	// Bounded: a second Receive that is let run fails the test instead
+	// of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.Receive(ctx, newRecorder().handle); !errors.Is(err, folder.ErrBusy) {
 		t.Errorf("second Receive = %v, want ErrBusy", err)
 	}
 }
