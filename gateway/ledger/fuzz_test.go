@@ -3,6 +3,8 @@ package ledger_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -88,4 +90,63 @@ func export(t *testing.T, s ledger.Store) []byte {
 		t.Fatalf("Export() = %v", err)
 	}
 	return buf.Bytes()
+}
+
+// FuzzNormalizeData checks NormalizeData: it never panics, rejects with
+// ErrInvalid, and what it returns is one valid JSON object, compact (no
+// byte of it changes when normalized again) and the same value as the
+// input.
+func FuzzNormalizeData(f *testing.F) {
+	for _, l := range bytes.Split(exportSeed(f), []byte("\n")) {
+		var ev ledger.Event
+		if json.Unmarshal(l, &ev) == nil {
+			f.Add([]byte(ev.Data))
+		}
+	}
+	for _, s := range []string{"", "  \n", "{ \"a\" : [1, 2],\n \"b\": {\"c\": \"x y\"} }", `{"t":"<&>"}`, "[1]", "null", `{"a":1}x`, `{"a":"\ud800"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, err := ledger.NormalizeData(in)
+		if err != nil {
+			if !errors.Is(err, ledger.ErrInvalid) {
+				t.Fatalf("NormalizeData(%q) = %v, want ErrInvalid", in, err)
+			}
+			return
+		}
+		if !json.Valid(out) || out[0] != '{' {
+			t.Fatalf("NormalizeData(%q) = %q, not a JSON object", in, out)
+		}
+		if again, err := ledger.NormalizeData(out); err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("NormalizeData(%q) = %q, %v; want it unchanged", out, again, err)
+		}
+		if bytes.ContainsAny(out, "\n\r") {
+			t.Fatalf("NormalizeData(%q) = %q, more than one line", in, out)
+		}
+		if len(bytes.Trim(in, " \t\r\n")) == 0 {
+			return
+		}
+		// Numbers as written (UseNumber): JSON allows 1e700, a float64 not.
+		a, err := decodeJSON(in)
+		if err != nil {
+			t.Fatalf("NormalizeData(%q) accepted what json.Decoder rejects: %v", in, err)
+		}
+		if b, err := decodeJSON(out); err != nil || !reflect.DeepEqual(a, b) {
+			t.Fatalf("NormalizeData(%q) = %q: value %v, want %v (%v)", in, out, b, a, err)
+		}
+	})
+}
+
+// decodeJSON decodes the one JSON value in b, keeping numbers as written.
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, errors.New("more than one value")
+	}
+	return v, nil
 }

@@ -256,7 +256,9 @@ type Store interface {
 // export line and compares byte for byte. The result never shares memory
 // with data.
 func NormalizeData(data json.RawMessage) (json.RawMessage, error) {
-	trimmed := bytes.TrimSpace(data)
+	// JSON's whitespace only (RFC 8259 §2): bytes.TrimSpace would also
+	// drop \v, \f, U+0085 and U+00A0 and so accept data that is not JSON.
+	trimmed := bytes.Trim(data, " \t\r\n")
 	if len(trimmed) == 0 {
 		return json.RawMessage("{}"), nil
 	}

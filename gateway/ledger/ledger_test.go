@@ -29,6 +29,10 @@ func TestNormalizeData(t *testing.T) {
 		{"null", "", true},
 		{`{"a":`, "", true},
 		{`{"a":1}x`, "", true},
+		{"{}\v", "", true},     // \v is not JSON whitespace
+		{"\u00a0{}", "", true}, // nor is U+00A0
+		{"\u0085", "", true},   // so this is not empty data
+		{" \t\r\n{}\n", "{}", false},
 	}
 	for _, tt := range tests {
 		got, err := ledger.NormalizeData(json.RawMessage(tt.in))
