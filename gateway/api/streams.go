@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,7 +82,10 @@ func (s *Server) groupStream(w http.ResponseWriter, r *http.Request) {
 
 // cursorVector is the resume point of an agent stream across groups:
 // "group:seq,group:seq", sorted by group. It is the SSE id of every
-// delivery, so Last-Event-ID resumes every group where it stopped.
+// delivery, so Last-Event-ID resumes every group where it stopped. A group
+// is any envelope context, so `%`, `,` and control characters in its name
+// are percent-encoded: the id stays one SSE line and splits back into the
+// same groups.
 type cursorVector map[string]int64
 
 func parseVector(s string) (cursorVector, error) {
@@ -98,7 +102,11 @@ func parseVector(s string) (cursorVector, error) {
 		if err != nil || n < 0 {
 			return nil, fmt.Errorf("bad resume point %q", part)
 		}
-		v[part[:i]] = n
+		group, err := url.PathUnescape(part[:i])
+		if err != nil {
+			return nil, fmt.Errorf("bad resume point %q", part)
+		}
+		v[group] = n
 	}
 	return v, nil
 }
@@ -114,7 +122,14 @@ func (v cursorVector) String() string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%s:%d", k, v[k])
+		for j := 0; j < len(k); j++ {
+			if c := k[j]; c == '%' || c == ',' || c < ' ' || c == 0x7f {
+				fmt.Fprintf(&b, "%%%02X", c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+		fmt.Fprintf(&b, ":%d", v[k])
 	}
 	return b.String()
 }
