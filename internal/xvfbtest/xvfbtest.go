@@ -93,7 +93,30 @@ func Put(t testing.TB, text []byte) error {
 		msg, _ := os.ReadFile(errf.Name())
 		return fmt.Errorf("xclip -i: %w: %s", err, strings.TrimSpace(string(msg)))
 	}
-	return nil
+	// xclip -i returns before its forked child has taken the selection
+	// (its request to the server is sent after the parent exits): wait
+	// until the clipboard holds the text, as the caller expects.
+	var got []byte
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if got = Get(t); string(got) == string(text) {
+			return nil
+		}
+	}
+	return fmt.Errorf("xclip -i: the clipboard holds %.100q 5s later, not the text", got)
+}
+
+// WaitOwned waits until a program owns the clipboard (it offers its
+// TARGETS), without reading the text: for a test that copied with xclip
+// itself, whose forked child takes the selection just after xclip -i
+// returns.
+func WaitOwned(t testing.TB) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if exec.Command("xclip", "-selection", "clipboard", "-o", "-t", "TARGETS").Run() == nil {
+			return
+		}
+	}
+	t.Fatal("no program owns the clipboard 5s after xclip -i returned")
 }
 
 // Get reads the clipboard with xclip, as another program would; nil when

@@ -152,7 +152,7 @@ func TestOwnWritesNotReingested(t *testing.T) {
 	if err := c.Send(context.Background(), "BOB", "id-1", own); err != nil {
 		t.Fatalf("Send = %v", err)
 	}
-	if got := xvfbtest.Get(t); !bytes.Equal(got, own) {
+	if got := waitClipboard(t, func(b []byte) bool { return bytes.Equal(b, own) }); !bytes.Equal(got, own) {
 		t.Fatalf("clipboard after Send = %q, want the text", got)
 	}
 	// Another process (clip copy) sharing the state file, fenced.
@@ -161,7 +161,10 @@ func TestOwnWritesNotReingested(t *testing.T) {
 	if err := other.Send(context.Background(), "BOB", "id-2", fenced); err != nil {
 		t.Fatalf("Send = %v", err)
 	}
-	if got := string(xvfbtest.Get(t)); !strings.HasPrefix(got, "```\n") || !strings.HasSuffix(got, "```\n") {
+	isFenced := func(b []byte) bool {
+		return strings.HasPrefix(string(b), "```\n") && strings.HasSuffix(string(b), "```\n")
+	}
+	if got := string(waitClipboard(t, isFenced)); !isFenced([]byte(got)) {
 		t.Errorf("fenced Send placed %q, want a ``` fence around the text", got)
 	}
 	time.Sleep(8 * interval)
@@ -176,6 +179,21 @@ func TestOwnWritesNotReingested(t *testing.T) {
 	if got := rec.wait(t, 1, 3*time.Second); !bytes.Equal(got[0], theirs) {
 		t.Errorf("received %q, want %q", got[0], theirs)
 	}
+}
+
+// waitClipboard reads the clipboard until ok holds for it, for up to 5 s,
+// and returns the last text read. xclip -i, which Send runs, returns
+// before its forked child has taken the selection: a read right after
+// Send may still see what was there before.
+func waitClipboard(t *testing.T, ok func([]byte) bool) []byte {
+	t.Helper()
+	var got []byte
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if got = xvfbtest.Get(t); ok(got) {
+			break
+		}
+	}
+	return got
 }
 
 func TestDuplicatesSuppressed(t *testing.T) {
@@ -241,6 +259,7 @@ func TestTooLarge(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("xclip with 100 MB: %v", err)
 	}
+	xvfbtest.WaitOwned(t)
 	c := clipboard.New(&clipboard.Options{Interval: interval})
 
 	var before, after runtime.MemStats
