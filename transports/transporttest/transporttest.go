@@ -287,11 +287,20 @@ func Run(t *testing.T, h Harness) {
 			t.Fatalf("Send = %v", err)
 		}
 		if h.Fetch != nil {
+			// What Send delivered may show a moment after it returns,
+			// and until then the medium may still show what was there
+			// before (the clipboard: xclip's forked child takes the
+			// selection just after xclip -i exits): fetch until the
+			// sent envelope is there, last.
 			var got []string
 			deadline := time.Now().Add(10 * h.settle())
-			for time.Now().Before(deadline) && len(got) == 0 {
+			for time.Now().Before(deadline) {
+				got = nil
 				for _, b := range h.Fetch(context.Background(), t) {
 					got = append(got, messageIDs(b)...)
+				}
+				if len(got) > 0 && got[len(got)-1] == id {
+					break
 				}
 				time.Sleep(h.settle() / 10)
 			}
