@@ -127,11 +127,21 @@ func defaultDataDir() string {
 // LoadConfig reads a TOML file over the defaults. Unknown keys are errors,
 // so a typo does not pass silently.
 func LoadConfig(path string) (Config, error) {
-	c := DefaultConfig()
 	if path == "" {
-		return c, nil
+		return DefaultConfig(), nil
 	}
-	md, err := toml.DecodeFile(path, &c)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return DefaultConfig(), fmt.Errorf("config %s: %w", path, err)
+	}
+	return decodeConfig(path, data)
+}
+
+// decodeConfig decodes the TOML data of the file path over the defaults
+// (see LoadConfig).
+func decodeConfig(path string, data []byte) (Config, error) {
+	c := DefaultConfig()
+	md, err := toml.Decode(string(data), &c)
 	if err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
