@@ -177,3 +177,42 @@ func FuzzIDsAndIntents(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMarshal checks Marshal from the value side, as the relay's compose
+// API and `crosstalk new` use it with values from outside: for any sender,
+// receiver, intent, body (cleaned with CleanBody), context and extra
+// field, Marshal either refuses with ErrInvalid or writes an envelope that
+// reads back as the same value.
+func FuzzMarshal(f *testing.F) {
+	envs, _ := fixtureEnvelopes(f)
+	for _, m := range envs {
+		from, _ := m["from"].(string)
+		to, _ := m["to"].(string)
+		intent, _ := m["intent"].(string)
+		body, _ := m["body"].(string)
+		ctx, _ := m["context"].(string)
+		f.Add(from, to, intent, body, ctx, "x-note", "v")
+	}
+	f.Add("CLAUDE", "CHATGPT", "question", "a\r\n  b\n\n[[END]]\nsig: x\n", "deploy", "Public-Key", "ed25519:AAAA")
+	f.Fuzz(func(t *testing.T, from, to, intent, body, context, key, value string) {
+		intent, _, _ = envelope.NormalizeIntent(strings.TrimSpace(intent))
+		e := envelope.New(from, to, intent, envelope.CleanBody(body))
+		e.Context = context
+		if key != "" {
+			e.Fields = []envelope.Field{{Key: key, Value: value}}
+			e.Meta = []envelope.Meta{{Namespace: "signing", Fields: []envelope.Field{{Key: key, Value: value}}}}
+		}
+		b, err := envelope.Marshal(e)
+		if err != nil {
+			if !errors.Is(err, envelope.ErrInvalid) {
+				t.Fatalf("Marshal(%+v) = %v, want ErrInvalid", e, err)
+			}
+			return
+		}
+		back, err := envelope.NewReader(bytes.NewReader(b)).Next()
+		if err != nil {
+			t.Fatalf("Marshal(%+v) wrote %q, which reads as %v", e, b, err)
+		}
+		assertSameValue(t, back, e)
+	})
+}
