@@ -46,7 +46,8 @@ func token(s string) string {
 	return b.String()
 }
 
-// untoken reverses token; ok is false for a hashed or malformed token.
+// untoken reverses token; ok is false for a hashed, malformed or
+// non-canonical token (one token would not write).
 func untoken(t string) (s string, ok bool) {
 	var b strings.Builder
 	for i := 0; i < len(t); i++ {
@@ -65,7 +66,12 @@ func untoken(t string) (s string, ok bool) {
 		b.WriteByte(byte(v))
 		i += 2
 	}
-	return b.String(), true
+	// Only what token writes: "=61", "=2e" or a raw "é" would name the
+	// same string as another token, so one group could be listed twice.
+	if s = b.String(); token(s) != t {
+		return "", false
+	}
+	return s, true
 }
 
 // Subjects of the ledger stream, under the prefix p (Options.Prefix):
