@@ -1,9 +1,14 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"maps"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
 )
 
 // FuzzCursorVector checks the Last-Event-ID of the agent stream, the one
@@ -40,6 +45,34 @@ func FuzzCursorVector(f *testing.F) {
 		back, err := parseVector(id)
 		if err != nil || !maps.Equal(back, v) {
 			t.Fatalf("parseVector(%q) = %v, %v; want %v", id, back, err, v)
+		}
+	})
+}
+
+// FuzzReadJSON checks the decoding of every JSON request body of the API
+// (send, actions, notify): readJSON never panics, and a body it accepts is
+// exactly one JSON value (or, where optional, blank) — nothing after the
+// value is silently ignored.
+func FuzzReadJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"to":"CHATGPT","intent":"REQUEST","body":"hi","meta":[{"Namespace":"n","Fields":[{"Key":"k","Value":"v"}]}]}`,
+		`{"to":"x","intent":"ACK"} {"to":"y"}`, `{"to":"x"}]`, `{"nope":1}`, "", "  \n", `null`, `[]`,
+	} {
+		f.Add([]byte(s), true)
+		f.Add([]byte(s), false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, optional bool) {
+		r := httptest.NewRequest("POST", "/v1/send", bytes.NewReader(body))
+		var req gateway.SendRequest
+		if err := readJSON(r, &req, optional); err != nil {
+			return
+		}
+		trimmed := bytes.Trim(body, " \t\r\n")
+		if len(trimmed) == 0 && optional {
+			return
+		}
+		if !json.Valid(trimmed) {
+			t.Fatalf("readJSON(%q) accepted a body that is not one JSON value", body)
 		}
 	})
 }

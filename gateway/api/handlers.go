@@ -275,8 +275,8 @@ func badBody(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
 }
 
-// readJSON decodes a JSON request body of at most maxJSONBody bytes;
-// optional allows an empty body.
+// readJSON decodes a JSON request body of at most maxJSONBody bytes: one
+// JSON value and nothing after it; optional allows an empty body.
 func readJSON(r *http.Request, v any, optional bool) error {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
 	if err != nil {
@@ -285,13 +285,17 @@ func readJSON(r *http.Request, v any, optional bool) error {
 	if len(b) > maxJSONBody {
 		return fmt.Errorf("%w: body larger than %d bytes", errTooLarge, maxJSONBody)
 	}
-	if len(bytes.TrimSpace(b)) == 0 && optional {
+	if len(bytes.Trim(b, " \t\r\n")) == 0 && optional { // JSON whitespace only
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("bad JSON body: %w", err)
+	}
+	// One value: what follows it would be silently ignored.
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("bad JSON body: data after the JSON value")
 	}
 	return nil
 }
