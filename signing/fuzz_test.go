@@ -3,10 +3,13 @@ package signing
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/fixtures"
 )
 
@@ -194,6 +197,94 @@ func FuzzParseKeyValue(f *testing.F) {
 		rec := string(k.Alg()) + ":pk=" + b64url(k.Bytes())
 		if back, err := ParseDNSRecord(pkid, rec); err != nil || !back.Equal(k) {
 			t.Fatalf("ParseDNSRecord(%q, %q) = %v, %v; want the same key", pkid, rec, back, err)
+		}
+	})
+}
+
+// fuzzKeys returns the fixtures' two private test keys: the published
+// Ed25519 key (canon-test@example.com) and the P-256 key
+// (es256-test@example.com).
+func fuzzKeys(f *testing.F) (ed, es *PrivateKey) {
+	f.Helper()
+	pem, err := fs.ReadFile(fixtures.SigningFS, "signing/canon-v1.1-rc1/private.pem")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if ed, err = ParsePrivateKey(pem, "canon-test@example.com"); err != nil {
+		f.Fatal(err)
+	}
+	kf, err := fs.ReadFile(fixtures.SigningFS, "signing/keys/test-secp256r1.key")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if es, err = ParsePrivateKey(kf, ""); err != nil {
+		f.Fatal(err)
+	}
+	return ed, es
+}
+
+// FuzzVerifier runs the trust policy on whatever envelopes the input
+// holds — announced keys (`meta: signing`), bare JWS, REVOKE — against a
+// trust store in which the Ed25519 test key is pinned: Verify never
+// panics, its Status is a documented one with Err set exactly when it is
+// not OK, an OK result names a valid key id and the key it verified
+// under, and the trust store file stays readable with valid key ids
+// whatever the envelopes announce or revoke. Seeded from
+// fixtures/signing/vectors plus announcements and a REVOKE signed with
+// the fixtures' test keys.
+func FuzzVerifier(f *testing.F) {
+	ed, es := fuzzKeys(f)
+	for _, v := range readVectors(f) {
+		f.Add(v.text)
+	}
+	sign := func(text string, k *PrivateKey, announce bool) {
+		env, err := envelope.NewReader(strings.NewReader(text)).Next()
+		if err != nil {
+			f.Fatal(err)
+		}
+		out, err := SignEnvelope(env, k, &SignOptions{Announce: announce})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(out))
+	}
+	sign(plainEnv, ed, true)
+	sign(plainEnv, es, true)
+	sign(plainEnv, es, false)
+	sign("[[ALICE→@all v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: canon-test@example.com\n\nbody: |\n  compromised\n", ed, false)
+	statuses := map[Status]bool{StatusUnsigned: true, StatusVerified: true, StatusFirstUse: true, StatusKeyChanged: true,
+		StatusBadSignature: true, StatusUnknownKey: true, StatusRevoked: true}
+	f.Fuzz(func(t *testing.T, text string) {
+		store := NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
+		if _, err := store.PinFirstUse(ed.Public(), SourceManual, "ALICE"); err != nil {
+			t.Fatal(err)
+		}
+		v := &Verifier{Store: store}
+		r := envelope.NewReader(strings.NewReader(text))
+		for n := 0; n < 8; n++ {
+			env, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				continue
+			}
+			res := v.Verify(t.Context(), env)
+			if !statuses[res.Status] || res.Status.OK() != (res.Err == nil) {
+				t.Fatalf("Verify(%q) = %s, %v", text, res.Status, res.Err)
+			}
+			if res.Status.OK() && (checkPkid(res.Pkid) != nil || res.Key == nil || res.Key.Alg() == "") {
+				t.Fatalf("Verify(%q) = %s with key id %q, key %v", text, res.Status, res.Pkid, res.Key)
+			}
+		}
+		entries, err := store.Entries()
+		if err != nil {
+			t.Fatalf("after Verify(%q) the trust store does not read: %v", text, err)
+		}
+		for _, e := range entries {
+			if checkPkid(e.Key.Pkid) != nil || e.Key.Alg() == "" {
+				t.Fatalf("after Verify(%q) the trust store holds %+v", text, e)
+			}
 		}
 	})
 }
