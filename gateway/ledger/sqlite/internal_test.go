@@ -131,14 +131,27 @@ func TestFailedOpIsolated(t *testing.T) {
 	}
 }
 
-// TestPipelinedSync holds the first fsync of the WAL and checks that the
-// writer runs the next operation meanwhile, in the next transaction, which
-// commits only once that fsync is done, and that no caller is answered
-// before the fsync that covers its commit.
+// TestPipelinedSync checks the overlap of fsync and work: with an
+// operation waiting when a transaction commits, the syncer fsyncs it while
+// the writer runs that operation in the next transaction, which commits
+// only once the fsync is done; and no caller is answered before the fsync
+// that covers its commit.
 func TestPipelinedSync(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	// MaxBatch 1 keeps the second operation queued when the first
+	// commits; the clock holds the writer inside the first until then.
+	inFirst := make(chan struct{})
+	queued := make(chan struct{})
+	var calls atomic.Int64
+	now := func() time.Time {
+		if calls.Add(1) == 1 {
+			close(inFirst)
+			<-queued
+		}
+		return time.Now()
+	}
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), &Options{MaxBatch: 1, Now: now})
 	if err != nil {
 		t.Fatalf("Open() error = %v", err)
 	}
@@ -163,7 +176,7 @@ func TestPipelinedSync(t *testing.T) {
 		_, err := s.Append(ctx, []ledger.Record{rec})
 		first <- err
 	}()
-	<-entered // the first commit is being fsynced
+	<-inFirst
 	ran := make(chan struct{})
 	second := make(chan error, 1)
 	go func() {
@@ -173,6 +186,18 @@ func TestPipelinedSync(t *testing.T) {
 			return err
 		})
 	}()
+	for len(s.queue) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the second operation was never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(queued)
+	select {
+	case <-entered: // the first commit is being fsynced
+	case <-ctx.Done():
+		t.Fatal("the first commit was never fsynced")
+	}
 	select {
 	case <-ran: // the writer works while the fsync runs
 	case <-ctx.Done():
@@ -227,10 +252,12 @@ func TestSyncFailure(t *testing.T) {
 
 // TestWALFileReopens checks that the WAL syncer follows the name when the
 // file is replaced (SQLite deletes the WAL when its last connection closes
-// and creates a new one later), and fails when there is no WAL.
+// and creates a new one later), fsyncing the new file before it returns,
+// and fails when there is no WAL.
 func TestWALFileReopens(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "x.db")
 	w := newWALFile(db)
+	w.checkEvery = 0 // check the name on every sync
 	defer w.close()
 	var synced []byte // the first byte of each fsynced file
 	w.flush = func(f *os.File) error {
@@ -258,7 +285,8 @@ func TestWALFileReopens(t *testing.T) {
 			}
 		}
 	}
-	if !bytes.Equal(synced, []byte{0, 0, 1, 1}) {
-		t.Errorf("fsynced files %v: want the first WAL (0) twice, then the new one (1) twice", synced)
+	// After the replacement: the old file once more, then the new one.
+	if !bytes.Equal(synced, []byte{0, 0, 0, 1, 1}) {
+		t.Errorf("fsynced files %v: want the first WAL (0) three times, then the new one (1) twice", synced)
 	}
 }

@@ -107,6 +107,7 @@ type Store struct {
 
 	wdb   *sql.DB // one connection, used only by the writer goroutine
 	rdb   *sql.DB // read-only pool
+	pin   *sql.Conn
 	stmts [numStmts]*sql.Stmt
 
 	mu      sync.RWMutex // guards closed against sends on queue
@@ -225,9 +226,19 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
-	rdb.SetMaxOpenConns(o.ReadConns)
+	rdb.SetMaxOpenConns(o.ReadConns + 1) // + the pinned one
 	rdb.SetMaxIdleConns(o.ReadConns)
 	s.rdb = rdb
+	// A connection held open for the Store's life keeps SQLite from
+	// deleting the WAL file the syncer fsyncs (see walFile).
+	if s.pin, err = rdb.Conn(ctx); err == nil {
+		var v int
+		err = s.pin.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	}
+	if err != nil {
+		s.closeDBs()
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
 	for i, q := range stmtText {
 		st, err := wdb.PrepareContext(ctx, q)
 		if err != nil {
@@ -310,6 +321,9 @@ func (s *Store) closeDBs() error {
 		}
 	}
 	errs = append(errs, s.wdb.Close(), s.wal.close())
+	if s.pin != nil {
+		errs = append(errs, s.pin.Close())
+	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}

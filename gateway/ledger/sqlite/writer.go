@@ -123,8 +123,15 @@ func (s *Store) writer() {
 	for {
 		if b != nil && !inFlight {
 			b.drain(queue)
-			if b.commit() {
-				inFlight = true
+			if c, ok := b.commit(); ok {
+				if len(queue) == 0 {
+					// Nothing to overlap with: sync here and spare
+					// a lone caller two goroutine hand-offs.
+					s.finish(c)
+				} else {
+					s.toSync <- c
+					inFlight = true
+				}
 			}
 			b = nil
 			continue
@@ -225,11 +232,10 @@ func (b *batch) drain(queue <-chan *op) {
 	}
 }
 
-// commit commits the transaction and hands it to the syncer, which
-// answers the ops after the fsync that makes it durable; it reports
-// whether it did. When the transaction failed, commit answers every op
-// at once.
-func (b *batch) commit() bool {
+// commit commits the transaction and returns it for the fsync that makes
+// it durable (finish answers the ops after it). When the transaction
+// failed, commit answers every op at once and returns false.
+func (b *batch) commit() (committed, bool) {
 	s := b.s
 	if b.w != nil {
 		if err := b.w.tx.Commit(); err != nil {
@@ -244,14 +250,13 @@ func (b *batch) commit() bool {
 			}
 			o.done <- b.errs[i]
 		}
-		return false
+		return committed{}, false
 	}
 	s.commits.Add(1)
 	s.ops.Add(int64(len(b.ops)))
 	s.events.Add(int64(len(b.w.pending)))
 	s.log.Debug("sqlite: committed", "ops", len(b.ops), "dur", time.Since(b.start))
-	s.toSync <- committed{batch: b.ops, errs: b.errs, groups: b.w.pending}
-	return true
+	return committed{batch: b.ops, errs: b.errs, groups: b.w.pending}, true
 }
 
 // wtx is the state of one batch transaction on the writer goroutine.
