@@ -323,7 +323,41 @@ func (c *Clipboard) Write(ctx context.Context, text []byte) error {
 		n, _ := errf.ReadAt(b, 0)
 		return toolError(t, t.write, err, strings.TrimSpace(string(b[:n])))
 	}
+	c.awaitOwned(ctx, text)
 	return nil
+}
+
+// ownWait bounds how long Write waits for its text to show on the
+// clipboard.
+const ownWait = 2 * time.Second
+
+// awaitOwned waits until the clipboard reads back text. The tools exit
+// before the process they fork has taken the selection, so without the
+// wait a read right after Write could still see the old text, and of two
+// quick Writes the first could end up on the clipboard. Waiting is best
+// effort: when the clipboard shows other text after ownWait (a person
+// copied something meanwhile), Write has still done its part.
+func (c *Clipboard) awaitOwned(ctx context.Context, text []byte) {
+	want := hashText(text)
+	deadline := time.Now().Add(ownWait)
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		got, err := c.Read(ctx)
+		if err != nil && !errors.Is(err, ErrTooLarge) {
+			return // no clipboard to read, or ctx ended
+		}
+		if err == nil && hashText(got) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.log.Warn("clipboard: the written text did not show on the clipboard", "waited", ownWait)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
 }
 
 // cappedBuffer keeps the first 4 KiB written to it.

@@ -436,3 +436,48 @@ func TestFence(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteOwnsBeforeReturning checks that Write returns only once the
+// clipboard shows its text, even with a tool whose forked owner takes the
+// selection late: a read right after Write sees that text, and of quick
+// successive writes the last one stays.
+func TestWriteOwnsBeforeReturning(t *testing.T) {
+	xvfbtest.Start(t)
+	real, err := exec.LookPath("xclip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An xclip whose copy takes the selection 200 ms after it exits.
+	dir := t.TempDir()
+	script := fmt.Sprintf(`#!/bin/sh
+case " $* " in
+*" -i "*)
+	tmp=$(mktemp)
+	cat >"$tmp"
+	( sleep 0.2; %[1]q "$@" <"$tmp"; rm -f "$tmp" ) >/dev/null 2>&1 &
+	exit 0 ;;
+esac
+exec %[1]q "$@"
+`, real)
+	if err := os.WriteFile(filepath.Join(dir, "xclip"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	c := clipboard.New(&clipboard.Options{Interval: interval, Tool: "xclip"})
+	ctx := t.Context()
+	var last []byte
+	for i := range 3 {
+		last = fmt.Appendf(nil, "copy %d", i)
+		if err := c.Write(ctx, last); err != nil {
+			t.Fatalf("Write(%q) error = %v", last, err)
+		}
+		if got := xvfbtest.Get(t); !bytes.Equal(got, last) {
+			t.Fatalf("clipboard right after Write(%q) = %q", last, got)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // longer than the late owner's delay
+	if got := xvfbtest.Get(t); !bytes.Equal(got, last) {
+		t.Errorf("clipboard after the writes = %q, want the last, %q", got, last)
+	}
+}
