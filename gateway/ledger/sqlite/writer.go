@@ -106,13 +106,14 @@ func (s *Store) submit(ctx context.Context, fn func(w *wtx) error) error {
 }
 
 // writer is the single writer goroutine. It runs queued operations in
-// an open transaction and commits it as soon as the syncer is free: while
-// the syncer fsyncs one commit, the operations that arrive meanwhile run
-// in the next transaction, which commits when that fsync is done. So the
-// fsync overlaps the writer's work instead of stopping it, and under load
-// each transaction carries everything that arrived during one fsync. It
-// exits when Close has closed the queue and everything queued is
-// committed.
+// an open transaction and commits it as soon as no other commit awaits its
+// fsync. If operations are waiting then, the syncer fsyncs the commit
+// while the writer runs them in the next transaction, which commits when
+// that fsync is done: the fsync overlaps the writer's work instead of
+// stopping it, and under load each transaction carries everything that
+// arrived during one fsync. If nothing is waiting, the writer fsyncs the
+// commit itself (see finish). It exits when Close has closed the queue and
+// everything queued is committed.
 func (s *Store) writer() {
 	defer close(s.toSync)
 	var (
