@@ -22,11 +22,13 @@ type recordingSender struct {
 	texts    []string
 	failures int
 	err      error
+	attempts int // every Send call, failed or not
 }
 
 func (s *recordingSender) Send(ctx context.Context, to, id string, text []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.attempts++
 	if s.failures > 0 {
 		s.failures--
 		return errors.New("medium down")
@@ -40,6 +42,12 @@ func (s *recordingSender) Send(ctx context.Context, to, id string, text []byte) 
 	s.sent[to] = append(s.sent[to], id)
 	s.texts = append(s.texts, string(text))
 	return nil
+}
+
+func (s *recordingSender) tries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts
 }
 
 func (s *recordingSender) count(to string) int {
@@ -155,8 +163,12 @@ func TestOutboundResumesAfterRestart(t *testing.T) {
 	down := &recordingSender{err: errors.New("medium down")}
 	stop := runOutbound(t, r, &gateway.OutboundOptions{Senders: map[string]transports.Sender{"folder": down}, MinBackoff: time.Hour})
 	ingest(t, r, "", env("GEMINI", "CLAUDE", "REQUEST", "g", "pending across a restart"))
-	time.Sleep(200 * time.Millisecond)
-	stop()
+	for deadline := time.Now().Add(10 * time.Second); down.tries() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first dispatcher never tried to send")
+		}
+	}
+	stop() // mid-retry: the next attempt is an hour away
 	if evs := waitEvents(t, r, "g", gateway.KindDelivery, 0); len(evs) != 0 {
 		t.Fatalf("delivery records before restart = %d, want 0", len(evs))
 	}
