@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"time"
 
@@ -94,6 +95,9 @@ func IdempotencyKey(text []byte) string {
 // when empty). It returns the last Response and, for a non-200 answer, a
 // *StatusError.
 func (c *Client) Post(ctx context.Context, url string, text []byte, key string) (*Response, error) {
+	if err := checkURL(url); err != nil {
+		return nil, err // no retry can fix it
+	}
 	if key == "" {
 		key = IdempotencyKey(text)
 	}
@@ -141,6 +145,18 @@ func (c *Client) Post(ctx context.Context, url string, text []byte, key string) 
 		}
 		backoff = min(backoff*2, maxB)
 	}
+}
+
+// ErrBadURL is returned by Post for a URL that is not http or https with
+// a host ("127.0.0.1:7777", "localhost:7777"): it is not retried.
+var ErrBadURL = errors.New("httpx: not an http or https URL")
+
+func checkURL(s string) error {
+	u, err := neturl.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: %q", ErrBadURL, s)
+	}
+	return nil
 }
 
 func (c *Client) try(ctx context.Context, hc *http.Client, url string, text []byte, key string) (*Response, time.Duration, error) {
@@ -199,7 +215,8 @@ type Sender struct {
 }
 
 // Send posts text to the URL to. A 4xx answer other than 408 and 429 is
-// permanent (transports.ErrPermanent): the receiver refused the envelope.
+// permanent (transports.ErrPermanent): the receiver refused the envelope;
+// so is a URL that is not http or https.
 func (s Sender) Send(ctx context.Context, to, id string, text []byte) error {
 	c := s.Client
 	if c == nil {
@@ -211,7 +228,7 @@ func (s Sender) Send(ctx context.Context, to, id string, text []byte) error {
 	}
 	_, err := c.Post(ctx, to, text, key)
 	var se *StatusError
-	if errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != 408 && se.Status != 429 {
+	if errors.Is(err, ErrBadURL) || errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != 408 && se.Status != 429 {
 		return fmt.Errorf("%w: %w", transports.ErrPermanent, err)
 	}
 	return err
