@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/fixtures"
@@ -116,12 +117,17 @@ func TestUsageErrors(t *testing.T) {
 		{"reply"},
 	}
 	for _, args := range tests {
-		_, stderr, code := runCLI(t, "", args...)
+		stdout, stderr, code := runCLI(t, "", args...)
 		if code != 2 {
 			t.Errorf("crosstalk %v exit = %d, want 2", args, code)
 		}
 		if len(args) > 0 && !strings.HasPrefix(stderr, "crosstalk: error: ") {
 			t.Errorf("crosstalk %v stderr = %q, want crosstalk: error: …", args, stderr)
+		}
+		// The usage is for --help; `crosstalk parse --jsno f > out.jsonl`
+		// must not fill out.jsonl with it.
+		if stdout != "" {
+			t.Errorf("crosstalk %v stdout = %q, want nothing", args, stdout)
 		}
 	}
 	for _, cmd := range []string{"parse", "fmt", "new", "reply", "validate", "relay", "send", "log", "inbox", "ack", "claim"} {
@@ -132,6 +138,33 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if _, _, code := runCLI(t, "", "parse", filepath.Join(t.TempDir(), "missing.txt")); code != 1 {
 		t.Errorf("parse of a missing file exit = %d, want 1", code)
+	}
+}
+
+// TestRelayURLUsage: a --relay (or $CROSSTALK_RELAY) without http:// is a
+// usage error at once, not retries against a URL that cannot work
+// followed by "is the relay running?".
+func TestRelayURLUsage(t *testing.T) {
+	t.Setenv("CROSSTALK_RELAY", "")
+	start := time.Now()
+	for _, args := range [][]string{
+		{"send", "--relay", "127.0.0.1:7777"},
+		{"log", "--relay", "localhost:7777"},
+		{"inbox", "--agent", "claude", "--relay", "htp://127.0.0.1:7777"},
+		{"ack", "--agent", "claude", "--relay", "http://", "01M80ZE85N0YRPSJ6Z7H0NVPCX"},
+		{"watch", "--relay", "127.0.0.1:7777", t.TempDir()},
+	} {
+		stdout, stderr, code := runCLI(t, "[[A→B v1]]\nintent: REQUEST\n\nbody: |\n  hi\nsig: none\n[[END]]\n", args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, "--relay") || !strings.Contains(stderr, "http://127.0.0.1:7777") {
+			t.Errorf("crosstalk %v = %d, stdout %q, stderr %q; want 2 and a usage error naming --relay", args, code, stdout, stderr)
+		}
+	}
+	t.Setenv("CROSSTALK_RELAY", "127.0.0.1:7777")
+	if _, stderr, code := runCLI(t, "", "log"); code != 2 || !strings.Contains(stderr, "$CROSSTALK_RELAY") {
+		t.Errorf("crosstalk log with CROSSTALK_RELAY=127.0.0.1:7777 = %d, %q; want 2 naming $CROSSTALK_RELAY", code, stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("bad relay URLs took %v to refuse, want no retries", d)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
@@ -168,8 +169,8 @@ func suggest(name string) string {
 	return ""
 }
 
-// newFlags returns a flag set for cmd that prints its usage to e.stderr
-// (or stdout for --help).
+// newFlags returns a flag set for cmd whose usage, printed for --help by
+// parseFlags, goes to e.stdout.
 func newFlags(e *env, cmd *command, doc string) *flag.FlagSet {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -189,26 +190,55 @@ func newFlags(e *env, cmd *command, doc string) *flag.FlagSet {
 }
 
 // parseFlags parses args with flags and positional arguments in any order
-// (`crosstalk parse file.txt --json` works); "--" ends the flags.
+// (`crosstalk parse file.txt --json` works); "--" ends the flags. It prints
+// the usage for --help only: a mistyped flag is one error line on stderr,
+// nothing on stdout. A --relay flag must hold an http(s) URL.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	// The flag package calls Usage on every parse error, not only for -help.
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err // the flag package printed the usage
+				usage()
+				return nil, err
 			}
 			return nil, usagef("%s: %v (see `crosstalk %s --help`)", fs.Name(), err, fs.Name())
 		}
 		rest := fs.Args()
 		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, rest...), nil
+			return append(pos, rest...), checkRelayFlag(fs)
 		}
 		if len(rest) == 0 {
-			return pos, nil
+			return pos, checkRelayFlag(fs)
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// checkRelayFlag refuses a --relay value (from the flag or
+// $CROSSTALK_RELAY) that is not an http or https URL with a host, such as
+// "127.0.0.1:7777": it could never be reached, and retrying it only delays
+// the error.
+func checkRelayFlag(fs *flag.FlagSet) error {
+	f := fs.Lookup("relay")
+	if f == nil || f.Value.String() == "" {
+		return nil
+	}
+	u, err := url.Parse(f.Value.String())
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return nil
+	}
+	from := "--relay"
+	set := false
+	fs.Visit(func(v *flag.Flag) { set = set || v.Name == "relay" })
+	if !set && os.Getenv("CROSSTALK_RELAY") == f.Value.String() {
+		from = "$CROSSTALK_RELAY"
+	}
+	return usagef("%s: %s %q is not a relay URL; want one like http://%s", fs.Name(), from, f.Value.String(), DefaultListen)
 }
 
 // input is one named input: a file or standard input.
