@@ -17,6 +17,21 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 )
 
+// testBook is the address book of newRelay's default relay: claude and
+// chatgpt are reviewers, gemini has no role.
+func testBook(t *testing.T) *gateway.AddressBook {
+	t.Helper()
+	book, err := gateway.NewAddressBook([]gateway.Agent{
+		{ID: "claude", Names: []string{"CLAUDE"}, Roles: []string{"reviewer"}},
+		{ID: "chatgpt", Names: []string{"CHATGPT"}, Roles: []string{"reviewer"}},
+		{ID: "gemini", Names: []string{"GEMINI"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return book
+}
+
 func newRelay(t *testing.T, opts *gateway.Options) *gateway.Relay {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), nil)
@@ -25,15 +40,7 @@ func newRelay(t *testing.T, opts *gateway.Options) *gateway.Relay {
 	}
 	t.Cleanup(func() { st.Close() })
 	if opts == nil {
-		book, err := gateway.NewAddressBook([]gateway.Agent{
-			{ID: "claude", Names: []string{"CLAUDE"}, Roles: []string{"reviewer"}},
-			{ID: "chatgpt", Names: []string{"CHATGPT"}, Roles: []string{"reviewer"}},
-			{ID: "gemini", Names: []string{"GEMINI"}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts = &gateway.Options{Book: book}
+		opts = &gateway.Options{Book: testBook(t)}
 	}
 	return gateway.New(st, opts)
 }
@@ -311,15 +318,7 @@ func TestDeliveriesMatrix(t *testing.T) {
 // messages, thread replies, acks and claims keep arriving.
 func TestDeliveriesResume(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	book, err := gateway.NewAddressBook([]gateway.Agent{
-		{ID: "claude", Names: []string{"CLAUDE"}, Roles: []string{"reviewer"}},
-		{ID: "chatgpt", Names: []string{"CHATGPT"}, Roles: []string{"reviewer"}},
-		{ID: "gemini", Names: []string{"GEMINI"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := &gateway.Options{Book: book, Now: func() time.Time { return now }}
+	opts := &gateway.Options{Book: testBook(t), Now: func() time.Time { return now }}
 	r := newRelay(t, opts)
 	ctx := t.Context()
 	agents := []string{"claude", "chatgpt", "gemini"}
