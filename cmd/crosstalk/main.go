@@ -45,7 +45,7 @@ type command struct {
 // initialisation cycle.
 var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
-	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim, cmdBench,
+	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim,
 	cmdKeygen, cmdSign, cmdVerify, cmdTrust,
 	cmdMCP, cmdHarness,
 	cmdLedger,

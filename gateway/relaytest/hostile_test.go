@@ -2,7 +2,6 @@ package relaytest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -326,10 +325,7 @@ func TestHostileRateLimit(t *testing.T) {
 func sigRelay(t *testing.T) *relay {
 	t.Helper()
 	v := &signing.Verifier{Store: signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))}
-	verify := gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
-		res := v.Verify(ctx, env)
-		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
-	})
+	verify := gateway.SigningVerifier(v)
 	b := book(t, map[string][]string{"claude": {"claude@test.example"}, "chatgpt": {"chatgpt@test.example"}})
 	return newRelay(t, &gateway.Options{Book: b, Verifier: verify}, &api.Options{Tokens: map[string]string{
 		tokens["claude"]: "claude", tokens["chatgpt"]: "chatgpt", tokens["gemini"]: "gemini",

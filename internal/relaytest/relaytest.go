@@ -73,11 +73,7 @@ type Options struct {
 
 // verifier adapts signing.Verifier to the relay.
 func verifier(path string) gateway.Verifier {
-	v := &signing.Verifier{Store: signing.NewTrustStore(path)}
-	return gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
-		res := v.Verify(ctx, env)
-		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
-	})
+	return gateway.SigningVerifier(&signing.Verifier{Store: signing.NewTrustStore(path)})
 }
 
 // Start starts a relay; it is stopped when the test ends.
