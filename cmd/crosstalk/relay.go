@@ -16,7 +16,6 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
-	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -214,12 +213,4 @@ func openRelayLedger(ctx context.Context, cfg Config) (ledger.Store, string, err
 	}
 	st, err := openLedger(ctx, spec, cfg.LedgerStream, cfg.LedgerReplicas, true)
 	return st, spec, err
-}
-
-// sqliteStats returns the SQLite writer's counters (zero for other stores).
-func (r *runningRelay) sqliteStats() sqlite.Stats {
-	if st, ok := r.store.(*sqlite.Store); ok {
-		return st.Stats()
-	}
-	return sqlite.Stats{}
 }
