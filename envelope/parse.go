@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"bytes"
+	"errors"
 	"unicode/utf8"
 )
 
@@ -368,8 +369,9 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 		env.warnings = append(env.warnings, msg)
 	}
 	for _, a := range [...]string{env.From, env.To} {
-		if _, err := ParseAddress(a); err != nil {
-			msg := err.Error()[len("envelope: "):]
+		var ae *AddressError
+		if _, err := ParseAddress(a); errors.As(err, &ae) {
+			msg := ae.Detail()
 			if st.r.Strict {
 				return nil, syntaxErr(CodeFormat, line, 0, "%s", msg)
 			}

@@ -447,7 +447,7 @@ func parseStore(data []byte) (*storeFile, error) {
 		}
 		e, err := parseEntry(t)
 		if err != nil {
-			return nil, fmt.Errorf("%w: line %d: %v", ErrTrustStore, n, err)
+			return nil, withinKind(ErrTrustStore, err, "line %d", n)
 		}
 		if first, dup := seen[e.Key.Pkid]; dup {
 			return nil, fmt.Errorf("%w: line %d: key id %q again (first on line %d)", ErrTrustStore, n, e.Key.Pkid, first)
@@ -476,7 +476,7 @@ func parseEntry(t string) (*TrustEntry, error) {
 	}
 	key, err := publicFromRaw(alg, c[0], raw)
 	if err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "signing: "))
+		return nil, err
 	}
 	e := &TrustEntry{Key: key, Source: KeySource(c[3])}
 	switch e.Source {

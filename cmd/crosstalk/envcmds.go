@@ -408,8 +408,9 @@ and "sig: none" (sign it with crosstalk sign). The body comes from --body,
 	}
 	env.Meta = meta.blocks
 	for _, a := range []string{env.From, env.To} {
-		if _, err := envelope.ParseAddress(a); err != nil {
-			fmt.Fprintf(e.stderr, "crosstalk: warning: %v\n", strings.TrimPrefix(err.Error(), "envelope: "))
+		var ae *envelope.AddressError
+		if _, err := envelope.ParseAddress(a); errors.As(err, &ae) {
+			fmt.Fprintf(e.stderr, "crosstalk: warning: %s\n", ae.Detail())
 		}
 	}
 	return writeOne(e, env, *fence)

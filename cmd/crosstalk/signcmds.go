@@ -110,11 +110,11 @@ add), or sign with --announce so they pin it on first use.`)
 	}
 	alg, err := signing.ParseAlg(*algName)
 	if err != nil {
-		return usagef("keygen: --alg: %v", strings.TrimPrefix(err.Error(), "signing: "))
+		return usagef("keygen: --alg: %v", err)
 	}
 	k, err := signing.GenerateKey(alg, *pkid)
 	if err != nil {
-		return usagef("keygen: --pkid: %v", strings.TrimPrefix(err.Error(), "signing: "))
+		return usagef("keygen: --pkid: %v", err)
 	}
 	path := *out
 	if path == "" {
@@ -151,7 +151,7 @@ func loadSignKey(path, pkid string) (*signing.PrivateKey, error) {
 	switch {
 	case errors.Is(err, signing.ErrInsecureKeyFile):
 		return nil, withHint(err, "run: chmod 600 "+path)
-	case err != nil && strings.Contains(err.Error(), "PEM key has no key id"):
+	case errors.Is(err, signing.ErrNoKeyID):
 		return nil, withHint(err, "give the key id with --pkid ID")
 	case err != nil && pkid != "":
 		return nil, usagef("sign: %v", err)
@@ -312,7 +312,7 @@ func statusMessage(r signing.Result) string {
 		return "not signed"
 	}
 	if r.Err != nil {
-		return strings.TrimPrefix(r.Err.Error(), "signing: ")
+		return r.Err.Error()
 	}
 	return string(r.Status)
 }
@@ -447,7 +447,7 @@ type trustEntryJSON struct {
 func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 	if _, err := os.Stat(arg); err == nil {
 		k, err := signing.LoadPublicKey(arg, pkid)
-		if err != nil && strings.Contains(err.Error(), "PEM key has no key id") {
+		if errors.Is(err, signing.ErrNoKeyID) {
 			return nil, withHint(err, "give the key id with --pkid ID")
 		}
 		return k, err
@@ -457,7 +457,7 @@ func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 	}
 	k, err := signing.ParsePublicKeyValue(pkid, arg)
 	if err != nil {
-		return nil, usagef("trust: %q is neither a key file nor an alg:base64 key: %v", arg, strings.TrimPrefix(err.Error(), "signing: "))
+		return nil, usagef("trust: %q is neither a key file nor an alg:base64 key: %v", arg, err)
 	}
 	return k, nil
 }

@@ -225,15 +225,20 @@ func addTool[In, Out any](srv *mcp.Server, s *server, t *mcp.Tool, bounds map[st
 
 // describe turns relay errors into one clear line for the model.
 func describe(err error) string {
-	var ae *gateway.ActionError
-	var rj *gateway.Rejection
+	var (
+		ae *gateway.ActionError
+		rj *gateway.Rejection
+		se *c2a.StatusError
+	)
 	switch {
 	case errors.As(err, &ae):
 		return ae.Code + ": " + ae.Reason
 	case errors.As(err, &rj):
 		return rj.Error()
+	case errors.As(err, &se):
+		return fmt.Sprintf("relay answered %d: %s", se.Status, strings.TrimSpace(se.Body))
 	}
-	return strings.TrimPrefix(err.Error(), "c2a: ")
+	return err.Error()
 }
 
 func textResult(text string) *mcp.CallToolResult {
