@@ -16,38 +16,35 @@ var cmdParse = &command{
 	name:    "parse",
 	args:    "[--strict] [--json] [FILE...]",
 	summary: "find and parse every envelope in chat text",
+	run:     runParse,
 }
 
 var cmdFmt = &command{
 	name:    "fmt",
 	args:    "[--fence] [--strict] [FILE...]",
 	summary: "print every envelope found in canonical form",
+	run:     runFmt,
 }
 
 var cmdNew = &command{
 	name:    "new",
 	args:    "--from A --to B --intent I [flags] [--body TEXT | --body-file F | < body]",
 	summary: "compose a new envelope",
+	run:     runNew,
 }
 
 var cmdReply = &command{
 	name:    "reply",
 	args:    "--intent I [--body TEXT | --body-file F] [FILE]",
 	summary: "compose a reply to the last envelope read",
+	run:     runReply,
 }
 
 var cmdValidate = &command{
 	name:    "validate",
 	args:    "[--strict] [FILE...]",
 	summary: "check envelopes: one line per envelope, ok or the error",
-}
-
-func init() {
-	cmdParse.run = runParse
-	cmdFmt.run = runFmt
-	cmdNew.run = runNew
-	cmdReply.run = runReply
-	cmdValidate.run = runValidate
+	run:     runValidate,
 }
 
 // jsonError is the JSON Lines form of a malformed envelope (DESIGN §3.4).
@@ -86,7 +83,7 @@ func readEnvelopes(in input, strict bool, fn func(*envelope.Envelope, *envelope.
 }
 
 func runParse(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdParse, `
+	fs := newFlags(e, `
 Parse finds every envelope in the input (chat transcripts, fences, quotes and
 CRLF are fine) and prints a summary of each. With --json it prints one JSON
 object per envelope (JSON Lines), and {"error":{...}} in place of a malformed
@@ -187,7 +184,7 @@ func printSummary(w io.Writer, name string, env *envelope.Envelope) error {
 }
 
 func runValidate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdValidate, `
+	fs := newFlags(e, `
 Validate checks every envelope in the input and prints one line per envelope:
 "ok" with its header, or the error with its line number. Warnings (unknown
 intent, ids that are not ULIDs) follow an ok.
@@ -232,7 +229,7 @@ Exit status: 0 if every envelope is valid, 1 if any is not or none was found,
 }
 
 func runFmt(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdFmt, `
+	fs := newFlags(e, `
 Fmt prints the canonical form of every envelope found in the input — the
 envelopes only, the surrounding chat text dropped — separated by one blank
 line. Malformed envelopes are reported on standard error and skipped.
@@ -367,7 +364,7 @@ func writeOne(e *env, env *envelope.Envelope, fence bool) error {
 }
 
 func runNew(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdNew, `
+	fs := newFlags(e, `
 New composes a canonical v1.1 envelope with fresh ULIDs for thread and message
 and "sig: none" (sign it with crosstalk sign). The body comes from --body,
 --body-file, or standard input.`)
@@ -417,7 +414,7 @@ and "sig: none" (sign it with crosstalk sign). The body comes from --body,
 }
 
 func runReply(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdReply, `
+	fs := newFlags(e, `
 Reply reads envelopes from FILE (or standard input) and composes a reply to the
 last one: sender and receiver swapped, same thread, parent = its message, a
 fresh message id, "sig: none". When the envelope comes from FILE, the body may

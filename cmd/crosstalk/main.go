@@ -31,6 +31,15 @@ func main() {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// cmd is the command being run, for its usage.
+	cmd *command
+}
+
+// sub returns e for the subcommand cmd.
+func (e *env) sub(cmd *command) *env {
+	c := *e
+	c.cmd = cmd
+	return &c
 }
 
 // command is one subcommand.
@@ -41,8 +50,9 @@ type command struct {
 	run     func(ctx context.Context, e *env, args []string) error
 }
 
-// commands is the subcommand table; cmdHelp is added in init to avoid an
-// initialisation cycle.
+// commands is the subcommand table. A command's run finds its own
+// command in env.cmd, so that the table and the functions do not refer to
+// each other (an initialisation cycle).
 var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
 	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim,
@@ -108,6 +118,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "hint: run `crosstalk help` for the list of commands")
 		return exitUsage
 	}
+	e.cmd = cmd
 	err := cmd.run(ctx, e, args[1:])
 	return exitCode(stderr, err)
 }
@@ -169,9 +180,10 @@ func suggest(name string) string {
 	return ""
 }
 
-// newFlags returns a flag set for cmd whose usage, printed for --help by
-// parseFlags, goes to e.stdout.
-func newFlags(e *env, cmd *command, doc string) *flag.FlagSet {
+// newFlags returns a flag set for the command e runs whose usage,
+// printed for --help by parseFlags, goes to e.stdout.
+func newFlags(e *env, doc string) *flag.FlagSet {
+	cmd := e.cmd
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {

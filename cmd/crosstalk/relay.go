@@ -24,12 +24,11 @@ var cmdRelay = &command{
 	name:    "relay",
 	args:    "[--config FILE] [--data DIR] [--listen ADDR] [--ledger sqlite|nats://…]",
 	summary: "run the relay: HTTP intake, durable ledger, C2A attention, API",
+	run:     runRelay,
 }
 
-func init() { cmdRelay.run = runRelay }
-
 func runRelay(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdRelay, `
+	fs := newFlags(e, `
 Relay runs the crosstalk relay. With no flags it keeps its SQLite ledger in the
 user's data directory and listens on `+DefaultListen+` (loopback only).
 Envelopes come in over POST /crosstalk/receive (crosstalk send); the ledger is

@@ -22,31 +22,28 @@ var cmdKeygen = &command{
 	name:    "keygen",
 	args:    "[--alg ed25519|secp256r1] --pkid ID [--out FILE]",
 	summary: "create a signing key pair",
+	run:     runKeygen,
 }
 
 var cmdSign = &command{
 	name:    "sign",
 	args:    "--key FILE [--pkid ID] [--announce] [--form plain|jws|bare] [--fence] [FILE...]",
 	summary: "sign every envelope found",
+	run:     runSign,
 }
 
 var cmdVerify = &command{
 	name:    "verify",
 	args:    "[--trust FILE] [--key PUBFILE] [--no-tofu] [--dns] [--json] [FILE...]",
 	summary: "verify the signature of every envelope found",
+	run:     runVerify,
 }
 
 var cmdTrust = &command{
 	name:    "trust",
 	args:    "list|add|remove|revoke|pin [--trust FILE] [args]",
 	summary: "show and change the trust store of pinned keys",
-}
-
-func init() {
-	cmdKeygen.run = runKeygen
-	cmdSign.run = runSign
-	cmdVerify.run = runVerify
-	cmdTrust.run = runTrust
+	run:     runTrust,
 }
 
 // defaultTrustFile is $XDG_CONFIG_HOME/crosstalk/known_keys (or the
@@ -87,7 +84,7 @@ func safeFileName(pkid string) string {
 }
 
 func runKeygen(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdKeygen, `
+	fs := newFlags(e, `
 Keygen creates a key pair. It writes the private key to FILE with mode 0600 and
 the public key to FILE.pub, and prints the public key line. The private key is
 never printed. Without --out, FILE is <user config dir>/crosstalk/keys/<ID>.key.
@@ -160,7 +157,7 @@ func loadSignKey(path, pkid string) (*signing.PrivateKey, error) {
 }
 
 func runSign(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdSign, `
+	fs := newFlags(e, `
 Sign signs every envelope found in the input (chat text, fences, quotes and CRLF
 are fine) and prints each signed envelope — envelopes only, separated by one
 blank line. The lines above sig: are kept exactly as they were; the sig: line is
@@ -318,7 +315,7 @@ func statusMessage(r signing.Result) string {
 }
 
 func runVerify(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdVerify, `
+	fs := newFlags(e, `
 Verify checks the signature of every envelope found in the input and prints one
 line per envelope with its status:
 
@@ -463,7 +460,7 @@ func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 }
 
 func runTrust(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdTrust, `
+	fs := newFlags(e, `
 Trust shows and changes the trust store: the key pinned for each key id
 (like ssh's known_hosts; see docs/signing.md §5).
 

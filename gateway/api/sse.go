@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
 )
 
 // SSE writes Server-Sent Events on a response: the API's streams and the
@@ -21,7 +23,7 @@ type SSE struct {
 func StartSSE(w http.ResponseWriter) (*SSE, bool) {
 	f, ok := w.(http.Flusher)
 	if !ok {
-		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, "streaming unsupported")
 		return nil, false
 	}
 	h := w.Header()

@@ -64,7 +64,7 @@ func (s *Server) groupStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if it.Err != nil {
-				out.JSON("", "error", apiError{Code: "daemon_unavailable", Message: it.Err.Error()})
+				out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: it.Err.Error()})
 				return
 			}
 			if out.JSON(strconv.FormatInt(it.V.Seq, 10), "event", it.V) != nil {
@@ -197,7 +197,7 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 		select {
 		case it := <-ch:
 			if it.Err != nil {
-				out.JSON("", "error", apiError{Code: "daemon_unavailable", Message: it.Err.Error()})
+				out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: it.Err.Error()})
 				return
 			}
 			vec[it.V.Group] = it.V.Seq
