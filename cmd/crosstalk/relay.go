@@ -119,7 +119,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	}
 	relay := gateway.New(store, &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
-		Groups: cfg.Groups, RequireSignature: cfg.RequireSignatures, Name: cfg.Name,
+		Groups: cfg.Groups, RequireSignature: cfg.RequireSignatures, Name: cfg.Name, Admins: cfg.Admins,
 		ClaimTTL: time.Duration(cfg.ClaimTTL),
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
