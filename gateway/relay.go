@@ -125,7 +125,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		log:      opts.Logger,
 		book:     opts.Book,
 		verifier: opts.Verifier,
-		groups:   opts.Groups,
+		groups:   normalizeGroups(opts.Groups),
 		require:  opts.RequireSignature,
 		name:     opts.Name,
 		claimTTL: opts.ClaimTTL,
@@ -521,6 +521,22 @@ func (r *Relay) LastSeen() map[string]time.Time {
 	out := make(map[string]time.Time, len(r.lastSeen))
 	for k, v := range r.lastSeen {
 		out[k] = v
+	}
+	return out
+}
+
+// normalizeGroups returns groups with contexts and group ids in NFC, the
+// form envelopes are read in (envelope.NormalizeIdentifier).
+func normalizeGroups(groups map[string]string) map[string]string {
+	out := make(map[string]string, len(groups))
+	for ctx, g := range groups {
+		if n, err := envelope.NormalizeIdentifier(ctx); err == nil {
+			ctx = n
+		}
+		if n, err := envelope.NormalizeIdentifier(g); err == nil {
+			g = n
+		}
+		out[ctx] = g
 	}
 	return out
 }
