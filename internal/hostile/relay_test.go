@@ -72,8 +72,8 @@ const (
 	bobKeyID   = "bob@hostile.test"
 )
 
-// baseConfig is the relay's config: two token principals, three agents,
-// two assigned key ids. extra is appended (top-level keys must come
+// baseConfig is the relay's config: two token principals, four agents
+// (alice also answers to ZOË; café is named in NFD), two assigned key ids. extra is appended (top-level keys must come
 // first, so it is inserted before the tables).
 func baseConfig(extra string) string {
 	return extra + `
@@ -90,7 +90,7 @@ principal = "bob"
 
 [[agents]]
 id = "alice"
-names = ["ALICE"]
+names = ["ALICE", "ZOË"]
 keys = ["` + aliceKeyID + `"]
 
 [[agents]]
@@ -101,6 +101,10 @@ keys = ["` + bobKeyID + `"]
 [[agents]]
 id = "carol"
 names = ["CAROL"]
+
+[[agents]]
+id = "café"
+names = ["CAFE\u0301"]
 `
 }
 
