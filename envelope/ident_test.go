@@ -133,3 +133,26 @@ func FuzzNormalizeIdentifier(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkNormalizeIdentifiers measures the identifier check the Reader
+// runs on every envelope: printable ASCII names (the fast path) and NFD
+// names that must be recomposed. Compare with BenchmarkParse/envelope of
+// the same run for its share of a parse.
+func BenchmarkNormalizeIdentifiers(b *testing.B) {
+	for _, tc := range []struct{ name, from, context string }{
+		{"ascii", "CLAUDE", "deploy-status"},
+		{"nfd", "CAFE\u0301", "de\u0301ploiement"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			e := envelope.New(tc.from, "CHATGPT", envelope.IntentRequest, "x")
+			e.Meta = []envelope.Meta{{Namespace: "routing"}, {Namespace: "privacy"}}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				e.From, e.Context = tc.from, tc.context
+				if err := e.NormalizeIdentifiers(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
