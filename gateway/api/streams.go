@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -18,14 +17,6 @@ type (
 	ledgerGroup = ledger.Group
 	ledgerEvent = ledger.Event
 )
-
-// streamContext ends when the request ends or the server closes its
-// streams.
-func (s *Server) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(r.Context())
-	stop := context.AfterFunc(s.streams, cancel)
-	return ctx, func() { stop(); cancel() }
-}
 
 // groupStream is GET /v1/groups/{group}/stream: the group's events with
 // seq > since_seq (or > Last-Event-ID), then live, as SSE with id = seq
@@ -44,8 +35,11 @@ func (s *Server) groupStream(w http.ResponseWriter, r *http.Request) {
 		}
 		since = n
 	}
-	ctx, cancel := s.streamContext(r)
-	defer cancel()
+	ctx, done, ok := s.openStream(w, r)
+	if !ok {
+		return
+	}
+	defer done()
 	out, ok := StartSSE(w)
 	if !ok {
 		return
@@ -159,8 +153,11 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 	} else if only != "" && since > vec[only] {
 		vec[only] = since
 	}
-	ctx, cancel := s.streamContext(r)
-	defer cancel()
+	ctx, done, ok := s.openStream(w, r)
+	if !ok {
+		return
+	}
+	defer done()
 	out, ok := StartSSE(w)
 	if !ok {
 		return
