@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
 )
 
 // Config is the relay's configuration file (TOML), documented field by
@@ -45,6 +46,19 @@ type Config struct {
 	RateBurst int     `toml:"rate_burst"`
 	// ClaimTTL is how long a claim lasts, e.g. "10m".
 	ClaimTTL duration `toml:"claim_ttl"`
+	// MaxBody bounds one intake in bytes, MaxEnvelopes its envelopes
+	// (gateway.Options).
+	MaxBody      int `toml:"max_body"`
+	MaxEnvelopes int `toml:"max_envelopes"`
+	// StreamLimit bounds the open streams of one principal, MaxStreams
+	// those of the relay (api.Options).
+	StreamLimit int `toml:"stream_limit"`
+	MaxStreams  int `toml:"max_streams"`
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are the HTTP
+	// connection deadlines (api.Timeouts).
+	ReadHeaderTimeout duration `toml:"read_header_timeout"`
+	ReadTimeout       duration `toml:"read_timeout"`
+	IdleTimeout       duration `toml:"idle_timeout"`
 	// Groups maps envelope contexts to ledger groups.
 	Groups map[string]string `toml:"groups"`
 	// Tokens are the API's bearer tokens.
@@ -100,6 +114,14 @@ func DefaultConfig() Config {
 		RateBurst: 1000,
 		ClaimTTL:  duration(gateway.DefaultClaimTTL),
 		LogLevel:  "info",
+
+		MaxBody:           gateway.MaxIntake,
+		MaxEnvelopes:      gateway.DefaultMaxEnvelopes,
+		StreamLimit:       api.DefaultStreamLimit,
+		MaxStreams:        api.DefaultMaxStreams,
+		ReadHeaderTimeout: duration(api.DefaultReadHeaderTimeout),
+		ReadTimeout:       duration(api.DefaultReadTimeout),
+		IdleTimeout:       duration(api.DefaultIdleTimeout),
 	}
 }
 
@@ -183,6 +205,22 @@ func (c *Config) Validate() error {
 	}
 	if c.ClaimTTL < 0 {
 		errs = append(errs, errors.New("claim_ttl: must not be negative"))
+	}
+	for _, b := range []struct {
+		key string
+		n   int64
+	}{
+		{"max_body", int64(c.MaxBody)}, {"max_envelopes", int64(c.MaxEnvelopes)},
+		{"stream_limit", int64(c.StreamLimit)}, {"max_streams", int64(c.MaxStreams)},
+		{"read_header_timeout", int64(c.ReadHeaderTimeout)}, {"read_timeout", int64(c.ReadTimeout)},
+		{"idle_timeout", int64(c.IdleTimeout)},
+	} {
+		if b.n <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive", b.key))
+		}
+	}
+	if c.StreamLimit > c.MaxStreams {
+		errs = append(errs, fmt.Errorf("stream_limit: %d is more than max_streams %d", c.StreamLimit, c.MaxStreams))
 	}
 	if _, err := c.book(); err != nil {
 		errs = append(errs, fmt.Errorf("agents: %w", err))

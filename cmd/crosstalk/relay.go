@@ -120,7 +120,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	relay := gateway.New(store, &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
 		Groups: cfg.Groups, RequireSignature: cfg.RequireSignatures, Name: cfg.Name, Admins: cfg.Admins,
-		ClaimTTL: time.Duration(cfg.ClaimTTL),
+		ClaimTTL: time.Duration(cfg.ClaimTTL), MaxIntake: cfg.MaxBody, MaxEnvelopes: cfg.MaxEnvelopes,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -138,6 +138,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	a := api.New(relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: tokens, Hosts: hosts,
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
+		StreamLimit: cfg.StreamLimit, MaxStreams: cfg.MaxStreams,
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	site, err := web.New(relay, a, &web.Options{
@@ -149,13 +150,9 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		store.Close()
 		return nil, err
 	}
-	hs := &http.Server{
-		Handler:           site,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	hs := api.NewHTTPServer(site, api.Timeouts{
+		ReadHeader: time.Duration(cfg.ReadHeaderTimeout), Read: time.Duration(cfg.ReadTimeout), Idle: time.Duration(cfg.IdleTimeout),
+	}, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	r := &runningRelay{url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, store: store, log: log, done: make(chan error, 1)}
 	if host, _, _ := net.SplitHostPort(cfg.Listen); !isLoopback(host) {
 		r.url = "http://" + ln.Addr().String()

@@ -20,7 +20,7 @@ const PagePrefix = "/ui/"
 // "/" or a path under PagePrefix.
 func IsPagePath(path string) bool { return path == "/" || strings.HasPrefix(path, PagePrefix) }
 
-// pageServerKey carries the *Server into page requests (StreamContext).
+// pageServerKey carries the *Server into page requests (OpenStream).
 type pageServerKey struct{}
 
 // Mount returns the handler for the whole listener: the API, and pages for
@@ -78,17 +78,6 @@ func (s *Server) TokenPrincipal(token string) (principal string, ok bool) {
 		}
 	}
 	return principal, ok
-}
-
-// StreamContext returns the context of a long-lived page response (a
-// Server-Sent-Events stream): it ends when the request ends or when Close
-// is called on the Server that served it, so that http.Server.Shutdown is
-// not held up by open streams. cancel must be called.
-func StreamContext(r *http.Request) (ctx context.Context, cancel context.CancelFunc) {
-	if s, ok := r.Context().Value(pageServerKey{}).(*Server); ok {
-		return s.streamContext(r)
-	}
-	return context.WithCancel(r.Context())
 }
 
 func remoteHost(r *http.Request) string {
