@@ -200,15 +200,15 @@ func TestSchemaAcceptsEveryExpectation(t *testing.T) {
 	}
 	bad := []string{
 		`{}`,
-		`{"from":"A","to":"B","version":1,"body":"x","complete":true}`,                          // no line
-		`{"from":"A","to":"B","version":2,"body":"x","complete":true,"line":1}`,                  // version
-		`{"from":"A","to":"B","version":1,"body":"x","complete":true,"line":1,"user":""}`,        // absent, not empty
-		`{"from":"A","to":"B","version":1,"body":"x","complete":true,"line":1,"meta":[]}`,        // absent, not empty
-		`{"from":"A","to":"B","version":1,"body":"x","complete":true,"line":1,"extra":"x"}`,      // unknown key
-		`{"from":"A","to":"B","version":1,"body":"x","complete":"yes","line":1}`,                 // type
-		`{"error":{"code":"E-NOPE","line":1,"message":"x"}}`,                                     // code
-		`{"error":{"code":"E-FORMAT","message":"x"}}`,                                            // no line
-		`{"error":{"code":"E-FORMAT","line":1,"message":"x"},"from":"A"}`,                        // mixed
+		`{"from":"A","to":"B","version":1,"body":"x","complete":true}`,                                 // no line
+		`{"from":"A","to":"B","version":2,"body":"x","complete":true,"line":1}`,                        // version
+		`{"from":"A","to":"B","version":1,"body":"x","complete":true,"line":1,"user":""}`,              // absent, not empty
+		`{"from":"A","to":"B","version":1,"body":"x","complete":true,"line":1,"meta":[]}`,              // absent, not empty
+		`{"from":"A","to":"B","version":1,"body":"x","complete":true,"line":1,"extra":"x"}`,            // unknown key
+		`{"from":"A","to":"B","version":1,"body":"x","complete":"yes","line":1}`,                       // type
+		`{"error":{"code":"E-NOPE","line":1,"message":"x"}}`,                                           // code
+		`{"error":{"code":"E-FORMAT","message":"x"}}`,                                                  // no line
+		`{"error":{"code":"E-FORMAT","line":1,"message":"x"},"from":"A"}`,                              // mixed
 		`{"from":"A","to":"B","version":1,"body":"x","complete":true,"line":1,"fields":[{"key":"k"}]}`, // no value
 	}
 	for _, b := range bad {
