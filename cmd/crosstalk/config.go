@@ -78,6 +78,12 @@ type Config struct {
 	Mail      *MailConfig     `toml:"mail"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
+	// User is the user: line `crosstalk new` and `reply` write when
+	// --user is not given (default: the OS user).
+	User string `toml:"user"`
+	// DNSServer is the "host:port" of the DNS server the relay asks for
+	// signing keys published in TXT records; empty: the system resolver.
+	DNSServer string `toml:"dns_server"`
 }
 
 // TokenConfig maps a bearer token to a principal. Token or TokenFile.
@@ -98,6 +104,9 @@ type AgentConfig struct {
 	// SigningKey is a private key file the relay signs this agent's
 	// POST /v1/send envelopes with.
 	SigningKey string `toml:"signing_key"`
+	// Compat "v1.0" makes the relay deliver envelopes to this agent in
+	// the v1.0 form (docs/format.md); empty or "v1.1": as received.
+	Compat string `toml:"compat"`
 }
 
 // DefaultListen is the relay's default address.
@@ -228,6 +237,14 @@ func (c *Config) Validate() error {
 	if err := c.validateTransports(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.DNSServer != "" {
+		if _, _, err := net.SplitHostPort(c.DNSServer); err != nil {
+			errs = append(errs, fmt.Errorf("dns_server: %q is not host:port", c.DNSServer))
+		}
+	}
+	if strings.ContainsAny(c.User, "\r\n") {
+		errs = append(errs, errors.New("user: contains a line break"))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -275,7 +292,7 @@ func (c *Config) tokens() (map[string]string, error) {
 func (c *Config) book() (*gateway.AddressBook, error) {
 	agents := make([]gateway.Agent, len(c.Agents))
 	for i, a := range c.Agents {
-		agents[i] = gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address}
+		agents[i] = gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat}
 	}
 	return gateway.NewAddressBook(agents)
 }

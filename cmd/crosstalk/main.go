@@ -50,6 +50,7 @@ var commands = []*command{
 	cmdMCP, cmdHarness,
 	cmdLedger,
 	cmdWatch, cmdClip,
+	cmdConformance,
 }
 
 // Exit codes, decided here and nowhere else.
