@@ -72,6 +72,8 @@ type Options struct {
 	ClaimTTL time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Observer is told about intakes and deliveries (metrics); nil is none.
+	Observer Observer
 }
 
 // DefaultGroup is the group of envelopes without a context.
@@ -95,6 +97,7 @@ type Relay struct {
 	name     string
 	claimTTL time.Duration
 	now      func() time.Time
+	obs      Observer
 
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
@@ -116,6 +119,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		name:     opts.Name,
 		claimTTL: opts.ClaimTTL,
 		now:      opts.Now,
+		obs:      opts.Observer,
 		lastSeen: map[string]time.Time{},
 		trackers: map[string]*trackerState{},
 	}
@@ -209,12 +213,12 @@ var ErrNoEnvelope = errors.New("gateway: no envelope in the input")
 // envelope found, in order. Every outcome, accepted or rejected, is durable
 // in the ledger when Ingest returns without error. An error means the
 // ledger could not be written, and nothing may be acknowledged.
-func (r *Relay) Ingest(ctx context.Context, in Intake) ([]Outcome, error) {
+func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err error) {
+	defer r.observeIngest(in.Transport, time.Now(), &outs, &err)
 	data, err := io.ReadAll(io.LimitReader(in.Data, MaxIntake+1))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: reading %s intake: %w", in.Transport, err)
 	}
-	var outs []Outcome
 	if len(data) > MaxIntake {
 		outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeTooLarge, Reason: fmt.Sprintf("input larger than %d bytes", MaxIntake)}}}
 	} else {

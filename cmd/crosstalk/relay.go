@@ -16,7 +16,9 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/gateway/metrics"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -117,11 +119,16 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		store.Close()
 		return nil, err
 	}
-	relay := gateway.New(store, &gateway.Options{
+	mx := metrics.New(&metrics.Options{Logger: log.With("component", "metrics")})
+	relay := gateway.New(mx.Store(store), &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
 		Groups: cfg.Groups, RequireSignature: cfg.RequireSignatures, Name: cfg.Name,
-		ClaimTTL: time.Duration(cfg.ClaimTTL),
+		ClaimTTL: time.Duration(cfg.ClaimTTL), Observer: mx,
 	})
+	mx.WatchRelay(relay)
+	if js, ok := store.(*jetstream.Store); ok {
+		mx.WatchJetStream(js.Conn(), cfg.LedgerStream)
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		store.Close()
@@ -140,6 +147,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	a.Handle("GET /metrics", mx.Handler())
 	site, err := web.New(relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: signing.NewTrustStore(cfg.trustFile()),
 		Admins: cfg.Admins, Secure: cfg.SecureCookies,
@@ -150,7 +158,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		return nil, err
 	}
 	hs := &http.Server{
-		Handler:           site,
+		Handler:           mx.Middleware(site),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
