@@ -64,6 +64,9 @@ type Config struct {
 	Mail      *MailConfig     `toml:"mail"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
+	// ShutdownTimeout bounds a graceful shutdown (SIGTERM, SIGINT), e.g.
+	// "15s": draining requests, stopping transports, closing the ledger.
+	ShutdownTimeout duration `toml:"shutdown_timeout"`
 }
 
 // TokenConfig maps a bearer token to a principal. Token or TokenFile.
@@ -100,8 +103,14 @@ func DefaultConfig() Config {
 		RateBurst: 1000,
 		ClaimTTL:  duration(gateway.DefaultClaimTTL),
 		LogLevel:  "info",
+
+		ShutdownTimeout: duration(defaultShutdownTimeout),
 	}
 }
+
+// defaultShutdownTimeout is the default shutdown_timeout: well within
+// systemd's default TimeoutStopSec (90 s) and launchd's ExitTimeOut (20 s).
+const defaultShutdownTimeout = 15 * time.Second
 
 // defaultDataDir is $XDG_DATA_HOME/crosstalk, ~/.local/share/crosstalk, or
 // the platform's equivalent.
@@ -183,6 +192,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClaimTTL < 0 {
 		errs = append(errs, errors.New("claim_ttl: must not be negative"))
+	}
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("shutdown_timeout: must not be negative"))
 	}
 	if _, err := c.book(); err != nil {
 		errs = append(errs, fmt.Errorf("agents: %w", err))
