@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -80,15 +79,7 @@ func quote(s string) string { return `"` + strings.ReplaceAll(s, `\`, `\\`) + `"
 // past shutdown_timeout; shutdown returns an error naming the drain, and
 // the ledger is closed.
 func TestShutdownDeadline(t *testing.T) {
-	dir := t.TempDir()
-	cfg := DefaultConfig()
-	cfg.DataDir, cfg.Listen, cfg.TrustFile = dir, "127.0.0.1:0", filepath.Join(dir, "known_keys")
-	cfg.Folder.Disabled = true
-	cfg.ShutdownTimeout = duration(100 * time.Millisecond)
-	r, err := startRelay(t.Context(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := startTestRelay(t, t.TempDir(), func(c *Config) { c.ShutdownTimeout = duration(100 * time.Millisecond) })
 	// A POST whose body never comes: once the server asks for it (100
 	// Continue), its handler is waiting for the body.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
