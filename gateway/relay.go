@@ -92,6 +92,8 @@ type Options struct {
 	MaxEnvelopes int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Observer is told about intakes and deliveries (metrics); nil is none.
+	Observer Observer
 }
 
 // DefaultGroup is the group of envelopes without a context.
@@ -123,6 +125,7 @@ type Relay struct {
 	maxEnvs  int
 	maxBytes int
 	now      func() time.Time
+	obs      Observer
 
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
@@ -146,6 +149,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		maxEnvs:  opts.MaxEnvelopes,
 		maxBytes: opts.MaxIntake,
 		now:      opts.Now,
+		obs:      opts.Observer,
 		lastSeen: map[string]time.Time{},
 		trackers: map[string]*trackerState{},
 		admins:   map[string]bool{},
@@ -265,12 +269,12 @@ var ErrTooManyEnvelopes = errors.New("gateway: too many envelopes in one intake"
 // ledger could not be written, and nothing may be acknowledged; an error
 // wrapping ErrTooManyEnvelopes means the intake was refused whole and
 // nothing was recorded.
-func (r *Relay) Ingest(ctx context.Context, in Intake) ([]Outcome, error) {
+func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err error) {
+	defer r.observeIngest(in.Transport, time.Now(), &outs, &err)
 	data, err := io.ReadAll(io.LimitReader(in.Data, int64(r.maxBytes)+1))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: reading %s intake: %w", in.Transport, err)
 	}
-	var outs []Outcome
 	if len(data) > r.maxBytes {
 		outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeTooLarge, Reason: fmt.Sprintf("input larger than %d bytes", r.maxBytes)}}}
 	} else {

@@ -84,6 +84,9 @@ type Config struct {
 	// DNSServer is the "host:port" of the DNS server the relay asks for
 	// signing keys published in TXT records; empty: the system resolver.
 	DNSServer string `toml:"dns_server"`
+	// ShutdownTimeout bounds a graceful shutdown (SIGTERM, SIGINT), e.g.
+	// "15s": draining requests, stopping transports, closing the ledger.
+	ShutdownTimeout duration `toml:"shutdown_timeout"`
 }
 
 // TokenConfig maps a bearer token to a principal. Token or TokenFile.
@@ -131,8 +134,13 @@ func DefaultConfig() Config {
 		ReadHeaderTimeout: duration(api.DefaultReadHeaderTimeout),
 		ReadTimeout:       duration(api.DefaultReadTimeout),
 		IdleTimeout:       duration(api.DefaultIdleTimeout),
+		ShutdownTimeout:   duration(defaultShutdownTimeout),
 	}
 }
+
+// defaultShutdownTimeout is the default shutdown_timeout: well within
+// systemd's default TimeoutStopSec (90 s) and launchd's ExitTimeOut (20 s).
+const defaultShutdownTimeout = 15 * time.Second
 
 // defaultDataDir is $XDG_DATA_HOME/crosstalk, ~/.local/share/crosstalk, or
 // the platform's equivalent.
@@ -230,6 +238,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StreamLimit > c.MaxStreams {
 		errs = append(errs, fmt.Errorf("stream_limit: %d is more than max_streams %d", c.StreamLimit, c.MaxStreams))
+	}
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("shutdown_timeout: must not be negative"))
 	}
 	if _, err := c.book(); err != nil {
 		errs = append(errs, fmt.Errorf("agents: %w", err))
