@@ -138,6 +138,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	a := api.New(relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: tokens, Hosts: hosts,
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
+		Minted: cfg.mintedTokens(), // crosstalk token new
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	site, err := web.New(relay, a, &web.Options{
