@@ -217,6 +217,11 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 			}
 			info, key = authInfo{principal: p, token: true}, p
 		}
+	case bearer && !known && r.URL.Path != "/healthz":
+		// No tokens configured, but one was presented: it must be valid,
+		// or a client with a revoked or mistyped token would pass unnoticed.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
+		return fail(http.StatusUnauthorized, envelope.CodePerm, "unknown bearer token")
 	case known && p != LocalUser:
 		// A minted token on a relay without configured tokens: its
 		// principal. One minted for the local user keeps the local powers.

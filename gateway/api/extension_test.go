@@ -52,6 +52,8 @@ func TestExtensionOrigins(t *testing.T) {
 		{"minted token of another principal, as someone else", "POST", "/crosstalk/receive", msg("CHATGPT", "GEMINI", "k"), []string{"Origin", chrome, "Authorization", "Bearer " + claude}, 403},
 		{"minted token of another principal reads another queue", "GET", "/v1/agents/chatgpt/deliveries", "", []string{"Authorization", "Bearer " + claude}, 403},
 		{"local token reads any queue", "GET", "/v1/agents/gemini/deliveries", "", []string{"Authorization", "Bearer " + local}, 200},
+		{"unknown token without configured tokens", "GET", "/v1/groups", "", []string{"Authorization", "Bearer ctk_revoked"}, 401},
+		{"healthz needs no token", "GET", "/healthz", "", []string{"Authorization", "Bearer ctk_revoked"}, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			header := append([]string{"Accept", "application/json"}, tc.header...)
@@ -59,7 +61,7 @@ func TestExtensionOrigins(t *testing.T) {
 			if status != tc.want {
 				t.Fatalf("%s %s = %d %s, want %d", tc.method, tc.path, status, body, tc.want)
 			}
-			if status == 403 && !strings.Contains(string(body), "E-PERM") && !strings.Contains(string(body), "permission") {
+			if status >= 400 && !strings.Contains(string(body), "E-PERM") && !strings.Contains(string(body), "permission") {
 				t.Errorf("refusal body = %s", body)
 			}
 		})

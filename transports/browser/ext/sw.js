@@ -66,13 +66,41 @@ function relayError(res) {
   return { code: 'HTTP-' + res.status, message: typeof res.body === 'string' ? res.body.slice(0, 200) : '' };
 }
 
+// remember records a send in storage.local, one write at a time (each
+// reads, changes and writes the whole map).
+let remembering = Promise.resolve();
+function remember(key, out) {
+  const run = remembering.then(async () => {
+    const { sent = {} } = await chrome.storage.local.get('sent');
+    sent[key] = { sent: out.sent, event_id: out.event_id, group: out.group, at: Date.now() };
+    const keys = Object.keys(sent);
+    if (keys.length > MAX_SENT) {
+      keys.sort((a, b) => sent[a].at - sent[b].at).slice(0, keys.length - MAX_SENT).forEach((k) => delete sent[k]);
+    }
+    await chrome.storage.local.set({ sent });
+  });
+  remembering = run.catch(() => {});
+  return run;
+}
+
 // send posts one envelope to the relay. auto: skip it when it was sent
-// before (auto mode sends each envelope once).
+// before, or is being sent now (auto mode sends each envelope once, even
+// with the page open in two tabs).
+const inflight = new Map(); // key → the auto send under way
 async function send(msg) {
-  const { sent = {} } = await chrome.storage.local.get('sent');
-  if (msg.auto && sent[msg.key]) {
-    return Object.assign({ skipped: true }, sent[msg.key]);
+  if (msg.auto) {
+    if (inflight.has(msg.key)) { return Object.assign({ skipped: true }, await inflight.get(msg.key)); }
+    await remembering;
+    const { sent = {} } = await chrome.storage.local.get('sent');
+    if (sent[msg.key]) { return Object.assign({ skipped: true }, sent[msg.key]); }
+    const p = post(msg);
+    inflight.set(msg.key, p);
+    try { return await p; } finally { inflight.delete(msg.key); }
   }
+  return post(msg);
+}
+
+async function post(msg) {
   let res;
   try {
     res = await relayFetch('/crosstalk/receive', {
@@ -92,14 +120,7 @@ async function send(msg) {
     const e = relayError(res);
     out = { sent: e.code, error: e.message };
   }
-  if (out.sent === 'ok' || out.sent === 'duplicate') {
-    sent[msg.key] = { sent: out.sent, event_id: out.event_id, group: out.group, at: Date.now() };
-    const keys = Object.keys(sent);
-    if (keys.length > MAX_SENT) {
-      keys.sort((a, b) => sent[a].at - sent[b].at).slice(0, keys.length - MAX_SENT).forEach((k) => delete sent[k]);
-    }
-    await chrome.storage.local.set({ sent });
-  }
+  if (out.sent === 'ok' || out.sent === 'duplicate') { await remember(msg.key, out); }
   return out;
 }
 
@@ -198,12 +219,13 @@ chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
 
 // Keyboard commands (remappable in the browser): the content script of
 // the active tab does the work.
-chrome.commands.onCommand.addListener(async (command) => {
-  const [tab] = await chrome.tabs.query({ active: true, currentWindow: true });
+async function runCommand(command) {
+  const [tab] = await chrome.tabs.query({ active: true, lastFocusedWindow: true });
   if (tab && tab.id !== undefined) {
-    chrome.tabs.sendMessage(tab.id, { type: 'command', command }).catch(() => {});
+    await chrome.tabs.sendMessage(tab.id, { type: 'command', command }).catch(() => {});
   }
-});
+}
+chrome.commands.onCommand.addListener((command) => { runCommand(command); });
 
 // Sites the user enabled beyond loopback: register the content script for
 // those whose host permission was granted (options page asks for it).
