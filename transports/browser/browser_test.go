@@ -231,7 +231,6 @@ func TestExtension(t *testing.T) {
 			t.Fatalf("seeding the relay: %v %+v", err, outs)
 		}
 		waiting = append(waiting, map[string]string{"message": e.Message, "body": body})
-		time.Sleep(2 * time.Millisecond) // distinct timestamps: "oldest" is by time
 	}
 
 	srv := pages(t, map[string]any{
