@@ -318,6 +318,9 @@ func TestExtension(t *testing.T) {
 			t.Errorf("auto envelope %d recorded %d times, want 1", i+1, n)
 		}
 	}
+	if n := relay.posts[eUnknown.Message]; n != 1 {
+		t.Errorf("the unknown-key envelope was posted %d times, want 1 (the page's synthetic click must not send)", n)
+	}
 	if n := relay.posts[eUnsigned.Message]; n != 2 {
 		t.Errorf("the unsigned envelope was posted %d times, want 2 (send, then send again → duplicate)", n)
 	}

@@ -206,8 +206,11 @@
     if (env.status === 'error') {
       sendB.disabled = copyB.disabled = true;
     }
-    sendB.addEventListener('click', () => doSend(host, false));
-    copyB.addEventListener('click', async () => {
+    // Only the user's own clicks count: the page's scripts can reach an
+    // open shadow root, and must not relay envelopes through our buttons.
+    sendB.addEventListener('click', (e) => { if (e.isTrusted) { doSend(host, false); } });
+    copyB.addEventListener('click', async (e) => {
+      if (!e.isTrusted) { return; }
       const { text } = await ask({ type: 'fence', text: env.text });
       toast((await copy(text)) ? 'Copied ✓' : 'Could not copy', false);
     });
@@ -330,7 +333,7 @@
         'button{font:inherit;border:1px solid #2563eb;color:#fff;background:#2563eb;border-radius:999px;padding:4px 12px;cursor:pointer;box-shadow:0 2px 6px #0003}</style>' +
         '<button data-crosstalk-action="insert" type="button"></button>';
       root.querySelector('button').addEventListener('mousedown', (e) => e.preventDefault()); // keep the composer's focus
-      root.querySelector('button').addEventListener('click', () => insertNext(false));
+      root.querySelector('button').addEventListener('click', (e) => { if (e.isTrusted) { insertNext(false); } });
       document.documentElement.appendChild(insertHost);
     }
     insertHost.setAttribute('data-crosstalk-waiting', String(n));

@@ -118,6 +118,28 @@ try {
     check('an unparsable envelope has no Send', await control(chat, byStatus('error')).locator('[data-crosstalk-action="send"]').isDisabled(), '');
   });
 
+  await step("the page's own scripts cannot press Send", async () => {
+    const id = byStatus('unknown-key');
+    await chat.evaluate((id) => {
+      const host = document.querySelector('[data-crosstalk-envelope="' + id + '"]');
+      host.shadowRoot.querySelector('[data-crosstalk-action="send"]').click();
+    }, id);
+    check('a synthetic click sends nothing (yet)', await control(chat, id).getAttribute('data-crosstalk-sent') === '', '');
+    // Then the user's click: the Go test checks that the relay saw one POST.
+    await control(chat, id).locator('[data-crosstalk-action="send"]').click();
+    await chat.waitForFunction((id) => document.querySelector('[data-crosstalk-envelope="' + id + '"]').getAttribute('data-crosstalk-sent') !== '', id, { timeout: 5000 });
+  });
+
+  await step('copy the last envelope of the page, fenced (command)', async () => {
+    await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.PAGES });
+    await chat.bringToFront();
+    await sw.evaluate(() => runCommand('copy-last'));
+    await chat.waitForFunction(() => (document.querySelector('[data-crosstalk-toasts]') || {}).dataset.last === 'Copied ✓', null, { timeout: 5000 });
+    const clip = await chat.evaluate(() => navigator.clipboard.readText());
+    const last = seed.chat[seed.chat.length - 1].id;
+    check('clipboard holds the last envelope, fenced', clip.startsWith('```\n[[CLAUDE→GEMINI v1]]') && clip.includes(last) && clip.trimEnd().endsWith('```'), clip);
+  });
+
   await step('strict CSP page: verified by the background', async () => {
     const page = current = await ctx.newPage();
     const resp = await page.goto(env.PAGES + '/strict.html');
@@ -218,7 +240,6 @@ try {
   });
 
   await step('relay unreachable: the clipboard fallback', async () => {
-    await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.PAGES });
     await sw.evaluate(() => chrome.storage.local.set({ relay: 'http://127.0.0.1:9' }));
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES + '/strict.html');
