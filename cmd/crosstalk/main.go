@@ -47,7 +47,7 @@ type command struct {
 var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
 	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim, cmdBench,
-	cmdKeygen, cmdSign, cmdVerify, cmdTrust,
+	cmdKeygen, cmdSign, cmdVerify, cmdTrust, cmdToken,
 	cmdMCP, cmdHarness,
 	cmdLedger,
 	cmdWatch, cmdClip,

@@ -153,6 +153,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		Logger: log.With("component", "api"), Tokens: tokens, Hosts: hosts,
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
 		StreamLimit: cfg.StreamLimit, MaxStreams: cfg.MaxStreams,
+		Minted: cfg.mintedTokens(), // crosstalk token new
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	a.Handle("GET /metrics", mx.Handler())

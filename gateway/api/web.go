@@ -64,9 +64,9 @@ func Principal(r *http.Request) (p string, authenticated bool) {
 	return principal(r)
 }
 
-// TokenPrincipal returns the principal of a bearer token, for a login
-// form; ok is false for an unknown token and whenever no tokens are
-// configured. Tokens are compared in constant time.
+// TokenPrincipal returns the principal of a bearer token — configured
+// (Options.Tokens) or minted (Options.Minted) — for a login form; ok is
+// false for an unknown token. Tokens are compared in constant time.
 func (s *Server) TokenPrincipal(token string) (principal string, ok bool) {
 	token = strings.TrimSpace(token)
 	if token == "" {
@@ -76,6 +76,9 @@ func (s *Server) TokenPrincipal(token string) (principal string, ok bool) {
 		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
 			principal, ok = p, true
 		}
+	}
+	if !ok && s.minted != nil {
+		principal, ok = s.minted.Lookup(token)
 	}
 	return principal, ok
 }
