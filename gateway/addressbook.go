@@ -28,6 +28,10 @@ type Agent struct {
 	// "clipboard"); empty means the actor reads its inbox through the API.
 	Transport string
 	Address   string
+	// A2A opts the actor in to the A2A bridge (package gateway/a2a): the
+	// relay then serves an A2A agent card and endpoint for it, and A2A
+	// messages sent there become envelopes to it.
+	A2A bool
 }
 
 // AddressBook maps envelope addresses and key ids to actors (DESIGN §5.2).

@@ -56,6 +56,12 @@ func (s *Server) servePage(pages http.Handler, w http.ResponseWriter, r *http.Re
 	pages.ServeHTTP(w, r.WithContext(ctx))
 }
 
+// Handle serves pattern with h behind the API's gate, like the API's own
+// endpoints; h reads the caller with Principal. It is for bridges that
+// speak another protocol on the API's listener (package gateway/a2a).
+// Call it before serving.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
 // Principal returns the caller of a request that passed the gate: the
 // principal of its bearer token (authenticated true), LocalUser when no
 // tokens are configured, or "" for a page request without a token while
