@@ -14,8 +14,7 @@ import (
 // cfg, and a signer for the agents whose private keys the config names
 // (signing_key), used by POST /v1/send.
 func newTrust(cfg Config, log *slog.Logger) (gateway.Verifier, gateway.Signer, error) {
-	v := &signing.Verifier{Store: signing.NewTrustStore(cfg.trustFile()), Logger: log.With("component", "trust")}
-	verifier := gateway.SigningVerifier(v)
+	verifier := gateway.NewTrustVerifier(&signing.Verifier{Store: signing.NewTrustStore(cfg.trustFile()), Logger: log.With("component", "trust")})
 	keys := keySigner{}
 	for _, a := range cfg.Agents {
 		if a.SigningKey == "" {

@@ -157,7 +157,7 @@ func OpenCore(ctx context.Context, o *Options) (*Core, error) {
 	trust := signing.NewTrustStore(o.trustFile())
 	verifier := o.Verifier
 	if verifier == nil {
-		verifier = gateway.SigningVerifier(&signing.Verifier{Store: trust, Logger: log.With("component", "trust")})
+		verifier = gateway.NewTrustVerifier(&signing.Verifier{Store: trust, Logger: log.With("component", "trust")})
 	}
 	store, err := OpenLedger(ctx, LedgerOptions{Spec: o.LedgerSpec(), Stream: o.LedgerStream, Replicas: o.LedgerReplicas})
 	if err != nil {

@@ -46,8 +46,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	}
 	st := memory.New(nil)
 	trust := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
-	v := &signing.Verifier{Store: trust}
-	verifier := gateway.SigningVerifier(v)
+	verifier := gateway.NewTrustVerifier(&signing.Verifier{Store: trust})
 	book, err := gateway.NewAddressBook([]gateway.Agent{
 		{ID: "claude", Names: []string{"CLAUDE"}, Roles: []string{"reviewer"}},
 		{ID: "chatgpt", Names: []string{"CHATGPT"}, Roles: []string{"reviewer"}},
