@@ -103,6 +103,17 @@ type Options struct {
 	// a name used by a built-in transport replaces it.
 	Receivers map[string]transports.Receiver
 	Senders   map[string]transports.Sender
+	// Store, when set, is the ledger instead of the one Ledger names
+	// (an in-memory one in tests); Shutdown closes it.
+	Store ledger.Store
+	// Now is the relay's clock; time.Now when nil.
+	Now func() time.Time
+	// Heartbeat is the interval of the comments that keep streams open;
+	// api.DefaultHeartbeat when zero.
+	Heartbeat time.Duration
+	// Channel bounds the agents' delivery channel (api.AgentOptions);
+	// nil is the defaults.
+	Channel *api.AgentOptions
 	// Logger receives the relay's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -182,14 +193,16 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 	if verifier == nil {
 		verifier = gateway.NewTrustVerifier(&signing.Verifier{Store: trust, Logger: log.With("component", "trust")})
 	}
-	store, err := OpenLedger(ctx, LedgerOptions{Spec: o.LedgerSpec(), Stream: o.LedgerStream, Replicas: o.LedgerReplicas, Logger: log.With("component", "ledger")})
-	if err != nil {
-		return nil, err
+	store := o.Store
+	if store == nil {
+		if store, err = OpenLedger(ctx, LedgerOptions{Spec: o.LedgerSpec(), Stream: o.LedgerStream, Replicas: o.LedgerReplicas, Logger: log.With("component", "ledger")}); err != nil {
+			return nil, err
+		}
 	}
 	gopts := &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
 		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name, Admins: o.Admins,
-		ClaimTTL: o.ClaimTTL, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes,
+		ClaimTTL: o.ClaimTTL, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes, Now: o.Now,
 	}
 	observed := store
 	if mx != nil {
@@ -278,13 +291,13 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 	a := api.New(core.Relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: o.Tokens, Hosts: hosts,
 		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
-		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams, Minted: minted,
+		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams, Minted: minted, Heartbeat: o.Heartbeat,
 	})
-	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	a.MountAgents(o.Channel) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	a.Handle("GET /metrics", mx.Handler())
 	site, err := web.New(core.Relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: core.Trust,
-		Admins: o.Admins, Secure: o.SecureCookies,
+		Admins: o.Admins, Secure: o.SecureCookies, Heartbeat: o.Heartbeat,
 	})
 	if err != nil {
 		a.Close()
