@@ -28,7 +28,18 @@ type Agent struct {
 	// "clipboard"); empty means the actor reads its inbox through the API.
 	Transport string
 	Address   string
+	// Compat "v1.0" delivers envelopes to this actor in the v1.0 form
+	// (envelope.ToV10: QUESTION/ANSWER, no META, a session line) for
+	// readers that predate v1.1; empty or "v1.1" delivers them as received.
+	Compat string
+	// A2A opts the actor in to the A2A bridge (package gateway/a2a): the
+	// relay then serves an A2A agent card and endpoint for it, and A2A
+	// messages sent there become envelopes to it.
+	A2A bool
 }
+
+// CompatV10 is the Agent.Compat value for v1.0 readers.
+const CompatV10 = "v1.0"
 
 // AddressBook maps envelope addresses and key ids to actors (DESIGN §5.2).
 // The zero value is an empty book in which every simple name is its own
@@ -65,6 +76,11 @@ func NewAddressBook(agents []Agent) (*AddressBook, error) {
 		}
 		if _, dup := b.byID[strings.ToLower(a.ID)]; dup {
 			return nil, fmt.Errorf("gateway: address book: duplicate agent id %q", a.ID)
+		}
+		switch a.Compat {
+		case "", "v1.1", CompatV10:
+		default:
+			return nil, fmt.Errorf("gateway: address book: agent %q: compat %q is not v1.0 or v1.1", a.ID, a.Compat)
 		}
 		b.byID[strings.ToLower(a.ID)] = i
 		for _, n := range append([]string{a.ID}, a.Names...) {

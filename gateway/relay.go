@@ -82,8 +82,18 @@ type Options struct {
 	Name string
 	// ClaimTTL is how long a claim lasts; DefaultClaimTTL when zero.
 	ClaimTTL time.Duration
+	// MaxIntake bounds the bytes of one intake (an HTTP body, a file, a
+	// mail); a larger one is recorded as one E-TOO-LARGE rejection.
+	// MaxIntake (the constant) when zero.
+	MaxIntake int
+	// MaxEnvelopes bounds the envelopes of one intake; an intake with
+	// more is refused whole (ErrTooManyEnvelopes). DefaultMaxEnvelopes
+	// when zero.
+	MaxEnvelopes int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Observer is told about intakes and deliveries (metrics); nil is none.
+	Observer Observer
 }
 
 // DefaultGroup is the group of envelopes without a context.
@@ -92,9 +102,13 @@ const DefaultGroup = "default"
 // DefaultClaimTTL is C2A's default claim lifetime (DESIGN §5.4).
 const DefaultClaimTTL = 10 * time.Minute
 
-// MaxIntake bounds one intake (an HTTP body, a mail, a file): several
-// envelopes of up to envelope.MaxEnvelopeSize each plus chat text.
+// MaxIntake is the default bound of one intake (an HTTP body, a mail, a
+// file; Options.MaxIntake): several envelopes of up to
+// envelope.MaxEnvelopeSize each plus chat text.
 const MaxIntake = 8 << 20
+
+// DefaultMaxEnvelopes is the default of Options.MaxEnvelopes.
+const DefaultMaxEnvelopes = 1000
 
 // Relay is the relay core. It is safe for concurrent use.
 type Relay struct {
@@ -108,7 +122,10 @@ type Relay struct {
 	require  bool
 	name     string
 	claimTTL time.Duration
+	maxEnvs  int
+	maxBytes int
 	now      func() time.Time
+	obs      Observer
 
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
@@ -129,7 +146,10 @@ func New(store ledger.Store, opts *Options) *Relay {
 		require:  opts.RequireSignature,
 		name:     opts.Name,
 		claimTTL: opts.ClaimTTL,
+		maxEnvs:  opts.MaxEnvelopes,
+		maxBytes: opts.MaxIntake,
 		now:      opts.Now,
+		obs:      opts.Observer,
 		lastSeen: map[string]time.Time{},
 		trackers: map[string]*trackerState{},
 		admins:   map[string]bool{},
@@ -153,6 +173,12 @@ func New(store ledger.Store, opts *Options) *Relay {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	if r.maxEnvs <= 0 {
+		r.maxEnvs = DefaultMaxEnvelopes
+	}
+	if r.maxBytes <= 0 {
+		r.maxBytes = MaxIntake
+	}
 	return r
 }
 
@@ -161,6 +187,9 @@ func (r *Relay) Store() ledger.Store { return r.store }
 
 // Book returns the relay's address book.
 func (r *Relay) Book() *AddressBook { return r.book }
+
+// IntakeLimit returns the bound of one intake in bytes (Options.MaxIntake).
+func (r *Relay) IntakeLimit() int { return r.maxBytes }
 
 // Name returns the sender name of the relay's own envelopes.
 func (r *Relay) Name() string { return r.name }
@@ -229,19 +258,29 @@ func (rj *Rejection) Error() string {
 // all; it is recorded in the ledger like any rejection.
 var ErrNoEnvelope = errors.New("gateway: no envelope in the input")
 
+// ErrTooManyEnvelopes is returned by Ingest when the intake holds more
+// envelopes than Options.MaxEnvelopes. Nothing of such an intake is
+// checked or recorded: the sender must split it (envelope.CodeTooLarge).
+var ErrTooManyEnvelopes = errors.New("gateway: too many envelopes in one intake")
+
 // Ingest runs the pipeline for one intake and returns one outcome per
 // envelope found, in order. Every outcome, accepted or rejected, is durable
 // in the ledger when Ingest returns without error. An error means the
-// ledger could not be written, and nothing may be acknowledged.
-func (r *Relay) Ingest(ctx context.Context, in Intake) ([]Outcome, error) {
-	data, err := io.ReadAll(io.LimitReader(in.Data, MaxIntake+1))
+// ledger could not be written, and nothing may be acknowledged; an error
+// wrapping ErrTooManyEnvelopes means the intake was refused whole and
+// nothing was recorded.
+func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err error) {
+	defer r.observeIngest(in.Transport, time.Now(), &outs, &err)
+	data, err := io.ReadAll(io.LimitReader(in.Data, int64(r.maxBytes)+1))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: reading %s intake: %w", in.Transport, err)
 	}
-	var outs []Outcome
-	if len(data) > MaxIntake {
-		outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeTooLarge, Reason: fmt.Sprintf("input larger than %d bytes", MaxIntake)}}}
+	if len(data) > r.maxBytes {
+		outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeTooLarge, Reason: fmt.Sprintf("input larger than %d bytes", r.maxBytes)}}}
 	} else {
+		if n := countEnvelopes(data, r.maxEnvs+1); n > r.maxEnvs {
+			return nil, fmt.Errorf("%w: more than %d in one %s intake; send them in smaller batches", ErrTooManyEnvelopes, r.maxEnvs, in.Transport)
+		}
 		outs = r.check(ctx, in, data)
 		if len(outs) == 0 {
 			outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeFormat, Reason: "no envelope found in the input"}}}
@@ -313,6 +352,22 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 }
 
 // check reads and checks every envelope of data.
+// countEnvelopes counts what check would make an outcome of (envelopes
+// and syntax errors) in data, stopping at limit, without verifying
+// anything: the envelope bound is enforced before any work per envelope.
+func countEnvelopes(data []byte, limit int) int {
+	rd := envelope.NewReader(bytes.NewReader(data))
+	n := 0
+	for ; n < limit; n++ {
+		_, err := rd.Next()
+		var se *envelope.SyntaxError
+		if err != nil && !errors.As(err, &se) {
+			break // io.EOF
+		}
+	}
+	return n
+}
+
 func (r *Relay) check(ctx context.Context, in Intake, data []byte) []Outcome {
 	rd := envelope.NewReader(bytes.NewReader(data))
 	var outs []Outcome

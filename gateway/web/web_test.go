@@ -278,7 +278,7 @@ func TestPasteAndSend(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("preview = %d\n%s", res.StatusCode, body)
 	}
-	mustContain(t, "preview", body, "Found 2 envelopes and 1 error", "line 4", "line 16", "line 28", "first", "second", "E-FORMAT", `id="send-button"`)
+	mustContain(t, "preview", body, "Found 2 envelopes and 1 error", "line 4", "line 17", "line 30", "first", "second", "E-FORMAT", `id="send-button"`)
 	if evs, _ := h.store.Groups(t.Context()); len(evs) != 0 {
 		t.Fatalf("preview recorded something: %v", evs)
 	}
