@@ -36,9 +36,12 @@ type Verification struct {
 	// Key is the key the signature verified under, if any; for a pending
 	// first use, the key the envelope announces.
 	Key *signing.PublicKey `json:"-"`
-	// Pending marks a first use a TrustKeeper has not pinned yet: the
-	// relay pins it only when its rules allow (docs/security.md).
+	// Pending marks a key a TrustKeeper has not pinned yet (a first use,
+	// or a key found in DNS): the relay pins it only when its rules allow
+	// (docs/security.md).
 	Pending bool
+
+	source signing.KeySource // where a pending key came from
 }
 
 // Verifier checks the signature of an envelope read from text against the
@@ -428,7 +431,7 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 	// store.
 	if v.Pending && r.keeper != nil {
 		*v = r.keeper.Pin(ctx, *v, actor)
-		if v.Status != StatusFirstUse {
+		if v.Status != StatusFirstUse && v.Status != StatusVerified {
 			return reject(envelope.CodePerm, "%s", signatureReason(*v))
 		}
 	}
