@@ -158,7 +158,9 @@ func kinds(evs []ledger.Event) []string {
 
 // TestHostileTooLarge sends inputs too large to keep as corpus files.
 func TestHostileTooLarge(t *testing.T) {
-	r := newRelay(t, nil, nil)
+	// With tokens: checkServing posts as claude, and a relay without
+	// tokens refuses a bearer token it does not know.
+	r := newRelay(t, nil, &api.Options{Tokens: map[string]string{tokens["claude"]: "claude", tokens["chatgpt"]: "chatgpt"}})
 	bigBody := strings.Repeat(strings.Repeat("x", 99)+"\n", (envelope.MaxEnvelopeSize/100)+10)
 	tests := []struct {
 		name   string
@@ -176,7 +178,7 @@ func TestHostileTooLarge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := r.events()
-			res := r.do(request{path: tt.path, body: []byte(tt.body)})
+			res := r.do(request{path: tt.path, token: "chatgpt", body: []byte(tt.body)})
 			if res.status != tt.status || errorCode(res) != tt.code {
 				t.Errorf("POST %s (%d bytes) = %d %s, want %d %s", tt.path, len(tt.body), res.status, errorCode(res), tt.status, tt.code)
 			}
@@ -196,7 +198,7 @@ func TestHostileTooLarge(t *testing.T) {
 		})
 	}
 	// The JSON form of the answer carries the same code.
-	res := r.do(request{path: "/crosstalk/receive", body: []byte(strings.Repeat("x", gateway.MaxIntake+1)), header: http.Header{"Accept": {"application/json"}}})
+	res := r.do(request{path: "/crosstalk/receive", token: "chatgpt", body: []byte(strings.Repeat("x", gateway.MaxIntake+1)), header: http.Header{"Accept": {"application/json"}}})
 	if res.status != http.StatusRequestEntityTooLarge || errorCode(res) != "E-TOO-LARGE" || !bytes.HasPrefix(res.body, []byte(`{"error":`)) {
 		t.Errorf("POST /crosstalk/receive (JSON, too large) = %d %s, want 413 {\"error\":{\"code\":\"E-TOO-LARGE\"…}}", res.status, res.body)
 	}
