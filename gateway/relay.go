@@ -401,6 +401,15 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 	if !env.Complete {
 		return reject(envelope.CodeFormat, "envelope not terminated: missing [[END]]")
 	}
+	// POLL targets are receivers too (docs/format.md §12); the Reader
+	// checked the header's.
+	if targets, ok := env.MetaValue("poll", "Targets"); ok {
+		for _, t := range strings.Split(targets, ",") {
+			if _, err := envelope.NormalizeIdentifier(strings.TrimSpace(t)); err != nil {
+				return reject(envelope.CodeAddress, "poll target %v", err)
+			}
+		}
+	}
 	o.Verification = r.verify(ctx, env)
 	v := &o.Verification
 	switch v.Status {

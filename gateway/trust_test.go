@@ -75,3 +75,15 @@ func TestTrustWithoutPrincipal(t *testing.T) {
 		t.Errorf("gemini@test = %+v, %v; want pinned by gemini and revoked", e, ok)
 	}
 }
+
+// TestPollTargetsAreIdentifiers: a POLL's extra receivers follow the rule
+// of the header's: a zero-width space is refused with E-ADDRESS.
+func TestPollTargetsAreIdentifiers(t *testing.T) {
+	r := newRelay(t, nil)
+	text := env("CLAUDE", "GEMINI", "POLL", "t", "vote", func(e *envelope.Envelope) {
+		e.Meta = []envelope.Meta{{Namespace: "poll", Fields: []envelope.Field{{Key: "Targets", Value: "CHATGPT, CLA\u200bUDE"}}}}
+	})
+	if outs := ingest(t, r, "", text); len(outs) != 1 || outs[0].Reject == nil || outs[0].Reject.Code != envelope.CodeAddress {
+		t.Errorf("POLL with target CLA<ZWSP>UDE = %+v, want E-ADDRESS", outs[0].Reject)
+	}
+}
