@@ -52,8 +52,7 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 		ae.CreatedAt = t
 	}
 	if x := d.X; x != nil && x.Envelope != nil {
-		env := x.Envelope
-		ae.From = x.Sender
+		env := x.Envelope // the author stays ev.By: who the relay decided speaks
 		ae.Intent = attention.Intent(env.Intent)
 		ae.Thread, ae.Parent, ae.Context = env.Thread, env.Parent, env.Context
 		if p, ok := env.MetaValue("routing", "X-Priority"); ok {

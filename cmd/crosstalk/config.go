@@ -78,6 +78,15 @@ type Config struct {
 	Mail      *MailConfig     `toml:"mail"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
+	// User is the user: line `crosstalk new` and `reply` write when
+	// --user is not given (default: the OS user).
+	User string `toml:"user"`
+	// DNSServer is the "host:port" of the DNS server the relay asks for
+	// signing keys published in TXT records; empty: the system resolver.
+	DNSServer string `toml:"dns_server"`
+	// ShutdownTimeout bounds a graceful shutdown (SIGTERM, SIGINT), e.g.
+	// "15s": draining requests, stopping transports, closing the ledger.
+	ShutdownTimeout duration `toml:"shutdown_timeout"`
 }
 
 // TokenConfig maps a bearer token to a principal. Token or TokenFile.
@@ -98,6 +107,9 @@ type AgentConfig struct {
 	// SigningKey is a private key file the relay signs this agent's
 	// POST /v1/send envelopes with.
 	SigningKey string `toml:"signing_key"`
+	// Compat "v1.0" makes the relay deliver envelopes to this agent in
+	// the v1.0 form (docs/format.md); empty or "v1.1": as received.
+	Compat string `toml:"compat"`
 }
 
 // DefaultListen is the relay's default address.
@@ -122,8 +134,13 @@ func DefaultConfig() Config {
 		ReadHeaderTimeout: duration(api.DefaultReadHeaderTimeout),
 		ReadTimeout:       duration(api.DefaultReadTimeout),
 		IdleTimeout:       duration(api.DefaultIdleTimeout),
+		ShutdownTimeout:   duration(defaultShutdownTimeout),
 	}
 }
+
+// defaultShutdownTimeout is the default shutdown_timeout: well within
+// systemd's default TimeoutStopSec (90 s) and launchd's ExitTimeOut (20 s).
+const defaultShutdownTimeout = 15 * time.Second
 
 // defaultDataDir is $XDG_DATA_HOME/crosstalk, ~/.local/share/crosstalk, or
 // the platform's equivalent.
@@ -222,11 +239,22 @@ func (c *Config) Validate() error {
 	if c.StreamLimit > c.MaxStreams {
 		errs = append(errs, fmt.Errorf("stream_limit: %d is more than max_streams %d", c.StreamLimit, c.MaxStreams))
 	}
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("shutdown_timeout: must not be negative"))
+	}
 	if _, err := c.book(); err != nil {
 		errs = append(errs, fmt.Errorf("agents: %w", err))
 	}
 	if err := c.validateTransports(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.DNSServer != "" {
+		if _, _, err := net.SplitHostPort(c.DNSServer); err != nil {
+			errs = append(errs, fmt.Errorf("dns_server: %q is not host:port", c.DNSServer))
+		}
+	}
+	if strings.ContainsAny(c.User, "\r\n") {
+		errs = append(errs, errors.New("user: contains a line break"))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -275,7 +303,7 @@ func (c *Config) tokens() (map[string]string, error) {
 func (c *Config) book() (*gateway.AddressBook, error) {
 	agents := make([]gateway.Agent, len(c.Agents))
 	for i, a := range c.Agents {
-		agents[i] = gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address}
+		agents[i] = gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat}
 	}
 	return gateway.NewAddressBook(agents)
 }
