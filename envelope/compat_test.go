@@ -16,7 +16,7 @@ func TestNewSession(t *testing.T) {
 	if !regexp.MustCompile(`^2025-10-09T14Z [0-9a-f]{6}$`).MatchString(s) {
 		t.Errorf("NewSession = %q, want the UTC hour and six hex digits", s)
 	}
-	if envelope.NewSession(at) == s && envelope.NewSession(at) == s {
+	if a, b := envelope.NewSession(at), envelope.NewSession(at); a == s && b == s {
 		t.Errorf("NewSession repeats %q", s)
 	}
 	if e := envelope.New("A", "B", envelope.IntentRequest, "x"); e.Session == "" {

@@ -16,6 +16,9 @@ import (
 // (signing_key), used by POST /v1/send.
 func newTrust(cfg Config, log *slog.Logger) (gateway.Verifier, gateway.Signer, error) {
 	v := &signing.Verifier{Store: signing.NewTrustStore(cfg.trustFile()), Logger: log.With("component", "trust")}
+	if cfg.DNSServer != DNSServerNone {
+		v.DNS = signing.NewDNSKeys(cfg.DNSServer)
+	}
 	verifier := gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
 		res := v.Verify(ctx, env)
 		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
