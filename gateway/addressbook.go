@@ -51,9 +51,24 @@ type AddressBook struct {
 // or keys, naming the entry.
 func NewAddressBook(agents []Agent) (*AddressBook, error) {
 	b := &AddressBook{byName: map[string]int{}, byKey: map[string]int{}, byID: map[string]int{}}
-	for i, a := range agents {
+	agents = append([]Agent(nil), agents...)
+	for i := range agents {
+		a := &agents[i]
 		if a.ID == "" {
 			return nil, fmt.Errorf("gateway: address book entry %d has no id", i+1)
+		}
+		// Ids and names are compared in NFC, as envelopes are read
+		// (envelope.NormalizeIdentifier); one a reader cannot see whole
+		// is refused here as in an envelope.
+		var err error
+		if a.ID, err = envelope.NormalizeIdentifier(a.ID); err != nil {
+			return nil, fmt.Errorf("gateway: address book entry %d: id: %w", i+1, err)
+		}
+		a.Names = append([]string(nil), a.Names...)
+		for j := range a.Names {
+			if a.Names[j], err = envelope.NormalizeIdentifier(a.Names[j]); err != nil {
+				return nil, fmt.Errorf("gateway: address book: agent %q: name: %w", a.ID, err)
+			}
 		}
 		if _, dup := b.byID[strings.ToLower(a.ID)]; dup {
 			return nil, fmt.Errorf("gateway: address book: duplicate agent id %q", a.ID)
@@ -78,7 +93,7 @@ func NewAddressBook(agents []Agent) (*AddressBook, error) {
 			b.byKey[k] = i
 		}
 	}
-	b.agents = append([]Agent(nil), agents...)
+	b.agents = agents
 	return b, nil
 }
 
@@ -87,6 +102,9 @@ func NewAddressBook(agents []Agent) (*AddressBook, error) {
 // simple name ("CLAUDE" → "claude") so that the same assistant is one actor
 // however a chat spells it.
 func (b *AddressBook) ActorID(addr string) string {
+	if n, err := envelope.NormalizeIdentifier(addr); err == nil {
+		addr = n
+	}
 	if b != nil {
 		if i, ok := b.byName[strings.ToLower(addr)]; ok {
 			return b.agents[i].ID

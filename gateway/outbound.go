@@ -276,6 +276,7 @@ func (o *outbound) enqueue(d *delivery) {
 	o.pending[d.key] = d
 	heap.Push(&o.queue, d)
 	o.mu.Unlock()
+	o.observe(d, DeliveryQueued)
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -429,6 +430,7 @@ func (o *outbound) attempt(ctx context.Context, d *delivery) {
 		heap.Push(&o.queue, d)
 	}
 	o.mu.Unlock()
+	o.observe(d, DeliveryRetry)
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -460,6 +462,7 @@ func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause 
 		return // stays pending in memory; the ledger still says pending
 	}
 	o.markFinal(d.key)
+	o.observe(d, state)
 	o.log.Info("delivery "+state, "event", d.event.ID, "to", d.receiver, "transport", d.transport, "attempts", d.attempts)
 }
 

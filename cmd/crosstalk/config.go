@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
 )
 
 // Config is the relay's configuration file (TOML), documented field by
@@ -45,6 +46,19 @@ type Config struct {
 	RateBurst int     `toml:"rate_burst"`
 	// ClaimTTL is how long a claim lasts, e.g. "10m".
 	ClaimTTL duration `toml:"claim_ttl"`
+	// MaxBody bounds one intake in bytes, MaxEnvelopes its envelopes
+	// (gateway.Options).
+	MaxBody      int `toml:"max_body"`
+	MaxEnvelopes int `toml:"max_envelopes"`
+	// StreamLimit bounds the open streams of one principal, MaxStreams
+	// those of the relay (api.Options).
+	StreamLimit int `toml:"stream_limit"`
+	MaxStreams  int `toml:"max_streams"`
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are the HTTP
+	// connection deadlines (api.Timeouts).
+	ReadHeaderTimeout duration `toml:"read_header_timeout"`
+	ReadTimeout       duration `toml:"read_timeout"`
+	IdleTimeout       duration `toml:"idle_timeout"`
 	// Groups maps envelope contexts to ledger groups.
 	Groups map[string]string `toml:"groups"`
 	// Tokens are the API's bearer tokens.
@@ -71,6 +85,9 @@ type Config struct {
 	// signing keys published in TXT records; empty: the system resolver;
 	// "none": no DNS lookups.
 	DNSServer string `toml:"dns_server"`
+	// ShutdownTimeout bounds a graceful shutdown (SIGTERM, SIGINT), e.g.
+	// "15s": draining requests, stopping transports, closing the ledger.
+	ShutdownTimeout duration `toml:"shutdown_timeout"`
 }
 
 // DNSServerNone is the dns_server value that turns DNS key lookups off.
@@ -113,8 +130,21 @@ func DefaultConfig() Config {
 		RateBurst: 1000,
 		ClaimTTL:  duration(gateway.DefaultClaimTTL),
 		LogLevel:  "info",
+
+		MaxBody:           gateway.MaxIntake,
+		MaxEnvelopes:      gateway.DefaultMaxEnvelopes,
+		StreamLimit:       api.DefaultStreamLimit,
+		MaxStreams:        api.DefaultMaxStreams,
+		ReadHeaderTimeout: duration(api.DefaultReadHeaderTimeout),
+		ReadTimeout:       duration(api.DefaultReadTimeout),
+		IdleTimeout:       duration(api.DefaultIdleTimeout),
+		ShutdownTimeout:   duration(defaultShutdownTimeout),
 	}
 }
+
+// defaultShutdownTimeout is the default shutdown_timeout: well within
+// systemd's default TimeoutStopSec (90 s) and launchd's ExitTimeOut (20 s).
+const defaultShutdownTimeout = 15 * time.Second
 
 // defaultDataDir is $XDG_DATA_HOME/crosstalk, ~/.local/share/crosstalk, or
 // the platform's equivalent.
@@ -196,6 +226,25 @@ func (c *Config) Validate() error {
 	}
 	if c.ClaimTTL < 0 {
 		errs = append(errs, errors.New("claim_ttl: must not be negative"))
+	}
+	for _, b := range []struct {
+		key string
+		n   int64
+	}{
+		{"max_body", int64(c.MaxBody)}, {"max_envelopes", int64(c.MaxEnvelopes)},
+		{"stream_limit", int64(c.StreamLimit)}, {"max_streams", int64(c.MaxStreams)},
+		{"read_header_timeout", int64(c.ReadHeaderTimeout)}, {"read_timeout", int64(c.ReadTimeout)},
+		{"idle_timeout", int64(c.IdleTimeout)},
+	} {
+		if b.n <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive", b.key))
+		}
+	}
+	if c.StreamLimit > c.MaxStreams {
+		errs = append(errs, fmt.Errorf("stream_limit: %d is more than max_streams %d", c.StreamLimit, c.MaxStreams))
+	}
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("shutdown_timeout: must not be negative"))
 	}
 	if _, err := c.book(); err != nil {
 		errs = append(errs, fmt.Errorf("agents: %w", err))

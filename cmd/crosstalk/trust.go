@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -19,10 +18,7 @@ func newTrust(cfg Config, log *slog.Logger) (gateway.Verifier, gateway.Signer, e
 	if cfg.DNSServer != DNSServerNone {
 		v.DNS = signing.NewDNSKeys(cfg.DNSServer)
 	}
-	verifier := gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
-		res := v.Verify(ctx, env)
-		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
-	})
+	verifier := gateway.NewTrustVerifier(v)
 	keys := keySigner{}
 	for _, a := range cfg.Agents {
 		if a.SigningKey == "" {
