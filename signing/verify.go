@@ -125,20 +125,21 @@ func (v *Verifier) Verify(ctx context.Context, env *envelope.Envelope) Result {
 	if env == nil || !env.Signed() {
 		return Result{Status: StatusUnsigned, Err: ErrNotSigned}
 	}
-	c, res := prepare(env)
-	if c == nil {
+	var c check // on the stack: Verify is on the relay's hot path
+	res, ok := c.prepare(env)
+	if !ok {
 		return res
 	}
 	defer c.release()
 	if len(v.Keys) > 0 {
-		return v.verifyExplicit(env, c, res)
+		return v.verifyExplicit(env, &c, res)
 	}
-	pinned, err := v.pinned(env, c, &res)
+	pinned, err := v.pinned(env, &c, res.Pkid)
 	if err != nil {
 		return res.fail(StatusUnknownKey, err)
 	}
 	if len(pinned) > 0 {
-		return v.verifyPinned(ctx, env, c, res, pinned)
+		return v.verifyPinned(ctx, env, &c, res, pinned)
 	}
 	if res.Pkid == "" {
 		// A bare JWS without Pkid is known by its sender's address.
@@ -150,10 +151,10 @@ func (v *Verifier) Verify(ctx context.Context, env *envelope.Envelope) Result {
 	if c.announced != nil {
 		c.announced.Pkid = res.Pkid
 	}
-	if r, decided := v.verifyDNS(ctx, env, c, res); decided {
+	if r, decided := v.verifyDNS(ctx, env, &c, res); decided {
 		return r
 	}
-	return v.verifyAnnounced(env, c, res)
+	return v.verifyAnnounced(env, &c, res)
 }
 
 // check is what every stage needs: the parsed sig: value, the signing
@@ -166,22 +167,22 @@ type check struct {
 	annErr    error
 }
 
-// prepare parses env's signature and builds the signing input. A nil
-// check means the result is decided (bad-signature).
-func prepare(env *envelope.Envelope) (*check, Result) {
+// prepare parses env's signature and builds the signing input. Without
+// ok the result is decided (bad-signature), and c holds no buffer.
+func (c *check) prepare(env *envelope.Envelope) (res Result, ok bool) {
 	sig, err := ParseSig(env.Sig)
 	if err != nil {
-		return nil, Result{Status: StatusBadSignature, Err: err}
+		return Result{Status: StatusBadSignature, Err: err}, false
 	}
-	res := Result{Pkid: sig.Pkid, Alg: sig.Alg}
+	res = Result{Pkid: sig.Pkid, Alg: sig.Alg}
 	if env.Source() == nil {
-		return nil, res.fail(StatusBadSignature, ErrNoSource)
+		return res.fail(StatusBadSignature, ErrNoSource), false
 	}
 	payload, _, err := payloadOf(env.Source())
 	if err != nil {
-		return nil, res.fail(StatusBadSignature, err)
+		return res.fail(StatusBadSignature, err), false
 	}
-	c := &check{sig: sig, buf: inputPool.Get().(*[]byte)}
+	c.sig, c.buf = sig, inputPool.Get().(*[]byte)
 	c.input = appendSigningInput(*c.buf, sig.Alg, payload)
 	if res.Pkid == "" { // bare JWS
 		if p, ok := env.MetaValue("signing", "Pkid"); ok && checkPkid(p) == nil {
@@ -189,7 +190,7 @@ func prepare(env *envelope.Envelope) (*check, Result) {
 		}
 	}
 	c.announced, c.annErr = announcedKey(env)
-	return c, res
+	return res, true
 }
 
 // release returns the signing input's buffer to the pool.
@@ -221,7 +222,7 @@ func (v *Verifier) verifyExplicit(env *envelope.Envelope, c *check, res Result) 
 
 // pinned returns the trust store's entries for the key id; for a bare JWS
 // also the keys first seen from the sender.
-func (v *Verifier) pinned(env *envelope.Envelope, c *check, res *Result) ([]TrustEntry, error) {
+func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]TrustEntry, error) {
 	if v.Store == nil {
 		return nil, nil
 	}
@@ -231,7 +232,7 @@ func (v *Verifier) pinned(env *envelope.Envelope, c *check, res *Result) ([]Trus
 	}
 	var out []TrustEntry
 	for _, e := range all {
-		if res.Pkid != "" && e.Key.Pkid == res.Pkid ||
+		if pkid != "" && e.Key.Pkid == pkid ||
 			c.sig.Form == FormBareJWS && e.Sender != "" && strings.EqualFold(e.Sender, env.From) {
 			out = append(out, e)
 		}
