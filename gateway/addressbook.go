@@ -32,6 +32,10 @@ type Agent struct {
 	// (envelope.ToV10: QUESTION/ANSWER, no META, a session line) for
 	// readers that predate v1.1; empty or "v1.1" delivers them as received.
 	Compat string
+	// A2A opts the actor in to the A2A bridge (package gateway/a2a): the
+	// relay then serves an A2A agent card and endpoint for it, and A2A
+	// messages sent there become envelopes to it.
+	A2A bool
 }
 
 // CompatV10 is the Agent.Compat value for v1.0 readers.

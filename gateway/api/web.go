@@ -56,6 +56,15 @@ func (s *Server) servePage(pages http.Handler, w http.ResponseWriter, r *http.Re
 	pages.ServeHTTP(w, r.WithContext(ctx))
 }
 
+// Handle serves pattern with h behind the API's gate (Host, Origin,
+// bearer token, rate limit), like the API's own endpoints: without tokens
+// only the local user reaches it, with tokens any valid token does and a
+// request without one is 401; h reads the caller with Principal. The relay
+// mounts its metrics ("GET /metrics", package gateway/metrics) and bridges
+// that speak another protocol on the API's listener (package gateway/a2a)
+// this way. Call it before serving.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
 // Principal returns the caller of a request that passed the gate: the
 // principal of its bearer token (authenticated true), LocalUser when no
 // tokens are configured, or "" for a page request without a token while
