@@ -47,10 +47,11 @@ type command struct {
 var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
 	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim, cmdBench,
-	cmdKeygen, cmdSign, cmdVerify, cmdTrust,
+	cmdKeygen, cmdSign, cmdVerify, cmdTrust, cmdToken,
 	cmdMCP, cmdHarness,
 	cmdLedger,
 	cmdWatch, cmdClip,
+	cmdConformance,
 }
 
 // Exit codes, decided here and nowhere else.

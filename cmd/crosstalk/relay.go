@@ -128,8 +128,9 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	mx := metrics.New(&metrics.Options{Logger: log.With("component", "metrics")})
 	relay := gateway.New(mx.Store(store), &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
-		Groups: cfg.Groups, RequireSignature: cfg.RequireSignatures, Name: cfg.Name,
-		ClaimTTL: time.Duration(cfg.ClaimTTL), Observer: mx,
+		Groups: cfg.Groups, RequireSignature: cfg.RequireSignatures, Name: cfg.Name, Admins: cfg.Admins,
+		ClaimTTL: time.Duration(cfg.ClaimTTL), MaxIntake: cfg.MaxBody, MaxEnvelopes: cfg.MaxEnvelopes,
+		Observer: mx,
 	})
 	mx.WatchRelay(relay)
 	if js, ok := store.(*jetstream.Store); ok {
@@ -151,6 +152,8 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	a := api.New(relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: tokens, Hosts: hosts,
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
+		StreamLimit: cfg.StreamLimit, MaxStreams: cfg.MaxStreams,
+		Minted: cfg.mintedTokens(), // crosstalk token new
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	a.Handle("GET /metrics", mx.Handler())
@@ -163,13 +166,9 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		store.Close()
 		return nil, err
 	}
-	hs := &http.Server{
-		Handler:           mx.Middleware(site),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	hs := api.NewHTTPServer(mx.Middleware(site), api.Timeouts{
+		ReadHeader: time.Duration(cfg.ReadHeaderTimeout), Read: time.Duration(cfg.ReadTimeout), Idle: time.Duration(cfg.IdleTimeout),
+	}, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	r := &runningRelay{url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, store: store, log: log, done: make(chan error, 1), grace: time.Duration(cfg.ShutdownTimeout)}
 	if host, _, _ := net.SplitHostPort(cfg.Listen); !isLoopback(host) {
 		r.url = "http://" + ln.Addr().String()
