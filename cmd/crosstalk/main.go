@@ -21,6 +21,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop) // a second signal ends the process at once
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -50,6 +51,7 @@ var commands = []*command{
 	cmdMCP, cmdHarness,
 	cmdLedger,
 	cmdWatch, cmdClip,
+	cmdConformance,
 }
 
 // Exit codes, decided here and nowhere else.

@@ -61,6 +61,12 @@ type Options struct {
 	// Heartbeat is the interval of SSE comments that keep streams open;
 	// DefaultHeartbeat when zero.
 	Heartbeat time.Duration
+	// StreamLimit bounds the open streams (SSE streams, channel
+	// WebSockets) of one principal, MaxStreams those of the whole relay;
+	// a stream over either gets 429 E-RATE. DefaultStreamLimit and
+	// DefaultMaxStreams when zero.
+	StreamLimit int
+	MaxStreams  int
 }
 
 // TokenLookup resolves bearer tokens that are not in Options.Tokens:
@@ -90,6 +96,7 @@ type Server struct {
 	limiter   *limiter
 	signer    gateway.Signer
 	heartbeat time.Duration
+	slots     *streamSlots
 	mux       *http.ServeMux
 
 	streams context.Context // canceled by Close, ending SSE streams
@@ -107,6 +114,13 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	}
 	if s.heartbeat <= 0 {
 		s.heartbeat = DefaultHeartbeat
+	}
+	s.slots = &streamSlots{per: map[string]int{}, perMax: opts.StreamLimit, totalMax: opts.MaxStreams}
+	if s.slots.perMax <= 0 {
+		s.slots.perMax = DefaultStreamLimit
+	}
+	if s.slots.totalMax <= 0 {
+		s.slots.totalMax = DefaultMaxStreams
 	}
 	if len(opts.Hosts) > 0 {
 		s.hosts = map[string]bool{}
@@ -158,6 +172,9 @@ func principal(r *http.Request) (p string, authenticated bool) {
 type authInfo struct {
 	principal string
 	token     bool
+	// key is what the caller is counted as for rate and stream limits:
+	// the principal, or "anonymous HOST" for a page request without one.
+	key string
 }
 
 // ServeHTTP applies the gate, then routes.
@@ -231,6 +248,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 		w.Header().Set("Retry-After", "1")
 		return fail(http.StatusTooManyRequests, envelope.CodeRate, "rate limit exceeded for "+key)
 	}
+	info.key = key
 	return info, true
 }
 
