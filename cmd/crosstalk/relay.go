@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/a2a"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
@@ -86,6 +87,7 @@ type runningRelay struct {
 	url   string
 	http  *http.Server
 	api   *api.Server
+	a2a   *a2a.Bridge
 	store ledger.Store
 	log   *slog.Logger
 	done  chan error
@@ -140,6 +142,8 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	bridge := a2a.New(relay, &a2a.Options{Logger: log.With("component", "a2a"), Signer: signer, Bearer: len(tokens) > 0})
+	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with a2a = true (docs/agents.md)
 	site, err := web.New(relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: signing.NewTrustStore(cfg.trustFile()),
 		Admins: cfg.Admins, Secure: cfg.SecureCookies,
@@ -156,7 +160,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	r := &runningRelay{url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, store: store, log: log, done: make(chan error, 1)}
+	r := &runningRelay{url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, a2a: bridge, store: store, log: log, done: make(chan error, 1)}
 	if host, _, _ := net.SplitHostPort(cfg.Listen); !isLoopback(host) {
 		r.url = "http://" + ln.Addr().String()
 	}
@@ -190,6 +194,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 // their appends) to finish, then closes the ledger.
 func (r *runningRelay) shutdown() error {
 	r.api.Close()
+	r.a2a.Close()
 	r.stop()
 	r.tasks.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
