@@ -127,6 +127,7 @@ func New(relay *gateway.Relay, opts *Options) *Bridge {
 	b.mux = http.NewServeMux()
 	b.mux.HandleFunc("GET "+Prefix+"{agent}"+cardPath, b.card)
 	b.mux.HandleFunc("POST "+Prefix+"{agent}", b.rpc)
+	b.mux.HandleFunc("POST "+Prefix+"{agent}/{$}", b.rpc) // the base URL a JS client resolves the card against
 	return b
 }
 
