@@ -377,6 +377,9 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 		}
 	}
 	env.source = st.src
+	if err := env.NormalizeIdentifiers(); err != nil { // ident.go
+		return nil, err
+	}
 	return env, nil
 }
 
