@@ -32,7 +32,7 @@ var tokens = map[string]string{"tok-chatgpt": "chatgpt", "tok-claude": "claude",
 
 // book is the test address book: claude opted in to A2A, chatgpt did not.
 var book = []gateway.Agent{
-	{ID: "claude", Names: []string{"CLAUDE"}, A2A: true},
+	{ID: "claude", Names: []string{"CLAUDE", "opus"}, A2A: true},
 	{ID: "chatgpt", Names: []string{"CHATGPT"}},
 	{ID: "gemini", Names: []string{"GEMINI"}},
 }
@@ -487,6 +487,7 @@ func TestGate(t *testing.T) {
 	}{
 		{"card", "GET", "/a2a/claude/.well-known/agent-card.json", "tok-gemini", "", nil, 200},
 		{"card by name", "GET", "/a2a/CLAUDE/.well-known/agent-card.json", "tok-gemini", "", nil, 200},
+		{"card by another name", "GET", "/a2a/opus/.well-known/agent-card.json", "tok-gemini", "", nil, 200},
 		{"card without token", "GET", "/a2a/claude/.well-known/agent-card.json", "", "", nil, 401},
 		{"card with a wrong token", "GET", "/a2a/claude/.well-known/agent-card.json", "nope", "", nil, 401},
 		{"agent not opted in", "GET", "/a2a/chatgpt/.well-known/agent-card.json", "tok-gemini", "", nil, 404},

@@ -20,7 +20,8 @@ import (
 // Sender delivers envelopes to A2A agents (transports.Sender) for the
 // address-book transport "a2a": the address is the agent's base URL (its
 // card at /.well-known/agent-card.json below it) or the URL of its card
-// ("….json"). Each envelope becomes one A2A SendMessage whose message
+// ("….json"); only the card's JSON-RPC interfaces on the address's own
+// origin are used. Each envelope becomes one A2A SendMessage whose message
 // has the envelope's message id as messageId — so that the receiver can
 // recognise a retry — one text part holding the envelope text, and
 // returnImmediately set: the relay does not wait for the agent's work.
@@ -60,9 +61,9 @@ func (s *Sender) Send(ctx context.Context, to, id string, text []byte) error {
 	if err != nil {
 		return err
 	}
-	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc))
+	c, err := a2aclient.NewFromCard(ctx, sameOrigin(card, to), a2aclient.WithJSONRPCTransport(hc))
 	if err != nil {
-		return fmt.Errorf("%w: a2a: %s offers no JSON-RPC interface of A2A %s: %w", transports.ErrPermanent, to, sdk.Version, err)
+		return fmt.Errorf("%w: a2a: %s offers no JSON-RPC interface of A2A %s on its own origin: %w", transports.ErrPermanent, to, sdk.Version, err)
 	}
 	defer c.Destroy()
 	msg := sdk.NewMessage(sdk.MessageRoleUser, &sdk.Part{Content: sdk.Text(text), MediaType: "text/plain"})
@@ -77,6 +78,28 @@ func (s *Sender) Send(ctx context.Context, to, id string, text []byte) error {
 		return fmt.Errorf("a2a: sending to %s: %w", to, err)
 	}
 	return nil
+}
+
+// sameOrigin returns card with only the interfaces on the address's
+// origin (scheme, host and port): the relay posts envelopes where the
+// operator pointed it, and a card cannot send them to another host.
+func sameOrigin(card *sdk.AgentCard, address string) *sdk.AgentCard {
+	origin := func(s string) string {
+		u, err := url.Parse(s)
+		if err != nil {
+			return ""
+		}
+		return strings.ToLower(u.Scheme + "://" + u.Host)
+	}
+	want := origin(address)
+	c := *card
+	c.SupportedInterfaces = nil
+	for _, in := range card.SupportedInterfaces {
+		if in != nil && origin(in.URL) == want {
+			c.SupportedInterfaces = append(c.SupportedInterfaces, in)
+		}
+	}
+	return &c
 }
 
 // permanent reports the A2A errors that the same request will meet again.

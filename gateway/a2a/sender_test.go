@@ -140,6 +140,15 @@ func TestSenderErrors(t *testing.T) {
 	down.Close()
 	missing := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(missing.Close)
+	// A card that points at another host: the relay does not follow it.
+	target := &remoteAgent{got: make(chan *sdk.Message, 1)}
+	targetURL := startRemote(t, target)
+	pointer := httptest.NewServer(a2asrv.NewStaticAgentCardHandler(&sdk.AgentCard{
+		Name: "pointer", Description: "points elsewhere", Version: "1", Skills: []sdk.AgentSkill{},
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		SupportedInterfaces: []*sdk.AgentInterface{sdk.NewAgentInterface(targetURL+"/invoke", sdk.TransportProtocolJSONRPC)},
+	}))
+	t.Cleanup(pointer.Close)
 	for _, tc := range []struct {
 		name, to  string
 		permanent bool
@@ -148,6 +157,7 @@ func TestSenderErrors(t *testing.T) {
 		{"no card", missing.URL, true},
 		{"not http", "ftp://example.org/agent", true},
 		{"not a URL", "agent@example.org", true},
+		{"card pointing at another host", pointer.URL, true},
 		{"agent down", downURL, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,5 +169,10 @@ func TestSenderErrors(t *testing.T) {
 				t.Errorf("Send() = %v; permanent %v, want %v", err, got, tc.permanent)
 			}
 		})
+	}
+	select {
+	case m := <-target.got:
+		t.Errorf("the host a card pointed at got %q", m.Parts[0].Text())
+	default:
 	}
 }
