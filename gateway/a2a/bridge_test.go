@@ -46,7 +46,7 @@ type testRelay struct {
 	Bridge *a2a.Bridge
 }
 
-func startRelay(t *testing.T, opts *a2a.Options) *testRelay {
+func startRelay(t testing.TB, opts *a2a.Options) *testRelay {
 	t.Helper()
 	return startRelayWith(t, setup{opts: opts, tokens: tokens, agents: book})
 }
@@ -61,7 +61,7 @@ type setup struct {
 	senders map[string]transports.Sender
 }
 
-func startRelayWith(t *testing.T, su setup) *testRelay {
+func startRelayWith(t testing.TB, su setup) *testRelay {
 	t.Helper()
 	b, err := gateway.NewAddressBook(su.agents)
 	if err != nil {
@@ -118,7 +118,7 @@ func httpClient(token string) *http.Client {
 
 // client is the Go SDK's A2A client for agent, as the token's principal,
 // made from the agent card the relay serves.
-func (r *testRelay) client(t *testing.T, token, agent string) *a2aclient.Client {
+func (r *testRelay) client(t testing.TB, token, agent string) *a2aclient.Client {
 	t.Helper()
 	hc := httpClient(token)
 	card, err := agentcard.NewResolver(hc).Resolve(t.Context(), r.URL+"/a2a/"+agent)
