@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -290,7 +289,7 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 
 // check reads and checks every envelope of data.
 func (r *Relay) check(ctx context.Context, in Intake, data []byte) []Outcome {
-	rd := envelope.NewReader(bytes.NewReader(data))
+	rd := envelope.NewBytesReader(data)
 	var outs []Outcome
 	for {
 		env, err := rd.Next()
