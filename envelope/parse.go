@@ -165,7 +165,7 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 		if long {
 			return st.abort(syntaxErr(CodeTooLarge, no, 0, "line longer than %d bytes", st.lim.Line))
 		}
-		if st.endsFence(c) || parseHeader(c).kind != notHeader {
+		if st.endsFence(c) || maybeHeader(c) && parseHeader(c).kind != notHeader {
 			// The closing fence or a new header ends an envelope that
 			// had no [[END]] (lenient mode, DESIGN §3.1).
 			r.unread(line, long, no)
@@ -201,7 +201,7 @@ func (st *envState) unquote(line []byte) []byte {
 }
 
 func (st *envState) endsFence(c []byte) bool {
-	if st.fenceLen == 0 {
+	if st.fenceLen == 0 || len(c) == 0 || c[0] != st.fenceChar {
 		return false
 	}
 	ch, n, closing := fenceLine(c)
@@ -263,7 +263,7 @@ func (st *envState) resync() {
 		if isEnd(c) {
 			return
 		}
-		if st.endsFence(c) || parseHeader(c).kind != notHeader {
+		if st.endsFence(c) || maybeHeader(c) && parseHeader(c).kind != notHeader {
 			r.unread(line, long, no)
 			return
 		}

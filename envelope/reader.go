@@ -157,6 +157,9 @@ func (r *Reader) next() (*Envelope, error) {
 			}
 			continue
 		}
+		if !maybeHeader(content) {
+			continue
+		}
 		h := parseHeader(content)
 		if h.kind == notHeader {
 			continue
@@ -230,12 +233,16 @@ func (h header) err(line int) *SyntaxError {
 
 var arrows = []string{"→", "->", "=>"}
 
+// maybeHeader is parseHeader's first test, cheap enough to inline: lines
+// that fail it are not headers.
+func maybeHeader(line []byte) bool { return len(line) >= 5 && line[0] == '[' && line[1] == '[' }
+
 // parseHeader recognises `[[SENDER→RECEIVER vN]]` (DESIGN §3.1). Lines that
 // do not have that shape at all are notHeader; lines that have it but a bad
 // part are headerMalformed or headerBadVersion, so that a broken envelope is
 // reported rather than skipped.
 func parseHeader(line []byte) header {
-	if len(line) < 5 || line[0] != '[' || line[1] != '[' {
+	if !maybeHeader(line) {
 		return header{} // the common case: not even a candidate
 	}
 	t := trimBlanksRight(line)
