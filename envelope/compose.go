@@ -1,14 +1,18 @@
 package envelope
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // New returns a new v1.1 envelope from one sender to one receiver with
-// fresh thread and message ids and `sig: none`. The caller fills in the
+// fresh thread and message ids, a fresh session (NewSession) and
+// `sig: none`. The caller fills in the
 // rest (User, Context, Meta, …) before writing it.
 func New(from, to, intent, body string) *Envelope {
 	return &Envelope{
 		From: from, To: to, Version: 1,
-		Thread: NewID(), Message: NewID(),
+		Session: NewSession(time.Now()), Thread: NewID(), Message: NewID(),
 		Intent: intent, Body: body, Sig: "none", Complete: true,
 	}
 }
@@ -16,13 +20,17 @@ func New(from, to, intent, body string) *Envelope {
 // NewReply returns a reply to orig: sender and receiver swapped, the same
 // user, session, thread and context, parent set to orig's message, a fresh
 // message id and `sig: none`. When orig has no thread (v1.0), the reply
-// starts one named after orig's message, or a fresh one.
+// starts one named after orig's message, or a fresh one; when it has no
+// session, the reply gets a fresh one.
 func NewReply(orig *Envelope, intent, body string) *Envelope {
 	e := &Envelope{
 		From: orig.To, To: orig.From, Version: 1,
 		User: orig.User, Session: orig.Session, Thread: orig.Thread,
 		Parent: orig.Message, Message: NewID(), Context: orig.Context,
 		Intent: intent, Body: body, Sig: "none", Complete: true,
+	}
+	if e.Session == "" {
+		e.Session = NewSession(time.Now())
 	}
 	if e.Thread == "" {
 		e.Thread = orig.Message

@@ -24,8 +24,12 @@ const (
 // Codes lists every error code in the spec's order.
 var Codes = []Code{CodeRoute, CodeConsent, CodeFormat, CodeTooLarge, CodePerm, CodeUnsupported, CodeTimeout, CodeRate}
 
-// Valid reports whether c is one of the eight codes.
+// Valid reports whether c is one of the eight codes, or crosstalk's own
+// CodeAddress.
 func (c Code) Valid() bool {
+	if c == CodeAddress {
+		return true
+	}
 	for _, k := range Codes {
 		if c == k {
 			return true

@@ -518,6 +518,9 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 			all = all[m.nFields:]
 		}
 	}
+	if err := env.NormalizeIdentifiers(); err != nil { // ident.go
+		return nil, err
+	}
 	return env, nil
 }
 

@@ -18,9 +18,10 @@ type Writer struct {
 	// Fence wraps each envelope in a ``` fence, longer when the envelope
 	// itself contains a backtick run, for chat UIs that collapse newlines.
 	Fence bool
-	// V10 writes the v1.0 form where the envelope was read in it: a
-	// `response: |` body with no intent line, and legacy intents as
-	// written (QUESTION rather than REQUEST).
+	// V10 writes the v1.0 form: legacy intents as written (QUESTION
+	// rather than REQUEST; see ToV10), a `response: |` body with no intent
+	// line where the envelope was read in that form, and thread, parent
+	// and message after the intent, where v1.0 readers ignore them.
 	V10 bool
 
 	w   io.Writer
@@ -109,9 +110,14 @@ func marshal(e *Envelope, v10 bool) ([]byte, error) {
 	}
 	field("user", e.User)
 	field("session", e.Session)
-	field("thread", e.Thread)
-	field("parent", e.Parent)
-	field("message", e.Message)
+	ids := func() {
+		field("thread", e.Thread)
+		field("parent", e.Parent)
+		field("message", e.Message)
+	}
+	if !v10 {
+		ids()
+	}
 	field("context", e.Context)
 	responseForm := v10 && e.ResponseForm && e.Intent == IntentRespond
 	switch {
@@ -120,6 +126,12 @@ func marshal(e *Envelope, v10 bool) ([]byte, error) {
 		field("intent", e.LegacyIntent)
 	default:
 		field("intent", e.Intent)
+	}
+	if v10 {
+		// v1.0 readers take everything between session: and the next
+		// context:/intent: line as the session (the original parser's
+		// regular expression), so the ids v1.0 lacks come after them.
+		ids()
 	}
 	for _, f := range e.Fields {
 		b.WriteString(f.Key)

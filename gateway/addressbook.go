@@ -28,7 +28,18 @@ type Agent struct {
 	// "clipboard"); empty means the actor reads its inbox through the API.
 	Transport string
 	Address   string
+	// Compat "v1.0" delivers envelopes to this actor in the v1.0 form
+	// (envelope.ToV10: QUESTION/ANSWER, no META, a session line) for
+	// readers that predate v1.1; empty or "v1.1" delivers them as received.
+	Compat string
+	// A2A opts the actor in to the A2A bridge (package gateway/a2a): the
+	// relay then serves an A2A agent card and endpoint for it, and A2A
+	// messages sent there become envelopes to it.
+	A2A bool
 }
+
+// CompatV10 is the Agent.Compat value for v1.0 readers.
+const CompatV10 = "v1.0"
 
 // AddressBook maps envelope addresses and key ids to actors (DESIGN §5.2).
 // The zero value is an empty book in which every simple name is its own
@@ -44,12 +55,32 @@ type AddressBook struct {
 // or keys, naming the entry.
 func NewAddressBook(agents []Agent) (*AddressBook, error) {
 	b := &AddressBook{byName: map[string]int{}, byKey: map[string]int{}, byID: map[string]int{}}
-	for i, a := range agents {
+	agents = append([]Agent(nil), agents...)
+	for i := range agents {
+		a := &agents[i]
 		if a.ID == "" {
 			return nil, fmt.Errorf("gateway: address book entry %d has no id", i+1)
 		}
+		// Ids and names are compared in NFC, as envelopes are read
+		// (envelope.NormalizeIdentifier); one a reader cannot see whole
+		// is refused here as in an envelope.
+		var err error
+		if a.ID, err = envelope.NormalizeIdentifier(a.ID); err != nil {
+			return nil, fmt.Errorf("gateway: address book entry %d: id: %w", i+1, err)
+		}
+		a.Names = append([]string(nil), a.Names...)
+		for j := range a.Names {
+			if a.Names[j], err = envelope.NormalizeIdentifier(a.Names[j]); err != nil {
+				return nil, fmt.Errorf("gateway: address book: agent %q: name: %w", a.ID, err)
+			}
+		}
 		if _, dup := b.byID[strings.ToLower(a.ID)]; dup {
 			return nil, fmt.Errorf("gateway: address book: duplicate agent id %q", a.ID)
+		}
+		switch a.Compat {
+		case "", "v1.1", CompatV10:
+		default:
+			return nil, fmt.Errorf("gateway: address book: agent %q: compat %q is not v1.0 or v1.1", a.ID, a.Compat)
 		}
 		b.byID[strings.ToLower(a.ID)] = i
 		for _, n := range append([]string{a.ID}, a.Names...) {
@@ -66,7 +97,7 @@ func NewAddressBook(agents []Agent) (*AddressBook, error) {
 			b.byKey[k] = i
 		}
 	}
-	b.agents = append([]Agent(nil), agents...)
+	b.agents = agents
 	return b, nil
 }
 
@@ -75,6 +106,9 @@ func NewAddressBook(agents []Agent) (*AddressBook, error) {
 // simple name ("CLAUDE" → "claude") so that the same assistant is one actor
 // however a chat spells it.
 func (b *AddressBook) ActorID(addr string) string {
+	if n, err := envelope.NormalizeIdentifier(addr); err == nil {
+		addr = n
+	}
 	if b != nil {
 		if i, ok := b.byName[strings.ToLower(addr)]; ok {
 			return b.agents[i].ID

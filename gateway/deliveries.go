@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,10 @@ type Delivery struct {
 	ClaimedBy string `json:"claimed_by,omitempty"`
 	// Liveness is the agent's liveness now (DESIGN §5.4).
 	Liveness attention.Liveness `json:"liveness"`
+	// Position is the event's position in the ledger's append order
+	// (ledger.Store.Log), set on deliveries of FollowAgent: the one
+	// number an agent stream resumes from.
+	Position int64 `json:"position,omitempty"`
 }
 
 // AttentionEvent returns the attention view of a ledger event (DESIGN §5.2
@@ -47,8 +52,7 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 		ae.CreatedAt = t
 	}
 	if x := d.X; x != nil && x.Envelope != nil {
-		env := x.Envelope
-		ae.From = x.Sender
+		env := x.Envelope // the author stays ev.By: who the relay decided speaks
 		ae.Intent = attention.Intent(env.Intent)
 		ae.Thread, ae.Parent, ae.Context = env.Thread, env.Parent, env.Context
 		if p, ok := env.MetaValue("routing", "X-Priority"); ok {
@@ -100,37 +104,59 @@ func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq in
 // participation and acks depend on everything before sinceSeq too; when an
 // earlier call already walked the group for this agent up to a seq at or
 // before sinceSeq, it resumes from the state that call left (see
-// resumeTracker) and reads only the newer events.
+// resumeTracker) and reads only the newer events. It reads in pages of
+// deliveryPage events; what it holds is the deliveries it returns.
 func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]Delivery, error) {
 	tr, from := r.resumeTracker(agent, group, sinceSeq)
-	evs, err := r.store.Range(ctx, group, from, nil, 0)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
-	}
-	tr.learnClaims(evs)
-	var out []Delivery
-	for _, ev := range evs {
-		d, ok, err := tr.observe(ctx, ev)
+	// Claims follow their message, maybe pages later: learn them first.
+	for last := from; ; {
+		evs, err := r.store.Range(ctx, group, last, []string{KindClaim}, deliveryPage)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
 		}
-		if ev.Seq <= sinceSeq || !ok {
-			continue
+		tr.learnClaims(evs)
+		if len(evs) < deliveryPage {
+			break
 		}
-		out = append(out, d)
+		last = evs[len(evs)-1].Seq
 	}
-	if len(evs) > 0 {
-		r.saveTracker(group, evs[len(evs)-1].Seq, tr)
+	var out []Delivery
+	last := from
+	for {
+		evs, err := r.store.Range(ctx, group, last, nil, deliveryPage)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
+		}
+		for _, ev := range evs {
+			d, ok, err := tr.observe(ctx, ev)
+			if err != nil {
+				return nil, err
+			}
+			if ev.Seq <= sinceSeq || !ok || limit > 0 && len(out) >= limit {
+				continue // past the limit, still walked for the acks
+			}
+			out = append(out, d)
+		}
+		if len(evs) > 0 {
+			last = evs[len(evs)-1].Seq
+		}
+		if len(evs) < deliveryPage {
+			break
+		}
+	}
+	if last > from {
+		r.saveTracker(group, last, tr)
 	}
 	// Acks can come after the message: mark them at the end.
 	for i := range out {
 		out[i].Acked = tr.acked[out[i].EventID]
 	}
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
 	return out, nil
 }
+
+// deliveryPage is how many events the delivery walks read at once: what
+// they hold of a group's history at any time.
+const deliveryPage = 256
 
 // trackerState is what a tracker has learnt from a group's events up to
 // lastSeq that matters for the deliveries of later events: the threads the
@@ -208,6 +234,9 @@ func (r *Relay) newTracker(agent string) *tracker {
 // learnClaims notes which of evs were ever claimed, from their claim
 // events, before the walk reaches the messages those events follow.
 func (t *tracker) learnClaims(evs []ledger.Event) {
+	if t.claimed == nil {
+		return
+	}
 	for _, ev := range evs {
 		if ev.Kind != KindClaim {
 			continue
@@ -226,10 +255,10 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 		return Delivery{}, false, fmt.Errorf("gateway: event %s: bad data: %w", ev.ID, err)
 	}
 	ae := AttentionEvent(ev, d)
-	if ev.Kind == KindAck && strings.EqualFold(d.ActorID, t.agent.ID) {
+	if ev.Kind == KindAck && t.acked != nil && strings.EqualFold(d.ActorID, t.agent.ID) {
 		t.acked[d.EventID] = true
 	}
-	if ev.Kind == KindClaim {
+	if ev.Kind == KindClaim && t.claimed != nil {
 		t.claimed[d.EventID] = true
 	}
 	st := attention.State{LastSeen: t.seen}
@@ -281,46 +310,161 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 // FollowDeliveries yields what agent should see of group's events with seq
 // > sinceSeq, first those stored and then live ones as they are appended,
 // until ctx ends (DESIGN §5.6 agent stream). Like Deliveries it leaves out
-// silent ones.
+// silent ones. It reads the group in pages (ledger.Store.Follow), so what
+// it holds does not grow with the group's history.
 func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
 		tr, from := r.resumeTracker(r.book.ActorID(agent), group, sinceSeq)
-		// Replay what is stored with the claims known up front (a claim
-		// event follows its message), then follow live appends.
-		stored, err := r.store.Range(ctx, group, from, nil, 0)
-		if err != nil {
-			yield(Delivery{}, fmt.Errorf("gateway: reading group %q: %w", group, err))
-			return
-		}
-		tr.learnClaims(stored)
-		emit := func(ev ledger.Event) bool {
-			tr.now, tr.seen = r.now(), r.LastSeen()
-			d, ok, err := tr.observe(ctx, ev)
+		tr.forget()
+		for ev, err := range r.store.Follow(ctx, group, from) {
 			if err != nil {
 				yield(Delivery{}, err)
-				return false
-			}
-			if ev.Seq <= sinceSeq || !ok {
-				return true
-			}
-			d.Acked = tr.acked[d.EventID]
-			return yield(d, nil)
-		}
-		last := from
-		for _, ev := range stored {
-			if !emit(ev) {
 				return
+			}
+			d, ok, err := tr.emit(ctx, ev)
+			if err != nil {
+				yield(Delivery{}, err)
+				return
+			}
+			if ev.Seq > sinceSeq && ok && !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+// emit observes ev with the clock and liveness of now.
+func (t *tracker) emit(ctx context.Context, ev ledger.Event) (Delivery, bool, error) {
+	t.now, t.seen = t.r.now(), t.r.LastSeen()
+	d, ok, err := t.observe(ctx, ev)
+	if ok {
+		d.Acked = t.acked[d.EventID]
+	}
+	return d, ok, err
+}
+
+// forget makes a tracker of a stream keep no acks or claims: a stream
+// sends a message before its ack or claim exists, so they would only
+// grow with history. Thread participation is kept.
+func (t *tracker) forget() { t.acked, t.claimed = nil, nil }
+
+// streamTrackers bounds the per-group trackers one FollowAgent keeps;
+// past it, the least recently used is saved to the relay's cache
+// (saveTracker) and dropped.
+const streamTrackers = 256
+
+// FollowAgent yields what agent should see of every group's events after
+// the ledger position after, first those stored and then live ones, in
+// the ledger's append order (ledger.Store.FollowLog), until ctx ends. Each
+// delivery carries its Position, from which a reconnecting stream
+// resumes: one number, whatever the number of groups. It reads the
+// ledger in pages and keeps at most streamTrackers groups' thread state,
+// so what it holds grows neither with history nor with the number of
+// groups; a group met again after its state was dropped is walked up to
+// the event again, in pages, from the relay's cache of tracker states.
+func (r *Relay) FollowAgent(ctx context.Context, agent string, after int64) iter.Seq2[Delivery, error] {
+	return func(yield func(Delivery, error) bool) {
+		agent := r.book.ActorID(agent)
+		trs := newTrackerLRU(r, streamTrackers)
+		defer trs.saveAll()
+		for l, err := range r.store.FollowLog(ctx, after) {
+			if err != nil {
+				yield(Delivery{}, err)
+				return
+			}
+			tr, err := trs.get(ctx, agent, l.GroupID, l.Seq)
+			if err != nil {
+				yield(Delivery{}, err)
+				return
+			}
+			d, ok, err := tr.emit(ctx, l.Event)
+			if err != nil {
+				yield(Delivery{}, err)
+				return
+			}
+			trs.seen(l.GroupID, l.Seq)
+			if !ok {
+				continue
+			}
+			d.Position = l.Pos
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+// trackerLRU holds the trackers of one FollowAgent, at most max of them.
+type trackerLRU struct {
+	r     *Relay
+	max   int
+	order *list.List // of *streamTracker, most recently used first
+	by    map[string]*list.Element
+}
+
+// streamTracker is a tracker and the seq of the last event it observed.
+type streamTracker struct {
+	group   string
+	lastSeq int64
+	tr      *tracker
+}
+
+func newTrackerLRU(r *Relay, max int) *trackerLRU {
+	return &trackerLRU{r: r, max: max, order: list.New(), by: map[string]*list.Element{}}
+}
+
+// get returns the tracker of group that has observed every event before
+// seq, walking the group in pages from the relay's cache when needed.
+func (l *trackerLRU) get(ctx context.Context, agent, group string, seq int64) (*tracker, error) {
+	if e, ok := l.by[group]; ok && e.Value.(*streamTracker).lastSeq == seq-1 {
+		l.order.MoveToFront(e)
+		return e.Value.(*streamTracker).tr, nil
+	} else if ok { // cannot happen: the log yields each group in seq order
+		l.drop(e)
+	}
+	tr, last := l.r.resumeTracker(agent, group, seq-1)
+	tr.forget()
+	for last < seq-1 {
+		evs, err := l.r.store.Range(ctx, group, last, nil, min(deliveryPage, int(seq-1-last)))
+		if err != nil {
+			return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
+		}
+		if len(evs) == 0 {
+			return nil, fmt.Errorf("gateway: group %q: events %d to %d missing", group, last+1, seq-1)
+		}
+		for _, ev := range evs {
+			if _, _, err := tr.observe(ctx, ev); err != nil {
+				return nil, err
 			}
 			last = ev.Seq
 		}
-		for ev, err := range r.store.Follow(ctx, group, last) {
-			if err != nil {
-				yield(Delivery{}, err)
-				return
-			}
-			if !emit(ev) {
-				return
-			}
-		}
+	}
+	if l.order.Len() >= l.max {
+		l.drop(l.order.Back())
+	}
+	l.by[group] = l.order.PushFront(&streamTracker{group: group, lastSeq: last, tr: tr})
+	return tr, nil
+}
+
+// seen notes that group's tracker has observed event seq.
+func (l *trackerLRU) seen(group string, seq int64) {
+	if e, ok := l.by[group]; ok {
+		e.Value.(*streamTracker).lastSeq = seq
+	}
+}
+
+// drop saves e's state to the relay's cache and forgets it.
+func (l *trackerLRU) drop(e *list.Element) {
+	st := l.order.Remove(e).(*streamTracker)
+	delete(l.by, st.group)
+	if st.lastSeq > 0 {
+		l.r.saveTracker(st.group, st.lastSeq, st.tr)
+	}
+}
+
+// saveAll saves every state, for the agent's next stream.
+func (l *trackerLRU) saveAll() {
+	for l.order.Len() > 0 {
+		l.drop(l.order.Back())
 	}
 }

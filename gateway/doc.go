@@ -30,10 +30,18 @@
 //     "error" in the ledger.
 //   - The relay never edits a signed envelope: the raw text is stored as
 //     received, and hops are recorded in the ledger.
-//   - by is set by the relay (CCCS §5.3): the owner of a verified key, the
-//     authenticated principal, or — for an unsigned envelope over an
-//     unauthenticated transport — the sender named in the header, recorded
-//     with data.x_crosstalk.verified=false.
+//   - by is set by the relay (CCCS §5.3, docs/security.md "Who speaks"):
+//     the header's sender when the envelope verifies under a key id the
+//     address book or that sender's own first use assigns to it (a
+//     forwarded envelope), else the authenticated principal — who may then
+//     name only itself as the sender — or, over a transport without
+//     authentication, the header's sender. by is also the C2A author and
+//     the actor an ACK, NACK or REVOKE acts for.
+//   - Checking changes nothing: with a TrustKeeper, a key is pinned on
+//     first use, or revoked, only once the envelope is accepted, never
+//     under a key id the address book gives another actor.
+//   - Identifiers (sender, receivers, context, group, META namespaces) are
+//     NFC, with no invisible or bidi characters (docs/format.md §12).
 //
 // What it does not do: it does not host listeners itself beyond the
 // handlers of gateway/api, and it holds no transport code (transports/).

@@ -3,12 +3,14 @@ package gateway_test
 import (
 	"bytes"
 	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/fixtures"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"golang.org/x/text/unicode/norm"
 )
 
 // FuzzIngest sends arbitrary intake through a relay, as every transport
@@ -90,6 +92,63 @@ func FuzzIngest(f *testing.F) {
 		for i, o := range again {
 			if accepted[outs[i].Event.ID] && (o.Reject != nil || !o.Duplicate || o.Event.ID != outs[i].Event.ID) {
 				t.Fatalf("Ingest(%q) again #%d = %+v, %v; want a duplicate of %s", in, i, o.Reject, o.Duplicate, outs[i].Event.ID)
+			}
+		}
+	})
+}
+
+// FuzzIngestIdentifiers sends id-less envelopes (v1.0 style) whose sender,
+// receiver and context are arbitrary text — NFD, bidi controls,
+// zero-width characters — then the same text in NFD. Accepted envelopes
+// are recorded with identifiers in NFC and nothing invisible in them; a
+// refusal for an identifier is E-ADDRESS with its line; and the NFD
+// re-paste is the same envelope (a duplicate of the same event), never a
+// new actor, group or a "squatting" refusal.
+func FuzzIngestIdentifiers(f *testing.F) {
+	f.Add("CAFE\u0301", "GEMINI", "cafe\u0301", "e\u0301")
+	f.Add("CAF\u00c9", "CAF\u00c9", "caf\u00e9", "plain")
+	f.Add("CLA\u202eUDE", "GEMINI", "proj", "x")
+	f.Add("CLAUDE", "GEM\u200bINI", "pro\u200bj", "x")
+	f.Add("CLAUDE", "GEMINI", "a\x00b", "x")
+	f.Add("A\u0301\u0327", "@all", "Å", "\u212b")
+	f.Fuzz(func(t *testing.T, from, to, context, body string) {
+		text := "[[" + from + "→" + to + " v1]]\nintent: REQUEST\ncontext: " + context + "\n\nbody: |\n  " + body + "\n[[END]]\n"
+		st := memory.New(nil)
+		defer st.Close()
+		r := gateway.New(st, nil)
+		outs, err := r.Ingest(t.Context(), gateway.Intake{Transport: "fuzz", Data: strings.NewReader(text)})
+		if err != nil {
+			t.Fatalf("Ingest(%+q) = %v", text, err)
+		}
+		first := map[int]string{}
+		for i, o := range outs {
+			if o.Reject != nil {
+				if o.Reject.Code == envelope.CodeAddress && o.Reject.Line <= 0 {
+					t.Errorf("Ingest(%+q) #%d: E-ADDRESS without a line", text, i)
+				}
+				continue
+			}
+			d, err := gateway.ParseData(o.Event)
+			if err != nil || d.X == nil {
+				t.Fatalf("Ingest(%+q) #%d: data %v", text, i, err)
+			}
+			for _, id := range []string{o.Event.By, o.Event.GroupID, d.X.Sender, d.X.Envelope.From, d.X.Envelope.To, d.X.Envelope.Context} {
+				if n, err := envelope.NormalizeIdentifier(id); err != nil || n != id {
+					t.Errorf("Ingest(%+q) #%d: identifier %+q recorded, not NFC and visible (%v)", text, i, id, err)
+				}
+			}
+			first[i] = o.Event.ID
+		}
+		again, err := r.Ingest(t.Context(), gateway.Intake{Transport: "fuzz", Data: strings.NewReader(norm.NFD.String(text))})
+		if err != nil {
+			t.Fatalf("Ingest(NFD %+q) = %v", text, err)
+		}
+		for i, id := range first {
+			if i >= len(again) {
+				t.Fatalf("Ingest(NFD %+q) = %d outcomes, want at least %d", text, len(again), i+1)
+			}
+			if o := again[i]; o.Reject != nil || !o.Duplicate || o.Event.ID != id {
+				t.Errorf("Ingest(NFD %+q) #%d = %v duplicate=%v event %s; want a duplicate of %s", text, i, o.Reject, o.Duplicate, o.Event.ID, id)
 			}
 		}
 	})

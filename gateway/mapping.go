@@ -115,7 +115,7 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		Raw:            string(o.Envelope.Source()),
 		Transport:      in.Transport,
 		Source:         in.Source,
-		Sender:         r.book.ActorID(env.From),
+		Sender:         o.Actor,
 		Principal:      in.Principal,
 		Verification:   o.Verification.Status,
 		Verified:       o.Verification.Status == StatusVerified || o.Verification.Status == StatusFirstUse,
@@ -135,19 +135,16 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		x.AssignedIDs = true
 	}
 	x.Envelope = env
-	by := x.Sender
-	if !x.Verified && in.Principal != "" {
-		by = in.Principal
-	}
-	rec := ledger.Record{GroupID: r.Group(env.Context), By: by, DedupeKey: dedupe}
+	// by is who speaks, as checkEnvelope decided (docs/security.md): the
+	// same actor an ACK, NACK or REVOKE acts for.
+	rec := ledger.Record{GroupID: r.Group(env.Context), By: o.Actor, DedupeKey: dedupe}
 	d := EventData{X: x}
 	parentEvent := r.lookupParent(ctx, env.Parent)
 
 	switch env.Intent {
 	case envelope.IntentAck:
 		if pe, ok := parentEvent.(ledger.Event); ok && r.isAttentionFor(pe, x.Sender) {
-			rec.Kind, d.ActorID, d.EventID = KindAck, x.Sender, pe.ID
-			rec.By = x.Sender // self-only ack (CCCS §6.2)
+			rec.Kind, d.ActorID, d.EventID = KindAck, x.Sender, pe.ID // self-only ack (CCCS §6.2)
 			break
 		}
 		rec.Kind, d.ActorID, d.Signal, d.Emoji = KindReaction, x.Sender, "agree", "👍"
@@ -165,7 +162,7 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		}
 		d.TargetActorID = r.book.ActorID(env.To)
 	case envelope.IntentRevoke:
-		rec.Kind, d.Kind, d.Title = KindNotify, "key_revoked", "key revoked by "+env.From
+		rec.Kind, d.Kind, d.Title = KindNotify, "key_revoked", "key revoked by "+o.Actor
 		d.Message, _ = env.MetaValue("revoke", "Pkid")
 	default:
 		// REQUEST RESPOND POLL CLOSE HANDOFF ESCALATE BROADCAST and

@@ -276,6 +276,7 @@ func (o *outbound) enqueue(d *delivery) {
 	o.pending[d.key] = d
 	heap.Push(&o.queue, d)
 	o.mu.Unlock()
+	o.observe(d, DeliveryQueued)
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -312,18 +313,48 @@ func (o *outbound) plan(ev ledger.Event) []*delivery {
 	}
 	var out []*delivery
 	seen := map[string]bool{}
+	var text []byte
 	for _, a := range targets {
 		if a.Transport == "" || seen[a.ID] || strings.EqualFold(a.ID, d.X.Sender) {
 			continue
 		}
 		seen[a.ID] = true
+		if text == nil {
+			text = o.r.outboundText(d.X)
+		}
 		out = append(out, &delivery{
 			key: ev.ID + ":" + a.ID, event: ev, group: ev.GroupID, sender: d.X.Sender, receiver: a.ID,
 			transport: a.Transport, address: a.Address, messageID: d.X.Envelope.Message,
-			text: o.r.outboundText(d.X), index: -1,
+			text: textFor(a, text), index: -1,
 		})
 	}
 	return out
+}
+
+// textFor returns the text an agent receives: text itself, or for an
+// agent marked compat = "v1.0" its v1.0 form (envelope.ToV10), which v1.0
+// parsers read: intents mapped back where v1.0 has them and kept where it
+// does not (v1.0 parsers do not check them), META blocks dropped (v1.0
+// parsers ignore them), a session added, and a signature replaced by
+// "sig: none" because the rewrite would break it; the relay verified it
+// at intake (docs/format.md "Writing for v1.0 readers").
+func textFor(a Agent, text []byte) []byte {
+	if a.Compat != CompatV10 {
+		return text
+	}
+	env, err := envelope.Unmarshal(text)
+	if err != nil {
+		return text
+	}
+	v10, err := envelope.ToV10(env, envelope.V10Options{DropMeta: true, KeepIntents: true})
+	if err != nil {
+		return text
+	}
+	b, err := envelope.MarshalV10(v10)
+	if err != nil {
+		return text
+	}
+	return b
 }
 
 // outboundText is the text sent onward: a signed envelope exactly as
@@ -399,6 +430,7 @@ func (o *outbound) attempt(ctx context.Context, d *delivery) {
 		heap.Push(&o.queue, d)
 	}
 	o.mu.Unlock()
+	o.observe(d, DeliveryRetry)
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -430,6 +462,7 @@ func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause 
 		return // stays pending in memory; the ledger still says pending
 	}
 	o.markFinal(d.key)
+	o.observe(d, state)
 	o.log.Info("delivery "+state, "event", d.event.ID, "to", d.receiver, "transport", d.transport, "attempts", d.attempts)
 }
 

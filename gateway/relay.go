@@ -12,6 +12,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/signing"
 )
 
 // Verification statuses (DESIGN §4.3). A Verifier returns one of them.
@@ -31,6 +32,12 @@ type Verification struct {
 	Pkid   string // key id named by the signature, if any
 	Alg    string // "ed25519" or "secp256r1", if signed
 	Err    error  // why a signature did not verify, for the ERROR envelope
+	// Key is the key the signature verified under, if any; for a pending
+	// first use, the key the envelope announces.
+	Key *signing.PublicKey `json:"-"`
+	// Pending marks a first use a TrustKeeper has not pinned yet: the
+	// relay pins it only when its rules allow (docs/security.md).
+	Pending bool
 }
 
 // Verifier checks the signature of an envelope read from text against the
@@ -56,21 +63,36 @@ type Options struct {
 	// Book maps addresses, keys and roles to actors.
 	Book *AddressBook
 	// Verifier checks signatures; nil records every envelope as unsigned
-	// or, if it carries a signature, unknown-key.
+	// or, if it carries a signature, unknown-key. A TrustKeeper (such as
+	// NewTrustVerifier) leaves pins and revocations to the relay's rules;
+	// any other Verifier changes its trust store as it pleases.
 	Verifier Verifier
+	// Admins are the token principals that may revoke any key with a
+	// REVOKE envelope (docs/security.md); matched without regard to case.
+	Admins []string
 	// Groups maps an envelope's context to a ledger group; a context not in
 	// the map is its own group, and an empty context is DefaultGroup.
 	Groups map[string]string
-	// RequireSignature rejects (E-PERM) envelopes that are not verified or
-	// first-use.
+	// RequireSignature rejects (E-PERM) envelopes that are not verified,
+	// or first-use of a key id that is unassigned or the speaker's own.
 	RequireSignature bool
 	// Name is the sender of the relay's own envelopes (receipts, errors);
 	// "SYSTEM" when empty, as in the spec's HTTP binding.
 	Name string
 	// ClaimTTL is how long a claim lasts; DefaultClaimTTL when zero.
 	ClaimTTL time.Duration
+	// MaxIntake bounds the bytes of one intake (an HTTP body, a file, a
+	// mail); a larger one is recorded as one E-TOO-LARGE rejection.
+	// MaxIntake (the constant) when zero.
+	MaxIntake int
+	// MaxEnvelopes bounds the envelopes of one intake; an intake with
+	// more is refused whole (ErrTooManyEnvelopes). DefaultMaxEnvelopes
+	// when zero.
+	MaxEnvelopes int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Observer is told about intakes and deliveries (metrics); nil is none.
+	Observer Observer
 }
 
 // DefaultGroup is the group of envelopes without a context.
@@ -79,9 +101,13 @@ const DefaultGroup = "default"
 // DefaultClaimTTL is C2A's default claim lifetime (DESIGN §5.4).
 const DefaultClaimTTL = 10 * time.Minute
 
-// MaxIntake bounds one intake (an HTTP body, a mail, a file): several
-// envelopes of up to envelope.MaxEnvelopeSize each plus chat text.
+// MaxIntake is the default bound of one intake (an HTTP body, a mail, a
+// file; Options.MaxIntake): several envelopes of up to
+// envelope.MaxEnvelopeSize each plus chat text.
 const MaxIntake = 8 << 20
+
+// DefaultMaxEnvelopes is the default of Options.MaxEnvelopes.
+const DefaultMaxEnvelopes = 1000
 
 // Relay is the relay core. It is safe for concurrent use.
 type Relay struct {
@@ -89,11 +115,16 @@ type Relay struct {
 	log      *slog.Logger
 	book     *AddressBook
 	verifier Verifier
+	keeper   TrustKeeper // verifier, when it leaves pins to the relay
+	admins   map[string]bool
 	groups   map[string]string
 	require  bool
 	name     string
 	claimTTL time.Duration
+	maxEnvs  int
+	maxBytes int
 	now      func() time.Time
+	obs      Observer
 
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
@@ -110,13 +141,21 @@ func New(store ledger.Store, opts *Options) *Relay {
 		log:      opts.Logger,
 		book:     opts.Book,
 		verifier: opts.Verifier,
-		groups:   opts.Groups,
+		groups:   normalizeGroups(opts.Groups),
 		require:  opts.RequireSignature,
 		name:     opts.Name,
 		claimTTL: opts.ClaimTTL,
+		maxEnvs:  opts.MaxEnvelopes,
+		maxBytes: opts.MaxIntake,
 		now:      opts.Now,
+		obs:      opts.Observer,
 		lastSeen: map[string]time.Time{},
 		trackers: map[string]*trackerState{},
+		admins:   map[string]bool{},
+	}
+	r.keeper, _ = opts.Verifier.(TrustKeeper)
+	for _, a := range opts.Admins {
+		r.admins[strings.ToLower(a)] = true
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -133,6 +172,12 @@ func New(store ledger.Store, opts *Options) *Relay {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	if r.maxEnvs <= 0 {
+		r.maxEnvs = DefaultMaxEnvelopes
+	}
+	if r.maxBytes <= 0 {
+		r.maxBytes = MaxIntake
+	}
 	return r
 }
 
@@ -141,6 +186,9 @@ func (r *Relay) Store() ledger.Store { return r.store }
 
 // Book returns the relay's address book.
 func (r *Relay) Book() *AddressBook { return r.book }
+
+// IntakeLimit returns the bound of one intake in bytes (Options.MaxIntake).
+func (r *Relay) IntakeLimit() int { return r.maxBytes }
 
 // Name returns the sender name of the relay's own envelopes.
 func (r *Relay) Name() string { return r.name }
@@ -152,8 +200,9 @@ type Intake struct {
 	Transport string
 	// Principal is the authenticated sender, "" when the transport has no
 	// authentication. An authenticated principal may only send envelopes
-	// as its own actor, unless they are signed by a key it does not own
-	// but that verifies (a forwarded, signed envelope).
+	// as its own actor, unless they verify under a key that the address
+	// book, or an earlier first use by that actor, assigns to the
+	// header's sender (a forwarded, signed envelope; docs/security.md).
 	Principal string
 	// Source describes where the text came from for logs and the ledger
 	// (a remote address, a file name, a mail's Message-ID).
@@ -178,6 +227,10 @@ type Outcome struct {
 	Duplicate bool
 	// Verification is the signature check's result.
 	Verification Verification
+	// Actor is who speaks: the ledger's by, the author of the C2A
+	// delivery, and whom an ACK, NACK or REVOKE acts for. Set when the
+	// envelope is accepted.
+	Actor string
 	// Reject is set when the envelope was refused.
 	Reject *Rejection
 }
@@ -204,19 +257,29 @@ func (rj *Rejection) Error() string {
 // all; it is recorded in the ledger like any rejection.
 var ErrNoEnvelope = errors.New("gateway: no envelope in the input")
 
+// ErrTooManyEnvelopes is returned by Ingest when the intake holds more
+// envelopes than Options.MaxEnvelopes. Nothing of such an intake is
+// checked or recorded: the sender must split it (envelope.CodeTooLarge).
+var ErrTooManyEnvelopes = errors.New("gateway: too many envelopes in one intake")
+
 // Ingest runs the pipeline for one intake and returns one outcome per
 // envelope found, in order. Every outcome, accepted or rejected, is durable
 // in the ledger when Ingest returns without error. An error means the
-// ledger could not be written, and nothing may be acknowledged.
-func (r *Relay) Ingest(ctx context.Context, in Intake) ([]Outcome, error) {
-	data, err := io.ReadAll(io.LimitReader(in.Data, MaxIntake+1))
+// ledger could not be written, and nothing may be acknowledged; an error
+// wrapping ErrTooManyEnvelopes means the intake was refused whole and
+// nothing was recorded.
+func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err error) {
+	defer r.observeIngest(in.Transport, time.Now(), &outs, &err)
+	data, err := io.ReadAll(io.LimitReader(in.Data, int64(r.maxBytes)+1))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: reading %s intake: %w", in.Transport, err)
 	}
-	var outs []Outcome
-	if len(data) > MaxIntake {
-		outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeTooLarge, Reason: fmt.Sprintf("input larger than %d bytes", MaxIntake)}}}
+	if len(data) > r.maxBytes {
+		outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeTooLarge, Reason: fmt.Sprintf("input larger than %d bytes", r.maxBytes)}}}
 	} else {
+		if n := countEnvelopes(data, r.maxEnvs+1); n > r.maxEnvs {
+			return nil, fmt.Errorf("%w: more than %d in one %s intake; send them in smaller batches", ErrTooManyEnvelopes, r.maxEnvs, in.Transport)
+		}
 		outs = r.check(ctx, in, data)
 		if len(outs) == 0 {
 			outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeFormat, Reason: "no envelope found in the input"}}}
@@ -266,7 +329,7 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 		if err != nil || d.X == nil {
 			continue
 		}
-		if sender := r.book.ActorID(o.Envelope.From); !strings.EqualFold(d.X.Sender, sender) {
+		if sender := o.Actor; !strings.EqualFold(d.X.Sender, sender) {
 			o.Reject = &Rejection{Code: envelope.CodePerm, Line: o.Envelope.Line,
 				Reason: fmt.Sprintf("message id %s is already recorded from %s, not %s", o.Envelope.Message, d.X.Sender, sender)}
 			o.Duplicate = false
@@ -288,6 +351,22 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 }
 
 // check reads and checks every envelope of data.
+// countEnvelopes counts what check would make an outcome of (envelopes
+// and syntax errors) in data, stopping at limit, without verifying
+// anything: the envelope bound is enforced before any work per envelope.
+func countEnvelopes(data []byte, limit int) int {
+	rd := envelope.NewBytesReader(data)
+	n := 0
+	for ; n < limit; n++ {
+		_, err := rd.Next()
+		var se *envelope.SyntaxError
+		if err != nil && !errors.As(err, &se) {
+			break // io.EOF
+		}
+	}
+	return n
+}
+
 func (r *Relay) check(ctx context.Context, in Intake, data []byte) []Outcome {
 	rd := envelope.NewBytesReader(data)
 	var outs []Outcome
@@ -319,27 +398,157 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 		return reject(envelope.CodeFormat, "envelope not terminated: missing [[END]]")
 	}
 	o.Verification = r.verify(ctx, env)
-	switch o.Verification.Status {
+	v := &o.Verification
+	switch v.Status {
 	case StatusKeyChanged, StatusBadSignature, StatusRevoked:
-		reason := "signature " + o.Verification.Status
-		if o.Verification.Err != nil {
-			reason += ": " + o.Verification.Err.Error()
-		}
+		return reject(envelope.CodePerm, "%s", signatureReason(*v))
+	}
+	actor, reason := r.speaker(ctx, in, env, *v)
+	if reason != "" {
 		return reject(envelope.CodePerm, "%s", reason)
 	}
-	verified := o.Verification.Status == StatusVerified || o.Verification.Status == StatusFirstUse
-	if r.require && !verified {
-		return reject(envelope.CodePerm, "the relay requires signed envelopes (status %s)", o.Verification.Status)
-	}
-	sender := r.book.ActorID(env.From)
-	if verified {
-		if owner, ok := r.book.KeyOwner(o.Verification.Pkid); ok && !strings.EqualFold(owner, sender) {
-			return reject(envelope.CodePerm, "signed with %s's key %q but sent as %q", owner, o.Verification.Pkid, env.From)
+	if v.Status == StatusFirstUse {
+		// A first use proves only that the signer holds the key it
+		// announces; it may claim a key id nobody else holds.
+		if owner, ok := r.book.KeyOwner(v.Pkid); ok && !strings.EqualFold(owner, actor) {
+			return reject(envelope.CodePerm, "key id %q belongs to %s; a first use by %s pins nothing", v.Pkid, owner, actor)
 		}
-	} else if in.Principal != "" && !strings.EqualFold(in.Principal, sender) {
-		return reject(envelope.CodePerm, "principal %q may not send as %q", in.Principal, env.From)
 	}
+	if r.require && v.Status != StatusVerified && v.Status != StatusFirstUse {
+		return reject(envelope.CodePerm, "the relay requires signed envelopes (status %s)", v.Status)
+	}
+	var revoke *revocation
+	if strings.EqualFold(env.Intent, envelope.IntentRevoke) {
+		if revoke, reason = r.mayRevoke(ctx, in, env, *v, actor); reason != "" {
+			return reject(envelope.CodePerm, "%s", reason)
+		}
+	}
+	// Every rule allows the envelope: only now may it change the trust
+	// store.
+	if v.Pending && r.keeper != nil {
+		*v = r.keeper.Pin(ctx, *v, actor)
+		if v.Status != StatusFirstUse {
+			return reject(envelope.CodePerm, "%s", signatureReason(*v))
+		}
+	}
+	if revoke != nil {
+		if err := r.revoke(ctx, in, revoke, actor); err != nil {
+			return reject(envelope.CodePerm, "revoking key %q: %v", revoke.pkid, err)
+		}
+	}
+	o.Actor = actor
 	return o
+}
+
+func signatureReason(v Verification) string {
+	reason := "signature " + v.Status
+	if v.Err != nil {
+		reason += ": " + v.Err.Error()
+	}
+	return reason
+}
+
+// speaker decides who speaks in env (docs/security.md "Who speaks"): the
+// header's sender when the envelope verifies under a key that the address
+// book, or that sender's own first use, assigns to it; otherwise the
+// authenticated principal, who may then only name itself as the sender.
+// A signature by a key nobody is known to hold proves nothing about the
+// sender. Without a principal (loopback without tokens, folder,
+// clipboard, mail) the header's sender speaks: whoever can write to those
+// media is trusted as the local user. It returns the actor, or why the
+// envelope is refused.
+func (r *Relay) speaker(ctx context.Context, in Intake, env *envelope.Envelope, v Verification) (actor, reason string) {
+	sender := r.book.ActorID(env.From)
+	if v.Status == StatusVerified {
+		if holder := r.keyHolder(ctx, v.Pkid); holder != "" {
+			if !strings.EqualFold(holder, sender) {
+				return "", fmt.Sprintf("signed with %s's key %q but sent as %q", holder, v.Pkid, env.From)
+			}
+			return sender, ""
+		}
+	}
+	if in.Principal != "" && !strings.EqualFold(r.book.ActorID(in.Principal), sender) {
+		switch v.Status {
+		case StatusFirstUse:
+			return "", fmt.Sprintf("principal %q may not send as %q: key %q is not pinned yet, so its signature proves nothing about the sender", in.Principal, env.From, v.Pkid)
+		case StatusVerified:
+			return "", fmt.Sprintf("principal %q may not send as %q: key %q is assigned to no actor", in.Principal, env.From, v.Pkid)
+		}
+		return "", fmt.Sprintf("principal %q may not send as %q", in.Principal, env.From)
+	}
+	return sender, ""
+}
+
+// keyHolder returns the actor a key id belongs to: the address book's
+// owner, else the actor whose first use pinned it; "" when nobody is known.
+func (r *Relay) keyHolder(ctx context.Context, pkid string) string {
+	if pkid == "" {
+		return ""
+	}
+	if owner, ok := r.book.KeyOwner(pkid); ok {
+		return owner
+	}
+	if r.keeper != nil {
+		if by, ok := r.keeper.FirstUsedBy(ctx, pkid); ok {
+			return r.book.ActorID(by)
+		}
+	}
+	return ""
+}
+
+// revocation is a REVOKE the relay has allowed: the key id, and the key
+// that signed it when the envelope is signed by the key it revokes.
+type revocation struct {
+	pkid string
+	key  *signing.PublicKey
+}
+
+// mayRevoke decides whether actor may revoke the key id a REVOKE names
+// (`meta: revoke` `Pkid:`): when the envelope is signed by that very key
+// (its holder revokes it), when the key id is actor's — by the address
+// book or its first use — or when the principal is one of the relay's
+// admins. Anyone else changes nothing; the refusal is logged and
+// answered. A REVOKE naming no key id withdraws consent, not a key, and a
+// relay without a trust store (no TrustKeeper) has no key to change:
+// both are recorded as they are (nil revocation).
+func (r *Relay) mayRevoke(ctx context.Context, in Intake, env *envelope.Envelope, v Verification, actor string) (*revocation, string) {
+	target, _ := env.MetaValue("revoke", "Pkid")
+	if target = strings.TrimSpace(target); target == "" || r.keeper == nil {
+		return nil, ""
+	}
+	switch {
+	case (v.Status == StatusVerified || v.Status == StatusFirstUse) && v.Pkid == target:
+		return &revocation{pkid: target, key: v.Key}, ""
+	case in.Principal != "" && r.admins[strings.ToLower(in.Principal)]:
+		return &revocation{pkid: target}, ""
+	}
+	holder := r.keyHolder(ctx, target)
+	if holder != "" && strings.EqualFold(holder, actor) {
+		return &revocation{pkid: target}, ""
+	}
+	if holder == "" {
+		holder = "no known actor"
+	}
+	why := fmt.Sprintf("%s may not revoke key %q: it belongs to %s, and the REVOKE is not signed by that key", actor, target, holder)
+	r.log.LogAttrs(ctx, slog.LevelWarn, "revocation refused", slog.String("pkid", target), slog.String("by", actor),
+		slog.String("principal", in.Principal), slog.String("transport", in.Transport), slog.String("source", in.Source))
+	return nil, why
+}
+
+// revoke applies an allowed revocation to the trust store. A key id with
+// nothing pinned, revoked without a key, leaves nothing to mark.
+func (r *Relay) revoke(ctx context.Context, in Intake, rv *revocation, actor string) error {
+	err := r.keeper.Revoke(ctx, rv.pkid, rv.key)
+	if errors.Is(err, signing.ErrUnknownKey) && rv.key == nil {
+		r.log.LogAttrs(ctx, slog.LevelInfo, "revocation of a key id with no pinned key", slog.String("pkid", rv.pkid), slog.String("by", actor))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.log.LogAttrs(ctx, slog.LevelInfo, "key revoked", slog.String("pkid", rv.pkid), slog.String("by", actor),
+		slog.String("principal", in.Principal), slog.Bool("signed_by_key", rv.key != nil))
+	return nil
 }
 
 func (r *Relay) verify(ctx context.Context, env *envelope.Envelope) Verification {
@@ -366,6 +575,22 @@ func (r *Relay) LastSeen() map[string]time.Time {
 	out := make(map[string]time.Time, len(r.lastSeen))
 	for k, v := range r.lastSeen {
 		out[k] = v
+	}
+	return out
+}
+
+// normalizeGroups returns groups with contexts and group ids in NFC, the
+// form envelopes are read in (envelope.NormalizeIdentifier).
+func normalizeGroups(groups map[string]string) map[string]string {
+	out := make(map[string]string, len(groups))
+	for ctx, g := range groups {
+		if n, err := envelope.NormalizeIdentifier(ctx); err == nil {
+			ctx = n
+		}
+		if n, err := envelope.NormalizeIdentifier(g); err == nil {
+			g = n
+		}
+		out[ctx] = g
 	}
 	return out
 }

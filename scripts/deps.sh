@@ -16,7 +16,8 @@ pkgs=()
 need() { command -v "$1" >/dev/null 2>&1 || pkgs+=("$2"); }
 # clipboard: the tests start their own Xvfb and use xclip (transports/clipboard)
 need Xvfb xvfb; need xclip xclip; need xsel xsel; need xauth xauth
-# web: the browser tests drive Debian's headless Chromium (gateway/web)
+# web, extension: the browser tests drive Debian's headless Chromium
+# (gateway/web, transports/browser)
 need chromium chromium
 # mail: the tests start their own Dovecot (IMAP, LMTP, submission) and Postfix
 # on free loopback ports (transports/mail/mailtest)
@@ -49,14 +50,17 @@ if [ ! -d "$mcpclient/node_modules/@modelcontextprotocol/sdk" ] && command -v np
   (cd "$mcpclient" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
-# web: Playwright (playwright-core, from npm) drives Chromium in gateway/web's
-# browser test; install the locked version when it is missing.
-web_tests="$(dirname "$0")/../gateway/web/testdata/browser"
-if [ -f "$web_tests/package-lock.json" ] && [ ! -f "$web_tests/node_modules/playwright-core/package.json" ]; then
-  if command -v npm >/dev/null 2>&1; then
-    echo "deps: npm ci in gateway/web/testdata/browser"
-    (cd "$web_tests" && npm ci --no-audit --no-fund)
-  else
-    echo "deps: npm missing: gateway/web's browser test needs node and npm" >&2
+# web and the browser extension: Playwright (playwright-core, from npm)
+# drives Chromium in gateway/web's and transports/browser's browser tests;
+# install the locked version when it is missing.
+for dir in gateway/web/testdata/browser transports/browser/testdata/browser; do
+  tests="$(dirname "$0")/../$dir"
+  if [ -f "$tests/package-lock.json" ] && [ ! -f "$tests/node_modules/playwright-core/package.json" ]; then
+    if command -v npm >/dev/null 2>&1; then
+      echo "deps: npm ci in $dir"
+      (cd "$tests" && npm ci --no-audit --no-fund)
+    else
+      echo "deps: npm missing: the browser tests in $dir need node and npm" >&2
+    fi
   fi
-fi
+done

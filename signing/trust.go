@@ -64,11 +64,36 @@ type TrustStore struct {
 	cacheMu    sync.Mutex
 	cached     *storeFile  // last parse of the file, for readers
 	cachedInfo os.FileInfo // the file as it was when cached was parsed
+
+	mem *storeFile // the store's content when it lives in memory (NewMemoryTrustStore)
 }
 
 // NewTrustStore returns the store kept in the file at path. Nothing is
 // read or created until it is used.
 func NewTrustStore(path string) *TrustStore { return &TrustStore{path: path} }
+
+// NewMemoryTrustStore returns a store that lives in memory, starting from
+// data in the file format of TrustStore (nil is an empty store). It is for
+// places without a file system, such as the browser extension's
+// WebAssembly verifier (transports/browser), which keeps the text in the
+// browser's storage: Bytes returns it after a change. Path returns "".
+func NewMemoryTrustStore(data []byte) (*TrustStore, error) {
+	f, err := parseStore(data)
+	if err != nil {
+		return nil, err
+	}
+	return &TrustStore{mem: f}, nil
+}
+
+// Bytes returns the store's content in its file format: for a store in
+// memory, what it holds now; for a file, the file as it is now.
+func (s *TrustStore) Bytes() ([]byte, error) {
+	f, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	return f.render(), nil
+}
 
 // Path returns the file the store is kept in.
 func (s *TrustStore) Path() string { return s.path }
@@ -241,6 +266,25 @@ var errNoChange = errors.New("no change")
 func (s *TrustStore) update(fn func(*storeFile) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.mem != nil {
+		f := &storeFile{lines: append([]storeLine(nil), s.mem.lines...)}
+		for i, l := range f.lines {
+			if l.entry != nil {
+				e := l.entry.clone()
+				f.lines[i].entry = &e
+			}
+		}
+		if err := fn(f); err != nil {
+			if err == errNoChange {
+				return nil
+			}
+			return err
+		}
+		s.cacheMu.Lock()
+		s.mem = f
+		s.cacheMu.Unlock()
+		return nil
+	}
 	if dir := filepath.Dir(s.path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("signing: trust store: %w", err)
@@ -275,6 +319,12 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 // overhead budget (docs/performance.md). Writers always re-read under the
 // lock (readLocked). Readers never modify the returned file.
 func (s *TrustStore) read() (*storeFile, error) {
+	s.cacheMu.Lock()
+	mem := s.mem
+	s.cacheMu.Unlock()
+	if mem != nil {
+		return mem, nil
+	}
 	fi, err := os.Stat(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &storeFile{}, nil

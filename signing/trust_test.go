@@ -388,3 +388,43 @@ func TestTrustStoreRejectsBadKeys(t *testing.T) {
 		t.Errorf("Entries = %v, %v; want none", es, err)
 	}
 }
+
+// TestMemoryTrustStore: a store in memory pins on first use like a file,
+// and Bytes gives text that a new store (file or memory) reads back the same.
+func TestMemoryTrustStore(t *testing.T) {
+	ctx := context.Background()
+	store, err := NewMemoryTrustStore([]byte("# kept\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Now = func() time.Time { return testNow }
+	v := &Verifier{Store: store}
+	alice := testKey(t, Ed25519, "alice@example.com")
+	text := plainEnv + "sig: none\n[[END]]\n"
+	wantStatus(t, "first use", v.Verify(ctx, signed(t, alice, text, &SignOptions{Announce: true})), StatusFirstUse)
+	wantStatus(t, "second", v.Verify(ctx, signed(t, alice, text, nil)), StatusVerified)
+	data, err := store.Bytes()
+	if err != nil || !strings.HasPrefix(string(data), "# kept\nalice@example.com ed25519 ") {
+		t.Fatalf("Bytes = %q, %v", data, err)
+	}
+	again, err := NewMemoryTrustStore(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mallory := testKey(t, Ed25519, "alice@example.com")
+	v2 := &Verifier{Store: again}
+	wantStatus(t, "other key after reload", v2.Verify(ctx, signed(t, mallory, text, &SignOptions{Announce: true})), StatusKeyChanged)
+	file := newStore(t)
+	if err := os.MkdirAll(filepath.Dir(file.Path()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file.Path(), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fromFile, err := file.Bytes(); err != nil || string(fromFile) != string(data) {
+		t.Errorf("file store Bytes = %q, %v; want %q", fromFile, err, data)
+	}
+	if _, err := NewMemoryTrustStore([]byte("not a key line\n")); !errors.Is(err, ErrTrustStore) {
+		t.Errorf("NewMemoryTrustStore(garbage) = %v, want ErrTrustStore", err)
+	}
+}

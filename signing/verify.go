@@ -95,6 +95,10 @@ type Verifier struct {
 	// NoTOFU disables trust on first use: an announced key for an
 	// unpinned key id gives unknown-key, and nothing new is pinned.
 	NoTOFU bool
+	// NoRevoke leaves REVOKE envelopes to the caller: Verify then never
+	// changes the trust store for one (the relay applies a revocation
+	// only after deciding who speaks; docs/security.md).
+	NoRevoke bool
 	// Logger receives pins and revocations at Info level and lookup
 	// failures at Warn. It never sees key material beyond fingerprints.
 	// Nil means no logging.
@@ -281,7 +285,7 @@ func (v *Verifier) finish(env *envelope.Envelope, res Result) Result {
 // applyRevoke marks res.Key revoked when env is a REVOKE signed by the key
 // it names (DESIGN §4.3). A REVOKE naming another key id changes nothing.
 func (v *Verifier) applyRevoke(env *envelope.Envelope, res Result) Result {
-	if v.Store == nil || !strings.EqualFold(env.Intent, envelope.IntentRevoke) {
+	if v.Store == nil || v.NoRevoke || !strings.EqualFold(env.Intent, envelope.IntentRevoke) {
 		return res
 	}
 	target, ok := env.MetaValue("revoke", "Pkid")

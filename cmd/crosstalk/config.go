@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
 )
 
 // Config is the relay's configuration file (TOML), documented field by
@@ -45,6 +46,19 @@ type Config struct {
 	RateBurst int     `toml:"rate_burst"`
 	// ClaimTTL is how long a claim lasts, e.g. "10m".
 	ClaimTTL duration `toml:"claim_ttl"`
+	// MaxBody bounds one intake in bytes, MaxEnvelopes its envelopes
+	// (gateway.Options).
+	MaxBody      int `toml:"max_body"`
+	MaxEnvelopes int `toml:"max_envelopes"`
+	// StreamLimit bounds the open streams of one principal, MaxStreams
+	// those of the relay (api.Options).
+	StreamLimit int `toml:"stream_limit"`
+	MaxStreams  int `toml:"max_streams"`
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are the HTTP
+	// connection deadlines (api.Timeouts).
+	ReadHeaderTimeout duration `toml:"read_header_timeout"`
+	ReadTimeout       duration `toml:"read_timeout"`
+	IdleTimeout       duration `toml:"idle_timeout"`
 	// Groups maps envelope contexts to ledger groups.
 	Groups map[string]string `toml:"groups"`
 	// Tokens are the API's bearer tokens.
@@ -64,6 +78,15 @@ type Config struct {
 	Mail      *MailConfig     `toml:"mail"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
+	// User is the user: line `crosstalk new` and `reply` write when
+	// --user is not given (default: the OS user).
+	User string `toml:"user"`
+	// DNSServer is the "host:port" of the DNS server the relay asks for
+	// signing keys published in TXT records; empty: the system resolver.
+	DNSServer string `toml:"dns_server"`
+	// ShutdownTimeout bounds a graceful shutdown (SIGTERM, SIGINT), e.g.
+	// "15s": draining requests, stopping transports, closing the ledger.
+	ShutdownTimeout duration `toml:"shutdown_timeout"`
 }
 
 // TokenConfig maps a bearer token to a principal. Token or TokenFile.
@@ -84,6 +107,9 @@ type AgentConfig struct {
 	// SigningKey is a private key file the relay signs this agent's
 	// POST /v1/send envelopes with.
 	SigningKey string `toml:"signing_key"`
+	// Compat "v1.0" makes the relay deliver envelopes to this agent in
+	// the v1.0 form (docs/format.md); empty or "v1.1": as received.
+	Compat string `toml:"compat"`
 }
 
 // DefaultListen is the relay's default address.
@@ -100,8 +126,21 @@ func DefaultConfig() Config {
 		RateBurst: 1000,
 		ClaimTTL:  duration(gateway.DefaultClaimTTL),
 		LogLevel:  "info",
+
+		MaxBody:           gateway.MaxIntake,
+		MaxEnvelopes:      gateway.DefaultMaxEnvelopes,
+		StreamLimit:       api.DefaultStreamLimit,
+		MaxStreams:        api.DefaultMaxStreams,
+		ReadHeaderTimeout: duration(api.DefaultReadHeaderTimeout),
+		ReadTimeout:       duration(api.DefaultReadTimeout),
+		IdleTimeout:       duration(api.DefaultIdleTimeout),
+		ShutdownTimeout:   duration(defaultShutdownTimeout),
 	}
 }
+
+// defaultShutdownTimeout is the default shutdown_timeout: well within
+// systemd's default TimeoutStopSec (90 s) and launchd's ExitTimeOut (20 s).
+const defaultShutdownTimeout = 15 * time.Second
 
 // defaultDataDir is $XDG_DATA_HOME/crosstalk, ~/.local/share/crosstalk, or
 // the platform's equivalent.
@@ -184,11 +223,38 @@ func (c *Config) Validate() error {
 	if c.ClaimTTL < 0 {
 		errs = append(errs, errors.New("claim_ttl: must not be negative"))
 	}
+	for _, b := range []struct {
+		key string
+		n   int64
+	}{
+		{"max_body", int64(c.MaxBody)}, {"max_envelopes", int64(c.MaxEnvelopes)},
+		{"stream_limit", int64(c.StreamLimit)}, {"max_streams", int64(c.MaxStreams)},
+		{"read_header_timeout", int64(c.ReadHeaderTimeout)}, {"read_timeout", int64(c.ReadTimeout)},
+		{"idle_timeout", int64(c.IdleTimeout)},
+	} {
+		if b.n <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive", b.key))
+		}
+	}
+	if c.StreamLimit > c.MaxStreams {
+		errs = append(errs, fmt.Errorf("stream_limit: %d is more than max_streams %d", c.StreamLimit, c.MaxStreams))
+	}
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("shutdown_timeout: must not be negative"))
+	}
 	if _, err := c.book(); err != nil {
 		errs = append(errs, fmt.Errorf("agents: %w", err))
 	}
 	if err := c.validateTransports(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.DNSServer != "" {
+		if _, _, err := net.SplitHostPort(c.DNSServer); err != nil {
+			errs = append(errs, fmt.Errorf("dns_server: %q is not host:port", c.DNSServer))
+		}
+	}
+	if strings.ContainsAny(c.User, "\r\n") {
+		errs = append(errs, errors.New("user: contains a line break"))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -237,7 +303,7 @@ func (c *Config) tokens() (map[string]string, error) {
 func (c *Config) book() (*gateway.AddressBook, error) {
 	agents := make([]gateway.Agent, len(c.Agents))
 	for i, a := range c.Agents {
-		agents[i] = gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address}
+		agents[i] = gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat}
 	}
 	return gateway.NewAddressBook(agents)
 }

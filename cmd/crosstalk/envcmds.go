@@ -379,30 +379,28 @@ func readLimited(r io.Reader, limit int64, what string) ([]byte, error) {
 }
 
 // checkIntent normalises a composed intent and warns about unknown ones.
-func checkIntent(e *env, intent string) (string, error) {
+// It returns the v1.1 intent and the legacy one it was mapped from, which
+// the v1.0 form (--compat v1.0) writes as given.
+func checkIntent(e *env, intent string, v10 bool) (norm, legacy string, err error) {
 	if intent == "" {
-		return "", usagef("--intent is required (one of %s)", strings.Join(envelope.Intents, " "))
+		return "", "", usagef("--intent is required (one of %s)", strings.Join(envelope.Intents, " "))
 	}
 	norm, legacy, known := envelope.NormalizeIntent(intent)
 	switch {
 	case !known:
 		fmt.Fprintf(e.stderr, "crosstalk: warning: unknown intent %q (known: %s)\n", intent, strings.Join(envelope.Intents, " "))
-	case legacy != "":
+	case legacy != "" && !v10:
 		fmt.Fprintf(e.stderr, "crosstalk: note: legacy intent %s written as %s\n", legacy, norm)
 	}
-	return norm, nil
-}
-
-func writeOne(e *env, env *envelope.Envelope, fence bool) error {
-	w := envelope.NewWriter(e.stdout)
-	w.Fence = fence
-	return w.Write(env)
+	return norm, legacy, nil
 }
 
 func runNew(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, cmdNew, `
-New composes a canonical v1.1 envelope with fresh ULIDs for thread and message
-and "sig: none" (sign it with crosstalk sign). The body comes from --body,
+New composes a canonical v1.1 envelope with fresh ULIDs for thread and message,
+a session ("2026-11-25T15Z 3fa9c1"), the user and "sig: none" (sign it with
+crosstalk sign), so that v1.0 parsers read it too. With --compat v1.0 it writes
+the v1.0 vocabulary (QUESTION, ANSWER). The body comes from --body,
 --body-file, or standard input.`)
 	from := fs.String("from", "", "sender `address` (required)")
 	to := fs.String("to", "", "receiver `address` (required)")
@@ -410,14 +408,14 @@ and "sig: none" (sign it with crosstalk sign). The body comes from --body,
 	ctxName := fs.String("context", "", "context (topic)")
 	thread := fs.String("thread", "", "thread id (default: a new ULID)")
 	parent := fs.String("parent", "", "parent message id")
-	user := fs.String("user", "", "user")
-	session := fs.String("session", "", "session")
-	fence := fs.Bool("fence", false, "wrap the envelope in a ``` fence")
-	var meta metaFlag
-	fs.Var(&meta, "meta", "META field as `ns.Key=Value` (repeatable)")
+	session := fs.String("session", "", "session (default: the hour and a random id, as the spec shows)")
+	cf := addComposeFlags(fs)
 	bf := addBodyFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := cf.checkCompat(); err != nil {
 		return err
 	}
 	if len(pos) > 0 {
@@ -426,7 +424,7 @@ and "sig: none" (sign it with crosstalk sign). The body comes from --body,
 	if *from == "" || *to == "" {
 		return usagef("new: --from and --to are required")
 	}
-	norm, err := checkIntent(e, *intent)
+	norm, legacy, err := checkIntent(e, *intent, cf.v10())
 	if err != nil {
 		return err
 	}
@@ -435,38 +433,42 @@ and "sig: none" (sign it with crosstalk sign). The body comes from --body,
 		return err
 	}
 	env := envelope.New(strings.TrimSpace(*from), strings.TrimSpace(*to), norm, body)
-	env.Context, env.User, env.Session, env.Parent = strings.TrimSpace(*ctxName), strings.TrimSpace(*user), strings.TrimSpace(*session), strings.TrimSpace(*parent)
+	env.Context, env.Parent, env.LegacyIntent = strings.TrimSpace(*ctxName), strings.TrimSpace(*parent), legacy
+	if *session != "" {
+		env.Session = strings.TrimSpace(*session)
+	}
 	if *thread != "" {
 		env.Thread = strings.TrimSpace(*thread)
 	}
-	env.Meta = meta.blocks
 	for _, a := range []string{env.From, env.To} {
 		if _, err := envelope.ParseAddress(a); err != nil {
 			fmt.Fprintf(e.stderr, "crosstalk: warning: %v\n", strings.TrimPrefix(err.Error(), "envelope: "))
 		}
 	}
-	return writeOne(e, env, *fence)
+	return cf.write(e, env)
 }
 
 func runReply(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, cmdReply, `
 Reply reads envelopes from FILE (or standard input) and composes a reply to the
 last one: sender and receiver swapped, same thread, parent = its message, a
-fresh message id, "sig: none". When the envelope comes from FILE, the body may
-come from standard input.`)
+fresh message id, the same session (or a new one), the user (--user, else the
+config's user, else the OS user), "sig: none". When the envelope comes from
+FILE, the body may come from standard input.`)
 	intent := fs.String("intent", "", "intent of the reply (required), e.g. RESPOND")
-	fence := fs.Bool("fence", false, "wrap the envelope in a ``` fence")
-	var meta metaFlag
-	fs.Var(&meta, "meta", "META field as `ns.Key=Value` (repeatable)")
+	cf := addComposeFlags(fs)
 	bf := addBodyFlags(fs)
 	files, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
+	if err := cf.checkCompat(); err != nil {
+		return err
+	}
 	if len(files) > 1 {
 		return usagef("reply: one FILE at most")
 	}
-	norm, err := checkIntent(e, *intent)
+	norm, legacy, err := checkIntent(e, *intent, cf.v10())
 	if err != nil {
 		return err
 	}
@@ -492,6 +494,6 @@ come from standard input.`)
 		return err
 	}
 	env := envelope.NewReply(last, norm, body)
-	env.Meta = meta.blocks
-	return writeOne(e, env, *fence)
+	env.LegacyIntent = legacy
+	return cf.write(e, env)
 }

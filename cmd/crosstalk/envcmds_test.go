@@ -199,7 +199,7 @@ func TestNewReplyValidateFmt(t *testing.T) {
 	both := reply + "\n" + "[[X→Y v1]]\nintent: REQUEST\nintent: REQUEST\nbody: |\n  x\n[[END]]\n"
 	vout, _, code := runCLI(t, both, "validate")
 	lines := strings.Split(strings.TrimSpace(vout), "\n")
-	if code != 1 || len(lines) != 2 || !strings.Contains(lines[0], ": ok CHATGPT→CLAUDE RESPOND") || !strings.Contains(lines[1], ":15: E-FORMAT: duplicate field") {
+	if code != 1 || len(lines) != 2 || !strings.Contains(lines[0], ": ok CHATGPT→CLAUDE RESPOND") || !strings.Contains(lines[1], ":17: E-FORMAT: duplicate field") {
 		t.Errorf("validate = %d\n%s", code, vout)
 	}
 	if _, stderr, code := runCLI(t, "nothing here", "validate"); code != 1 || !strings.Contains(stderr, "no envelope found") {

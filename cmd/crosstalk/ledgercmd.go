@@ -15,8 +15,8 @@ import (
 
 var cmdLedger = &command{
 	name:    "ledger",
-	args:    "export|import [--ledger PATH|nats://HOST:PORT,…] [--stream NAME] [FILE]",
-	summary: "export a ledger as JSON Lines, or import such an export (migration)",
+	args:    "export|import|backup [--ledger PATH|nats://HOST:PORT,…] [--stream NAME] [FILE]",
+	summary: "export a ledger as JSON Lines, import such an export (migration), back up a SQLite ledger online",
 }
 
 func init() { cmdLedger.run = runLedger }
@@ -37,7 +37,12 @@ Moving a relay from SQLite to JetStream (docs/scaling.md):
   crosstalk ledger import --ledger nats://n1:4222,nats://n2:4222 --replicas 3 ledger.jsonl
 
 Stop the relay, or accept that events appended during the export are not in
-it (each group is exported up to its last seq when the export began).`)
+it (each group is exported up to its last seq when the export began).
+
+Ledger backup FILE copies a SQLite ledger into the new file FILE while the
+relay runs: a consistent snapshot holding every event recorded before the
+backup began, checked, fsynced, never a partial file. Restore by stopping the
+relay and putting the copy in place of ledger.db (docs/operations.md).`)
 	cfgPath := fs.String("config", "", "TOML config `file`, for the data directory")
 	dataDir := fs.String("data", "", "data `dir`; overrides data_dir")
 	spec := fs.String("ledger", "", "SQLite `file` or nats:// URL(s); default DATA/ledger.db")
@@ -47,15 +52,15 @@ it (each group is exported up to its last seq when the export began).`)
 		if _, err := parseFlags(fs, args); err != nil {
 			return err
 		}
-		return usagef("ledger: want export or import (see `crosstalk ledger --help`)")
+		return usagef("ledger: want export, import or backup (see `crosstalk ledger --help`)")
 	}
 	verb := args[0]
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
 	}
-	if verb != "export" && verb != "import" {
-		return usagef("ledger: unknown action %q, want export or import", verb)
+	if verb != "export" && verb != "import" && verb != "backup" {
+		return usagef("ledger: unknown action %q, want export, import or backup", verb)
 	}
 	if len(pos) > 1 {
 		return usagef("ledger %s: unexpected argument %q", verb, pos[1])
@@ -69,6 +74,9 @@ it (each group is exported up to its last seq when the export began).`)
 			cfg.DataDir = *dataDir
 		}
 		*spec = filepath.Join(cfg.DataDir, "ledger.db")
+	}
+	if verb == "backup" {
+		return ledgerBackup(ctx, e, *spec, pos)
 	}
 	s, err := openLedger(ctx, *spec, *stream, *replicas, verb == "import")
 	if err != nil {

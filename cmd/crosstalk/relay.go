@@ -16,7 +16,9 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/gateway/metrics"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -41,6 +43,7 @@ See docs/configuration.md for the config file.`)
 	listen := fs.String("listen", "", "listen `address`; overrides listen")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error; overrides log_level")
 	ledgerURL := fs.String("ledger", "", "ledger: sqlite, or nats://host:port[,nats://…] for a shared JetStream ledger; overrides ledger")
+	checkOnly := fs.Bool("check-config", false, "check the configuration and exit: 0 when the relay would start with it; opens no ledger, listener or connection")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -65,13 +68,16 @@ See docs/configuration.md for the config file.`)
 	if err := cfg.Validate(); err != nil {
 		return withHint(err, "fix the config file or flags; docs/configuration.md lists every field")
 	}
+	if *checkOnly {
+		return checkConfig(e, cfg, *cfgPath)
+	}
 	log := newLogger(e, cfg.LogLevel)
 	srv, err := startRelay(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	<-ctx.Done()
-	log.Info("shutting down")
+	log.Info("shutting down", "deadline", time.Duration(cfg.ShutdownTimeout))
 	return srv.shutdown()
 }
 
@@ -89,6 +95,8 @@ type runningRelay struct {
 	store ledger.Store
 	log   *slog.Logger
 	done  chan error
+	// grace bounds shutdown (shutdown_timeout).
+	grace time.Duration
 	// stop ends the background tasks (outbound dispatcher, receivers);
 	// tasks is done when they have returned.
 	stop  context.CancelFunc
@@ -117,11 +125,17 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		store.Close()
 		return nil, err
 	}
-	relay := gateway.New(store, &gateway.Options{
+	mx := metrics.New(&metrics.Options{Logger: log.With("component", "metrics")})
+	relay := gateway.New(mx.Store(store), &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
-		Groups: cfg.Groups, RequireSignature: cfg.RequireSignatures, Name: cfg.Name,
-		ClaimTTL: time.Duration(cfg.ClaimTTL),
+		Groups: cfg.Groups, RequireSignature: cfg.RequireSignatures, Name: cfg.Name, Admins: cfg.Admins,
+		ClaimTTL: time.Duration(cfg.ClaimTTL), MaxIntake: cfg.MaxBody, MaxEnvelopes: cfg.MaxEnvelopes,
+		Observer: mx,
 	})
+	mx.WatchRelay(relay)
+	if js, ok := store.(*jetstream.Store); ok {
+		mx.WatchJetStream(js.Conn(), cfg.LedgerStream)
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		store.Close()
@@ -138,8 +152,11 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	a := api.New(relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: tokens, Hosts: hosts,
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
+		StreamLimit: cfg.StreamLimit, MaxStreams: cfg.MaxStreams,
+		Minted: cfg.mintedTokens(), // crosstalk token new
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	a.Handle("GET /metrics", mx.Handler())
 	site, err := web.New(relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: signing.NewTrustStore(cfg.trustFile()),
 		Admins: cfg.Admins, Secure: cfg.SecureCookies,
@@ -149,14 +166,10 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		store.Close()
 		return nil, err
 	}
-	hs := &http.Server{
-		Handler:           site,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	r := &runningRelay{url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, store: store, log: log, done: make(chan error, 1)}
+	hs := api.NewHTTPServer(mx.Middleware(site), api.Timeouts{
+		ReadHeader: time.Duration(cfg.ReadHeaderTimeout), Read: time.Duration(cfg.ReadTimeout), Idle: time.Duration(cfg.IdleTimeout),
+	}, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
+	r := &runningRelay{url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, store: store, log: log, done: make(chan error, 1), grace: time.Duration(cfg.ShutdownTimeout)}
 	if host, _, _ := net.SplitHostPort(cfg.Listen); !isLoopback(host) {
 		r.url = "http://" + ln.Addr().String()
 	}
@@ -186,22 +199,63 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	return r, nil
 }
 
-// shutdown stops accepting requests, waits for in-flight ones (and so
-// their appends) to finish, then closes the ledger.
+// shutdown stops the relay within its grace period (docs/operations.md):
+// it ends the open streams, stops accepting connections and waits for the
+// requests in flight — and so their appends — to finish while the
+// background tasks (dispatcher, receivers) stop, then closes the ledger,
+// which commits the appends already queued. Draining may take three
+// quarters of the grace period; past that the remaining connections are
+// closed, and the ledger is closed all the same. It returns an error
+// naming what did not finish in time; what was acknowledged is durable
+// either way (DESIGN §5.1).
 func (r *runningRelay) shutdown() error {
+	start := time.Now()
+	grace := r.grace
+	if grace <= 0 {
+		grace = defaultShutdownTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	drain, cancelDrain := context.WithTimeout(ctx, grace*3/4)
+	defer cancelDrain()
 	r.api.Close()
 	r.stop()
-	r.tasks.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	err := r.http.Shutdown(ctx)
-	if serr := <-r.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
+	var errs []error
+	if err := r.http.Shutdown(drain); err != nil {
+		errs = append(errs, fmt.Errorf("draining requests: %w", err))
+		r.http.Close()
 	}
-	if cerr := r.store.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
+	if err := <-r.done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, err)
 	}
-	return err
+	if !waitCtx(drain, r.tasks.Wait) {
+		errs = append(errs, errors.New("the outbound dispatcher or a receiver did not stop in time"))
+	}
+	var cerr error
+	if !waitCtx(ctx, func() { cerr = r.store.Close() }) {
+		errs = append(errs, errors.New("the ledger did not close in time"))
+	} else if cerr != nil {
+		errs = append(errs, fmt.Errorf("closing the ledger: %w", cerr))
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.log.Error("shutdown incomplete", "took", time.Since(start).Round(time.Millisecond), "err", err)
+		return err
+	}
+	r.log.Info("stopped: requests drained, ledger closed", "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// waitCtx runs f and reports whether it returned before ctx ended; f keeps
+// running in the background if not.
+func waitCtx(ctx context.Context, f func()) bool {
+	done := make(chan struct{})
+	go func() { f(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // openRelayLedger opens the configured ledger: SQLite in the data dir, or a

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -15,11 +14,7 @@ import (
 // cfg, and a signer for the agents whose private keys the config names
 // (signing_key), used by POST /v1/send.
 func newTrust(cfg Config, log *slog.Logger) (gateway.Verifier, gateway.Signer, error) {
-	v := &signing.Verifier{Store: signing.NewTrustStore(cfg.trustFile()), Logger: log.With("component", "trust")}
-	verifier := gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
-		res := v.Verify(ctx, env)
-		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
-	})
+	verifier := gateway.NewTrustVerifier(&signing.Verifier{Store: signing.NewTrustStore(cfg.trustFile()), Logger: log.With("component", "trust")})
 	keys := keySigner{}
 	for _, a := range cfg.Agents {
 		if a.SigningKey == "" {

@@ -74,13 +74,16 @@ func (s *Server) channel(w http.ResponseWriter, r *http.Request, tmpl channel.Op
 		return
 	}
 	agent = s.relay.Book().ActorID(agent)
+	ctx, done, ok := s.openStream(w, r)
+	if !ok {
+		return
+	}
+	defer done()
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		s.log.Warn("channel handshake failed", "agent", agent, "err", err)
 		return // Accept has answered
 	}
-	ctx, cancel := s.streamContext(r)
-	defer cancel()
 	opts := tmpl
 	opts.Agent, opts.Logger = agent, s.log.With("component", "channel")
 	opts.Backend = &c2a.Local{Relay: s.relay, Transport: "channel"}

@@ -41,6 +41,11 @@ type Options struct {
 	// every caller is the local user and the relay must listen on
 	// loopback only.
 	Tokens map[string]string
+	// Minted looks up the tokens minted at run time (gateway/tokens),
+	// accepted alongside Tokens. When Tokens is empty, a minted token for
+	// LocalUser gives the local user's powers and any other minted token
+	// its principal's; callers without a token stay the local user.
+	Minted TokenLookup
 	// Hosts are the accepted Host header values, with port
 	// ("localhost:7777"). Empty means any loopback name: localhost,
 	// 127.0.0.1 and [::1], with any port.
@@ -56,6 +61,18 @@ type Options struct {
 	// Heartbeat is the interval of SSE comments that keep streams open;
 	// DefaultHeartbeat when zero.
 	Heartbeat time.Duration
+	// StreamLimit bounds the open streams (SSE streams, channel
+	// WebSockets) of one principal, MaxStreams those of the whole relay;
+	// a stream over either gets 429 E-RATE. DefaultStreamLimit and
+	// DefaultMaxStreams when zero.
+	StreamLimit int
+	MaxStreams  int
+}
+
+// TokenLookup resolves bearer tokens that are not in Options.Tokens:
+// *tokens.Store.
+type TokenLookup interface {
+	Lookup(token string) (principal string, ok bool)
 }
 
 // Defaults of Options.
@@ -74,10 +91,12 @@ type Server struct {
 	relay     *gateway.Relay
 	log       *slog.Logger
 	tokens    map[string]string
+	minted    TokenLookup
 	hosts     map[string]bool
 	limiter   *limiter
 	signer    gateway.Signer
 	heartbeat time.Duration
+	slots     *streamSlots
 	mux       *http.ServeMux
 
 	streams context.Context // canceled by Close, ending SSE streams
@@ -89,12 +108,19 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{relay: relay, log: opts.Logger, tokens: opts.Tokens, signer: opts.Signer, heartbeat: opts.Heartbeat}
+	s := &Server{relay: relay, log: opts.Logger, tokens: opts.Tokens, minted: opts.Minted, signer: opts.Signer, heartbeat: opts.Heartbeat}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.heartbeat <= 0 {
 		s.heartbeat = DefaultHeartbeat
+	}
+	s.slots = &streamSlots{per: map[string]int{}, perMax: opts.StreamLimit, totalMax: opts.MaxStreams}
+	if s.slots.perMax <= 0 {
+		s.slots.perMax = DefaultStreamLimit
+	}
+	if s.slots.totalMax <= 0 {
+		s.slots.totalMax = DefaultMaxStreams
 	}
 	if len(opts.Hosts) > 0 {
 		s.hosts = map[string]bool{}
@@ -146,6 +172,9 @@ func principal(r *http.Request) (p string, authenticated bool) {
 type authInfo struct {
 	principal string
 	token     bool
+	// key is what the caller is counted as for rate and stream limits:
+	// the principal, or "anonymous HOST" for a page request without one.
+	key string
 }
 
 // ServeHTTP applies the gate, then routes.
@@ -161,9 +190,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // gate applies the checks every request passes, in this order: Host,
-// Origin for state-changing methods, bearer token, rate limit. It answers a
-// refused request itself (an ERROR envelope on the envelope endpoint, JSON
-// elsewhere) and returns false. page relaxes one point for browser pages
+// Origin for state-changing methods (for every method from a browser
+// extension, which must bring a valid bearer token instead), bearer token,
+// rate limit. It answers a refused request itself (an ERROR envelope on the
+// envelope endpoint, JSON elsewhere) and returns false. page relaxes one point for browser pages
 // when tokens are configured: a request without an Authorization header
 // passes with an empty principal (the pages authenticate it by session
 // cookie) and is rate limited by remote address; a wrong token is refused.
@@ -179,28 +209,46 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	if !s.hostAllowed(r.Host) {
 		return fail(http.StatusForbidden, envelope.CodePerm, fmt.Sprintf("host %q is not one of the relay's names", r.Host))
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
+	h := r.Header.Get("Authorization")
+	tok, bearer := strings.CutPrefix(h, "Bearer ")
+	p, known := s.TokenPrincipal(tok)
+	// A browser extension's background has no same origin; its valid
+	// bearer token stands in for it. Without one it is refused, reads
+	// included (docs/web.md, "Browser extension").
+	if isExtensionOrigin(r.Header.Get("Origin")) {
+		if !bearer || !known {
+			return fail(http.StatusForbidden, envelope.CodePerm, "cross-origin request refused: a browser extension needs a valid bearer token")
+		}
+	} else if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
 		return fail(http.StatusForbidden, envelope.CodePerm, "cross-origin request refused")
 	}
 	info, key := authInfo{principal: LocalUser}, LocalUser
-	if len(s.tokens) > 0 && r.URL.Path != "/healthz" {
-		h := r.Header.Get("Authorization")
+	switch {
+	case len(s.tokens) > 0 && r.URL.Path != "/healthz":
 		if page && h == "" {
 			info, key = authInfo{}, "anonymous "+remoteHost(r)
 		} else {
-			tok, ok := strings.CutPrefix(h, "Bearer ")
-			p, known := s.TokenPrincipal(tok)
-			if !ok || !known {
+			if !bearer || !known {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
 				return fail(http.StatusUnauthorized, envelope.CodePerm, "missing or unknown bearer token")
 			}
 			info, key = authInfo{principal: p, token: true}, p
 		}
+	case bearer && !known && r.URL.Path != "/healthz":
+		// No tokens configured, but one was presented: it must be valid,
+		// or a client with a revoked or mistyped token would pass unnoticed.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
+		return fail(http.StatusUnauthorized, envelope.CodePerm, "unknown bearer token")
+	case known && p != LocalUser:
+		// A minted token on a relay without configured tokens: its
+		// principal. One minted for the local user keeps the local powers.
+		info, key = authInfo{principal: p, token: true}, p
 	}
 	if s.limiter != nil && !s.limiter.allow(key, time.Now()) {
 		w.Header().Set("Retry-After", "1")
 		return fail(http.StatusTooManyRequests, envelope.CodeRate, "rate limit exceeded for "+key)
 	}
+	info.key = key
 	return info, true
 }
 
@@ -215,6 +263,13 @@ func (s *Server) hostAllowed(host string) bool {
 	}
 	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 	return h == "localhost" || h == "127.0.0.1" || h == "::1"
+}
+
+// isExtensionOrigin reports an Origin of a browser extension's pages and
+// background: chrome-extension:// (Chromium-based browsers) or
+// moz-extension:// (Firefox).
+func isExtensionOrigin(origin string) bool {
+	return strings.HasPrefix(origin, "chrome-extension://") || strings.HasPrefix(origin, "moz-extension://")
 }
 
 // sameOrigin refuses browsers' cross-site requests: Sec-Fetch-Site

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -450,27 +451,37 @@ func TestAgentStream(t *testing.T) {
 	if got["g"] != "first" || got["h"] != "second" {
 		t.Errorf("stored deliveries = %v, want g:first h:second", got)
 	}
-	if lastID != "g:1,h:1" {
-		t.Errorf("SSE id after both = %q, want the cursor vector g:1,h:1", lastID)
+	// The id is the ledger position: one number, growing.
+	first, err := strconv.ParseInt(lastID, 10, 64)
+	if err != nil || first <= 0 {
+		t.Fatalf("SSE id after both = %q, want a ledger position", lastID)
 	}
 	h.post(env("CHATGPT", "CLAUDE", "REQUEST", "g", "live"))
-	if ev := s.nextEvent(); ev.ID != "g:2,h:1" || !strings.Contains(ev.Data, `"live"`) {
-		t.Errorf("live SSE item = %+v, want id g:2,h:1 with content live", ev)
+	ev := s.nextEvent()
+	live, err := strconv.ParseInt(ev.ID, 10, 64)
+	if err != nil || live <= first || !strings.Contains(ev.Data, `"live"`) {
+		t.Errorf("live SSE item = %+v, want an id after %d with content live", ev, first)
 	}
 	s.close()
 
-	// Resume from the vector: only what came after it.
+	// Resume from the position: only what came after it.
 	h.post(env("CHATGPT", "CLAUDE", "REQUEST", "h", "while away"))
-	r := h.stream("/v1/agents/claude/stream", "Last-Event-ID", "g:2,h:1")
-	if ev := r.nextEvent(); ev.ID != "g:2,h:2" || !strings.Contains(ev.Data, `"while away"`) {
-		t.Errorf("resumed SSE item = %+v, want id g:2,h:2 with content while away", ev)
+	r := h.stream("/v1/agents/claude/stream", "Last-Event-ID", ev.ID)
+	if ev := r.nextEvent(); !strings.Contains(ev.Data, `"while away"`) {
+		t.Errorf("resumed SSE item = %+v, want content while away", ev)
 	}
-	// One group only, from since_seq.
+	// One group only, from since_seq: the id is the group's seq.
 	o := h.stream("/v1/agents/claude/stream?group=h&since_seq=1")
-	if ev := o.nextEvent(); ev.ID != "h:2" {
-		t.Errorf("group stream item = %+v, want id h:2", ev)
+	if ev := o.nextEvent(); ev.ID != "2" {
+		t.Errorf("group stream item = %+v, want id 2", ev)
 	}
 	h.json("GET", "/v1/agents/claude/stream", "", http.StatusBadRequest, nil, "Last-Event-ID", "nonsense")
+	// The old cursor vector is refused with a clear error, not misread.
+	var bad struct{ Error struct{ Message string } }
+	h.json("GET", "/v1/agents/claude/stream", "", http.StatusBadRequest, &bad, "Last-Event-ID", "g:2,h:1")
+	if !strings.Contains(bad.Error.Message, "since_pos") {
+		t.Errorf("old Last-Event-ID refused with %q, want a pointer to since_pos", bad.Error.Message)
+	}
 }
 
 // actResult decodes an action's answer.

@@ -34,7 +34,7 @@ func wantsJSON(r *http.Request) bool {
 // as text; 200 with receipt envelopes (or JSON) when every envelope was
 // recorded, else the status of the first rejection with every receipt.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, gateway.MaxIntake+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(s.relay.IntakeLimit())+1))
 	if err != nil {
 		s.errorEnvelope(w, r, http.StatusBadRequest, envelope.CodeFormat, "reading the request body: "+err.Error())
 		return
@@ -45,6 +45,10 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		in.Principal = p
 	}
 	outs, err := s.relay.Ingest(r.Context(), in)
+	if errors.Is(err, gateway.ErrTooManyEnvelopes) {
+		s.errorEnvelope(w, r, http.StatusRequestEntityTooLarge, envelope.CodeTooLarge, err.Error())
+		return
+	}
 	if err != nil {
 		// Nothing is acknowledged: the client must retry.
 		s.log.Error("ingest failed", "err", err)

@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"time"
 )
 
 // SSE writes Server-Sent Events on a response: the API's streams and the
 // web inbox's live pages share it.
 type SSE struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w  http.ResponseWriter
+	f  http.Flusher
+	rc *http.ResponseController
 }
 
 // StartSSE writes the event-stream headers and a first comment, and
@@ -31,12 +33,20 @@ func StartSSE(w http.ResponseWriter) (*SSE, bool) {
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, ": connected\n\n")
 	f.Flush()
-	return &SSE{w: w, f: f}, true
+	return &SSE{w: w, f: f, rc: http.NewResponseController(w)}, true
+}
+
+// deadline bounds the next write: a client that stops reading loses its
+// stream instead of holding it (and its slot) forever. Connections that
+// take no deadlines keep none.
+func (s *SSE) deadline() {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
 }
 
 // Event writes one event with data, which must not contain a line break
 // (JSON does not), and flushes it. An empty id writes no id line.
 func (s *SSE) Event(id, name string, data []byte) error {
+	s.deadline()
 	if id != "" {
 		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
 			return err
@@ -60,6 +70,7 @@ func (s *SSE) JSON(id, name string, v any) error {
 
 // Comment writes a comment line (a heartbeat) and flushes it.
 func (s *SSE) Comment(text string) error {
+	s.deadline()
 	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
 		return err
 	}

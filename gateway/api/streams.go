@@ -1,11 +1,9 @@
 package api
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -18,14 +16,6 @@ type (
 	ledgerGroup = ledger.Group
 	ledgerEvent = ledger.Event
 )
-
-// streamContext ends when the request ends or the server closes its
-// streams.
-func (s *Server) streamContext(r *http.Request) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(r.Context())
-	stop := context.AfterFunc(s.streams, cancel)
-	return ctx, func() { stop(); cancel() }
-}
 
 // groupStream is GET /v1/groups/{group}/stream: the group's events with
 // seq > since_seq (or > Last-Event-ID), then live, as SSE with id = seq
@@ -44,8 +34,11 @@ func (s *Server) groupStream(w http.ResponseWriter, r *http.Request) {
 		}
 		since = n
 	}
-	ctx, cancel := s.streamContext(r)
-	defer cancel()
+	ctx, done, ok := s.openStream(w, r)
+	if !ok {
+		return
+	}
+	defer done()
 	out, ok := StartSSE(w)
 	if !ok {
 		return
@@ -80,132 +73,72 @@ func (s *Server) groupStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// cursorVector is the resume point of an agent stream across groups:
-// "group:seq,group:seq", sorted by group. It is the SSE id of every
-// delivery, so Last-Event-ID resumes every group where it stopped. A group
-// is any envelope context, so `%`, `,` and control characters in its name
-// are percent-encoded: the id stays one SSE line and splits back into the
-// same groups.
-type cursorVector map[string]int64
-
-func parseVector(s string) (cursorVector, error) {
-	v := cursorVector{}
-	if s == "" {
-		return v, nil
-	}
-	for _, part := range strings.Split(s, ",") {
-		i := strings.LastIndexByte(part, ':')
-		if i <= 0 {
-			return nil, fmt.Errorf("bad resume point %q", part)
-		}
-		n, err := strconv.ParseInt(part[i+1:], 10, 64)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("bad resume point %q", part)
-		}
-		group, err := url.PathUnescape(part[:i])
-		if err != nil {
-			return nil, fmt.Errorf("bad resume point %q", part)
-		}
-		v[group] = n
-	}
-	return v, nil
-}
-
-func (v cursorVector) String() string {
-	keys := make([]string, 0, len(v))
-	for k := range v {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		for j := 0; j < len(k); j++ {
-			if c := k[j]; c == '%' || c == ',' || c < ' ' || c == 0x7f {
-				fmt.Fprintf(&b, "%%%02X", c)
-			} else {
-				b.WriteByte(c)
-			}
-		}
-		fmt.Fprintf(&b, ":%d", v[k])
-	}
-	return b.String()
-}
-
-// groupPoll is how often an agent stream over all groups looks for new
-// groups.
-const groupPoll = 2 * time.Second
-
-// agentStream is GET /v1/agents/{agent}/stream[?group=G&since_seq=N]: the
-// agent's deliveries, stored then live, as SSE. Over all groups, the id of
-// each event is the cursor vector; Last-Event-ID resumes from it.
+// agentStream is GET /v1/agents/{agent}/stream: the agent's deliveries,
+// stored then live, as SSE. Over all groups it follows the ledger's log
+// (Relay.FollowAgent): the id of each delivery is its ledger position,
+// and the stream resumes after since_pos or Last-Event-ID — one number
+// whatever the number of groups. With ?group=G it follows that group
+// (Relay.FollowDeliveries): the id is the event's seq, and the stream
+// resumes after since_seq or Last-Event-ID. An id of the old form, a list
+// of group:seq cursors, is refused with 400: its client must start again
+// from a position (docs/agents.md).
 func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 	agent, err := s.agentOf(r, r.PathValue("agent"))
 	if err != nil {
 		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
 		return
 	}
-	vec, err := parseVector(r.Header.Get("Last-Event-ID"))
+	only := r.URL.Query().Get("group")
+	param := "since_pos"
+	if only != "" {
+		param = "since_seq"
+	}
+	since, err := queryInt(r, param)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
 		return
 	}
-	only := r.URL.Query().Get("group")
-	if since, err := queryInt(r, "since_seq"); err != nil {
-		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
-		return
-	} else if only != "" && since > vec[only] {
-		vec[only] = since
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if since, err = parseResume(last, strings.TrimPrefix(param, "since_")); err != nil {
+			writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+			return
+		}
 	}
-	ctx, cancel := s.streamContext(r)
-	defer cancel()
+	ctx, done, ok := s.openStream(w, r)
+	if !ok {
+		return
+	}
+	defer done()
 	out, ok := StartSSE(w)
 	if !ok {
 		return
 	}
+	seq := s.relay.FollowAgent(ctx, agent, since)
+	id := func(d gateway.Delivery) int64 { return d.Position }
+	if only != "" {
+		seq = s.relay.FollowDeliveries(ctx, agent, only, since)
+		id = func(d gateway.Delivery) int64 { return d.Seq }
+	}
 	ch := make(chan Next[gateway.Delivery])
-	following := map[string]bool{}
-	follow := func(group string) {
-		following[group] = true
-		go Forward(ctx, s.relay.FollowDeliveries(ctx, agent, group, vec[group]), ch)
-	}
-	discover := func() {
-		if only != "" {
-			if !following[only] {
-				follow(only)
-			}
-			return
-		}
-		gs, err := s.relay.Store().Groups(ctx)
-		if err != nil {
-			return
-		}
-		for _, g := range gs {
-			if !following[g.ID] {
-				follow(g.ID)
-			}
-		}
-	}
-	discover()
+	go func() {
+		defer close(ch)
+		Forward(ctx, seq, ch)
+	}()
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
-	poll := time.NewTicker(groupPoll)
-	defer poll.Stop()
 	for {
 		select {
-		case it := <-ch:
+		case it, ok := <-ch:
+			if !ok {
+				return
+			}
 			if it.Err != nil {
 				out.JSON("", "error", apiError{Code: "daemon_unavailable", Message: it.Err.Error()})
 				return
 			}
-			vec[it.V.Group] = it.V.Seq
-			if out.JSON(vec.String(), "delivery", it.V) != nil {
+			if out.JSON(strconv.FormatInt(id(it.V), 10), "delivery", it.V) != nil {
 				return
 			}
-		case <-poll.C:
-			discover()
 		case <-tick.C:
 			s.relay.Touch(agent)
 			if out.Comment("heartbeat") != nil {
@@ -215,4 +148,17 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// parseResume parses the Last-Event-ID of an agent stream: a position
+// (or, with ?group, a seq) — what must be named in what's error.
+func parseResume(last, what string) (int64, error) {
+	n, err := strconv.ParseInt(last, 10, 64)
+	switch {
+	case err == nil && n >= 0 && strconv.FormatInt(n, 10) == last:
+		return n, nil
+	case strings.Contains(last, ":"):
+		return 0, errors.New("Last-Event-ID is a list of group:seq cursors, which this relay no longer uses: reconnect without it, or with since_pos (docs/agents.md)")
+	}
+	return 0, fmt.Errorf("Last-Event-ID must be a %s", what)
 }

@@ -20,7 +20,7 @@ const PagePrefix = "/ui/"
 // "/" or a path under PagePrefix.
 func IsPagePath(path string) bool { return path == "/" || strings.HasPrefix(path, PagePrefix) }
 
-// pageServerKey carries the *Server into page requests (StreamContext).
+// pageServerKey carries the *Server into page requests (OpenStream).
 type pageServerKey struct{}
 
 // Mount returns the handler for the whole listener: the API, and pages for
@@ -56,6 +56,15 @@ func (s *Server) servePage(pages http.Handler, w http.ResponseWriter, r *http.Re
 	pages.ServeHTTP(w, r.WithContext(ctx))
 }
 
+// Handle serves pattern with h behind the API's gate (Host, Origin,
+// bearer token, rate limit), like the API's own endpoints: without tokens
+// only the local user reaches it, with tokens any valid token does and a
+// request without one is 401; h reads the caller with Principal. The relay
+// mounts its metrics ("GET /metrics", package gateway/metrics) and bridges
+// that speak another protocol on the API's listener (package gateway/a2a)
+// this way. Call it before serving.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
 // Principal returns the caller of a request that passed the gate: the
 // principal of its bearer token (authenticated true), LocalUser when no
 // tokens are configured, or "" for a page request without a token while
@@ -64,9 +73,9 @@ func Principal(r *http.Request) (p string, authenticated bool) {
 	return principal(r)
 }
 
-// TokenPrincipal returns the principal of a bearer token, for a login
-// form; ok is false for an unknown token and whenever no tokens are
-// configured. Tokens are compared in constant time.
+// TokenPrincipal returns the principal of a bearer token — configured
+// (Options.Tokens) or minted (Options.Minted) — for a login form; ok is
+// false for an unknown token. Tokens are compared in constant time.
 func (s *Server) TokenPrincipal(token string) (principal string, ok bool) {
 	token = strings.TrimSpace(token)
 	if token == "" {
@@ -77,18 +86,10 @@ func (s *Server) TokenPrincipal(token string) (principal string, ok bool) {
 			principal, ok = p, true
 		}
 	}
-	return principal, ok
-}
-
-// StreamContext returns the context of a long-lived page response (a
-// Server-Sent-Events stream): it ends when the request ends or when Close
-// is called on the Server that served it, so that http.Server.Shutdown is
-// not held up by open streams. cancel must be called.
-func StreamContext(r *http.Request) (ctx context.Context, cancel context.CancelFunc) {
-	if s, ok := r.Context().Value(pageServerKey{}).(*Server); ok {
-		return s.streamContext(r)
+	if !ok && s.minted != nil {
+		principal, ok = s.minted.Lookup(token)
 	}
-	return context.WithCancel(r.Context())
+	return principal, ok
 }
 
 func remoteHost(r *http.Request) string {

@@ -15,7 +15,7 @@ import (
 
 // TestMount checks the hook for browser pages: page paths pass the same
 // gate as the API, anonymous page requests reach the pages when tokens are
-// configured, and StreamContext ends with Close.
+// configured, and OpenStream's context ends with Close.
 func TestMount(t *testing.T) {
 	st := memory.New(nil)
 	defer st.Close()
@@ -31,8 +31,11 @@ func TestMount(t *testing.T) {
 	pages := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, tok := api.Principal(r)
 		if r.URL.Path == "/ui/stream" {
-			ctx, cancel := api.StreamContext(r)
-			defer cancel()
+			ctx, done, ok := api.OpenStream(w, r)
+			if !ok {
+				return
+			}
+			defer done()
 			w.WriteHeader(http.StatusOK)
 			w.(http.Flusher).Flush()
 			<-ctx.Done()

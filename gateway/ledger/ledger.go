@@ -155,6 +155,14 @@ type Group struct {
 	LastSeq int64 `json:"last_seq"`
 }
 
+// Logged is an event and its position in the store's append order
+// (Store.Log).
+type Logged struct {
+	// Pos is the event's position: a later event has a greater one.
+	Pos int64
+	Event
+}
+
 // Cursor is an actor's read watermark in a group (CCCS §6.3): the last
 // event it has read, inclusive. Cursors are independent of acks.
 type Cursor struct {
@@ -222,6 +230,18 @@ type Store interface {
 	// yields an error (ErrClosed when the store closes) as its last
 	// element otherwise. A slow consumer does not slow down appends.
 	Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[Event, error]
+
+	// Log returns the events of every group appended after position
+	// after, in the order the store appended them, each with its
+	// position, at most limit of them (limit must be positive: the log
+	// is read in pages). Positions start at 1 and only grow; they are
+	// not dense, and belong to this store (an import into another store
+	// gets other positions). Position 0 is before the first event.
+	Log(ctx context.Context, after int64, limit int) ([]Logged, error)
+	// FollowLog yields Log's events after position after: first those
+	// stored, then each new one as it is appended, without gaps or
+	// repeats, reading in pages. It ends like Follow.
+	FollowLog(ctx context.Context, after int64) iter.Seq2[Logged, error]
 
 	// SetCursor sets actor's read cursor in group to the event eventID,
 	// which must be an event of that group (else ErrNotFound). It

@@ -2,7 +2,6 @@ package relaytest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -325,11 +324,7 @@ func TestHostileRateLimit(t *testing.T) {
 // claude the key id claude@test.example and chatgpt chatgpt@test.example.
 func sigRelay(t *testing.T) *relay {
 	t.Helper()
-	v := &signing.Verifier{Store: signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))}
-	verify := gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
-		res := v.Verify(ctx, env)
-		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
-	})
+	verify := gateway.NewTrustVerifier(&signing.Verifier{Store: signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))})
 	b := book(t, map[string][]string{"claude": {"claude@test.example"}, "chatgpt": {"chatgpt@test.example"}})
 	return newRelay(t, &gateway.Options{Book: b, Verifier: verify}, &api.Options{Tokens: map[string]string{
 		tokens["claude"]: "claude", tokens["chatgpt"]: "chatgpt", tokens["gemini"]: "gemini",
@@ -364,17 +359,22 @@ func TestHostileSignatures(t *testing.T) {
 	impostor := genKey(t, "claude@test.example")
 	chatgptKey := genKey(t, "chatgpt@test.example")
 
-	// First use pins claude's key; a signed envelope forwarded by another
-	// principal is ascribed to the key's owner.
-	first := r.post("gemini", signed(t, envText("CLAUDE", "GEMINI", "REQUEST", "sig", "pin me"), claudeKey))
-	if first.Status != gateway.StatusFirstUse {
+	// A key not pinned yet proves nothing about the sender: another
+	// principal cannot forward it (docs/security.md "Who speaks").
+	if res := r.do(request{path: "/crosstalk/receive", token: "gemini", body: []byte(signed(t, envText("CLAUDE", "GEMINI", "REQUEST", "sig", "forwarded too early"), claudeKey))}); res.status != http.StatusForbidden {
+		t.Errorf("forwarding before the first use = %d %s, want 403", res.status, res.body)
+	}
+	// First use by its owner pins claude's key; a signed envelope then
+	// forwarded by another principal is ascribed to the key's owner.
+	if first := r.post("claude", signed(t, envText("CLAUDE", "GEMINI", "REQUEST", "sig", "pin me"), claudeKey)); first.Status != gateway.StatusFirstUse {
 		t.Fatalf("first signed envelope: status %q, want first-use", first.Status)
 	}
-	if ev, err := r.store.Get(t.Context(), first.EventID); err != nil || ev.By != "claude" {
-		t.Errorf("first signed envelope: by = %q (%v), want claude", ev.By, err)
+	fwd := r.post("gemini", signed(t, envText("CLAUDE", "GEMINI", "REQUEST", "sig", "again"), claudeKey))
+	if fwd.Status != gateway.StatusVerified {
+		t.Errorf("forwarded signed envelope: status %q, want verified", fwd.Status)
 	}
-	if res := r.post("claude", signed(t, envText("CLAUDE", "GEMINI", "REQUEST", "sig", "again"), claudeKey)); res.Status != gateway.StatusVerified {
-		t.Errorf("second signed envelope: status %q, want verified", res.Status)
+	if ev, err := r.store.Get(t.Context(), fwd.EventID); err != nil || ev.By != "claude" {
+		t.Errorf("forwarded signed envelope: by = %q (%v), want claude", ev.By, err)
 	}
 
 	good := signed(t, envText("CLAUDE", "GEMINI", "REQUEST", "sig", "the original text"), claudeKey)

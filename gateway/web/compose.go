@@ -132,6 +132,10 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, c *call, text stri
 		in.Principal = c.principal
 	}
 	outs, err := s.relay.Ingest(r.Context(), in)
+	if errors.Is(err, gateway.ErrTooManyEnvelopes) {
+		s.fail(w, r, c, http.StatusRequestEntityTooLarge, string(envelope.CodeTooLarge), err.Error()+"; nothing was recorded")
+		return
+	}
 	if err != nil {
 		s.log.Error("ingest from the web page failed", "err", err)
 		s.fail(w, r, c, http.StatusServiceUnavailable, string(envelope.CodeTimeout), "the relay could not record the envelopes; nothing was recorded, try again")

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -47,11 +46,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	}
 	st := memory.New(nil)
 	trust := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
-	v := &signing.Verifier{Store: trust}
-	verifier := gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
-		res := v.Verify(ctx, env)
-		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
-	})
+	verifier := gateway.NewTrustVerifier(&signing.Verifier{Store: trust})
 	book, err := gateway.NewAddressBook([]gateway.Agent{
 		{ID: "claude", Names: []string{"CLAUDE"}, Roles: []string{"reviewer"}},
 		{ID: "chatgpt", Names: []string{"CHATGPT"}, Roles: []string{"reviewer"}},

@@ -42,8 +42,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		since = n
 	}
-	ctx, cancel := api.StreamContext(r)
-	defer cancel()
+	ctx, done, ok := api.OpenStream(w, r)
+	if !ok {
+		return
+	}
+	defer done()
 	out, ok := api.StartSSE(w)
 	if !ok {
 		return
@@ -129,8 +132,11 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, c *call) {
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		known = last
 	}
-	ctx, cancel := api.StreamContext(r)
-	defer cancel()
+	ctx, done, ok := api.OpenStream(w, r)
+	if !ok {
+		return
+	}
+	defer done()
 	out, ok := api.StartSSE(w)
 	if !ok {
 		return

@@ -114,6 +114,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 var funcs = template.FuncMap{
 	"lower":      strings.ToLower,
 	"pathEscape": url.PathEscape,
+	// show writes a user-supplied name with invisible and bidi characters
+	// visible; templates put it in <bdi> so it cannot reorder the page.
+	"show":       envelope.ShowInvisible,
 	"threadLink": threadLink,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -37,10 +38,10 @@ func TestPages(t *testing.T) {
 		wants []string
 	}{
 		{"/", 200, []string{"Groups", `href="/ui/groups/deploy"`, "<th scope=\"row\">"}},
-		{"/ui/groups/deploy", 200, []string{"Group deploy", "Please review the rollout plan.", "Looks good.", "↳ reply to", `data-group="deploy"`, "META: routing", "badge plain"}},
+		{"/ui/groups/deploy", 200, []string{"Group <bdi>deploy</bdi>", "Please review the rollout plan.", "Looks good.", "↳ reply to", `data-group="deploy"`, "META: routing", "badge plain"}},
 		{thread, 200, []string{"Thread", "d1", "copy fenced", "X-Priority"}},
 		{"/ui/agents", 200, []string{"claude", "chatgpt", "gemini"}},
-		{"/ui/agents/claude", 200, []string{"Agent claude", "must_respond", "to_me", "immediate", "Claim", "responded"}},
+		{"/ui/agents/claude", 200, []string{"Agent <bdi>claude</bdi>", "must_respond", "to_me", "immediate", "Claim", "responded"}},
 		{"/ui/paste", 200, []string{"Chat text", `name="csrf"`}},
 		{"/ui/compose", 200, []string{"Make envelope", "HANDOFF"}},
 		{"/ui/compose?reply=" + outs[0].Event.ID, 200, []string{"Reply", `value="CLAUDE"`, `value="CHATGPT"`, `value="` + orig.Message + `"`}},
@@ -277,7 +278,7 @@ func TestPasteAndSend(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("preview = %d\n%s", res.StatusCode, body)
 	}
-	mustContain(t, "preview", body, "Found 2 envelopes and 1 error", "line 4", "line 16", "line 28", "first", "second", "E-FORMAT", `id="send-button"`)
+	mustContain(t, "preview", body, "Found 2 envelopes and 1 error", "line 4", "line 17", "line 30", "first", "second", "E-FORMAT", `id="send-button"`)
 	if evs, _ := h.store.Groups(t.Context()); len(evs) != 0 {
 		t.Fatalf("preview recorded something: %v", evs)
 	}
@@ -285,7 +286,7 @@ func TestPasteAndSend(t *testing.T) {
 	if res.StatusCode != 422 { // one was refused
 		t.Fatalf("send = %d\n%s", res.StatusCode, body)
 	}
-	mustContain(t, "send", body, "recorded", "pasted #1", "pasted #2", "E-FORMAT")
+	mustContain(t, "send", body, "recorded", "<bdi>pasted</bdi> #1", "<bdi>pasted</bdi> #2", "E-FORMAT")
 	evs := h.events("pasted")
 	if len(evs) != 2 {
 		t.Fatalf("events = %d, want 2", len(evs))
@@ -301,14 +302,14 @@ func TestAgentActions(t *testing.T) {
 	outs := h.ingest(envText(t, "CHATGPT", "CLAUDE", envelope.IntentHandoff, "ops", "take over"))
 	ev := outs[0].Event
 	_, body := h.get("/ui/agents/claude")
-	mustContain(t, "agent page", body, "Waiting for claude (1)", `value="ack"`, "take over")
+	mustContain(t, "agent page", body, "Waiting for <bdi>claude</bdi> (1)", `value="ack"`, "take over")
 	// The groups page counts it as claude's attention item once viewing as claude.
 	res, _ := h.post("/ui/viewas", url.Values{"agent": {"CLAUDE"}, "back": {"/"}})
 	if res.StatusCode != 303 {
 		t.Fatalf("viewas = %d", res.StatusCode)
 	}
 	_, body = h.get("/")
-	mustContain(t, "groups page", body, "viewing as claude", "Needs attention from claude (1)", `<span class="count attn">1</span>`, `<span class="count">1</span>`)
+	mustContain(t, "groups page", body, "viewing as claude", "Needs attention from <bdi>claude</bdi> (1)", `<span class="count attn">1</span>`, `<span class="count">1</span>`)
 
 	for _, action := range []string{"ack", "claim", "defer"} {
 		res, body := h.post("/ui/agents/claude/act", url.Values{"action": {action}, "group": {"ops"}, "event": {ev.ID}})
@@ -317,7 +318,7 @@ func TestAgentActions(t *testing.T) {
 		}
 	}
 	_, body = h.get("/ui/agents/claude")
-	mustContain(t, "agent page after ack", body, "Waiting for claude (0)", "acked", "claimed by", ": defer on #1 recorded")
+	mustContain(t, "agent page after ack", body, "Waiting for <bdi>claude</bdi> (0)", "acked", "claimed by", ": defer on #1 recorded")
 	kinds := map[string]bool{}
 	for _, e := range h.events("ops") {
 		kinds[e.Kind] = true
@@ -342,7 +343,7 @@ func TestAgentActions(t *testing.T) {
 		t.Errorf("mark read = %d", res.StatusCode)
 	}
 	_, body = h.get("/ui/groups/ops")
-	mustContain(t, "group page", body, "0 unread for claude", "claude acknowledged #1", "claude claimed #1")
+	mustContain(t, "group page", body, "0 unread for <bdi>claude</bdi>", "claude acknowledged #1", "claude claimed #1")
 }
 
 func TestCompose(t *testing.T) {
@@ -564,6 +565,48 @@ func TestOddNames(t *testing.T) {
 	for _, p := range []string{href, "/ui/groups/deploy%2Fv2%20%231%3F/threads/" + outs[0].Envelope.Thread} {
 		if code, body := h.get(p); code != 200 || !strings.Contains(body, "odd group") {
 			t.Errorf("GET %s = %d", p, code)
+		}
+	}
+}
+
+// TestPagesIsolateNames renders an event recorded before identifiers were
+// checked (issue 12 item 3): a sender with RLO and a group with ZWSP. Every
+// name shown is isolated in <bdi> with the invisible characters written as
+// code points; only the envelope's raw text (kept byte for byte, to copy)
+// and the attributes the page's requests use hold them raw.
+func TestPagesIsolateNames(t *testing.T) {
+	h := newHarness(t, nil)
+	const from, group = "CLA\u202eUDE", "pro\u200bj"
+	env := envelope.New(from, "GEMINI", "REQUEST", "hello")
+	env.Context = group
+	d := gateway.EventData{Text: "hello", Format: "plain", Priority: "normal", To: []string{"gemini"},
+		X: &gateway.XCrosstalk{Envelope: env, Sender: "cla\u202eude", Transport: "test", Verification: gateway.StatusUnsigned}}
+	data, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Append(t.Context(), []ledger.Record{{Kind: gateway.KindMessage, GroupID: group, By: "cla\u202eude", Data: data}}); err != nil {
+		t.Fatal(err)
+	}
+	// html/template writes "+" as &#43;.
+	const shownGroup, shownFrom = "<bdi>pro⟨U&#43;200B⟩j</bdi>", "<bdi>CLA⟨U&#43;202E⟩UDE</bdi>"
+	for _, tc := range []struct {
+		path  string
+		wants []string
+	}{
+		{"/ui/groups/" + url.PathEscape(group), []string{"<title>pro⟨U&#43;200B⟩j", "<h1>Group " + shownGroup, `<span class="from">` + shownFrom}},
+		{"/ui/agents/gemini", []string{shownGroup + " #1", `<span class="from"><bdi>cla⟨U&#43;202E⟩ude</bdi>`}},
+		{"/", []string{`<a href="/ui/groups/pro%E2%80%8Bj">` + shownGroup}},
+	} {
+		code, body := h.get(tc.path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s = %d\n%s", tc.path, code, body)
+		}
+		mustContain(t, "GET "+tc.path, body, tc.wants...)
+		for _, line := range strings.Split(body, "\n") {
+			if strings.ContainsAny(line, "\u202e\u200b") && (strings.Contains(line, "<bdi>") || strings.Contains(line, "<h1>") || strings.Contains(line, "<title>")) {
+				t.Errorf("GET %s shows a name with a raw RLO or ZWSP: %q", tc.path, line)
+			}
 		}
 	}
 }

@@ -71,15 +71,6 @@ type Options struct {
 	TrustFile string
 }
 
-// verifier adapts signing.Verifier to the relay.
-func verifier(path string) gateway.Verifier {
-	v := &signing.Verifier{Store: signing.NewTrustStore(path)}
-	return gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
-		res := v.Verify(ctx, env)
-		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
-	})
-}
-
 // Start starts a relay; it is stopped when the test ends.
 func Start(t testing.TB, opts *Options) *Relay {
 	t.Helper()
@@ -98,7 +89,7 @@ func Start(t testing.TB, opts *Options) *Relay {
 	st := memory.New(clock.Now)
 	gopts := &gateway.Options{Book: book, Now: clock.Now, ClaimTTL: opts.ClaimTTL}
 	if opts.TrustFile != "" {
-		gopts.Verifier = verifier(opts.TrustFile)
+		gopts.Verifier = gateway.NewTrustVerifier(&signing.Verifier{Store: signing.NewTrustStore(opts.TrustFile)})
 	}
 	relay := gateway.New(st, gopts)
 	a := api.New(relay, &api.Options{Rate: -1, Heartbeat: 200 * time.Millisecond})

@@ -51,6 +51,8 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Follow/SlowFollower", testFollowSlow},
 		{"Follow/Cancel", testFollowCancel},
 		{"Follow/Close", testFollowClose},
+		{"Log", testLog},
+		{"Log/FollowReplayAndLive", testFollowLog},
 		{"Cursors", testCursors},
 		{"Claims", testClaims},
 		{"Claims/Concurrent", testClaimsConcurrent},
@@ -590,6 +592,136 @@ func testFollowReplayAndLive(t *testing.T, s ledger.Store) {
 		for _, ev := range r.evs {
 			if ev.GroupID != "g" {
 				t.Errorf("Follow(g, %d) yielded an event of group %q", r.since, ev.GroupID)
+			}
+		}
+	}
+}
+
+// testLog checks that Log reads every group's events in append order
+// with growing positions, in pages that join without gaps or repeats.
+func testLog(t *testing.T, s ledger.Store) {
+	ctx := testContext(t)
+	var want []string
+	for i := range 13 {
+		res, err := s.Append(ctx, []ledger.Record{rec(fmt.Sprintf("g%d", i%3), "chat.message", ""), rec("h", "chat.message", "")})
+		if err != nil {
+			t.Fatalf("Append() error = %v", err)
+		}
+		want = append(want, res[0].Event.ID, res[1].Event.ID)
+	}
+	all, err := s.Log(ctx, 0, 1000)
+	if err != nil {
+		t.Fatalf("Log(0, 1000) error = %v", err)
+	}
+	ids := func(ls []ledger.Logged) []string {
+		out := make([]string, len(ls))
+		for i, l := range ls {
+			out[i] = l.ID
+		}
+		return out
+	}
+	if got := ids(all); !slices.Equal(got, want) {
+		t.Fatalf("Log(0, 1000) ids = %v, want the append order %v", got, want)
+	}
+	for i, l := range all {
+		if l.Pos <= 0 || i > 0 && l.Pos <= all[i-1].Pos {
+			t.Fatalf("Log(0, 1000)[%d].Pos = %d after %d, want positive and growing", i, l.Pos, all[max(i-1, 0)].Pos)
+		}
+	}
+	for _, page := range []int{1, 4, 7} {
+		var got []ledger.Logged
+		for after := int64(0); ; {
+			p, err := s.Log(ctx, after, page)
+			if err != nil {
+				t.Fatalf("Log(%d, %d) error = %v", after, page, err)
+			}
+			if len(p) > page {
+				t.Fatalf("Log(%d, %d) = %d events, more than the limit", after, page, len(p))
+			}
+			if len(p) == 0 {
+				break
+			}
+			got = append(got, p...)
+			after = p[len(p)-1].Pos
+		}
+		if !slices.Equal(ids(got), want) {
+			t.Errorf("Log in pages of %d = %v, want %v", page, ids(got), want)
+		}
+	}
+	if p, err := s.Log(ctx, all[len(all)-1].Pos, 10); err != nil || len(p) != 0 {
+		t.Errorf("Log(after the last) = %d events, %v; want none", len(p), err)
+	}
+	if p, err := s.Log(ctx, all[4].Pos, 2); err != nil || !slices.Equal(ids(p), want[5:7]) {
+		t.Errorf("Log(after the 5th, 2) = %v, %v; want %v", ids(p), err, want[5:7])
+	}
+	if _, err := s.Log(ctx, 0, 0); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("Log(0, 0) error = %v, want ErrInvalid", err)
+	}
+}
+
+// testFollowLog checks that FollowLog replays the log after a position and
+// then yields live appends to any group, in order, without gaps.
+func testFollowLog(t *testing.T, s ledger.Store) {
+	ctx := testContext(t)
+	for i := range 5 {
+		appendOne(t, s, rec(fmt.Sprintf("g%d", i), "chat.message", ""))
+	}
+	stored, err := s.Log(ctx, 0, 100)
+	if err != nil || len(stored) != 5 {
+		t.Fatalf("Log() = %d events, %v; want 5", len(stored), err)
+	}
+	const live = 40
+	type result struct {
+		after int64
+		got   []ledger.Logged
+		err   error
+	}
+	starts := []int64{0, stored[1].Pos, stored[4].Pos}
+	want := map[int64]int{0: 5 + live, stored[1].Pos: 3 + live, stored[4].Pos: live}
+	out := make(chan result, len(starts))
+	for _, after := range starts {
+		go func() {
+			r := result{after: after}
+			for l, err := range s.FollowLog(ctx, after) {
+				if err != nil {
+					r.err = err
+					break
+				}
+				r.got = append(r.got, l)
+				if len(r.got) == want[after] {
+					break
+				}
+			}
+			out <- r
+		}()
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for range live / 4 {
+				if _, err := s.Append(ctx, []ledger.Record{rec(fmt.Sprintf("live%d", w), "chat.message", "")}); err != nil {
+					t.Errorf("Append() error = %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	all, err := s.Log(ctx, 0, 1000)
+	if err != nil {
+		t.Fatalf("Log() error = %v", err)
+	}
+	for range starts {
+		r := <-out
+		if r.err != nil || len(r.got) != want[r.after] {
+			t.Errorf("FollowLog(%d) = %d events, %v; want %d", r.after, len(r.got), r.err, want[r.after])
+			continue
+		}
+		tail := all[len(all)-want[r.after]:]
+		for i := range tail {
+			if r.got[i].Pos != tail[i].Pos || r.got[i].ID != tail[i].ID {
+				t.Errorf("FollowLog(%d)[%d] = %d %s, want %d %s (Log's order)", r.after, i, r.got[i].Pos, r.got[i].ID, tail[i].Pos, tail[i].ID)
+				break
 			}
 		}
 	}

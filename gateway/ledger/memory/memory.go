@@ -37,6 +37,8 @@ type Store struct {
 	cursors map[[2]string]ledger.Cursor
 	claims  map[[2]string]ledger.Claim
 	wake    map[string]chan struct{} // closed on the next append to the group
+	order   []ledger.Event           // every event in append order: position i+1
+	wakeLog chan struct{}            // closed on the next append to any group
 	lastTS  time.Time
 }
 
@@ -57,6 +59,7 @@ func New(now func() time.Time) *Store {
 		cursors: make(map[[2]string]ledger.Cursor),
 		claims:  make(map[[2]string]ledger.Claim),
 		wake:    make(map[string]chan struct{}),
+		wakeLog: make(chan struct{}),
 	}
 }
 
@@ -88,6 +91,9 @@ func (s *Store) add(ev ledger.Event) {
 		close(ch)
 		delete(s.wake, ev.GroupID)
 	}
+	s.order = append(s.order, ev)
+	close(s.wakeLog)
+	s.wakeLog = make(chan struct{})
 }
 
 // Append implements ledger.Store. A batch is applied under one lock, so
@@ -259,6 +265,61 @@ func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.S
 				return
 			case <-s.closing:
 				yield(ledger.Event{}, fmt.Errorf("memory: follow %q: %w", group, ledger.ErrClosed))
+				return
+			}
+		}
+	}
+}
+
+// Log implements ledger.Store: an event's position is its index in
+// append order plus one.
+func (s *Store) Log(ctx context.Context, after int64, limit int) ([]ledger.Logged, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("memory: log: %w: limit %d is not positive", ledger.ErrInvalid, limit)
+	}
+	if err := s.lock("log"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	start := min(max(after, 0), int64(len(s.order)))
+	page := s.order[start:min(start+int64(limit), int64(len(s.order)))]
+	out := make([]ledger.Logged, len(page))
+	for i, ev := range page {
+		out[i] = ledger.Logged{Pos: start + int64(i) + 1, Event: clone(ev)}
+	}
+	return out, nil
+}
+
+// FollowLog implements ledger.Store.
+func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
+	return func(yield func(ledger.Logged, error) bool) {
+		for {
+			if err := s.lock("follow log"); err != nil {
+				yield(ledger.Logged{}, err)
+				return
+			}
+			wake := s.wakeLog
+			s.mu.Unlock()
+			page, err := s.Log(ctx, after, followPage)
+			if err != nil {
+				yield(ledger.Logged{}, err)
+				return
+			}
+			for _, l := range page {
+				if !yield(l, nil) {
+					return
+				}
+				after = l.Pos
+			}
+			if len(page) == followPage {
+				continue
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				return
+			case <-s.closing:
+				yield(ledger.Logged{}, fmt.Errorf("memory: follow log: %w", ledger.ErrClosed))
 				return
 			}
 		}

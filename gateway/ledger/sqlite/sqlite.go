@@ -543,6 +543,84 @@ func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.S
 	}
 }
 
+// logWake is the notifier key of appends to any group (group ids are
+// never empty).
+const logWake = ""
+
+// Log implements ledger.Store. An event's position is its rowid: the
+// single writer inserts in commit order and never deletes, so rowids
+// only grow. (VACUUM may renumber rowids of a table without an INTEGER
+// PRIMARY KEY; the store never runs it, and neither should an operator.)
+func (s *Store) Log(ctx context.Context, after int64, limit int) ([]ledger.Logged, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("sqlite: log: %w: limit %d is not positive", ledger.ErrInvalid, limit)
+	}
+	if s.isClosed() {
+		return nil, fmt.Errorf("sqlite: log: %w", ledger.ErrClosed)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT rowid, `+eventCols+` FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, s.readErr("log", err)
+	}
+	defer rows.Close()
+	var out []ledger.Logged
+	for rows.Next() {
+		var l ledger.Logged
+		ev, err := scanEvent(rowidScanner{rows, &l.Pos})
+		if err != nil {
+			return nil, s.readErr("log", err)
+		}
+		l.Event = ev
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr("log", err)
+	}
+	return out, nil
+}
+
+// rowidScanner scans a leading rowid column into pos, the rest as
+// scanEvent asks.
+type rowidScanner struct {
+	r   scanner
+	pos *int64
+}
+
+func (r rowidScanner) Scan(dest ...any) error { return r.r.Scan(append([]any{r.pos}, dest...)...) }
+
+// FollowLog implements ledger.Store like Follow, woken by a commit to
+// any group.
+func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
+	return func(yield func(ledger.Logged, error) bool) {
+		for {
+			wake := s.notes.wait(logWake)
+			page, err := s.Log(ctx, after, followPage)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				yield(ledger.Logged{}, fmt.Errorf("sqlite: follow log: %w", err))
+				return
+			}
+			for _, l := range page {
+				if !yield(l, nil) {
+					return
+				}
+				after = l.Pos
+			}
+			if len(page) == followPage {
+				continue
+			}
+			if !s.waitFollow(ctx, wake) {
+				if ctx.Err() == nil {
+					yield(ledger.Logged{}, fmt.Errorf("sqlite: follow log: %w", ledger.ErrClosed))
+				}
+				return
+			}
+		}
+	}
+}
+
 // waitFollow waits for wake or the poll interval; it reports false when
 // ctx is done or the store is closing.
 func (s *Store) waitFollow(ctx context.Context, wake <-chan struct{}) bool {

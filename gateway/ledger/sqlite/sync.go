@@ -58,6 +58,9 @@ func (s *Store) finish(c committed) {
 		fail = *p
 	}
 	notified := make(map[string]bool)
+	if len(c.groups) > 0 {
+		s.notes.notify(logWake)
+	}
 	for _, g := range c.groups {
 		if !notified[g] {
 			notified[g] = true

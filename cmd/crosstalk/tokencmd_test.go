@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/gateway/tokens"
+)
+
+// TestTokenCommands: crosstalk token new/list/revoke on a data dir, and a
+// running relay over that data dir accepting a minted token from a browser
+// extension's origin at once, then refusing it once revoked.
+func TestTokenCommands(t *testing.T) {
+	data := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.DataDir, cfg.Listen = data, "127.0.0.1:0"
+	r, err := startRelay(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.shutdown()
+
+	out, stderr, code := runCLI(t, "", "token", "new", "--data", data)
+	secret := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(secret, tokens.Prefix) || !strings.Contains(stderr, `principal "user"`) {
+		t.Fatalf("token new = %q, %q, %d", out, stderr, code)
+	}
+	if fi, err := os.Stat(filepath.Join(data, tokens.FileName)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v, %v", fi, err)
+	}
+	post := func() int {
+		req, _ := http.NewRequest("POST", r.url+"/crosstalk/receive", strings.NewReader("[[CLAUDE→CHATGPT v1]]\nintent: REQUEST\nbody: |\n  from the extension\n[[END]]\n"))
+		req.Header.Set("Origin", "chrome-extension://abcdefghijklmnopabcdefghijklmnop")
+		req.Header.Set("Authorization", "Bearer "+secret)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := post(); got != 200 {
+		t.Fatalf("POST from an extension with the minted token = %d, want 200", got)
+	}
+	out, _, code = runCLI(t, "", "token", "list", "--data", data, "--json")
+	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"principal":"user"`) || strings.Contains(out, secret) {
+		t.Fatalf("token list = %q, %d", out, code)
+	}
+	id := out[strings.Index(out, `"id":"`)+6:]
+	id = id[:strings.Index(id, `"`)]
+	if _, stderr, code := runCLI(t, "", "token", "revoke", "--data", data, id); code != 0 {
+		t.Fatalf("token revoke = %d %s", code, stderr)
+	}
+	if got := post(); got != 403 {
+		t.Fatalf("POST with a revoked token = %d, want 403", got)
+	}
+	for _, args := range [][]string{{"token"}, {"token", "nope"}, {"token", "revoke", "--data", data}, {"token", "list", "extra", "--data", data}} {
+		if _, _, code := runCLI(t, "", args...); code != 2 {
+			t.Errorf("crosstalk %v exit = %d, want 2", args, code)
+		}
+	}
+	if _, _, code := runCLI(t, "", "token", "revoke", "--data", data, "ffffffffffff"); code != 1 {
+		t.Errorf("revoke of an unknown id exit = %d, want 1", code)
+	}
+	if _, _, code := runCLI(t, "", "token", "new", "--data", data, "--principal", "two words"); code != 1 {
+		t.Errorf("new with a bad principal exit = %d, want 1", code)
+	}
+}

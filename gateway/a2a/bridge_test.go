@@ -1,0 +1,515 @@
+package a2a_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/a2a"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+)
+
+// Tokens of the test relay: chatgpt calls claude over A2A; claude answers
+// through the API; gemini is another token holder.
+var tokens = map[string]string{"tok-chatgpt": "chatgpt", "tok-claude": "claude", "tok-gemini": "gemini"}
+
+// book is the test address book: claude opted in to A2A, chatgpt did not.
+var book = []gateway.Agent{
+	{ID: "claude", Names: []string{"CLAUDE"}, A2A: true},
+	{ID: "chatgpt", Names: []string{"CHATGPT"}},
+	{ID: "gemini", Names: []string{"GEMINI"}},
+}
+
+// testRelay is a real relay in-process: ledger in memory, the API with
+// tokens, the bridge mounted behind its gate, served on loopback.
+type testRelay struct {
+	URL    string
+	Relay  *gateway.Relay
+	Store  ledger.Store
+	Bridge *a2a.Bridge
+}
+
+func startRelay(t *testing.T, opts *a2a.Options) *testRelay {
+	t.Helper()
+	b, err := gateway.NewAddressBook(book)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memory.New(time.Now)
+	relay := gateway.New(st, &gateway.Options{Book: b})
+	a := api.New(relay, &api.Options{Tokens: tokens, Rate: -1})
+	if opts == nil {
+		opts = &a2a.Options{}
+	}
+	opts.Bearer = true
+	br := a2a.New(relay, opts)
+	a.Handle(a2a.Prefix, br)
+	srv := httptest.NewServer(a)
+	t.Cleanup(func() {
+		br.Close()
+		a.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+		st.Close()
+	})
+	return &testRelay{URL: srv.URL, Relay: relay, Store: st, Bridge: br}
+}
+
+// bearer adds a token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+func httpClient(token string) *http.Client {
+	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+}
+
+// client is the Go SDK's A2A client for agent, as the token's principal,
+// made from the agent card the relay serves.
+func (r *testRelay) client(t *testing.T, token, agent string) *a2aclient.Client {
+	t.Helper()
+	hc := httpClient(token)
+	card, err := agentcard.NewResolver(hc).Resolve(t.Context(), r.URL+"/a2a/"+agent)
+	if err != nil {
+		t.Fatalf("resolving %s's card: %v", agent, err)
+	}
+	c, err := a2aclient.NewFromCard(t.Context(), card, a2aclient.WithJSONRPCTransport(hc))
+	if err != nil {
+		t.Fatalf("NewFromCard() = %v", err)
+	}
+	t.Cleanup(func() { c.Destroy() })
+	return c
+}
+
+// awaitEnvelope returns the first envelope event in group from → to
+// after seq since.
+func (r *testRelay) awaitEnvelope(ctx context.Context, group, from, to string, since int64) (ledger.Event, *envelope.Envelope, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for ev, err := range r.Store.Follow(ctx, group, since) {
+		if err != nil {
+			return ledger.Event{}, nil, err
+		}
+		d, _ := gateway.ParseData(ev)
+		if d.X != nil && d.X.Envelope != nil && d.X.Sender == from && r.Relay.Book().ActorID(d.X.Envelope.To) == to {
+			return ev, d.X.Envelope, nil
+		}
+	}
+	return ledger.Event{}, nil, fmt.Errorf("no envelope %s → %s in %q: %w", from, to, group, ctx.Err())
+}
+
+// mustEnvelope is awaitEnvelope for the test's goroutine.
+func (r *testRelay) mustEnvelope(t *testing.T, group, from, to string, since int64) (ledger.Event, *envelope.Envelope) {
+	t.Helper()
+	ev, env, err := r.awaitEnvelope(t.Context(), group, from, to, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev, env
+}
+
+// reply posts an envelope through the API as the token's principal, as
+// an agent answers.
+func (r *testRelay) reply(ctx context.Context, token string, req gateway.SendRequest) error {
+	body, _ := json.Marshal(req)
+	hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.URL+"/v1/send", bytes.NewReader(body))
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := httpClient(token).Do(hr)
+	if err != nil {
+		return fmt.Errorf("POST /v1/send: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return fmt.Errorf("POST /v1/send = %s %s", resp.Status, b.String())
+	}
+	return nil
+}
+
+// play runs agent in a goroutine, as the agent that answers; the context
+// it returns, for the caller's requests, ends when agent fails. The test
+// waits for agent at its end.
+func play(t *testing.T, agent func(ctx context.Context) error) context.Context {
+	caller, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := agent(context.Background()); err != nil {
+			t.Errorf("agent: %v", err)
+			cancel()
+		}
+	}()
+	t.Cleanup(func() { <-done })
+	return caller
+}
+
+// answer plays claude: it waits for chatgpt's envelope in group and
+// replies to it with intent and body; got receives chatgpt's envelope.
+func (r *testRelay) answer(t *testing.T, group, intent, body string, got chan<- *envelope.Envelope) context.Context {
+	return play(t, func(ctx context.Context) error {
+		_, env, err := r.awaitEnvelope(ctx, group, "chatgpt", "claude", 0)
+		if err != nil {
+			return err
+		}
+		if got != nil {
+			got <- env
+		}
+		return r.reply(ctx, "tok-claude", gateway.SendRequest{To: "CHATGPT", Intent: intent, Context: group, Parent: env.Message, Body: body})
+	})
+}
+
+func textMessage(contextID, text string) *sdk.SendMessageRequest {
+	m := sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart(text))
+	m.ContextID = contextID
+	return &sdk.SendMessageRequest{Message: m}
+}
+
+func partsText(ps sdk.ContentParts) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, p.Text())
+	}
+	return strings.Join(s, "")
+}
+
+// TestSendMessage: a blocking SendMessage is an envelope from the
+// caller's principal to the agent, recorded in the ledger; the agent's
+// RESPOND is the completed task's status message and artifact.
+func TestSendMessage(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	got := make(chan *envelope.Envelope, 1)
+	ctx := r.answer(t, "a2a-deploy", envelope.IntentRespond, "Not blocked: ship it.", got)
+
+	res, err := c.SendMessage(ctx, textMessage("a2a-deploy", "Is the deploy blocked?"))
+	if err != nil {
+		t.Fatalf("SendMessage() = %v", err)
+	}
+	task, ok := res.(*sdk.Task)
+	if !ok {
+		t.Fatalf("SendMessage() = %T, want a task", res)
+	}
+	if task.Status.State != sdk.TaskStateCompleted {
+		t.Fatalf("task state = %s, want completed", task.Status.State)
+	}
+	if s := partsText(task.Status.Message.Parts); s != "Not blocked: ship it." {
+		t.Errorf("status message = %q, want the reply's body", s)
+	}
+	if len(task.Artifacts) != 1 || partsText(task.Artifacts[0].Parts) != "Not blocked: ship it." || task.Artifacts[0].Name != "reply" {
+		t.Errorf("artifacts = %+v, want one \"reply\" with the body", task.Artifacts)
+	}
+	sent := <-got
+	if sent.From != "chatgpt" || sent.Intent != envelope.IntentRequest || sent.Body != "Is the deploy blocked?" || sent.Context != "a2a-deploy" {
+		t.Errorf("envelope = from %q intent %q context %q body %q, want chatgpt's REQUEST with the message text", sent.From, sent.Intent, sent.Context, sent.Body)
+	}
+	if !hasField(sent, "a2a", "Task-ID", string(task.ID)) {
+		t.Errorf("envelope meta = %+v, want a2a Task-ID %s", sent.Meta, task.ID)
+	}
+	meta, _ := task.Metadata["crosstalk"].(map[string]any)
+	if meta["message"] != sent.Message || meta["group"] != "a2a-deploy" {
+		t.Errorf("task metadata = %v, want the envelope's message id and group", task.Metadata)
+	}
+	// GetTask returns the same result later.
+	again, err := c.GetTask(t.Context(), &sdk.GetTaskRequest{ID: task.ID})
+	if err != nil || again.Status.State != sdk.TaskStateCompleted {
+		t.Fatalf("GetTask() = %+v, %v; want the completed task", again, err)
+	}
+}
+
+func hasField(env *envelope.Envelope, ns, key, value string) bool {
+	for _, m := range env.Meta {
+		if m.Namespace != ns {
+			continue
+		}
+		for _, f := range m.Fields {
+			if f.Key == key && f.Value == value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestReplyIntents: the reply's intent decides the task's state.
+func TestReplyIntents(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	for _, tc := range []struct {
+		intent string
+		want   sdk.TaskState
+	}{
+		{envelope.IntentRespond, sdk.TaskStateCompleted},
+		{envelope.IntentClose, sdk.TaskStateCompleted},
+		{envelope.IntentError, sdk.TaskStateFailed},
+		{envelope.IntentNack, sdk.TaskStateRejected},
+		{envelope.IntentRequest, sdk.TaskStateInputRequired},
+		{"ANSWER", sdk.TaskStateCompleted}, // v1.0 name of RESPOND
+	} {
+		t.Run(tc.intent, func(t *testing.T) {
+			group := "intent-" + strings.ToLower(tc.intent)
+			ctx := r.answer(t, group, tc.intent, "reply "+tc.intent, nil)
+			res, err := c.SendMessage(ctx, textMessage(group, "question"))
+			if err != nil {
+				t.Fatalf("SendMessage() = %v", err)
+			}
+			if task := res.(*sdk.Task); task.Status.State != tc.want {
+				t.Errorf("state = %s, want %s", task.Status.State, tc.want)
+			}
+		})
+	}
+}
+
+// TestStreamAndContinue: SendStreamingMessage streams submitted, working,
+// the ACK as working, then input-required on a question back; a
+// continuation on the same task answers the agent's question (parent =
+// its envelope) and completes the task.
+func TestStreamAndContinue(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	group := "stream"
+	ctx := play(t, func(ctx context.Context) error {
+		_, env, err := r.awaitEnvelope(ctx, group, "chatgpt", "claude", 0)
+		if err != nil {
+			return err
+		}
+		if err := r.reply(ctx, "tok-claude", gateway.SendRequest{To: "CHATGPT", Intent: envelope.IntentAck, Context: group, Parent: env.Message, Body: "on it"}); err != nil {
+			return err
+		}
+		return r.reply(ctx, "tok-claude", gateway.SendRequest{To: "CHATGPT", Intent: envelope.IntentRequest, Context: group, Parent: env.Message, Body: "Which region?"})
+	})
+	var states []string
+	var taskID sdk.TaskID
+	for ev, err := range c.SendStreamingMessage(ctx, textMessage(group, "Deploy please")) {
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		switch ev := ev.(type) {
+		case *sdk.Task:
+			taskID = ev.ID
+			states = append(states, string(ev.Status.State))
+		case *sdk.TaskStatusUpdateEvent:
+			s := string(ev.Status.State)
+			if ev.Status.Message != nil {
+				s += ":" + partsText(ev.Status.Message.Parts)
+			}
+			states = append(states, s)
+		}
+	}
+	want := []string{"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_WORKING:on it", "TASK_STATE_INPUT_REQUIRED:Which region?"}
+	if fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Fatalf("stream states = %q, want %q", states, want)
+	}
+
+	ack, _ := r.mustEnvelope(t, group, "claude", "chatgpt", 0)
+	question, q := r.mustEnvelope(t, group, "claude", "chatgpt", ack.Seq)
+	done := make(chan *envelope.Envelope, 1)
+	ctx = play(t, func(ctx context.Context) error {
+		_, env, err := r.awaitEnvelope(ctx, group, "chatgpt", "claude", question.Seq)
+		if err != nil {
+			return err
+		}
+		done <- env
+		return r.reply(ctx, "tok-claude", gateway.SendRequest{To: "CHATGPT", Intent: envelope.IntentRespond, Context: group, Parent: env.Message, Body: "Deployed to eu-west."})
+	})
+	m := sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart("eu-west"))
+	m.TaskID, m.ContextID = taskID, group
+	res, err := c.SendMessage(ctx, &sdk.SendMessageRequest{Message: m})
+	if err != nil {
+		t.Fatalf("continuation SendMessage() = %v", err)
+	}
+	task := res.(*sdk.Task)
+	if task.ID != taskID || task.Status.State != sdk.TaskStateCompleted || partsText(task.Status.Message.Parts) != "Deployed to eu-west." {
+		t.Fatalf("continued task = %s %s, want %s completed with the reply", task.ID, task.Status.State, taskID)
+	}
+	if cont := <-done; cont.Parent != q.Message || cont.Body != "eu-west" {
+		t.Errorf("continuation = parent %q body %q, want the answer to the question %q", cont.Parent, cont.Body, q.Message)
+	}
+}
+
+// TestCancel: CancelTask cancels a waiting task and records a CLOSE
+// envelope to the agent answering the request.
+func TestCancel(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	req := textMessage("cancel", "long job")
+	req.Config = &sdk.SendMessageConfig{ReturnImmediately: true}
+	res, err := c.SendMessage(t.Context(), req)
+	if err != nil {
+		t.Fatalf("SendMessage() = %v", err)
+	}
+	task := res.(*sdk.Task)
+	if task.Status.State.Terminal() {
+		t.Fatalf("state = %s, want a task still open", task.Status.State)
+	}
+	ev, sent := r.mustEnvelope(t, "cancel", "chatgpt", "claude", 0)
+
+	// Another token holder sees no such task.
+	other := r.client(t, "tok-gemini", "claude")
+	if _, err := other.GetTask(t.Context(), &sdk.GetTaskRequest{ID: task.ID}); !errors.Is(err, sdk.ErrTaskNotFound) {
+		t.Errorf("gemini's GetTask() = %v, want task not found", err)
+	}
+	if _, err := other.CancelTask(t.Context(), &sdk.CancelTaskRequest{ID: task.ID}); !errors.Is(err, sdk.ErrTaskNotFound) {
+		t.Errorf("gemini's CancelTask() = %v, want task not found", err)
+	}
+
+	canceled, err := c.CancelTask(t.Context(), &sdk.CancelTaskRequest{ID: task.ID})
+	if err != nil {
+		t.Fatalf("CancelTask() = %v", err)
+	}
+	if canceled.Status.State != sdk.TaskStateCanceled {
+		t.Errorf("state = %s, want canceled", canceled.Status.State)
+	}
+	_, closed := r.mustEnvelope(t, "cancel", "chatgpt", "claude", ev.Seq)
+	if closed.Intent != envelope.IntentClose || closed.Parent != sent.Message {
+		t.Errorf("after cancel: %s with parent %q, want CLOSE answering %q", closed.Intent, closed.Parent, sent.Message)
+	}
+}
+
+// TestImpostorReply: only the agent's own envelope settles the task; an
+// envelope from another principal with the same parent does not.
+func TestImpostorReply(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	ctx := play(t, func(ctx context.Context) error {
+		_, env, err := r.awaitEnvelope(ctx, "impostor", "chatgpt", "claude", 0)
+		if err != nil {
+			return err
+		}
+		if err := r.reply(ctx, "tok-gemini", gateway.SendRequest{To: "CHATGPT", Intent: envelope.IntentRespond, Context: "impostor", Parent: env.Message, Body: "forged"}); err != nil {
+			return err
+		}
+		return r.reply(ctx, "tok-claude", gateway.SendRequest{To: "CHATGPT", Intent: envelope.IntentRespond, Context: "impostor", Parent: env.Message, Body: "genuine"})
+	})
+	res, err := c.SendMessage(ctx, textMessage("impostor", "who answers?"))
+	if err != nil {
+		t.Fatalf("SendMessage() = %v", err)
+	}
+	if s := partsText(res.(*sdk.Task).Status.Message.Parts); s != "genuine" {
+		t.Errorf("result = %q, want claude's reply", s)
+	}
+}
+
+// TestReplyTimeout: a task whose agent never answers fails after
+// ReplyTimeout.
+func TestReplyTimeout(t *testing.T) {
+	r := startRelay(t, &a2a.Options{ReplyTimeout: time.Millisecond})
+	c := r.client(t, "tok-chatgpt", "claude")
+	res, err := c.SendMessage(t.Context(), textMessage("silence", "anyone?"))
+	if err != nil {
+		t.Fatalf("SendMessage() = %v", err)
+	}
+	if task := res.(*sdk.Task); task.Status.State != sdk.TaskStateFailed || !strings.Contains(partsText(task.Status.Message.Parts), "no reply from claude") {
+		t.Errorf("task = %s %q, want failed for want of a reply", task.Status.State, partsText(task.Status.Message.Parts))
+	}
+}
+
+// TestRefusedMessages: what cannot be an envelope is refused before a
+// task exists.
+func TestRefusedMessages(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	for name, m := range map[string]*sdk.Message{
+		"empty":    sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart("  ")),
+		"raw":      sdk.NewMessage(sdk.MessageRoleUser, sdk.NewRawPart([]byte{1, 2})),
+		"file url": sdk.NewMessage(sdk.MessageRoleUser, sdk.NewFileURLPart("https://example.org/x", "text/plain")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if res, err := c.SendMessage(t.Context(), &sdk.SendMessageRequest{Message: m}); err == nil {
+				t.Errorf("SendMessage() = %+v, want an error", res)
+			}
+		})
+	}
+}
+
+// TestGate: the bridge sits behind the API's gate, and serves only the
+// agents that opted in.
+func TestGate(t *testing.T) {
+	r := startRelay(t, nil)
+	rpc := `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`
+	for _, tc := range []struct {
+		name, method, path, token, body string
+		header                          map[string]string
+		want                            int
+	}{
+		{"card", "GET", "/a2a/claude/.well-known/agent-card.json", "tok-gemini", "", nil, 200},
+		{"card by name", "GET", "/a2a/CLAUDE/.well-known/agent-card.json", "tok-gemini", "", nil, 200},
+		{"card without token", "GET", "/a2a/claude/.well-known/agent-card.json", "", "", nil, 401},
+		{"card with a wrong token", "GET", "/a2a/claude/.well-known/agent-card.json", "nope", "", nil, 401},
+		{"agent not opted in", "GET", "/a2a/chatgpt/.well-known/agent-card.json", "tok-gemini", "", nil, 404},
+		{"unknown agent", "GET", "/a2a/nobody/.well-known/agent-card.json", "tok-gemini", "", nil, 404},
+		{"rpc", "POST", "/a2a/claude", "tok-gemini", rpc, nil, 200},
+		{"rpc without token", "POST", "/a2a/claude", "", rpc, nil, 401},
+		{"rpc to an agent not opted in", "POST", "/a2a/chatgpt", "tok-gemini", rpc, nil, 404},
+		{"rpc from another origin", "POST", "/a2a/claude", "tok-gemini", rpc, map[string]string{"Origin": "https://evil.example"}, 403},
+		{"rpc from a lookalike host", "POST", "/a2a/claude", "tok-gemini", rpc, map[string]string{"Host": "relay.evil.example"}, 403},
+		{"rpc too large", "POST", "/a2a/claude", "tok-gemini", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"` + strings.Repeat("x", a2a.DefaultMaxBody) + `"}]}}}`, nil, 413},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), tc.method, r.URL+tc.path, strings.NewReader(tc.body))
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+				if k == "Host" {
+					req.Host = v
+				}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("%s %s = %d, want %d", tc.method, tc.path, resp.StatusCode, tc.want)
+			}
+		})
+	}
+}
+
+// TestCard: the card names the JSON-RPC endpoint under the URL the
+// caller used, the protocol version of the SDK, streaming and the bearer
+// scheme.
+func TestCard(t *testing.T) {
+	r := startRelay(t, nil)
+	card, err := agentcard.NewResolver(httpClient("tok-chatgpt")).Resolve(t.Context(), r.URL+"/a2a/claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(card.SupportedInterfaces) != 1 {
+		t.Fatalf("interfaces = %+v, want one", card.SupportedInterfaces)
+	}
+	in := card.SupportedInterfaces[0]
+	if in.URL != r.URL+"/a2a/claude" || in.ProtocolBinding != sdk.TransportProtocolJSONRPC || in.ProtocolVersion != sdk.Version {
+		t.Errorf("interface = %+v, want JSON-RPC %s at %s/a2a/claude", in, sdk.Version, r.URL)
+	}
+	if card.Name != "claude" || !card.Capabilities.Streaming || card.SecuritySchemes["bearer"] == nil {
+		t.Errorf("card = %+v, want claude, streaming, bearer", card)
+	}
+	if ids := r.Bridge.Agents(); fmt.Sprint(ids) != "[claude]" {
+		t.Errorf("Agents() = %v, want [claude]", ids)
+	}
+}

@@ -1,0 +1,83 @@
+package metrics
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+)
+
+// countingStore counts the events Range returns.
+type countingStore struct {
+	ledger.Store
+	read atomic.Int64
+}
+
+func (s *countingStore) Range(ctx context.Context, group string, since int64, kinds []string, limit int) ([]ledger.Event, error) {
+	evs, err := s.Store.Range(ctx, group, since, kinds, limit)
+	s.read.Add(int64(len(evs)))
+	return evs, err
+}
+
+// TestObligationsWindow: obligations count only must_respond deliveries
+// younger than the response deadline, find them without reading a
+// group's history, and drop them as their deadline passes.
+func TestObligationsWindow(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	st := &countingStore{Store: memory.New(clock)}
+	book, err := gateway.NewAddressBook([]gateway.Agent{{ID: "claude"}, {ID: "chatgpt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := gateway.New(st, &gateway.Options{Book: book, Now: clock})
+	send := func(from, to, intent, group string) {
+		t.Helper()
+		e := envelope.New(from, to, intent, "body")
+		e.Context = group
+		b, _ := envelope.Marshal(e)
+		outs, err := relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: strings.NewReader(string(b))})
+		if err != nil || outs[0].Reject != nil {
+			t.Fatalf("Ingest = %v, %v", outs, err)
+		}
+	}
+	// 1000 requests a minute apart; and an old one in another group.
+	send("CLAUDE", "CHATGPT", "REQUEST", "old")
+	for range 1000 {
+		now = now.Add(time.Minute)
+		send("CLAUDE", "CHATGPT", "REQUEST", "g")
+	}
+	o := &obligations{relay: relay, now: clock, groups: map[string]*window{}}
+	check := func(want map[string]int) {
+		t.Helper()
+		got, err := o.count(t.Context(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("count = %v, want %v", got, want)
+		}
+	}
+	st.read.Store(0)
+	// Deadline is created + 5 min: the requests of the last 5 minutes
+	// (now-4 … now) are open.
+	check(map[string]int{"chatgpt": 5, "claude": 0, "other": 0})
+	if n := st.read.Load(); n > 40 {
+		t.Errorf("the first count read %d events, want a bisection (≤ 40), not the history", n)
+	}
+	now = now.Add(2 * time.Minute)
+	check(map[string]int{"chatgpt": 3, "claude": 0, "other": 0})
+	send("CHATGPT", "MISTRAL", "REQUEST", "g")
+	send("CHATGPT", "CLAUDE", "RESPOND", "g")
+	send("CHATGPT", "CLAUDE", "ESCALATE", "new")
+	check(map[string]int{"chatgpt": 3, "claude": 1, "other": 1})
+	now = now.Add(10 * time.Minute)
+	check(map[string]int{"chatgpt": 0, "claude": 0, "other": 0})
+}

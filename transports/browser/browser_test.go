@@ -1,0 +1,327 @@
+package browser_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/gateway/tokens"
+	"github.com/crosstalk-go/crosstalk/signing"
+)
+
+// driverDir holds ext.mjs and its package.json; scripts/deps.sh installs
+// its node_modules (npm ci).
+const driverDir = "testdata/browser"
+
+// chromiumPath is Debian's Chromium binary (not the /usr/bin wrapper,
+// which sources /etc/chromium.d and adds an empty --load-extension).
+func chromiumPath() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/lib/chromium/chromium"
+}
+
+// needBrowser returns node and Chromium, failing under CI=true and
+// skipping elsewhere when one is missing.
+func needBrowser(t *testing.T) (node, chromium string) {
+	t.Helper()
+	missing := func(why string) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the extension test cannot run: %s (scripts/deps.sh installs chromium and runs npm ci in transports/browser/%s)", why, driverDir)
+		}
+		t.Skipf("extension test skipped: %s (run scripts/deps.sh)", why)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node is not installed")
+	}
+	chromium = chromiumPath()
+	if _, err := os.Stat(chromium); err != nil {
+		missing("chromium is not installed at " + chromium)
+	}
+	if _, err := os.Stat(filepath.Join(driverDir, "node_modules", "playwright-core", "package.json")); err != nil {
+		missing("playwright-core is not installed in " + driverDir)
+	}
+	return node, chromium
+}
+
+// countingRelay is an in-process relay — the production gateway and API
+// over an in-memory ledger, verifying signatures with a trust store, with
+// minted tokens — that counts the envelopes posted to it, by message id.
+type countingRelay struct {
+	url   string
+	relay *gateway.Relay
+	mu    sync.Mutex
+	posts map[string]int // message id → POSTs from the extension
+}
+
+func startRelay(t *testing.T, minted *tokens.Store) *countingRelay {
+	t.Helper()
+	book, err := gateway.NewAddressBook([]gateway.Agent{
+		{ID: "claude", Names: []string{"CLAUDE"}},
+		{ID: "chatgpt", Names: []string{"CHATGPT"}},
+		{ID: "gemini", Names: []string{"GEMINI"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &signing.Verifier{Store: signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))}
+	st := memory.New(nil)
+	relay := gateway.New(st, &gateway.Options{Book: book, Verifier: gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
+		res := v.Verify(ctx, env)
+		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
+	})})
+	a := api.New(relay, &api.Options{Rate: -1, Minted: minted})
+	a.MountAgents(nil)
+	r := &countingRelay{relay: relay, posts: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost && req.URL.Path == "/crosstalk/receive" && strings.HasPrefix(req.Header.Get("Origin"), "chrome-extension://") {
+			body, _ := io.ReadAll(req.Body)
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			if env, err := envelope.NewReader(bytes.NewReader(body)).Next(); err == nil {
+				r.mu.Lock()
+				r.posts[env.Message]++
+				r.mu.Unlock()
+			}
+		}
+		a.ServeHTTP(w, req)
+	}))
+	t.Cleanup(func() {
+		a.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+		st.Close()
+	})
+	r.url = srv.URL
+	return r
+}
+
+// recorded counts the chat.message events of group with message id msg.
+func (r *countingRelay) recorded(t *testing.T, group, msg string) int {
+	t.Helper()
+	evs, err := r.relay.Store().Range(t.Context(), group, 0, []string{gateway.KindMessage}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range evs {
+		d, err := gateway.ParseData(ev)
+		if err == nil && d.X != nil && d.X.Envelope != nil && d.X.Envelope.Message == msg {
+			n++
+		}
+	}
+	return n
+}
+
+// pages serves the fixture chat pages of testdata/pages, filled with
+// data, on a loopback listener; strict.html gets a strict CSP.
+func pages(t *testing.T, data map[string]any) *httptest.Server {
+	t.Helper()
+	tmpl, err := template.ParseGlob(filepath.Join("testdata", "pages", "*.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := http.FileServer(http.Dir(filepath.Join("testdata", "pages")))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, "/")
+		if !strings.HasSuffix(name, ".html") {
+			static.ServeHTTP(w, r)
+			return
+		}
+		d := map[string]any{"Rich": r.URL.Query().Get("rich") != "", "Title": name}
+		for k, v := range data {
+			d[k] = v
+		}
+		if name == "strict.html" {
+			w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'none'")
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if err := tmpl.ExecuteTemplate(w, name, d); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestExtension loads the built extension into Debian's headless Chromium
+// (Playwright) and runs it against the fixture pages and an in-process
+// relay: options page and Test connection; detection in a code block with
+// a copy button, a <br> paragraph, a quote and pre-wrap text of a user message; statuses
+// of signed (first use, verified), unsigned, tampered, unknown-key and
+// malformed envelopes; send → ledger event, then duplicate; a page with a
+// strict CSP; a streaming message; insert into a textarea and a
+// ProseMirror-like contenteditable and delivery; the badge; a keyboard
+// command; auto mode sending each envelope once; the clipboard fallback.
+// It fails, not skips, when CI=true and Chromium, node or playwright-core
+// is missing.
+func TestExtension(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test in -short mode")
+	}
+	node, chromium := needBrowser(t)
+	ext := buildExtension(t)
+	minted := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
+	token, _, err := minted.New(api.LocalUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := startRelay(t, minted)
+
+	// The envelopes of the pages.
+	compose := func(from, to, ctx, body string) (*envelope.Envelope, string) {
+		e := envelope.New(from, to, envelope.IntentRequest, body)
+		e.Context = ctx
+		b, err := envelope.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, string(b)
+	}
+	sign := func(k *signing.PrivateKey, text string, announce bool) string {
+		b, err := signing.Sign([]byte(text), k, &signing.SignOptions{Announce: announce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	key, _ := signing.GenerateKey(signing.Ed25519, "claude@example.com")
+	stranger, _ := signing.GenerateKey(signing.Ed25519, "stranger@example.com")
+	lines := func(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+	eFirst, tFirst := compose("CLAUDE", "GEMINI", "ext-chat", "Please review the deploy plan.")
+	eUnsigned, tUnsigned := compose("CLAUDE", "GEMINI", "ext-chat", "An unsigned note, in a paragraph with line breaks.")
+	eQuoted, tQuoted := compose("GEMINI", "CLAUDE", "ext-chat", "Quoted by the user.")
+	eTampered, tTampered := compose("CLAUDE", "GEMINI", "ext-chat", "The amount is 10 euros.")
+	eUnknown, tUnknown := compose("CLAUDE", "GEMINI", "ext-chat", "Signed by a key nobody announced.")
+	eVerified, tVerified := compose("CLAUDE", "GEMINI", "ext-chat", "Signed again, verified under the pinned key.")
+	tampered := strings.Replace(sign(key, tTampered, false), "10 euros", "1000 euros", 1)
+	broken := "[[CLAUDE→GEMINI v1]]\nintent: REQUEST\nintent: ACK\nbody: |\n  two intents\n[[END]]"
+	_, tStrict := compose("CLAUDE", "GEMINI", "ext-strict", "On a page with a strict CSP.")
+	_, tStream := compose("CHATGPT", "GEMINI", "ext-stream", "Streamed, chunk by chunk, by a chat page that is still answering.")
+	var auto []string
+	var autoIDs []string
+	for i := range 3 {
+		e, text := compose("CLAUDE", "GEMINI", "ext-auto", fmt.Sprintf("Auto mode, envelope %d.", i+1))
+		auto, autoIDs = append(auto, text), append(autoIDs, e.Message)
+	}
+	// What waits for CHATGPT (the agent of the 127.0.0.1 pages).
+	var waiting []map[string]string
+	for _, body := range []string{"First for ChatGPT.", "Second for ChatGPT.", "Third for ChatGPT."} {
+		e, text := compose("CLAUDE", "CHATGPT", "ext-wait", body)
+		outs, err := relay.relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: strings.NewReader(text)})
+		if err != nil || len(outs) != 1 || outs[0].Reject != nil {
+			t.Fatalf("seeding the relay: %v %+v", err, outs)
+		}
+		waiting = append(waiting, map[string]string{"message": e.Message, "body": body})
+	}
+
+	srv := pages(t, map[string]any{
+		"FirstUse":      sign(key, tFirst, true),
+		"UnsignedLines": lines(tUnsigned),
+		"QuotedLines":   lines(tQuoted),
+		"Tampered":      tampered,
+		"UnknownKey":    sign(stranger, tUnknown, false),
+		"Broken":        broken,
+		"Verified":      sign(key, tVerified, false),
+		"Strict":        tStrict,
+		"Auto":          auto,
+	})
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	seed := map[string]any{
+		"chat": []map[string]string{
+			{"id": eFirst.Message, "status": "first-use", "message": "m1"},
+			{"id": eUnsigned.Message, "status": "unsigned", "message": "m2"},
+			{"id": eQuoted.Message, "status": "unsigned", "message": "m3"},
+			{"id": eTampered.Message, "status": "invalid", "message": "m4"},
+			{"id": eUnknown.Message, "status": "unknown-key", "message": "m5"},
+			{"id": "5", "status": "error", "message": "m6"},
+			{"id": eVerified.Message, "status": "verified", "message": "m7"},
+		},
+		"stream":  tStream,
+		"waiting": waiting,
+		"auto":    autoIDs,
+	}
+	seedJSON, _ := json.Marshal(seed)
+	shots := os.Getenv("SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "ext.mjs")
+	cmd.Dir = driverDir
+	cmd.Env = append(os.Environ(),
+		"EXT="+ext, "RELAY_URL="+relay.url, "TOKEN="+token,
+		"PAGES="+srv.URL, "PAGES_AUTO=http://localhost:"+port,
+		"CHROMIUM="+chromium, "USER_DATA_DIR="+t.TempDir(), "SCREENSHOTS="+shots, "SEED="+string(seedJSON))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var res struct {
+		Checks []struct {
+			Name   string `json:"name"`
+			OK     bool   `json:"ok"`
+			Detail string `json:"detail"`
+		} `json:"checks"`
+		Seconds float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("node ext.mjs: %v, %v\nstdout: %s\nstderr: %s", runErr, err, stdout.String(), stderr.String())
+	}
+	if len(res.Checks) < 20 {
+		t.Errorf("only %d checks ran (stderr: %s)", len(res.Checks), stderr.String())
+	}
+	for _, c := range res.Checks {
+		t.Run(c.Name, func(t *testing.T) {
+			if !c.OK {
+				t.Error(c.Detail)
+			}
+		})
+	}
+	t.Logf("browser run: %.1f s, %d checks; screenshots in %s", res.Seconds, len(res.Checks), shots)
+
+	// The ledger: what was sent is there once; auto mode posted each once.
+	for name, id := range map[string]string{"unsigned": eUnsigned.Message, "first-use": eFirst.Message} {
+		if n := relay.recorded(t, "ext-chat", id); n != 1 {
+			t.Errorf("%s envelope recorded %d times, want 1", name, n)
+		}
+	}
+	if n := relay.recorded(t, "ext-chat", eTampered.Message); n != 0 {
+		t.Errorf("tampered envelope recorded %d times, want 0", n)
+	}
+	relay.mu.Lock()
+	defer relay.mu.Unlock()
+	for i, id := range autoIDs {
+		if n := relay.posts[id]; n != 1 {
+			t.Errorf("auto mode posted envelope %d %d times, want once", i+1, n)
+		}
+		if n := relay.recorded(t, "ext-auto", id); n != 1 {
+			t.Errorf("auto envelope %d recorded %d times, want 1", i+1, n)
+		}
+	}
+	if n := relay.posts[eUnknown.Message]; n != 1 {
+		t.Errorf("the unknown-key envelope was posted %d times, want 1 (the page's synthetic click must not send)", n)
+	}
+	if n := relay.posts[eUnsigned.Message]; n != 2 {
+		t.Errorf("the unsigned envelope was posted %d times, want 2 (send, then send again → duplicate)", n)
+	}
+}

@@ -1,0 +1,128 @@
+package browser_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/signing"
+	"github.com/crosstalk-go/crosstalk/transports/browser"
+)
+
+// pageEnvelopes is chat text with one envelope of each status the page
+// shows, and what Check must say of each.
+func pageEnvelopes(t *testing.T) (text string, want []string) {
+	t.Helper()
+	k, err := signing.GenerateKey(signing.Ed25519, "claude@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := signing.GenerateKey(signing.Ed25519, "gemini@example.com")
+	env := func(body string) string {
+		e := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, body)
+		b, err := envelope.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	sign := func(k *signing.PrivateKey, text string, announce bool) string {
+		b, err := signing.Sign([]byte(text), k, &signing.SignOptions{Announce: announce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	first := sign(k, env("signed, the key announced"), true)
+	again := sign(k, env("signed again, no announcement"), false)
+	tampered := strings.Replace(sign(k, env("signed, then altered"), false), "then altered", "then ALTERED", 1)
+	unknown := sign(other, env("signed by a key nobody announced"), false)
+	parts := []string{
+		"Claude said:\n```\n" + first + "```\n",
+		"> " + strings.ReplaceAll(strings.TrimSuffix(again, "\n"), "\n", "\n> ") + "\n",
+		tampered,
+		unknown,
+		env("plain"),
+		"[[CLAUDE→CHATGPT v1]]\nintent: REQUEST\nintent: ACK\nbody: |\n  two intents\n[[END]]\n",
+		"[[CLAUDE→CHATGPT v1]]\nintent: REQUEST\nbody: |\n  still streaming…\n",
+	}
+	return strings.Join(parts, "\nsome chat\n"), []string{"first-use", "verified", "invalid", "unknown-key", "unsigned", "error"}
+}
+
+func TestCheck(t *testing.T) {
+	text, want := pageEnvelopes(t)
+	res, err := browser.Check(context.Background(), text, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertStatuses(t, res, want)
+	if !strings.Contains(res.Known, "claude@example.com ed25519 ") {
+		t.Errorf("Known = %q: the first-use key is not pinned", res.Known)
+	}
+	// With the store it returned, the first envelope is verified now.
+	again, err := browser.Check(context.Background(), text, res.Known)
+	if err != nil || again.Envelopes[0].Status != "verified" {
+		t.Errorf("second Check: %+v, %v; want the first envelope verified", again.Envelopes[0], err)
+	}
+	if _, err := browser.Check(context.Background(), text, "garbage line\n"); err == nil {
+		t.Error("Check with an unreadable trust store: no error")
+	}
+}
+
+// TestWasmCheck: the same page through the WebAssembly build.
+func TestWasmCheck(t *testing.T) {
+	text, want := pageEnvelopes(t)
+	got := runWasm(t, []map[string]any{{"check": text, "known": ""}, {"check": text, "known": "garbage\n"}})
+	var res browser.CheckResult
+	if err := json.Unmarshal([]byte(got[0]), &res); err != nil {
+		t.Fatalf("check returned %q: %v", got[0], err)
+	}
+	assertStatuses(t, res, want)
+	if !strings.Contains(got[1], `"error"`) {
+		t.Errorf("check with a bad store = %s, want an error", got[1])
+	}
+}
+
+func assertStatuses(t *testing.T, res browser.CheckResult, want []string) {
+	t.Helper()
+	var got []string
+	for _, f := range res.Envelopes {
+		got = append(got, f.Status)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("statuses = %v, want %v (%+v)", got, want, res.Envelopes)
+	}
+	for i, f := range res.Envelopes {
+		switch f.Status {
+		case "error":
+			if !strings.HasPrefix(f.Reason, "E-FORMAT at line 3 of the envelope: duplicate field \"intent\"") {
+				t.Errorf("error reason = %q", f.Reason)
+			}
+		default:
+			if f.Text == "" || f.From != "CLAUDE" || f.Message == "" {
+				t.Errorf("envelope %d = %+v", i, f)
+			}
+			if _, err := envelope.Unmarshal([]byte(f.Text)); err != nil {
+				t.Errorf("envelope %d: Text does not parse: %v", i, err)
+			}
+		}
+		if (f.Status == "invalid" || f.Status == "unknown-key") && f.Reason == "" {
+			t.Errorf("envelope %d (%s) has no reason", i, f.Status)
+		}
+	}
+}
+
+func TestFence(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\n":           "```\na\n```\n",
+		"x ```` y":      "`````\nx ```` y\n`````\n",
+		"no newline":    "```\nno newline\n```\n",
+		"``\n``` inner": "````\n``\n``` inner\n````\n",
+	} {
+		if got := browser.Fence(in); got != want {
+			t.Errorf("Fence(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,380 @@
+// content.js finds AI Crosstalk envelopes in the page and places a control
+// beside each one (status, Send, Copy); it shows an Insert control when the
+// relay holds envelopes for this site's agent, runs auto mode and the
+// keyboard commands, and shows toasts. It never parses envelopes itself:
+// it sends the text of each block that holds an [[END]] to the background
+// (sw.js), which runs the Go parser and verifier, and places a control per
+// envelope found. See transports/browser/doc.go.
+(() => {
+  'use strict';
+  if (window.__crosstalkContent) { return; }
+  window.__crosstalkContent = true;
+
+  const STABLE_MS = 600; // a block must keep its text this long before it is checked (streaming)
+  const HEADER = /\[\[[^\]\n]*(?:→|->)[^\]\n]*\]\]/;
+  // Message containers of the chat sites our users use; elsewhere the
+  // page's own blocks are used.
+  const MESSAGES = {
+    'chatgpt.com': '[data-message-author-role]',
+    'chat.openai.com': '[data-message-author-role]',
+    'claude.ai': '[data-testid="user-message"], .font-claude-message, .font-claude-response',
+    'gemini.google.com': 'message-content, user-query',
+    'copilot.microsoft.com': '[data-content="ai-message"], [data-content="user-message"]',
+    'chat.mistral.ai': '[data-message-author-role], .prose',
+    'chat.deepseek.com': '.ds-markdown',
+  };
+  const GENERIC_MESSAGES = '[data-message-id], [data-message-author-role], [data-testid*="message"], .message, [role="article"], article';
+  const COMPOSERS = '#prompt-textarea, .ProseMirror[contenteditable="true"], div[contenteditable="true"], textarea';
+  const SEND_BUTTONS = '[data-testid="send-button"], button[aria-label*="Send" i], button[type="submit"]';
+
+  const state = {
+    site: { agent: '', auto: false, isRelay: false },
+    blocks: new Map(), // block element → {text, since, done}
+    keys: new Map(), // envelope key → page index
+    controls: [], // every control, in page order
+    pending: null, // an inserted envelope not yet sent by the user
+  };
+
+  const ask = (msg) => chrome.runtime.sendMessage(msg).then((r) => {
+    if (r && r.error && !r.sent) { throw new Error(r.error); }
+    return r;
+  });
+
+  // ---- toasts -----------------------------------------------------------
+  let toastHost = null;
+  function toast(text, bad) {
+    if (!toastHost) {
+      toastHost = document.createElement('div');
+      toastHost.setAttribute('data-crosstalk-toasts', '');
+      toastHost.attachShadow({ mode: 'open' }).innerHTML = '<style>' +
+        ':host{all:initial;position:fixed;z-index:2147483647;right:16px;bottom:16px;display:flex;flex-direction:column;gap:6px;font:13px system-ui,sans-serif}' +
+        'div{background:#111827;color:#fff;padding:8px 12px;border-radius:8px;box-shadow:0 2px 8px #0004;max-width:360px}' +
+        'div.bad{background:#991b1b}</style>';
+      document.documentElement.appendChild(toastHost);
+    }
+    const d = document.createElement('div');
+    d.textContent = text;
+    d.setAttribute('role', 'status');
+    if (bad) { d.className = 'bad'; }
+    toastHost.shadowRoot.appendChild(d);
+    toastHost.setAttribute('data-last', text);
+    setTimeout(() => d.remove(), 4000);
+  }
+
+  // ---- clipboard --------------------------------------------------------
+  async function copy(text) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch (e) {
+      const ta = document.createElement('textarea');
+      ta.value = text;
+      ta.style.cssText = 'position:fixed;left:-9999px;top:0';
+      document.documentElement.appendChild(ta);
+      ta.select();
+      const ok = document.execCommand('copy');
+      ta.remove();
+      return ok;
+    }
+  }
+
+  // ---- finding envelopes --------------------------------------------------
+  function isOurs(el) {
+    return !!(el.closest && el.closest('[data-crosstalk-envelope], [data-crosstalk-insert], [data-crosstalk-toasts]'));
+  }
+
+  // blocks returns the elements that each hold whole envelopes: for every
+  // text node with [[END]], its nearest ancestor whose text also holds a
+  // header (a <pre> rather than its <code>); an outer block wins over the
+  // blocks inside it.
+  function findBlocks() {
+    const found = new Set();
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {
+      acceptNode: (n) => (n.nodeValue.includes('[[END]]') ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT),
+    });
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      let el = n.parentElement;
+      if (!el || isOurs(el) || el.closest('textarea, [contenteditable="true"], script, style')) { continue; }
+      while (el && el !== document.body && !HEADER.test(el.innerText || '')) { el = el.parentElement; }
+      if (!el) { continue; }
+      el = el.closest('pre') || el;
+      found.add(el);
+    }
+    return [...found].filter((b) => ![...found].some((o) => o !== b && o.contains(b)));
+  }
+
+  function messageOf(block) {
+    const sel = MESSAGES[location.hostname] || GENERIC_MESSAGES;
+    return block.closest(sel) || block.parentElement || block;
+  }
+
+  function keyOf(env) {
+    if (env.message) { return 'm:' + env.message; }
+    let h = 2166136261; // FNV-1a of the envelope text
+    for (let i = 0; i < env.text.length; i++) { h = Math.imul(h ^ env.text.charCodeAt(i), 16777619) >>> 0; }
+    return 'h:' + h.toString(16) + ':' + env.text.length;
+  }
+
+  function scan() {
+    const now = Date.now();
+    let again = false;
+    for (const block of findBlocks()) {
+      const text = block.innerText || '';
+      let b = state.blocks.get(block);
+      if (!b || b.text !== text) {
+        state.blocks.set(block, { text, since: now, done: '' });
+        again = true;
+        continue;
+      }
+      if (b.done === text) { continue; }
+      if (now - b.since < STABLE_MS) { again = true; continue; }
+      b.done = text;
+      process(block, text).catch((e) => toast('crosstalk: ' + e.message, true));
+    }
+    if (again) { schedule(STABLE_MS); }
+  }
+
+  let timer = 0;
+  function schedule(ms) {
+    clearTimeout(timer);
+    timer = setTimeout(scan, ms);
+  }
+
+  // ---- controls -----------------------------------------------------------
+  const LABELS = {
+    verified: '✓ verified', 'first-use': '✓ first use', unsigned: 'unsigned', 'unknown-key': '? unknown key',
+    invalid: '✗ invalid signature', 'key-changed': '✗ key changed', revoked: '✗ revoked', error: '✗ not parsed',
+  };
+  const COLORS = {
+    verified: '#15803d', 'first-use': '#b45309', unsigned: '#4b5563', 'unknown-key': '#b91c1c',
+    invalid: '#b91c1c', 'key-changed': '#b91c1c', revoked: '#b91c1c', error: '#b91c1c',
+  };
+
+  async function process(block, text) {
+    const res = await ask({ type: 'check', text });
+    for (const old of block.__crosstalkControls || []) { old.remove(); }
+    state.controls = state.controls.filter((c) => c.isConnected);
+    const made = [];
+    let after = block;
+    const message = messageOf(block);
+    for (const env of res.envelopes) {
+      const c = control(env);
+      if (block === message || !block.parentNode) {
+        block.appendChild(c);
+      } else {
+        after.after(c);
+        after = c;
+      }
+      made.push(c);
+    }
+    block.__crosstalkControls = made;
+    state.controls.push(...made);
+    if (state.site.auto) {
+      for (const c of made) {
+        if (c.__env.status !== 'error') { doSend(c, true); }
+      }
+    }
+  }
+
+  function control(env) {
+    const key = env.status === 'error' ? 'e:' + env.index + ':' + env.reason : keyOf(env);
+    if (!state.keys.has(key)) { state.keys.set(key, state.keys.size); }
+    const host = document.createElement('span');
+    host.__env = env;
+    host.__key = key;
+    host.setAttribute('data-crosstalk-envelope', env.message || String(state.keys.get(key)));
+    host.setAttribute('data-crosstalk-status', env.status);
+    host.setAttribute('data-crosstalk-sent', '');
+    host.title = env.status === 'error' ? 'Not an envelope: ' + env.reason
+      : env.from + ' → ' + env.to + ' ' + (env.intent || '') + (env.pkid ? ' · key ' + env.pkid : '') +
+        (env.fingerprint ? ' (' + env.fingerprint + ')' : '') + (env.reason ? ' · ' + env.reason : '');
+    host.style.cssText = 'display:block;margin:4px 0';
+    const root = host.attachShadow({ mode: 'open' });
+    root.innerHTML = '<style>' +
+      ':host{all:initial;display:block;font:12px system-ui,sans-serif}' +
+      '.bar{display:inline-flex;align-items:center;gap:6px;border:1px solid #d1d5db;border-radius:999px;padding:2px 4px 2px 8px;background:#fff;color:#111}' +
+      '.st{font-weight:600}button{font:inherit;border:1px solid #9ca3af;border-radius:999px;background:#f9fafb;padding:1px 8px;cursor:pointer}' +
+      'button:disabled{opacity:.5;cursor:default}.sent{color:#374151}</style>' +
+      '<span class="bar"><span class="logo">crosstalk</span><span class="st"></span><span class="sent"></span>' +
+      '<button data-crosstalk-action="send" type="button">Send</button>' +
+      '<button data-crosstalk-action="copy" type="button">Copy</button></span>';
+    const st = root.querySelector('.st');
+    st.textContent = LABELS[env.status] || env.status;
+    st.style.color = COLORS[env.status] || '#111';
+    const sendB = root.querySelector('[data-crosstalk-action="send"]');
+    const copyB = root.querySelector('[data-crosstalk-action="copy"]');
+    if (env.status === 'error') {
+      sendB.disabled = copyB.disabled = true;
+    }
+    // Only the user's own clicks count: the page's scripts can reach an
+    // open shadow root, and must not relay envelopes through our buttons.
+    sendB.addEventListener('click', (e) => { if (e.isTrusted) { doSend(host, false); } });
+    copyB.addEventListener('click', async (e) => {
+      if (!e.isTrusted) { return; }
+      const { text } = await ask({ type: 'fence', text: env.text });
+      toast((await copy(text)) ? 'Copied ✓' : 'Could not copy', false);
+    });
+    return host;
+  }
+
+  function showSent(host, sent) {
+    host.setAttribute('data-crosstalk-sent', sent);
+    const words = { ok: 'sent ✓', duplicate: 'already in the ledger', offline: 'copied (relay unreachable)' };
+    host.shadowRoot.querySelector('.sent').textContent = words[sent] || sent;
+  }
+
+  async function doSend(host, auto) {
+    const env = host.__env;
+    let r;
+    try {
+      r = await ask({ type: 'send', text: env.text, key: host.__key, auto });
+    } catch (e) {
+      showSent(host, 'error');
+      toast('Not sent: ' + e.message, true);
+      return;
+    }
+    if (r.sent === 'offline') {
+      const copied = await copy(r.fenced);
+      showSent(host, 'offline');
+      toast('Relay unreachable: ' + (copied ? 'the envelope is on the clipboard, fenced' : r.error), true);
+      return;
+    }
+    showSent(host, r.sent);
+    if (r.skipped) { return; }
+    if (r.sent === 'ok') { toast('Sent ✓'); } else if (r.sent === 'duplicate') { toast('Already in the ledger ✓'); } else { toast('Not sent: ' + r.sent + (r.error ? ' — ' + r.error : ''), true); }
+  }
+
+  // ---- into the page --------------------------------------------------------
+  function composer() {
+    const a = document.activeElement;
+    if (a && !isOurs(a) && (a.tagName === 'TEXTAREA' || a.isContentEditable)) { return a; }
+    const all = [...document.querySelectorAll(COMPOSERS)].filter((e) => !isOurs(e) && e.offsetParent !== null && !e.disabled && !e.readOnly);
+    return all[all.length - 1] || null;
+  }
+
+  function insertInto(el, text) {
+    el.focus();
+    if (el.tagName === 'TEXTAREA' || el.tagName === 'INPUT') {
+      const proto = el.tagName === 'TEXTAREA' ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
+      const setter = Object.getOwnPropertyDescriptor(proto, 'value').set; // React tracks value through it
+      const before = el.value && !el.value.endsWith('\n') ? el.value + '\n' : el.value;
+      setter.call(el, before + text);
+      el.dispatchEvent(new InputEvent('input', { bubbles: true, inputType: 'insertText', data: text }));
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+      return;
+    }
+    const sel = window.getSelection();
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    range.collapse(false);
+    sel.removeAllRanges();
+    sel.addRange(range);
+    // Rich editors (ProseMirror, Lexical) handle insertText themselves and
+    // fire input; the fallback sets the text and fires input by hand.
+    if (!document.execCommand('insertText', false, text) || !(el.innerText || '').includes(text.split('\n')[1] || text)) {
+      el.textContent = (el.textContent || '') + text;
+      el.dispatchEvent(new InputEvent('input', { bubbles: true, inputType: 'insertText', data: text }));
+    }
+  }
+
+  function textOf(el) { return el.tagName === 'TEXTAREA' || el.tagName === 'INPUT' ? el.value : el.innerText || ''; }
+
+  async function insertNext(submit) {
+    if (!state.site.agent) {
+      toast('crosstalk: this site has no agent (options: site → agent)', true);
+      return;
+    }
+    const el = composer();
+    if (!el) { toast('crosstalk: no composer found on this page', true); return; }
+    let r;
+    try {
+      r = await ask({ type: 'next', agent: state.site.agent });
+    } catch (e) {
+      toast('Not inserted: ' + e.message, true);
+      return;
+    }
+    if (r.none) { toast('Nothing waits for ' + state.site.agent); return; }
+    insertInto(el, r.fenced);
+    state.pending = { el, group: r.group, event_id: r.event_id, marker: r.message || r.text.split('\n')[0] };
+    toast('Inserted ✓');
+    if (submit) {
+      const btn = [...document.querySelectorAll(SEND_BUTTONS)].filter((b) => !isOurs(b) && !b.disabled).pop();
+      if (btn) {
+        btn.click();
+      } else {
+        el.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', code: 'Enter', keyCode: 13, bubbles: true }));
+      }
+    }
+    watchPending();
+  }
+
+  // watchPending marks the inserted envelope delivered once the user has
+  // sent it: the composer no longer holds it.
+  function watchPending() {
+    const p = state.pending;
+    if (!p) { return; }
+    if (p.el.isConnected && textOf(p.el).includes(p.marker)) { return; }
+    state.pending = null;
+    ask({ type: 'delivered', group: p.group, event_id: p.event_id, agent: state.site.agent })
+      .then(() => refreshWaiting())
+      .catch((e) => toast('crosstalk: could not mark delivered: ' + e.message, true));
+  }
+
+  let insertHost = null;
+  async function refreshWaiting() {
+    if (!state.site.agent) { return; }
+    let n = 0;
+    try { n = (await ask({ type: 'waiting', agent: state.site.agent })).count || 0; } catch (e) { n = 0; }
+    if (!insertHost) {
+      insertHost = document.createElement('div');
+      insertHost.setAttribute('data-crosstalk-insert', '');
+      const root = insertHost.attachShadow({ mode: 'open' });
+      root.innerHTML = '<style>:host{all:initial;position:fixed;z-index:2147483646;right:16px;top:16px;font:13px system-ui,sans-serif}' +
+        'button{font:inherit;border:1px solid #2563eb;color:#fff;background:#2563eb;border-radius:999px;padding:4px 12px;cursor:pointer;box-shadow:0 2px 6px #0003}</style>' +
+        '<button data-crosstalk-action="insert" type="button"></button>';
+      root.querySelector('button').addEventListener('mousedown', (e) => e.preventDefault()); // keep the composer's focus
+      root.querySelector('button').addEventListener('click', (e) => { if (e.isTrusted) { insertNext(false); } });
+      document.documentElement.appendChild(insertHost);
+    }
+    insertHost.setAttribute('data-crosstalk-waiting', String(n));
+    insertHost.style.display = n > 0 ? '' : 'none';
+    insertHost.shadowRoot.querySelector('button').textContent = 'Insert for ' + state.site.agent + ' (' + n + ')';
+  }
+
+  // ---- commands from the background (keyboard shortcuts) --------------------
+  chrome.runtime.onMessage.addListener((msg) => {
+    if (!msg || msg.type !== 'command') { return false; }
+    if (msg.command === 'insert-next') { insertNext(true); }
+    if (msg.command === 'copy-last') {
+      const last = state.controls.filter((c) => c.isConnected && c.__env.status !== 'error').pop();
+      if (!last) { toast('No envelope on this page', true); return false; }
+      ask({ type: 'fence', text: last.__env.text }).then(async (r) => toast((await copy(r.text)) ? 'Copied ✓' : 'Could not copy', false));
+    }
+    if (msg.command === 'send-all') {
+      for (const c of state.controls) { if (c.isConnected && c.__env.status !== 'error') { doSend(c, false); } }
+    }
+    return false;
+  });
+
+  async function start() {
+    try {
+      state.site = await ask({ type: 'site', host: location.host });
+    } catch (e) {
+      return; // the extension was reloaded; this script is orphaned
+    }
+    if (state.site.isRelay) { return; } // the relay's own web inbox shows envelopes itself
+    document.documentElement.setAttribute('data-crosstalk-ready', '');
+    const ours = (n) => n.nodeType === 1 && isOurs(n);
+    new MutationObserver((muts) => {
+      if (muts.every((m) => isOurs(m.target.nodeType === 1 ? m.target : m.target.parentElement || document.body) ||
+        (m.type === 'childList' && [...m.addedNodes, ...m.removedNodes].every(ours) && m.addedNodes.length + m.removedNodes.length > 0))) { return; }
+      schedule(100);
+      if (state.pending) { watchPending(); }
+    }).observe(document.body, { childList: true, subtree: true, characterData: true });
+    document.addEventListener('input', () => { if (state.pending) { watchPending(); } }, true);
+    scan();
+    refreshWaiting();
+    setInterval(refreshWaiting, 15000);
+  }
+  start();
+})();

@@ -1,0 +1,85 @@
+// options.js: the relay URL, the token and the site → agent map, kept in
+// storage.local. Save asks for the host permission of every site that is
+// not loopback (loopback is granted at install).
+'use strict';
+const DEFAULTS = [
+  { site: 'chatgpt.com', agent: 'CHATGPT', auto: false },
+  { site: 'claude.ai', agent: 'CLAUDE', auto: false },
+  { site: 'gemini.google.com', agent: 'GEMINI', auto: false },
+  { site: 'copilot.microsoft.com', agent: 'COPILOT', auto: false },
+];
+const form = document.getElementById('options');
+const rows = document.getElementById('sites');
+
+function addRow(s) {
+  const tr = document.getElementById('row').content.firstElementChild.cloneNode(true);
+  tr.querySelector('[name=site]').value = s.site || '';
+  tr.querySelector('[name=agent]').value = s.agent || '';
+  tr.querySelector('[name=auto]').checked = !!s.auto;
+  tr.querySelector('.remove').addEventListener('click', () => tr.remove());
+  rows.appendChild(tr);
+  return tr;
+}
+
+function read() {
+  const sites = [...rows.querySelectorAll('tr')].map((tr) => ({
+    site: tr.querySelector('[name=site]').value.trim().toLowerCase(),
+    agent: tr.querySelector('[name=agent]').value.trim().toUpperCase(),
+    auto: tr.querySelector('[name=auto]').checked,
+  })).filter((s) => s.site && s.agent);
+  return { relay: form.relay.value.trim().replace(/\/+$/, ''), token: form.token.value.trim(), sites };
+}
+
+async function load() {
+  const s = await chrome.storage.local.get(['relay', 'token', 'sites']);
+  form.relay.value = s.relay || 'http://127.0.0.1:7777';
+  form.token.value = s.token || '';
+  (s.sites || DEFAULTS).forEach(addRow);
+}
+
+function origins(v) {
+  const out = [];
+  const add = (host) => {
+    const h = host.split(':')[0];
+    if (h && h !== '127.0.0.1' && h !== 'localhost' && !h.startsWith('[')) { out.push('https://' + h + '/*', 'http://' + h + '/*'); }
+  };
+  v.sites.forEach((s) => add(s.site));
+  try { add(new URL(v.relay).host); } catch (e) { /* checked on save */ }
+  return out;
+}
+
+document.getElementById('add').addEventListener('click', () => addRow({}).querySelector('[name=site]').focus());
+
+document.getElementById('test').addEventListener('click', async () => {
+  const out = document.getElementById('test-result');
+  out.textContent = 'Testing…';
+  const v = read();
+  const r = await chrome.runtime.sendMessage({ type: 'test', relay: v.relay, token: v.token });
+  out.textContent = r.message;
+  out.dataset.ok = r.ok ? 'true' : 'false';
+});
+
+form.addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const out = document.getElementById('saved');
+  const v = read();
+  try {
+    const u = new URL(v.relay || 'http://127.0.0.1:7777');
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') { throw new Error('not http(s)'); }
+  } catch (err) {
+    out.textContent = 'The relay URL must be an http:// or https:// URL.';
+    out.dataset.ok = 'false';
+    return;
+  }
+  // Ask for the sites' host permissions (a user gesture: this click).
+  let granted = true;
+  const want = origins(v);
+  if (want.length) {
+    try { granted = await chrome.permissions.request({ origins: want }); } catch (err) { granted = false; }
+  }
+  await chrome.storage.local.set(v);
+  out.textContent = granted ? 'Saved.' : 'Saved; some sites were not allowed: the extension stays off there.';
+  out.dataset.ok = 'true';
+});
+
+load();

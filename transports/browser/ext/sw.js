@@ -1,0 +1,250 @@
+// sw.js is the extension's background: the service worker in Chromium, an
+// event page in Firefox (manifest "background.scripts"). It runs the Go
+// parser and verifier (crosstalk.wasm, transports/browser/wasm), answers the
+// content scripts' messages, talks to the relay with the token from the
+// options page, keeps the trust store and what was sent in storage.local,
+// and sets the toolbar badge. Content scripts never run the WebAssembly
+// themselves: Chromium refuses it on pages whose CSP lacks
+// 'wasm-unsafe-eval'.
+'use strict';
+if (typeof importScripts === 'function' && typeof Go === 'undefined') {
+  importScripts('wasm_exec.js');
+}
+
+const DEFAULT_RELAY = 'http://127.0.0.1:7777';
+const MAX_SENT = 2000; // remembered sends (auto mode sends each envelope once)
+
+// The Go runtime: crosstalk.parse / check / fence once it has started.
+const wasmReady = (async () => {
+  const go = new Go();
+  const resp = await fetch(chrome.runtime.getURL('crosstalk.wasm'));
+  const { instance } = await WebAssembly.instantiate(await resp.arrayBuffer(), go.importObject);
+  go.run(instance); // never resolves: Go's main blocks so its functions stay callable
+  return globalThis.crosstalk;
+})();
+
+async function settings() {
+  const s = await chrome.storage.local.get(['relay', 'token', 'sites']);
+  return { relay: (s.relay || DEFAULT_RELAY).replace(/\/+$/, ''), token: s.token || '', sites: s.sites || [] };
+}
+
+function siteFor(sites, host) {
+  return sites.find((s) => s.site && s.site.toLowerCase() === String(host).toLowerCase()) || null;
+}
+
+// One check at a time: each reads and writes the trust store text.
+let checking = Promise.resolve();
+function check(text) {
+  const run = checking.then(async () => {
+    const ct = await wasmReady;
+    const { known = '' } = await chrome.storage.local.get('known');
+    const res = JSON.parse(ct.check(text, known));
+    if (res.error) { throw new Error(res.error); }
+    if (res.known !== known) { await chrome.storage.local.set({ known: res.known }); }
+    return res.envelopes;
+  });
+  checking = run.catch(() => {});
+  return run;
+}
+
+// relayFetch calls the relay with the token. It returns {status, body}
+// (body parsed as JSON when it is), or throws when the relay is unreachable.
+async function relayFetch(path, init = {}) {
+  const s = await settings();
+  const headers = Object.assign({ Accept: 'application/json' }, init.headers || {});
+  if (s.token) { headers.Authorization = 'Bearer ' + s.token; }
+  const r = await fetch(s.relay + path, Object.assign({}, init, { headers }));
+  const text = await r.text();
+  let body = text;
+  try { body = JSON.parse(text); } catch (e) { /* not JSON */ }
+  return { status: r.status, body };
+}
+
+function relayError(res) {
+  const e = res.body && res.body.error;
+  if (e && e.code) { return { code: e.code, message: e.message || '' }; }
+  return { code: 'HTTP-' + res.status, message: typeof res.body === 'string' ? res.body.slice(0, 200) : '' };
+}
+
+// remember records a send in storage.local, one write at a time (each
+// reads, changes and writes the whole map).
+let remembering = Promise.resolve();
+function remember(key, out) {
+  const run = remembering.then(async () => {
+    const { sent = {} } = await chrome.storage.local.get('sent');
+    sent[key] = { sent: out.sent, event_id: out.event_id, group: out.group, at: Date.now() };
+    const keys = Object.keys(sent);
+    if (keys.length > MAX_SENT) {
+      keys.sort((a, b) => sent[a].at - sent[b].at).slice(0, keys.length - MAX_SENT).forEach((k) => delete sent[k]);
+    }
+    await chrome.storage.local.set({ sent });
+  });
+  remembering = run.catch(() => {});
+  return run;
+}
+
+// send posts one envelope to the relay. auto: skip it when it was sent
+// before, or is being sent now (auto mode sends each envelope once, even
+// with the page open in two tabs).
+const inflight = new Map(); // key → the auto send under way
+async function send(msg) {
+  if (msg.auto) {
+    if (inflight.has(msg.key)) { return Object.assign({ skipped: true }, await inflight.get(msg.key)); }
+    await remembering;
+    const { sent = {} } = await chrome.storage.local.get('sent');
+    if (sent[msg.key]) { return Object.assign({ skipped: true }, sent[msg.key]); }
+    const p = post(msg);
+    inflight.set(msg.key, p);
+    try { return await p; } finally { inflight.delete(msg.key); }
+  }
+  return post(msg);
+}
+
+async function post(msg) {
+  let res;
+  try {
+    res = await relayFetch('/crosstalk/receive', {
+      method: 'POST',
+      headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Idempotency-Key': 'crosstalk-ext-' + msg.key },
+      body: msg.text,
+    });
+  } catch (e) {
+    const ct = await wasmReady;
+    return { sent: 'offline', error: 'the relay is not reachable (' + e.message + ')', fenced: ct.fence(msg.text) };
+  }
+  let out;
+  if (res.status === 200 && res.body && Array.isArray(res.body.results)) {
+    const r0 = res.body.results[0] || {};
+    out = { sent: r0.duplicate ? 'duplicate' : 'ok', event_id: r0.event_id, group: r0.group_id, seq: r0.seq, status: r0.status };
+  } else {
+    const e = relayError(res);
+    out = { sent: e.code, error: e.message };
+  }
+  if (out.sent === 'ok' || out.sent === 'duplicate') { await remember(msg.key, out); }
+  return out;
+}
+
+// waiting returns the envelopes the relay holds for agent and it has not
+// seen yet: chat messages addressed to it, past its read cursor in their
+// group, oldest first.
+async function waiting(agent) {
+  const a = encodeURIComponent(agent);
+  const [d, c] = await Promise.all([
+    relayFetch('/v1/agents/' + a + '/deliveries'),
+    relayFetch('/v1/agents/' + a + '/cursors'),
+  ]);
+  if (d.status !== 200) { throw Object.assign(new Error('deliveries: ' + relayError(d).message), { code: relayError(d).code }); }
+  const cursors = (c.status === 200 && c.body.cursors) || {};
+  const me = d.body.agent;
+  return (d.body.deliveries || []).filter((x) => x.kind === 'chat.message' && x.directedness === 'to_me' &&
+    x.from !== me && x.seq > (cursors[x.group] || 0)).sort((x, y) => (x.ts < y.ts ? -1 : x.ts > y.ts ? 1 : x.seq - y.seq));
+}
+
+// rawEnvelope returns the envelope text of the event at seq in group.
+async function rawEnvelope(group, seq) {
+  const r = await relayFetch('/v1/groups/' + encodeURIComponent(group) + '/events?since_seq=' + (seq - 1) + '&limit=1');
+  const ev = r.status === 200 && r.body.events && r.body.events[0];
+  const x = ev && ev.data && ev.data.x_crosstalk;
+  if (!x || !x.raw) { throw new Error('event ' + seq + ' of ' + group + ' has no envelope text'); }
+  return x.raw;
+}
+
+async function setBadge(tabId, n) {
+  if (tabId === undefined) { return; }
+  await chrome.action.setBadgeText({ tabId, text: n > 0 ? String(n) : '' });
+  await chrome.action.setBadgeBackgroundColor({ tabId, color: '#2563eb' });
+}
+
+const handlers = {
+  async check(msg) { return { envelopes: await check(msg.text) }; },
+  async send(msg) { return send(msg); },
+  async fence(msg) { return { text: (await wasmReady).fence(msg.text) }; },
+  async site(msg) {
+    const s = await settings();
+    const site = siteFor(s.sites, msg.host);
+    const relayHost = (() => { try { return new URL(s.relay).host; } catch (e) { return ''; } })();
+    return { agent: site ? site.agent : '', auto: !!(site && site.auto), relay: s.relay, isRelay: relayHost === msg.host };
+  },
+  async waiting(msg, sender) {
+    try {
+      const list = await waiting(msg.agent);
+      await setBadge(sender.tab && sender.tab.id, list.length);
+      return { count: list.length };
+    } catch (e) {
+      await setBadge(sender.tab && sender.tab.id, 0);
+      return { count: 0, error: e.message };
+    }
+  },
+  async next(msg) {
+    const list = await waiting(msg.agent);
+    if (!list.length) { return { none: true }; }
+    const d = list[0];
+    const text = await rawEnvelope(d.group, d.seq);
+    return { text, fenced: (await wasmReady).fence(text), group: d.group, event_id: d.event_id, seq: d.seq, message: d.message || '' };
+  },
+  async delivered(msg) {
+    const r = await relayFetch('/v1/groups/' + encodeURIComponent(msg.group) + '/events/' + encodeURIComponent(msg.event_id) + '/read', {
+      method: 'POST', headers: { 'X-Crosstalk-Agent': msg.agent },
+    });
+    return r.status === 200 ? { ok: true } : Object.assign({ ok: false }, relayError(r));
+  },
+  async exchanges(msg) {
+    const r = await relayFetch('/v1/agents/' + encodeURIComponent(msg.agent) + '/deliveries');
+    if (r.status !== 200) { return Object.assign({ items: [] }, relayError(r)); }
+    const items = (r.body.deliveries || []).filter((x) => x.kind === 'chat.message').slice(-10).reverse();
+    return { items };
+  },
+  async test(msg) {
+    const relay = (msg.relay || DEFAULT_RELAY).replace(/\/+$/, '');
+    const headers = { Accept: 'application/json' };
+    if (msg.token) { headers.Authorization = 'Bearer ' + msg.token; }
+    try {
+      const r = await fetch(relay + '/v1/groups', { headers });
+      if (r.status === 200) { return { ok: true, message: 'Connected to ' + relay }; }
+      let why = r.status + '';
+      try { const b = await r.json(); why = (b.error && (b.error.code + ': ' + b.error.message)) || why; } catch (e) { /* keep status */ }
+      return { ok: false, message: 'The relay refused: ' + why };
+    } catch (e) {
+      return { ok: false, message: 'The relay is not reachable at ' + relay + ' (' + e.message + ')' };
+    }
+  },
+};
+
+chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
+  const h = msg && handlers[msg.type];
+  if (!h) { return false; }
+  h(msg, sender).then(sendResponse, (e) => sendResponse({ error: String((e && e.message) || e), code: e && e.code }));
+  return true;
+});
+
+// Keyboard commands (remappable in the browser): the content script of
+// the active tab does the work.
+async function runCommand(command) {
+  const [tab] = await chrome.tabs.query({ active: true, lastFocusedWindow: true });
+  if (tab && tab.id !== undefined) {
+    await chrome.tabs.sendMessage(tab.id, { type: 'command', command }).catch(() => {});
+  }
+}
+chrome.commands.onCommand.addListener((command) => { runCommand(command); });
+
+// Sites the user enabled beyond loopback: register the content script for
+// those whose host permission was granted (options page asks for it).
+async function registerSites() {
+  const { sites = [] } = await chrome.storage.local.get('sites');
+  const matches = [];
+  for (const s of sites) {
+    const host = String(s.site || '').split(':')[0];
+    if (!host || host === '127.0.0.1' || host === 'localhost') { continue; }
+    for (const scheme of ['https', 'http']) {
+      const origin = scheme + '://' + host + '/*';
+      if (await chrome.permissions.contains({ origins: [origin] })) { matches.push(origin); }
+    }
+  }
+  try { await chrome.scripting.unregisterContentScripts({ ids: ['sites'] }); } catch (e) { /* none yet */ }
+  if (matches.length) {
+    await chrome.scripting.registerContentScripts([{ id: 'sites', matches, js: ['content.js'], runAt: 'document_idle' }]);
+  }
+}
+chrome.storage.onChanged.addListener((changes, area) => { if (area === 'local' && changes.sites) { registerSites().catch(() => {}); } });
+chrome.permissions.onAdded.addListener(() => { registerSites().catch(() => {}); });
+chrome.runtime.onInstalled.addListener(() => { registerSites().catch(() => {}); });

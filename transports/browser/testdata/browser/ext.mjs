@@ -1,0 +1,259 @@
+// ext.mjs drives Debian's headless Chromium with the unpacked crosstalk
+// extension against fixture chat pages and a relay that transports/browser's
+// TestExtension started in-process. It is run by that test (node ext.mjs),
+// never by hand. It prints one JSON object on stdout: {"checks":[{name, ok,
+// detail}]}; the Go test turns every check into a subtest and then checks
+// the relay's ledger.
+//
+// Environment: EXT (the unpacked extension), RELAY_URL, TOKEN, PAGES (the
+// fixture pages on 127.0.0.1, mapped to CHATGPT), PAGES_AUTO (the same pages
+// on localhost, mapped to CLAUDE with auto mode on), CHROMIUM,
+// USER_DATA_DIR, SCREENSHOTS (a directory), SEED (JSON from the Go test).
+import { chromium } from 'playwright-core';
+
+const env = process.env;
+const seed = JSON.parse(env.SEED || '{}');
+const checks = [];
+function check(name, ok, detail) {
+  checks.push({ name, ok: !!ok, detail: ok ? '' : String(detail === undefined ? '' : detail) });
+}
+let current = null;
+async function step(name, fn) {
+  try {
+    await fn();
+  } catch (e) {
+    const file = 'failed-' + name.replace(/\W+/g, '-') + '.png';
+    if (current) { await current.screenshot({ path: env.SCREENSHOTS + '/' + file, fullPage: true }).catch(() => {}); }
+    check(name, false, ((e && e.stack) || e) + (current ? ' (at ' + current.url() + ', ' + file + ')' : ''));
+  }
+}
+const hostOf = (u) => new URL(u).host;
+
+const ctx = await chromium.launchPersistentContext(env.USER_DATA_DIR, {
+  executablePath: env.CHROMIUM || '/usr/lib/chromium/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
+    '--disable-sync', '--disable-extensions-except=' + env.EXT, '--load-extension=' + env.EXT],
+  viewport: { width: 1100, height: 900 },
+});
+const started = Date.now();
+try {
+  const sw = ctx.serviceWorkers()[0] ?? await ctx.waitForEvent('serviceworker', { timeout: 20000 });
+  const extId = sw.url().split('/')[2];
+  const control = (page, id) => page.locator('[data-crosstalk-envelope="' + id + '"]');
+  const statusOf = (page, id) => control(page, id).getAttribute('data-crosstalk-status');
+
+  await step('options: relay, token, sites, test connection, save', async () => {
+    const page = current = await ctx.newPage();
+    await page.goto('chrome-extension://' + extId + '/options.html');
+    await page.fill('input[name=relay]', env.RELAY_URL);
+    // The default sites need host permissions (a prompt); these tests use loopback only.
+    while (await page.locator('#sites .remove').count()) { await page.locator('#sites .remove').first().click(); }
+    const rows = [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true]];
+    for (const [site, agent, auto] of rows) {
+      await page.click('#add');
+      const row = page.locator('#sites tr').last();
+      await row.locator('input[name=site]').fill(site);
+      await row.locator('input[name=agent]').fill(agent);
+      if (auto) { await row.locator('input[name=auto]').check(); }
+    }
+    await page.fill('input[name=token]', 'ctk_wrong');
+    await page.click('#test');
+    await page.waitForFunction(() => document.getElementById('test-result').dataset.ok !== undefined);
+    check('test connection refuses a wrong token', await page.locator('#test-result').getAttribute('data-ok') === 'false',
+      await page.locator('#test-result').textContent());
+    await page.fill('input[name=token]', env.TOKEN);
+    await page.click('#test');
+    await page.waitForFunction(() => document.getElementById('test-result').dataset.ok === 'true', null, { timeout: 5000 });
+    await page.click('button[type=submit]');
+    await page.waitForFunction(() => document.getElementById('saved').textContent !== '');
+    const stored = await sw.evaluate(() => chrome.storage.local.get(['relay', 'token', 'sites']));
+    check('options saved in storage.local', stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 2 &&
+      stored.sites[0].agent === 'CHATGPT' && stored.sites[1].auto === true, JSON.stringify(stored));
+    await page.screenshot({ path: env.SCREENSHOTS + '/options.png' });
+    await page.close();
+  });
+
+  const chat = current = await ctx.newPage();
+  await step('detection: code block, <br> paragraph, quote, pre-wrap text; statuses', async () => {
+    await chat.goto(env.PAGES + '/chat.html');
+    const want = seed.chat; // [{id, status, message}] in page order
+    await chat.waitForFunction((n) => document.querySelectorAll('[data-crosstalk-envelope]').length >= n, want.length, { timeout: 15000 });
+    const got = await chat.$$eval('[data-crosstalk-envelope]', (els) => els.map((e) => ({
+      id: e.getAttribute('data-crosstalk-envelope'), status: e.getAttribute('data-crosstalk-status'),
+      message: e.closest('[data-message-id]') && e.closest('[data-message-id]').dataset.messageId, title: e.title,
+      sent: e.getAttribute('data-crosstalk-sent'),
+    })));
+    check('one control per envelope', got.length === want.length, JSON.stringify(got));
+    for (const w of want) {
+      const g = got.find((x) => x.id === w.id);
+      check('status ' + w.status + ' in ' + w.message, g && g.status === w.status && g.message === w.message && g.sent === '',
+        JSON.stringify(g) + ' want ' + JSON.stringify(w));
+      if (w.status === 'error') {
+        check('error title names the line from the header', g && /line 3 of the envelope/.test(g.title), g && g.title);
+      }
+    }
+    await chat.screenshot({ path: env.SCREENSHOTS + '/chat.png', fullPage: true });
+  });
+
+  const byStatus = (s) => seed.chat.find((w) => w.status === s).id;
+  await step('send → ok, again → duplicate', async () => {
+    const id = byStatus('unsigned');
+    await control(chat, id).locator('[data-crosstalk-action="send"]').click();
+    await chat.waitForSelector('[data-crosstalk-envelope="' + id + '"][data-crosstalk-sent="ok"]', { timeout: 5000 });
+    await control(chat, id).locator('[data-crosstalk-action="send"]').click();
+    await chat.waitForSelector('[data-crosstalk-envelope="' + id + '"][data-crosstalk-sent="duplicate"]', { timeout: 5000 });
+    check('toast after send', /Already in the ledger|Sent/.test(await chat.locator('[data-crosstalk-toasts]').getAttribute('data-last')), '');
+    const fu = byStatus('first-use');
+    await control(chat, fu).locator('[data-crosstalk-action="send"]').click();
+    await chat.waitForSelector('[data-crosstalk-envelope="' + fu + '"][data-crosstalk-sent="ok"]', { timeout: 5000 });
+    const tampered = byStatus('invalid');
+    await control(chat, tampered).locator('[data-crosstalk-action="send"]').click();
+    await chat.waitForFunction((id) => {
+      const v = document.querySelector('[data-crosstalk-envelope="' + id + '"]').getAttribute('data-crosstalk-sent');
+      return v !== '';
+    }, tampered, { timeout: 5000 });
+    const v = await control(chat, tampered).getAttribute('data-crosstalk-sent');
+    check('the relay refuses the tampered envelope', v !== 'ok' && v !== 'duplicate', v);
+    check('an unparsable envelope has no Send', await control(chat, byStatus('error')).locator('[data-crosstalk-action="send"]').isDisabled(), '');
+  });
+
+  await step("the page's own scripts cannot press Send", async () => {
+    const id = byStatus('unknown-key');
+    await chat.evaluate((id) => {
+      const host = document.querySelector('[data-crosstalk-envelope="' + id + '"]');
+      host.shadowRoot.querySelector('[data-crosstalk-action="send"]').click();
+    }, id);
+    check('a synthetic click sends nothing (yet)', await control(chat, id).getAttribute('data-crosstalk-sent') === '', '');
+    // Then the user's click: the Go test checks that the relay saw one POST.
+    await control(chat, id).locator('[data-crosstalk-action="send"]').click();
+    await chat.waitForFunction((id) => document.querySelector('[data-crosstalk-envelope="' + id + '"]').getAttribute('data-crosstalk-sent') !== '', id, { timeout: 5000 });
+  });
+
+  await step('copy the last envelope of the page, fenced (command)', async () => {
+    await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.PAGES });
+    await chat.bringToFront();
+    await sw.evaluate(() => runCommand('copy-last'));
+    await chat.waitForFunction(() => (document.querySelector('[data-crosstalk-toasts]') || {}).dataset.last === 'Copied ✓', null, { timeout: 5000 });
+    const clip = await chat.evaluate(() => navigator.clipboard.readText());
+    const last = seed.chat[seed.chat.length - 1].id;
+    check('clipboard holds the last envelope, fenced', clip.startsWith('```\n[[CLAUDE→GEMINI v1]]') && clip.includes(last) && clip.trimEnd().endsWith('```'), clip);
+  });
+
+  await step('strict CSP page: verified by the background', async () => {
+    const page = current = await ctx.newPage();
+    const resp = await page.goto(env.PAGES + '/strict.html');
+    check('strict page sends its CSP', /script-src 'self'/.test(resp.headers()['content-security-policy'] || ''), JSON.stringify(resp.headers()));
+    await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
+    check('strict page status', await page.locator('[data-crosstalk-envelope]').getAttribute('data-crosstalk-status') === 'unsigned', '');
+    await page.close();
+  });
+
+  await step('streaming message: nothing until [[END]] is there and stable', async () => {
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES + '/stream.html');
+    await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-ready'));
+    const text = seed.stream;
+    const end = text.indexOf('[[END]]');
+    for (let i = 0; i < end; i += 40) {
+      await page.evaluate((t) => { document.getElementById('stream').textContent += t; }, text.slice(i, Math.min(i + 40, end)));
+      await page.waitForTimeout(60);
+    }
+    await page.waitForTimeout(1200); // more than the extension's stability wait
+    check('no control while [[END]] is missing', await page.locator('[data-crosstalk-envelope]').count() === 0, '');
+    await page.evaluate((t) => { document.getElementById('stream').textContent += t; }, text.slice(end));
+    await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 10000 });
+    check('one control once complete', await page.locator('[data-crosstalk-envelope]').count() === 1 &&
+      await page.locator('[data-crosstalk-envelope]').getAttribute('data-crosstalk-status') === 'unsigned', '');
+    await page.close();
+  });
+
+  async function badge(url) {
+    return sw.evaluate(async (u) => {
+      const tabs = await chrome.tabs.query({});
+      const t = tabs.find((x) => x.url === u);
+      return t ? chrome.action.getBadgeText({ tabId: t.id }) : 'no tab';
+    }, url);
+  }
+
+  for (const [name, path, rich] of [['textarea', '/composer.html', false], ['contenteditable', '/composer.html?rich=1', true]]) {
+    await step('insert into ' + name + ', delivered when the page sends it', async () => {
+      const page = current = await ctx.newPage();
+      await page.goto(env.PAGES + path);
+      await page.waitForSelector('[data-crosstalk-insert]:not([data-crosstalk-waiting="0"])', { state: 'attached', timeout: 10000 });
+      const before = +(await page.locator('[data-crosstalk-insert]').getAttribute('data-crosstalk-waiting'));
+      check(name + ': badge shows the waiting count', await badge(page.url()) === String(before), await badge(page.url()) + ' vs ' + before);
+      await page.locator('[data-crosstalk-action="insert"]').click();
+      const box = page.locator(rich ? '#composer' : '#prompt-textarea');
+      const want = seed.waiting[seed.waiting.length - before];
+      await page.waitForFunction((w) => {
+        const b = document.querySelector('#prompt-textarea, #composer');
+        return (b.value !== undefined ? b.value : b.innerText).includes(w);
+      }, want.message, { timeout: 5000 });
+      const content = rich ? await box.innerText() : await box.inputValue();
+      check(name + ': the oldest envelope, fenced', content.trimStart().startsWith('```') && content.includes(want.body) && content.includes('[[END]]'), content);
+      check(name + ': input event fired', +(await page.evaluate(() => document.body.dataset.inputs)) > 0, '');
+      await page.click('[data-testid=send-button]');
+      await page.waitForFunction((n) => { const e = document.querySelector('[data-crosstalk-insert]'); return e && +e.dataset.crosstalkWaiting === n; },
+        before - 1, { timeout: 10000 });
+      check(name + ': marked delivered', true, '');
+      await page.close();
+    });
+  }
+
+  await step('keyboard shortcut: insert and send the next envelope', async () => {
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES + '/composer.html');
+    await page.waitForSelector('[data-crosstalk-insert]:not([data-crosstalk-waiting="0"])', { state: 'attached', timeout: 10000 });
+    const cmds = await sw.evaluate(() => chrome.commands.getAll());
+    const ins = cmds.find((c) => c.name === 'insert-next');
+    check('insert-next has a shortcut', ins && ins.shortcut === 'Alt+Shift+I', JSON.stringify(cmds));
+    await page.bringToFront();
+    await page.locator('#prompt-textarea').focus();
+    await page.keyboard.press('Alt+Shift+I');
+    let how = 'key';
+    try {
+      await page.waitForFunction(() => +document.body.dataset.sent > 0, null, { timeout: 3000 });
+    } catch (e) {
+      // Headless Chromium does not route synthetic keys to browser
+      // accelerators: run the command as the browser would.
+      how = 'command';
+      await sw.evaluate(() => runCommand('insert-next'));
+      await page.waitForFunction(() => +document.body.dataset.sent > 0, null, { timeout: 5000 });
+    }
+    const sentText = await page.locator('.message[data-role=user] pre').last().innerText();
+    check('shortcut inserted and sent the last waiting envelope (via ' + how + ')', sentText.includes(seed.waiting[2].body), sentText);
+    await page.waitForFunction(() => document.querySelector('[data-crosstalk-insert]').dataset.crosstalkWaiting === '0', null, { timeout: 10000 });
+    await page.close();
+  });
+
+  await step('auto mode sends each envelope once, also after a reload', async () => {
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES_AUTO + '/auto.html');
+    const n = seed.auto.length;
+    await page.waitForFunction((n) => document.querySelectorAll('[data-crosstalk-sent="ok"]').length === n, n, { timeout: 15000 });
+    await page.reload();
+    await page.waitForFunction((n) => document.querySelectorAll('[data-crosstalk-envelope]').length === n &&
+      [...document.querySelectorAll('[data-crosstalk-envelope]')].every((e) => e.getAttribute('data-crosstalk-sent') === 'ok'), n, { timeout: 15000 });
+    check('auto mode', true, '');
+    await page.close();
+  });
+
+  await step('relay unreachable: the clipboard fallback', async () => {
+    await sw.evaluate(() => chrome.storage.local.set({ relay: 'http://127.0.0.1:9' }));
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES + '/strict.html');
+    await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
+    await page.locator('[data-crosstalk-action="send"]').click();
+    await page.waitForSelector('[data-crosstalk-sent="offline"]', { timeout: 10000 });
+    const clip = await page.evaluate(() => navigator.clipboard.readText());
+    check('fenced envelope on the clipboard', clip.startsWith('```\n[[') && clip.includes('[[END]]'), clip);
+    await sw.evaluate((u) => chrome.storage.local.set({ relay: u }), env.RELAY_URL);
+    await page.close();
+  });
+} catch (e) {
+  check('driver', false, (e && e.stack) || e);
+} finally {
+  await ctx.close();
+}
+process.stdout.write(JSON.stringify({ checks, seconds: (Date.now() - started) / 1000 }) + '\n');
