@@ -119,9 +119,10 @@ type envState struct {
 	response bool          // the body came as `response: |`
 
 	// The source: while every line of the envelope follows the previous
-	// one in a direct scanner's input, LF-terminated and unquoted, it is
-	// input[srcOff:srcEnd] and nothing is copied; src is built only when
-	// that stops being true, and always for streamed input.
+	// one in the scanner's buffer, LF-terminated and unquoted, and the
+	// buffer holds the rest of the input (lineScanner.stable), it is
+	// buf[srcOff:srcEnd] and nothing is copied; src is built only when that
+	// stops being true.
 	contig         bool
 	srcOff, srcEnd int
 	src            []byte
@@ -137,7 +138,7 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 	st.sc = scratchPool.Get().(*scratch)
 	defer st.sc.release()
 	st.from, st.to = st.sc.keep(h.from), st.sc.keep(h.to)
-	if st.r.sc.direct {
+	if st.r.sc.stable() {
 		st.contig = true
 		st.srcOff = st.r.sc.offset(content)
 		st.srcEnd = st.srcOff

@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -13,6 +14,7 @@ import (
 // bounded by the line limit, not by the input.
 type lineScanner struct {
 	r       io.Reader
+	inMem   interface{ Len() int } // r, when it reads from memory and says how much is left
 	buf     []byte
 	start   int // first unread byte in buf
 	end     int // end of valid data in buf
@@ -45,7 +47,26 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, initialBuffer); retu
 
 func (s *lineScanner) init(r io.Reader, maxLine int) {
 	*s = lineScanner{r: r, maxLine: maxLine, cr: -1}
+	switch m := r.(type) {
+	case *bytes.Reader:
+		s.inMem = m
+	case *strings.Reader:
+		s.inMem = m
+	case *bytes.Buffer:
+		s.inMem = m
+	}
+	if s.inMem != nil {
+		// Input in memory that fits one buffer of the line limit is read
+		// in one go: its lines then stay where they are (see stable).
+		if n := s.inMem.Len() + 1; n > initialBuffer && n <= maxLine+1 {
+			s.buf = make([]byte, n)
+		}
+	}
 }
+
+// stable reports that buf holds all the input left: no read will move the
+// lines in it, so an envelope's source can be taken from it in one piece.
+func (s *lineScanner) stable() bool { return s.direct || s.eof }
 
 // initBytes makes the scanner return lines of data itself: no buffer, no
 // copy. The lines are valid as long as data is.
@@ -85,7 +106,7 @@ func (s *lineScanner) firstCR() int {
 }
 
 // offset returns the position in the input of a line returned by a
-// direct scanner: lines are sub-slices of buf that keep its capacity.
+// stable scanner: lines are sub-slices of buf that keep its capacity.
 func (s *lineScanner) offset(line []byte) int { return cap(s.buf) - cap(line) }
 
 // sizeHint guesses the size of the envelope whose header was just read:
@@ -129,7 +150,7 @@ func (s *lineScanner) fill() {
 	for s.end < len(s.buf) && !s.eof {
 		n, err := s.r.Read(s.buf[s.end:])
 		s.end += n
-		if err == io.EOF {
+		if err == io.EOF || err == nil && s.inMem != nil && s.inMem.Len() == 0 {
 			s.eof = true
 		} else if err != nil {
 			s.err, s.eof = err, true
