@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -359,7 +358,7 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 // and syntax errors) in data, stopping at limit, without verifying
 // anything: the envelope bound is enforced before any work per envelope.
 func countEnvelopes(data []byte, limit int) int {
-	rd := envelope.NewReader(bytes.NewReader(data))
+	rd := envelope.NewBytesReader(data)
 	n := 0
 	for ; n < limit; n++ {
 		_, err := rd.Next()
@@ -372,7 +371,7 @@ func countEnvelopes(data []byte, limit int) int {
 }
 
 func (r *Relay) check(ctx context.Context, in Intake, data []byte) []Outcome {
-	rd := envelope.NewReader(bytes.NewReader(data))
+	rd := envelope.NewBytesReader(data)
 	var outs []Outcome
 	for {
 		env, err := rd.Next()
