@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,14 +16,16 @@ import (
 )
 
 // Verification statuses (DESIGN §4.3). A Verifier returns one of them.
+// They are package signing's statuses, defined there, as the strings the
+// ledger records.
 const (
-	StatusUnsigned     = "unsigned"
-	StatusVerified     = "verified"
-	StatusFirstUse     = "first-use"
-	StatusKeyChanged   = "key-changed"
-	StatusBadSignature = "bad-signature"
-	StatusUnknownKey   = "unknown-key"
-	StatusRevoked      = "revoked"
+	StatusUnsigned     = string(signing.StatusUnsigned)
+	StatusVerified     = string(signing.StatusVerified)
+	StatusFirstUse     = string(signing.StatusFirstUse)
+	StatusKeyChanged   = string(signing.StatusKeyChanged)
+	StatusBadSignature = string(signing.StatusBadSignature)
+	StatusUnknownKey   = string(signing.StatusUnknownKey)
+	StatusRevoked      = string(signing.StatusRevoked)
 )
 
 // Verification is the outcome of checking one envelope's signature.
@@ -359,7 +360,7 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 // and syntax errors) in data, stopping at limit, without verifying
 // anything: the envelope bound is enforced before any work per envelope.
 func countEnvelopes(data []byte, limit int) int {
-	rd := envelope.NewReader(bytes.NewReader(data))
+	rd := envelope.NewBytesReader(data)
 	n := 0
 	for ; n < limit; n++ {
 		_, err := rd.Next()
@@ -372,7 +373,7 @@ func countEnvelopes(data []byte, limit int) int {
 }
 
 func (r *Relay) check(ctx context.Context, in Intake, data []byte) []Outcome {
-	rd := envelope.NewReader(bytes.NewReader(data))
+	rd := envelope.NewBytesReader(data)
 	var outs []Outcome
 	for {
 		env, err := rd.Next()
