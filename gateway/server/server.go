@@ -166,7 +166,7 @@ func OpenCore(ctx context.Context, o *Options) (*Core, error) {
 	relay := gateway.New(store, &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
 		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name,
-		ClaimTTL: o.ClaimTTL,
+		ClaimTTL: o.ClaimTTL, Admins: o.Admins,
 	})
 	return &Core{Relay: relay, Store: store, Trust: trust}, nil
 }
