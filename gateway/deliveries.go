@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,7 +167,7 @@ const deliveryPage = 256
 // The clock, liveness and the claims in the store are read afresh.
 type trackerState struct {
 	lastSeq int64
-	threads map[string]bool
+	threads *threadSet
 }
 
 // maxTrackerStates bounds the relay's cache of tracker states (one per
@@ -190,7 +192,7 @@ func (r *Relay) resumeTracker(agent, group string, sinceSeq int64) (*tracker, in
 	if !ok || st.lastSeq > sinceSeq {
 		return tr, 0
 	}
-	tr.threads = maps.Clone(st.threads)
+	tr.threads = st.threads.clone()
 	return tr, st.lastSeq
 }
 
@@ -209,12 +211,55 @@ func (r *Relay) saveTracker(group string, lastSeq int64, tr *tracker) {
 	r.trackers[key] = &trackerState{lastSeq: lastSeq, threads: tr.threads}
 }
 
+// maxThreads bounds the threads a tracker remembers the agent taking part
+// in, per group: past it the thread joined first is forgotten, and a later
+// event of that thread counts as one of a thread the agent is not in. It
+// keeps what a stream or an inbox walk holds independent of history.
+const maxThreads = 256
+
+// threadSet is the threads an agent takes part in within one group, held
+// as 64-bit hashes of their ids, at most maxThreads of them.
+type threadSet struct {
+	has   map[uint64]struct{}
+	order []uint64 // in the order joined, a ring once full
+	next  int      // the oldest, once full
+}
+
+// threadSeed seeds the hashes; they never leave the process.
+var threadSeed = maphash.MakeSeed()
+
+func newThreadSet() *threadSet { return &threadSet{has: map[uint64]struct{}{}} }
+
+func (s *threadSet) contains(thread string) bool {
+	_, ok := s.has[maphash.String(threadSeed, thread)]
+	return ok
+}
+
+func (s *threadSet) add(thread string) {
+	h := maphash.String(threadSeed, thread)
+	if _, ok := s.has[h]; ok {
+		return
+	}
+	s.has[h] = struct{}{}
+	if len(s.order) < maxThreads {
+		s.order = append(s.order, h)
+		return
+	}
+	delete(s.has, s.order[s.next])
+	s.order[s.next] = h
+	s.next = (s.next + 1) % maxThreads
+}
+
+func (s *threadSet) clone() *threadSet {
+	return &threadSet{has: maps.Clone(s.has), order: slices.Clone(s.order), next: s.next}
+}
+
 // tracker follows one agent through a group's events in seq order and
 // turns each into a Delivery.
 type tracker struct {
 	r       *Relay
 	agent   attention.Agent
-	threads map[string]bool
+	threads *threadSet
 	acked   map[string]bool
 	// claimed holds the events that have an x.crosstalk.claim event: only
 	// those can have a claim in the store, so only those are looked up.
@@ -228,7 +273,7 @@ func (r *Relay) newTracker(agent string) *tracker {
 	if entry, ok := r.book.Agent(agent); ok {
 		a.Roles = entry.Roles
 	}
-	return &tracker{r: r, agent: a, threads: map[string]bool{}, acked: map[string]bool{}, claimed: map[string]bool{}, now: r.now(), seen: r.LastSeen()}
+	return &tracker{r: r, agent: a, threads: newThreadSet(), acked: map[string]bool{}, claimed: map[string]bool{}, now: r.now(), seen: r.LastSeen()}
 }
 
 // learnClaims notes which of evs were ever claimed, from their claim
@@ -262,7 +307,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 		t.claimed[d.EventID] = true
 	}
 	st := attention.State{LastSeen: t.seen}
-	if ae.Thread != "" && t.threads[ae.Thread] {
+	if ae.Thread != "" && t.threads.contains(ae.Thread) {
 		// Decide only asks whether the agent takes part in ev's thread:
 		// handing it every thread made each event cost O(threads), and
 		// an inbox O(events × threads).
@@ -282,7 +327,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	dec := attention.Decide(ae, t.agent, st, t.now)
 	// Participation: the agent wrote in the thread or was named in it.
 	if ae.Thread != "" && (strings.EqualFold(ae.From, t.agent.ID) || dec.Directedness == attention.ToMe) {
-		t.threads[ae.Thread] = true
+		t.threads.add(ae.Thread)
 	}
 	if dec.Injection == attention.Silent {
 		return Delivery{}, false, nil
