@@ -1,7 +1,6 @@
 package folder
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -381,7 +380,7 @@ func inspect(data []byte) (complete bool, why string, p parsed) {
 	if !endsWithEnd(data) {
 		return false, "the last line is not [[END]]", p
 	}
-	rd := envelope.NewReader(bytes.NewReader(data))
+	rd := envelope.NewBytesReader(data)
 	for {
 		env, err := rd.Next()
 		if err == io.EOF {
@@ -475,7 +474,7 @@ func (r *receiver) finish(e *entry, p parsed, reply []byte) (string, bool) {
 // rejections.
 func judge(p parsed, reply []byte) (all bool, rejected []string) {
 	acks := 0
-	rd := envelope.NewReader(bytes.NewReader(reply))
+	rd := envelope.NewBytesReader(reply)
 	for {
 		env, err := rd.Next()
 		if err == io.EOF || err != nil && !errors.As(err, new(*envelope.SyntaxError)) {
