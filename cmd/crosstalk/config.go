@@ -108,6 +108,9 @@ type AgentConfig struct {
 	Keys      []string `toml:"keys"`
 	Transport string   `toml:"transport"`
 	Address   string   `toml:"address"`
+	// A2A serves an A2A agent card and endpoint for this agent
+	// (docs/agents.md, "A2A").
+	A2A bool `toml:"a2a"`
 	// SigningKey is a private key file the relay signs this agent's
 	// POST /v1/send envelopes with.
 	SigningKey string `toml:"signing_key"`
@@ -307,7 +310,7 @@ func (c *Config) tokens() (map[string]string, error) {
 func (c *Config) book() (*gateway.AddressBook, error) {
 	agents := make([]gateway.Agent, len(c.Agents))
 	for i, a := range c.Agents {
-		agents[i] = gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat}
+		agents[i] = gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat, A2A: a.A2A}
 	}
 	return gateway.NewAddressBook(agents)
 }
