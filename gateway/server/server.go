@@ -25,6 +25,10 @@ import (
 // DefaultListen is the relay's default address: loopback only.
 const DefaultListen = "127.0.0.1:7777"
 
+// DNSServerNone is the Options.DNSServer (and dns_server) value that
+// turns DNS key lookups off.
+const DNSServerNone = "none"
+
 // Options configure a relay. DataDir is required; everything else has a
 // default. docs/configuration.md documents the configuration file fields
 // these come from.
@@ -52,8 +56,13 @@ type Options struct {
 	// TrustFile is the TOFU trust store; DataDir/known_keys when empty.
 	TrustFile string
 	// Verifier checks signatures; when nil, a signing.Verifier over
-	// TrustFile (trust on first use, docs/signing.md).
+	// TrustFile (trust on first use, docs/signing.md) that looks keys up
+	// in DNS as DNSServer says.
 	Verifier gateway.Verifier
+	// DNSServer is the "host:port" of the DNS server asked for signing
+	// keys published in TXT records (docs/signing.md §6); empty: the
+	// system's servers; DNSServerNone: no DNS lookups.
+	DNSServer string
 	// RequireSignatures rejects envelopes that are not verified.
 	RequireSignatures bool
 	// RateLimit and RateBurst limit requests per principal (api.Options).
@@ -157,7 +166,11 @@ func OpenCore(ctx context.Context, o *Options) (*Core, error) {
 	trust := signing.NewTrustStore(o.trustFile())
 	verifier := o.Verifier
 	if verifier == nil {
-		verifier = gateway.NewTrustVerifier(&signing.Verifier{Store: trust, Logger: log.With("component", "trust")})
+		v := &signing.Verifier{Store: trust, Logger: log.With("component", "trust")}
+		if o.DNSServer != DNSServerNone {
+			v.DNS = signing.NewDNSKeys(o.DNSServer)
+		}
+		verifier = gateway.NewTrustVerifier(v)
 	}
 	store, err := OpenLedger(ctx, LedgerOptions{Spec: o.LedgerSpec(), Stream: o.LedgerStream, Replicas: o.LedgerReplicas})
 	if err != nil {
