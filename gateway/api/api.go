@@ -213,8 +213,8 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	tok, bearer := strings.CutPrefix(h, "Bearer ")
 	p, known := s.TokenPrincipal(tok)
 	// A browser extension's background has no same origin; its valid
-	// bearer token stands in for it. Without one it is refused, reads
-	// included (docs/web.md, "Browser extension").
+	// bearer token stands in for it. Without one it is refused, whatever
+	// the method (docs/web.md, "Browser extension").
 	if isExtensionOrigin(r.Header.Get("Origin")) {
 		if !bearer || !known {
 			return fail(http.StatusForbidden, envelope.CodePerm, "cross-origin request refused: a browser extension needs a valid bearer token")
@@ -364,7 +364,7 @@ func statusOf(code envelope.Code) int {
 func actionStatus(err error) (int, string, string) {
 	var ae *gateway.ActionError
 	if !errors.As(err, &ae) {
-		return http.StatusInternalServerError, "internal", err.Error()
+		return http.StatusInternalServerError, gateway.CodeInternal, err.Error()
 	}
 	switch ae.Code {
 	case gateway.CodeNotFound:
