@@ -210,21 +210,14 @@ try {
     const cmds = await sw.evaluate(() => chrome.commands.getAll());
     const ins = cmds.find((c) => c.name === 'insert-next');
     check('insert-next has a shortcut', ins && ins.shortcut === 'Alt+Shift+I', JSON.stringify(cmds));
+    // Chromium does not route a driver's synthetic keys to extension
+    // shortcuts (headless or headed under Xvfb, tried): run the command as
+    // the browser does when the shortcut is pressed.
     await page.bringToFront();
-    await page.locator('#prompt-textarea').focus();
-    await page.keyboard.press('Alt+Shift+I');
-    let how = 'key';
-    try {
-      await page.waitForFunction(() => +document.body.dataset.sent > 0, null, { timeout: 3000 });
-    } catch (e) {
-      // Headless Chromium does not route synthetic keys to browser
-      // accelerators: run the command as the browser would.
-      how = 'command';
-      await sw.evaluate(() => runCommand('insert-next'));
-      await page.waitForFunction(() => +document.body.dataset.sent > 0, null, { timeout: 5000 });
-    }
+    await sw.evaluate(() => runCommand('insert-next'));
+    await page.waitForFunction(() => +document.body.dataset.sent > 0, null, { timeout: 5000 });
     const sentText = await page.locator('.message[data-role=user] pre').last().innerText();
-    check('shortcut inserted and sent the last waiting envelope (via ' + how + ')', sentText.includes(seed.waiting[2].body), sentText);
+    check('insert-next inserted and sent the last waiting envelope (via command)', sentText.includes(seed.waiting[2].body), sentText);
     await page.waitForFunction(() => document.querySelector('[data-crosstalk-insert]').dataset.crosstalkWaiting === '0', null, { timeout: 10000 });
     await page.close();
   });
