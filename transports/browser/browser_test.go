@@ -260,7 +260,22 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		waiting = append(waiting, map[string]string{"message": e.Message, "body": body})
 	}
 
+	// A long conversation: 400 messages, an envelope in every fifth.
+	type longMessage struct {
+		User           bool
+		Text, Envelope string
+	}
+	var long []longMessage
+	for i := range 400 {
+		m := longMessage{User: i%2 == 0, Text: fmt.Sprintf("Message %d of a long conversation, with a few words of chat around the code.", i+1)}
+		if i%5 == 4 {
+			_, m.Envelope = compose("CLAUDE", "GEMINI", "ext-long", fmt.Sprintf("Envelope %d of the long conversation.", i/5+1))
+		}
+		long = append(long, m)
+	}
+
 	srv := pages(t, map[string]any{
+		"Long":          long,
 		"FirstUse":      sign(key, tFirst, true),
 		"UnsignedLines": lines(tUnsigned),
 		"QuotedLines":   lines(tQuoted),
@@ -282,7 +297,8 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 			{"id": "5", "status": "error", "message": "m6"},
 			{"id": eVerified.Message, "status": "verified", "message": "m7"},
 		},
-		"stream":  tStream,
+		"stream":       tStream,
+		"longMessages": len(long), "longEnvelopes": len(long) / 5,
 		"waiting": waiting,
 		"auto":    autoIDs,
 	}
@@ -317,7 +333,8 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 			OK     bool   `json:"ok"`
 			Detail string `json:"detail"`
 		} `json:"checks"`
-		Seconds float64 `json:"seconds"`
+		Metrics map[string]float64 `json:"metrics"`
+		Seconds float64            `json:"seconds"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("node %s: %v, %v\nstdout: %s\nstderr: %s", driver, runErr, err, stdout.String(), stderr.String())
@@ -332,7 +349,7 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 			}
 		})
 	}
-	t.Logf("browser run: %.1f s, %d checks; screenshots in %s", res.Seconds, len(res.Checks), shots)
+	t.Logf("browser run: %.1f s, %d checks; screenshots in %s; metrics %v", res.Seconds, len(res.Checks), shots, res.Metrics)
 
 	// The ledger: what was sent is there once; auto mode posted each once.
 	for name, id := range map[string]string{"unsigned": eUnsigned.Message, "first-use": eFirst.Message} {

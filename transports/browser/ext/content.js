@@ -116,6 +116,7 @@
   }
 
   function scan() {
+    const t0 = performance.now();
     const now = Date.now();
     let again = false;
     for (const block of findBlocks()) {
@@ -132,12 +133,20 @@
       process(block, text).catch((e) => toast('crosstalk: ' + e.message, true));
     }
     if (again) { schedule(STABLE_MS); }
+    document.documentElement.setAttribute('data-crosstalk-scan-ms', (performance.now() - t0).toFixed(1));
   }
 
+  // schedule runs scan in ms, or sooner if a scan is due sooner: a page
+  // that never stops changing (a clock, a typing indicator) must not starve
+  // the scans.
   let timer = 0;
+  let due = Infinity;
   function schedule(ms) {
+    const at = Date.now() + ms;
+    if (at >= due) { return; }
     clearTimeout(timer);
-    timer = setTimeout(scan, ms);
+    due = at;
+    timer = setTimeout(() => { due = Infinity; scan(); }, ms);
   }
 
   // ---- controls -----------------------------------------------------------
