@@ -16,8 +16,9 @@ import (
 )
 
 // KindDelivery records the final state of delivering one envelope to one
-// receiver over its transport: data.state "delivered" or "failed".
-const KindDelivery = "x.crosstalk.delivery"
+// receiver over its transport: data.state "delivered" or "failed"
+// (ledger.KindDelivery).
+const KindDelivery = ledger.KindDelivery
 
 // OutboundOptions configure the outbound dispatcher. Nil means defaults.
 type OutboundOptions struct {
@@ -489,7 +490,7 @@ func (o *outbound) bounce(ctx context.Context, d *delivery, code envelope.Code, 
 	}
 	actx, cancel := context.WithTimeout(ctx, o.opts.AttemptTimeout)
 	defer cancel()
-	if err := s.Send(actx, a.Address, e.Message, b); err != nil {
+	if err := s.Send(actx, a.Address, e.Message, textFor(a, b)); err != nil {
 		o.log.Warn("bouncing error envelope", "to", d.sender, "err", err)
 	}
 }

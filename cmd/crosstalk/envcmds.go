@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,38 +17,35 @@ var cmdParse = &command{
 	name:    "parse",
 	args:    "[--strict] [--json] [FILE...]",
 	summary: "find and parse every envelope in chat text",
+	run:     runParse,
 }
 
 var cmdFmt = &command{
 	name:    "fmt",
 	args:    "[--fence] [--strict] [FILE...]",
 	summary: "print every envelope found in canonical form",
+	run:     runFmt,
 }
 
 var cmdNew = &command{
 	name:    "new",
 	args:    "--from A --to B --intent I [flags] [--body TEXT | --body-file F | < body]",
 	summary: "compose a new envelope",
+	run:     runNew,
 }
 
 var cmdReply = &command{
 	name:    "reply",
 	args:    "--intent I [--body TEXT | --body-file F] [FILE]",
 	summary: "compose a reply to the last envelope read",
+	run:     runReply,
 }
 
 var cmdValidate = &command{
 	name:    "validate",
 	args:    "[--strict] [FILE...]",
 	summary: "check envelopes: one line per envelope, ok or the error",
-}
-
-func init() {
-	cmdParse.run = runParse
-	cmdFmt.run = runFmt
-	cmdNew.run = runNew
-	cmdReply.run = runReply
-	cmdValidate.run = runValidate
+	run:     runValidate,
 }
 
 // jsonError is the JSON Lines form of a malformed envelope (DESIGN §3.4).
@@ -62,7 +60,10 @@ type jsonError struct {
 // readEnvelopes calls fn for every envelope or syntax error in the input.
 // Only I/O errors stop it.
 func readEnvelopes(in input, strict bool, fn func(*envelope.Envelope, *envelope.SyntaxError) error) error {
-	r := envelope.NewReader(in.r)
+	r, err := envelopeReader(in)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", in.name, err)
+	}
 	r.Strict = strict
 	for {
 		env, err := r.Next()
@@ -85,8 +86,37 @@ func readEnvelopes(in input, strict bool, fn func(*envelope.Envelope, *envelope.
 	}
 }
 
+// wholeFileLimit is the largest regular file read whole and parsed in
+// place; larger files and pipes are parsed as a stream, with a flat heap.
+const wholeFileLimit = envelope.MaxEnvelopeSize
+
+// envelopeReader returns a Reader for the input: over its bytes when it is
+// a small regular file (one read, no line buffer: docs/performance.md,
+// "The first envelope"), else over the stream.
+func envelopeReader(in input) (*envelope.Reader, error) {
+	f, ok := in.r.(*os.File)
+	if !ok {
+		return envelope.NewReader(in.r), nil
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > wholeFileLimit {
+		return envelope.NewReader(in.r), nil
+	}
+	// The size is a hint: read to the end whatever it is now, but never
+	// more than the limit ahead of the stream reader.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, wholeFileLimit+1)); err != nil {
+		return nil, err
+	}
+	data := buf.Bytes()
+	if len(data) > wholeFileLimit {
+		return envelope.NewReader(io.MultiReader(bytes.NewReader(data), f)), nil
+	}
+	return envelope.NewBytesReader(data), nil
+}
+
 func runParse(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdParse, `
+	fs := newFlags(e, `
 Parse finds every envelope in the input (chat transcripts, fences, quotes and
 CRLF are fine) and prints a summary of each. With --json it prints one JSON
 object per envelope (JSON Lines), and {"error":{...}} in place of a malformed
@@ -187,7 +217,7 @@ func printSummary(w io.Writer, name string, env *envelope.Envelope) error {
 }
 
 func runValidate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdValidate, `
+	fs := newFlags(e, `
 Validate checks every envelope in the input and prints one line per envelope:
 "ok" with its header, or the error with its line number. Warnings (unknown
 intent, ids that are not ULIDs) follow an ok.
@@ -232,7 +262,7 @@ Exit status: 0 if every envelope is valid, 1 if any is not or none was found,
 }
 
 func runFmt(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdFmt, `
+	fs := newFlags(e, `
 Fmt prints the canonical form of every envelope found in the input — the
 envelopes only, the surrounding chat text dropped — separated by one blank
 line. Malformed envelopes are reported on standard error and skipped.
@@ -363,7 +393,7 @@ func checkIntent(e *env, intent string, v10 bool) (norm, legacy string, err erro
 }
 
 func runNew(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdNew, `
+	fs := newFlags(e, `
 New composes a canonical v1.1 envelope with fresh ULIDs for thread and message,
 a session ("2026-11-25T15Z 3fa9c1"), the user and "sig: none" (sign it with
 crosstalk sign), so that v1.0 parsers read it too. With --compat v1.0 it writes
@@ -408,15 +438,16 @@ the v1.0 vocabulary (QUESTION, ANSWER). The body comes from --body,
 		env.Thread = strings.TrimSpace(*thread)
 	}
 	for _, a := range []string{env.From, env.To} {
-		if _, err := envelope.ParseAddress(a); err != nil {
-			fmt.Fprintf(e.stderr, "crosstalk: warning: %v\n", strings.TrimPrefix(err.Error(), "envelope: "))
+		var ae *envelope.AddressError
+		if _, err := envelope.ParseAddress(a); errors.As(err, &ae) {
+			fmt.Fprintf(e.stderr, "crosstalk: warning: %s\n", ae.Detail())
 		}
 	}
 	return cf.write(e, env)
 }
 
 func runReply(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdReply, `
+	fs := newFlags(e, `
 Reply reads envelopes from FILE (or standard input) and composes a reply to the
 last one: sender and receiver swapped, same thread, parent = its message, a
 fresh message id, the same session (or a new one), the user (--user, else the

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/a2a"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
-	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/gateway/metrics"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
@@ -27,12 +27,11 @@ var cmdRelay = &command{
 	name:    "relay",
 	args:    "[--config FILE] [--data DIR] [--listen ADDR] [--ledger sqlite|nats://…]",
 	summary: "run the relay: HTTP intake, durable ledger, C2A attention, API",
+	run:     runRelay,
 }
 
-func init() { cmdRelay.run = runRelay }
-
 func runRelay(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdRelay, `
+	fs := newFlags(e, `
 Relay runs the crosstalk relay. With no flags it keeps its SQLite ledger in the
 user's data directory and listens on `+DefaultListen+` (loopback only).
 Envelopes come in over POST /crosstalk/receive (crosstalk send); the ledger is
@@ -92,6 +91,7 @@ type runningRelay struct {
 	url   string
 	http  *http.Server
 	api   *api.Server
+	a2a   *a2a.Bridge
 	store ledger.Store
 	log   *slog.Logger
 	done  chan error
@@ -158,6 +158,8 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	a.Handle("GET /metrics", mx.Handler())
+	bridge := a2a.New(relay, &a2a.Options{Logger: log.With("component", "a2a"), Signer: signer, Bearer: len(tokens) > 0})
+	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with a2a = true (docs/agents.md)
 	site, err := web.New(relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: signing.NewTrustStore(cfg.trustFile()),
 		Admins: cfg.Admins, Secure: cfg.SecureCookies, Tokens: minted,
@@ -170,7 +172,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	hs := api.NewHTTPServer(mx.Middleware(site), api.Timeouts{
 		ReadHeader: time.Duration(cfg.ReadHeaderTimeout), Read: time.Duration(cfg.ReadTimeout), Idle: time.Duration(cfg.IdleTimeout),
 	}, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
-	r := &runningRelay{url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, store: store, log: log, done: make(chan error, 1), grace: time.Duration(cfg.ShutdownTimeout)}
+	r := &runningRelay{url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, a2a: bridge, store: store, log: log, done: make(chan error, 1), grace: time.Duration(cfg.ShutdownTimeout)}
 	if host, _, _ := net.SplitHostPort(cfg.Listen); !isLoopback(host) {
 		r.url = "http://" + ln.Addr().String()
 	}
@@ -220,6 +222,7 @@ func (r *runningRelay) shutdown() error {
 	drain, cancelDrain := context.WithTimeout(ctx, grace*3/4)
 	defer cancelDrain()
 	r.api.Close()
+	r.a2a.Close()
 	r.stop()
 	var errs []error
 	if err := r.http.Shutdown(drain); err != nil {
@@ -269,12 +272,4 @@ func openRelayLedger(ctx context.Context, cfg Config) (ledger.Store, string, err
 	}
 	st, err := openLedger(ctx, spec, cfg.LedgerStream, cfg.LedgerReplicas, true)
 	return st, spec, err
-}
-
-// sqliteStats returns the SQLite writer's counters (zero for other stores).
-func (r *runningRelay) sqliteStats() sqlite.Stats {
-	if st, ok := r.store.(*sqlite.Store); ok {
-		return st.Stats()
-	}
-	return sqlite.Stats{}
 }

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/crosstalk-go/crosstalk/gateway/a2a"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/clipboard"
 	"github.com/crosstalk-go/crosstalk/transports/folder"
@@ -80,6 +82,10 @@ func (c *Config) validateTransports() error {
 	for _, a := range c.Agents {
 		switch a.Transport {
 		case "", "http", "clipboard":
+		case "a2a":
+			if u, err := url.Parse(a.Address); a.Address != "" && (err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "") {
+				errs = append(errs, fmt.Errorf("agents %q: transport a2a needs the agent's http(s) URL as address, not %q", a.ID, a.Address))
+			}
 		case "folder":
 			if c.Folder.Disabled {
 				errs = append(errs, fmt.Errorf("agents %q: transport folder, but [folder] is disabled", a.ID))
@@ -89,7 +95,7 @@ func (c *Config) validateTransports() error {
 				errs = append(errs, fmt.Errorf("agents %q: transport mail needs [mail] smtp", a.ID))
 			}
 		default:
-			errs = append(errs, fmt.Errorf("agents %q: transport %q is not http, folder, mail or clipboard", a.ID, a.Transport))
+			errs = append(errs, fmt.Errorf("agents %q: transport %q is not http, a2a, folder, mail or clipboard", a.ID, a.Transport))
 		}
 		if a.Transport != "" && a.Transport != "clipboard" && a.Address == "" {
 			errs = append(errs, fmt.Errorf("agents %q: transport %s needs an address", a.ID, a.Transport))
@@ -111,6 +117,7 @@ func buildTransports(cfg Config, log *slog.Logger) (*transportSet, error) {
 		receivers: map[string]transports.Receiver{},
 		senders: map[string]transports.Sender{
 			"http": httpx.Sender{Client: &httpx.Client{Retries: -1}},
+			"a2a":  &a2a.Sender{}, // docs/agents.md, "A2A"
 			// The state file is the one `crosstalk clip` uses, so the relay
 			// never ingests what clip copy (or itself) put on the clipboard.
 			"clipboard": clipboard.New(&clipboard.Options{Logger: log.With("transport", "clipboard"), Fence: cfg.Clipboard.Fence, StateFile: defaultClipState()}),

@@ -86,12 +86,9 @@ func startRelay(t *testing.T, minted *tokens.Store) *countingRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &signing.Verifier{Store: signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))}
+	v := gateway.NewTrustVerifier(&signing.Verifier{Store: signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))})
 	st := memory.New(nil)
-	relay := gateway.New(st, &gateway.Options{Book: book, Verifier: gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
-		res := v.Verify(ctx, env)
-		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
-	})})
+	relay := gateway.New(st, &gateway.Options{Book: book, Verifier: v})
 	a := api.New(relay, &api.Options{Rate: -1, Minted: minted})
 	a.MountAgents(nil)
 	r := &countingRelay{relay: relay, posts: map[string]int{}}
