@@ -237,6 +237,11 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 	eUnknown, tUnknown := compose("CLAUDE", "GEMINI", "ext-chat", "Signed by a key nobody announced.")
 	eVerified, tVerified := compose("CLAUDE", "GEMINI", "ext-chat", "Signed again, verified under the pinned key.")
 	tampered := strings.Replace(sign(key, tTampered, false), "10 euros", "1000 euros", 1)
+	impostor, _ := signing.GenerateKey(signing.Ed25519, "claude@example.com")
+	eChanged, tChanged := compose("CLAUDE", "GEMINI", "ext-chat", "Signed by another key for claude@example.com.")
+	old, _ := signing.GenerateKey(signing.Ed25519, "old@example.com")
+	revoke := sign(old, "[[OLD→ALL v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: old@example.com\n\nbody: |\n  Key compromised.\n[[END]]\n", true)
+	eRevoked, tRevoked := compose("OLD", "GEMINI", "ext-chat", "Signed by a key revoked above.")
 	broken := "[[CLAUDE→GEMINI v1]]\nintent: REQUEST\nintent: ACK\nbody: |\n  two intents\n[[END]]"
 	_, tStrict := compose("CLAUDE", "GEMINI", "ext-strict", "On a page with a strict CSP.")
 	_, tStream := compose("CHATGPT", "GEMINI", "ext-stream", "Streamed, chunk by chunk, by a chat page that is still answering.")
@@ -281,6 +286,9 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		"Broken":        broken,
 		"Verified":      sign(key, tVerified, false),
 		"Strict":        tStrict,
+		"KeyChanged":    sign(impostor, tChanged, true),
+		"Revoke":        revoke,
+		"Revoked":       sign(old, tRevoked, false),
 		"Auto":          auto,
 	})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
@@ -293,6 +301,9 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 			{"id": eUnknown.Message, "status": "unknown-key", "message": "m5"},
 			{"id": "5", "status": "error", "message": "m6"},
 			{"id": eVerified.Message, "status": "verified", "message": "m7"},
+			{"id": eChanged.Message, "status": "key-changed", "message": "m9"},
+			{"id": "8", "status": "first-use", "message": "m10"}, // the REVOKE has no message id: its index in the page
+			{"id": eRevoked.Message, "status": "revoked", "message": "m11"},
 		},
 		"stream":       tStream,
 		"longMessages": len(long), "longEnvelopes": len(long) / 5,

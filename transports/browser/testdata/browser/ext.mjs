@@ -140,7 +140,7 @@ try {
     await chat.waitForFunction(() => (document.querySelector('[data-crosstalk-toasts]') || {}).dataset.last === 'Copied ✓', null, { timeout: 5000 });
     const clip = await chat.evaluate(() => navigator.clipboard.readText());
     const last = seed.chat[seed.chat.length - 1].id;
-    check('clipboard holds the last envelope, fenced', clip.startsWith('```\n[[CLAUDE→GEMINI v1]]') && clip.includes(last) && clip.trimEnd().endsWith('```'), clip);
+    check('clipboard holds the last envelope, fenced', clip.startsWith('```\n[[') && clip.includes(last) && clip.trimEnd().endsWith('```'), clip);
   });
 
   await step('strict CSP page: verified by the background', async () => {
