@@ -204,6 +204,21 @@ try {
     });
   }
 
+  await step('popup: the last exchanges of the tab\'s agent', async () => {
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES + '/composer.html');
+    const tabId = await sw.evaluate(async (u) => (await chrome.tabs.query({})).find((t) => t.url === u).id, page.url());
+    const popup = await ctx.newPage();
+    await popup.goto('chrome-extension://' + extId + '/popup.html?tab=' + tabId);
+    await popup.waitForFunction(() => document.querySelectorAll('#items li').length > 0);
+    const who = await popup.locator('#who').textContent();
+    const items = await popup.locator('#items li').allTextContents();
+    check('popup names the agent', /speaks for CHATGPT/.test(who), who);
+    check('popup lists what CHATGPT received', items.length === seed.waiting.length && seed.waiting.every((w) => items.some((i) => i.includes(w.body))), JSON.stringify(items));
+    await popup.close();
+    await page.close();
+  });
+
   await step('keyboard shortcut: insert and send the next envelope', async () => {
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES + '/composer.html');
