@@ -17,6 +17,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
 	"github.com/crosstalk-go/crosstalk/transports"
@@ -249,14 +250,16 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 		}
 		hosts = append(hosts, h)
 	}
+	minted := tokens.Open(filepath.Join(o.DataDir, tokens.FileName)) // crosstalk token new, the trust page's button
 	a := api.New(core.Relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: o.Tokens, Hosts: hosts,
 		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
+		Minted: minted,
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	site, err := web.New(core.Relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: core.Trust,
-		Admins: o.Admins, Secure: o.SecureCookies,
+		Admins: o.Admins, Secure: o.SecureCookies, Tokens: minted,
 	})
 	if err != nil {
 		a.Close()
