@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
@@ -59,6 +61,9 @@ type setup struct {
 	// senders, when set, run the outbound dispatcher with them and one
 	// attempt per delivery.
 	senders map[string]transports.Sender
+	// sqlite keeps the ledger in SQLite in a temporary directory instead
+	// of in memory.
+	sqlite bool
 }
 
 func startRelayWith(t testing.TB, su setup) *testRelay {
@@ -67,7 +72,14 @@ func startRelayWith(t testing.TB, su setup) *testRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := memory.New(time.Now)
+	var st ledger.Store = memory.New(time.Now)
+	if su.sqlite {
+		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = db
+	}
 	relay := gateway.New(st, &gateway.Options{Book: b})
 	a := api.New(relay, &api.Options{Tokens: su.tokens, Rate: -1})
 	opts := su.opts
@@ -109,11 +121,19 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
+// keepAlive keeps enough idle connections for the concurrent callers of
+// the benchmark (http.DefaultTransport keeps 2 per host).
+var keepAlive = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}()
+
 func httpClient(token string) *http.Client {
 	if token == "" {
-		return http.DefaultClient
+		return &http.Client{Transport: keepAlive}
 	}
-	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+	return &http.Client{Transport: bearer{token: token, next: keepAlive}}
 }
 
 // client is the Go SDK's A2A client for agent, as the token's principal,
