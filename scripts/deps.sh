@@ -19,6 +19,8 @@ need Xvfb xvfb; need xclip xclip; need xsel xsel; need xauth xauth
 # web, extension: the browser tests drive Debian's headless Chromium
 # (gateway/web, transports/browser)
 need chromium chromium
+# extension: the same scenarios in Firefox, over Marionette (transports/browser)
+need firefox-esr firefox-esr
 # mail: the tests start their own Dovecot (IMAP, LMTP, submission) and Postfix
 # on free loopback ports (transports/mail/mailtest)
 need /usr/sbin/dovecot dovecot-imapd; need /usr/lib/dovecot/lmtp dovecot-lmtpd

@@ -82,12 +82,16 @@ type Config struct {
 	// --user is not given (default: the OS user).
 	User string `toml:"user"`
 	// DNSServer is the "host:port" of the DNS server the relay asks for
-	// signing keys published in TXT records; empty: the system resolver.
+	// signing keys published in TXT records; empty: the system resolver;
+	// "none": no DNS lookups.
 	DNSServer string `toml:"dns_server"`
 	// ShutdownTimeout bounds a graceful shutdown (SIGTERM, SIGINT), e.g.
 	// "15s": draining requests, stopping transports, closing the ledger.
 	ShutdownTimeout duration `toml:"shutdown_timeout"`
 }
+
+// DNSServerNone is the dns_server value that turns DNS key lookups off.
+const DNSServerNone = "none"
 
 // TokenConfig maps a bearer token to a principal. Token or TokenFile.
 type TokenConfig struct {
@@ -251,9 +255,9 @@ func (c *Config) Validate() error {
 	if err := c.validateTransports(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.DNSServer != "" {
+	if c.DNSServer != "" && c.DNSServer != DNSServerNone {
 		if _, _, err := net.SplitHostPort(c.DNSServer); err != nil {
-			errs = append(errs, fmt.Errorf("dns_server: %q is not host:port", c.DNSServer))
+			errs = append(errs, fmt.Errorf("dns_server: %q is not host:port (or none)", c.DNSServer))
 		}
 	}
 	if strings.ContainsAny(c.User, "\r\n") {

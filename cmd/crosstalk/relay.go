@@ -151,11 +151,12 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 		}
 		hosts = append(hosts, h)
 	}
+	minted := cfg.mintedTokens() // crosstalk token new, and the trust page's button
 	a := api.New(relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: tokens, Hosts: hosts,
 		Rate: cfg.RateLimit, Burst: cfg.RateBurst, Signer: signer,
 		StreamLimit: cfg.StreamLimit, MaxStreams: cfg.MaxStreams,
-		Minted: cfg.mintedTokens(), // crosstalk token new
+		Minted: minted,
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	a.Handle("GET /metrics", mx.Handler())
@@ -163,7 +164,7 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with a2a = true (docs/agents.md)
 	site, err := web.New(relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: signing.NewTrustStore(cfg.trustFile()),
-		Admins: cfg.Admins, Secure: cfg.SecureCookies,
+		Admins: cfg.Admins, Secure: cfg.SecureCookies, Tokens: minted,
 	})
 	if err != nil {
 		ln.Close()

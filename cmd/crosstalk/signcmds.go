@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -362,7 +361,7 @@ no envelope is found), 2 for usage errors.`)
 		v.Keys = []*signing.PublicKey{k}
 	}
 	if *dns {
-		v.Resolver = net.DefaultResolver
+		v.DNS = signing.NewDNSKeys("")
 	}
 	enc := json.NewEncoder(e.stdout)
 	enc.SetEscapeHTML(false)

@@ -14,7 +14,11 @@ import (
 // cfg, and a signer for the agents whose private keys the config names
 // (signing_key), used by POST /v1/send.
 func newTrust(cfg Config, log *slog.Logger) (gateway.Verifier, gateway.Signer, error) {
-	verifier := gateway.NewTrustVerifier(&signing.Verifier{Store: signing.NewTrustStore(cfg.trustFile()), Logger: log.With("component", "trust")})
+	v := &signing.Verifier{Store: signing.NewTrustStore(cfg.trustFile()), Logger: log.With("component", "trust")}
+	if cfg.DNSServer != DNSServerNone {
+		v.DNS = signing.NewDNSKeys(cfg.DNSServer)
+	}
+	verifier := gateway.NewTrustVerifier(v)
 	keys := keySigner{}
 	for _, a := range cfg.Agents {
 		if a.SigningKey == "" {

@@ -54,6 +54,8 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.0005, 2, 16)
 type Metrics struct {
 	reg *prometheus.Registry
 	log *slog.Logger
+	// own are the crosstalk collectors registered, for docs_test.go.
+	own []prometheus.Collector
 
 	received      *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
@@ -96,7 +98,7 @@ func New(opts *Options) *Metrics {
 	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
-		m.reg.MustRegister(c)
+		m.register(c)
 		return c
 	}
 	m.received = counter("envelopes_received_total",
@@ -130,11 +132,17 @@ func New(opts *Options) *Metrics {
 		m.streamsOpen.WithLabelValues(kind)
 		m.streamsTotal.WithLabelValues(kind)
 	}
-	m.reg.MustRegister(m.ingestLatency, m.appendLatency, m.appendErrors, m.appended, m.backlog, m.streamsOpen)
+	m.register(m.ingestLatency, m.appendLatency, m.appendErrors, m.appended, m.backlog, m.streamsOpen)
 	if !opts.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
+}
+
+// register registers crosstalk collectors.
+func (m *Metrics) register(cs ...prometheus.Collector) {
+	m.reg.MustRegister(cs...)
+	m.own = append(m.own, cs...)
 }
 
 // Registry returns the registry, to register more collectors or to gather.

@@ -1,3 +1,5 @@
+//go:build unix
+
 package browser_test
 
 import (
@@ -15,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,26 +42,26 @@ func chromiumPath() string {
 	return "/usr/lib/chromium/chromium"
 }
 
-// needBrowser returns node and Chromium, failing under CI=true and
-// skipping elsewhere when one is missing.
-func needBrowser(t *testing.T) (node, chromium string) {
+// missing fails the test under CI=true and skips it elsewhere.
+func missing(t *testing.T, why string) {
 	t.Helper()
-	missing := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the extension test cannot run: %s (scripts/deps.sh installs chromium and runs npm ci in transports/browser/%s)", why, driverDir)
-		}
-		t.Skipf("extension test skipped: %s (run scripts/deps.sh)", why)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("the extension test cannot run: %s (scripts/deps.sh installs chromium and firefox-esr and runs npm ci in transports/browser/%s)", why, driverDir)
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not installed")
-	}
+	t.Skipf("extension test skipped: %s (run scripts/deps.sh)", why)
+}
+
+// needChromium returns node and Chromium, failing under CI=true and
+// skipping elsewhere when one (or playwright-core) is missing.
+func needChromium(t *testing.T) (node, chromium string) {
+	t.Helper()
+	node = needNode(t)
 	chromium = chromiumPath()
 	if _, err := os.Stat(chromium); err != nil {
-		missing("chromium is not installed at " + chromium)
+		missing(t, "chromium is not installed at "+chromium)
 	}
 	if _, err := os.Stat(filepath.Join(driverDir, "node_modules", "playwright-core", "package.json")); err != nil {
-		missing("playwright-core is not installed in " + driverDir)
+		missing(t, "playwright-core is not installed in "+driverDir)
 	}
 	return node, chromium
 }
@@ -83,17 +86,14 @@ func startRelay(t *testing.T, minted *tokens.Store) *countingRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &signing.Verifier{Store: signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))}
+	v := gateway.NewTrustVerifier(&signing.Verifier{Store: signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))})
 	st := memory.New(nil)
-	relay := gateway.New(st, &gateway.Options{Book: book, Verifier: gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
-		res := v.Verify(ctx, env)
-		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
-	})})
+	relay := gateway.New(st, &gateway.Options{Book: book, Verifier: v})
 	a := api.New(relay, &api.Options{Rate: -1, Minted: minted})
 	a.MountAgents(nil)
 	r := &countingRelay{relay: relay, posts: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method == http.MethodPost && req.URL.Path == "/crosstalk/receive" && strings.HasPrefix(req.Header.Get("Origin"), "chrome-extension://") {
+		if req.Method == http.MethodPost && req.URL.Path == "/crosstalk/receive" && (strings.HasPrefix(req.Header.Get("Origin"), "chrome-extension://") || strings.HasPrefix(req.Header.Get("Origin"), "moz-extension://")) {
 			body, _ := io.ReadAll(req.Body)
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			if env, err := envelope.NewReader(bytes.NewReader(body)).Next(); err == nil {
@@ -163,21 +163,45 @@ func pages(t *testing.T, data map[string]any) *httptest.Server {
 }
 
 // TestExtension loads the built extension into Debian's headless Chromium
-// (Playwright) and runs it against the fixture pages and an in-process
-// relay: options page and Test connection; detection in a code block with
+// (Playwright, testdata/browser/ext.mjs) and runs the scenarios of
+// runScenarios.
+func TestExtension(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test in -short mode")
+	}
+	node, chromium := needChromium(t)
+	runScenarios(t, node, "ext.mjs", "CHROMIUM="+chromium)
+}
+
+// TestExtensionFirefox runs the same scenarios in Debian's headless
+// firefox-esr, driven over Marionette (testdata/browser/ff.mjs), with the
+// extension installed as a temporary add-on.
+func TestExtensionFirefox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test in -short mode")
+	}
+	node := needNode(t)
+	firefox, err := exec.LookPath("firefox-esr")
+	if err != nil {
+		missing(t, "firefox-esr is not installed")
+	}
+	runScenarios(t, node, "ff.mjs", "FIREFOX="+firefox)
+}
+
+// runScenarios runs a browser driver (node script in testdata/browser)
+// against the fixture pages and an in-process relay, with the built
+// extension: options page and Test connection; detection in a code block with
 // a copy button, a <br> paragraph, a quote and pre-wrap text of a user message; statuses
 // of signed (first use, verified), unsigned, tampered, unknown-key and
 // malformed envelopes; send → ledger event, then duplicate; a page with a
 // strict CSP; a streaming message; insert into a textarea and a
 // ProseMirror-like contenteditable and delivery; the badge; a keyboard
 // command; auto mode sending each envelope once; the clipboard fallback.
-// It fails, not skips, when CI=true and Chromium, node or playwright-core
-// is missing.
-func TestExtension(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test in -short mode")
-	}
-	node, chromium := needBrowser(t)
+// The tests fail, not skip, when CI=true and the browser, node or
+// playwright-core is missing. The driver prints its checks as JSON; each
+// becomes a subtest, and the relay's ledger and request counts are checked
+// afterwards.
+func runScenarios(t *testing.T, node, driver string, env ...string) {
 	ext := buildExtension(t)
 	minted := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
 	token, _, err := minted.New(api.LocalUser)
@@ -267,15 +291,23 @@ func TestExtension(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "ext.mjs")
+	cmd := exec.CommandContext(ctx, node, driver)
 	cmd.Dir = driverDir
+	// The driver's browser dies with it: Playwright's Chromium reads a pipe
+	// from node, but Firefox only a socket, so kill the whole group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Env = append(os.Environ(),
 		"EXT="+ext, "RELAY_URL="+relay.url, "TOKEN="+token,
 		"PAGES="+srv.URL, "PAGES_AUTO=http://localhost:"+port,
-		"CHROMIUM="+chromium, "USER_DATA_DIR="+t.TempDir(), "SCREENSHOTS="+shots, "SEED="+string(seedJSON))
+		"USER_DATA_DIR="+t.TempDir(), "SCREENSHOTS="+shots, "SEED="+string(seedJSON))
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // a browser the driver left behind
+	}
 	var res struct {
 		Checks []struct {
 			Name   string `json:"name"`
@@ -285,9 +317,9 @@ func TestExtension(t *testing.T) {
 		Seconds float64 `json:"seconds"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("node ext.mjs: %v, %v\nstdout: %s\nstderr: %s", runErr, err, stdout.String(), stderr.String())
+		t.Fatalf("node %s: %v, %v\nstdout: %s\nstderr: %s", driver, runErr, err, stdout.String(), stderr.String())
 	}
-	if len(res.Checks) < 20 {
+	if len(res.Checks) < 18 {
 		t.Errorf("only %d checks ran (stderr: %s)", len(res.Checks), stderr.String())
 	}
 	for _, c := range res.Checks {

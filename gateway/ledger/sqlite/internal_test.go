@@ -131,6 +131,70 @@ func TestFailedOpIsolated(t *testing.T) {
 	}
 }
 
+// TestFailedSingleOp checks that a one-statement op, which runs without a
+// savepoint, takes its transaction down with it when it fails: nothing of
+// it stays, and the next append starts a fresh transaction.
+func TestFailedSingleOp(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
+	err = s.submitSingle(ctx, func(w *wtx) error {
+		if _, err := w.append(rec); err != nil {
+			return err
+		}
+		return ledger.ErrConflict
+	})
+	if !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("submitSingle(failing op) = %v, want ErrConflict", err)
+	}
+	res, err := s.Append(ctx, []ledger.Record{rec})
+	if err != nil || res[0].Event.Seq != 1 {
+		t.Fatalf("Append() after a failed op = %+v, %v, want seq 1", res, err)
+	}
+}
+
+// TestLastSeqTrigger checks that a ledger made before the events_last_seq
+// trigger gets it at Open, and that imports and appends share one seq
+// counter per group.
+func TestLastSeqTrigger(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
+	if _, err := s.Append(ctx, []ledger.Record{rec, rec}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.wdb.ExecContext(ctx, `DROP TRIGGER events_last_seq`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(ctx, path, nil); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	imported := ledger.Event{V: ledger.Version, ID: "01J9J3DCZ5P8Q2R4S6T8V0W1X3", TS: ledger.FormatTime(time.Now()),
+		Kind: "chat.message", GroupID: "g", Seq: 3, Data: []byte(`{}`)}
+	if n, err := s.ImportEvents(ctx, []ledger.Event{imported}); n != 1 || err != nil {
+		t.Fatalf("ImportEvents() = %d, %v", n, err)
+	}
+	res, err := s.Append(ctx, []ledger.Record{rec})
+	if err != nil || res[0].Event.Seq != 4 {
+		t.Fatalf("Append() after import = %+v, %v, want seq 4", res, err)
+	}
+	if gs, err := s.Groups(ctx); err != nil || len(gs) != 1 || gs[0].LastSeq != 4 {
+		t.Errorf("Groups() = %+v, %v, want g at seq 4", gs, err)
+	}
+}
+
 // TestPipelinedSync checks the overlap of fsync and work: with an
 // operation waiting when a transaction commits, the syncer fsyncs it while
 // the writer runs that operation in the next transaction, which commits

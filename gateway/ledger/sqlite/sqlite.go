@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS groups (
 	group_id TEXT    NOT NULL PRIMARY KEY,
 	last_seq INTEGER NOT NULL
 ) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS cursors (
 	group_id   TEXT    NOT NULL,
 	actor      TEXT    NOT NULL,
@@ -59,6 +60,17 @@ CREATE TABLE IF NOT EXISTS claims (
 	PRIMARY KEY (group_id, event_id)
 ) WITHOUT ROWID;
 `
+
+// lastSeqTrigger makes every inserted event move its group's last_seq in
+// the same statement, so that an append is one statement (writer.go,
+// stAppend). Open creates it in ledgers of schema version 1 made before it
+// existed; it agrees with what those versions of the writer did, so they
+// can still open the ledger.
+const lastSeqTrigger = `
+CREATE TRIGGER IF NOT EXISTS events_last_seq AFTER INSERT ON events BEGIN
+	INSERT INTO groups (group_id, last_seq) VALUES (NEW.group_id, NEW.seq)
+	ON CONFLICT (group_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq);
+END`
 
 // eventCols is the column list scanEvent reads.
 const eventCols = `id, ts, seq, kind, group_id, scope_key, by_, data, dedupe_key, v`
@@ -274,15 +286,21 @@ func (s *Store) migrate(ctx context.Context) error {
 	if version > schemaVersion {
 		return fmt.Errorf("sqlite: open %s: schema version %d is newer than this program's %d", s.path, version, schemaVersion)
 	}
-	if version == schemaVersion {
-		return nil
-	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, schema); err != nil {
+	if version == schemaVersion {
+		if _, err := tx.ExecContext(ctx, lastSeqTrigger); err != nil {
+			return fmt.Errorf("sqlite: open %s: create trigger: %w", s.path, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sqlite: open %s: create trigger: %w", s.path, err)
+		}
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, schema+";"+lastSeqTrigger); err != nil {
 		return fmt.Errorf("sqlite: open %s: create schema: %w", s.path, err)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
@@ -363,7 +381,7 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 		}
 	}
 	res := make([]ledger.Result, len(norm))
-	err := s.submit(ctx, func(w *wtx) error {
+	fn := func(w *wtx) error {
 		for i, r := range norm {
 			var err error
 			if res[i], err = w.append(r); err != nil {
@@ -371,7 +389,12 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 			}
 		}
 		return nil
-	})
+	}
+	submit := s.submit
+	if len(norm) == 1 {
+		submit = s.submitSingle // one append is one write statement
+	}
+	err := submit(ctx, fn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: append: %w", err)
 	}

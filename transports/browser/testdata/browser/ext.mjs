@@ -70,7 +70,7 @@ try {
     const stored = await sw.evaluate(() => chrome.storage.local.get(['relay', 'token', 'sites']));
     check('options saved in storage.local', stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 2 &&
       stored.sites[0].agent === 'CHATGPT' && stored.sites[1].auto === true, JSON.stringify(stored));
-    await page.screenshot({ path: env.SCREENSHOTS + '/options.png' });
+    await page.screenshot({ path: env.SCREENSHOTS + '/extension-options.png' }); // docs/extension-options.png
     await page.close();
   });
 
@@ -115,6 +115,8 @@ try {
     }, tampered, { timeout: 5000 });
     const v = await control(chat, tampered).getAttribute('data-crosstalk-sent');
     check('the relay refuses the tampered envelope', v !== 'ok' && v !== 'duplicate', v);
+    await chat.evaluate(() => window.scrollTo(0, 0));
+    await chat.screenshot({ path: env.SCREENSHOTS + '/extension-chat.png' }); // docs/extension-chat.png
     check('an unparsable envelope has no Send', await control(chat, byStatus('error')).locator('[data-crosstalk-action="send"]').isDisabled(), '');
   });
 
