@@ -143,8 +143,9 @@ func (b *Bridge) Agents() []string {
 	return ids
 }
 
-// Close ends every task that waits for a reply (their state stays
-// "working"), so that the relay can shut down.
+// Close ends every task that waits for a reply — failed, saying that the
+// relay shut down — so that the requests and streams waiting on them end
+// and the relay can shut down.
 func (b *Bridge) Close() { b.stop() }
 
 // ServeHTTP serves the agent cards and JSON-RPC endpoints. It must run

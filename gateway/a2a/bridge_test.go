@@ -692,3 +692,29 @@ func TestBounds(t *testing.T) {
 		}
 	})
 }
+
+// TestClose: closing the bridge ends the tasks that wait for a reply —
+// failed, since tasks live in memory — so that a blocking SendMessage
+// returns and the relay can shut down.
+func TestClose(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	type result struct {
+		res sdk.SendMessageResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := c.SendMessage(t.Context(), textMessage("closing", "still there?"))
+		done <- result{res, err}
+	}()
+	r.mustEnvelope(t, "closing", "chatgpt", "claude", 0)
+	r.Bridge.Close()
+	got := <-done
+	if got.err != nil {
+		t.Fatalf("SendMessage() = %v", got.err)
+	}
+	if task := got.res.(*sdk.Task); task.Status.State != sdk.TaskStateFailed || !strings.Contains(partsText(task.Status.Message.Parts), "shut down") {
+		t.Errorf("task = %s %q, want failed: the relay shut down", task.Status.State, partsText(task.Status.Message.Parts))
+	}
+}

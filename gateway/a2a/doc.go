@@ -28,7 +28,8 @@
 // dispatcher (gateway.Relay.RunOutbound) retries it like any delivery.
 //
 // What it does not do: keep tasks across a relay restart (tasks live in
-// memory; the envelopes and replies stay in the ledger), push
+// memory, and Close fails those still waiting; the envelopes and replies
+// stay in the ledger), push
 // notifications, ListTasks, the REST and gRPC bindings, file parts, or
 // ingest the answers of remote A2A agents reached by Sender.
 package a2a

@@ -216,8 +216,10 @@ func (e *executor) await(ctx context.Context, ec *a2asrv.ExecutorContext, sent s
 	}
 	switch {
 	case e.b.ctx.Err() != nil:
-		// The relay shuts down: the task stays working; its envelope is
-		// in the ledger.
+		// The relay shuts down, and tasks live in memory: end the task
+		// (the SDK waits for a final state), so that its callers' requests
+		// and streams end too. The request stays in the ledger.
+		yield(e.status(ec, sdk.TaskStateFailed, fmt.Sprintf("the relay shut down before %s replied; the request %s is in its ledger", e.agent.ID, sent.message), nil), nil)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		yield(e.status(ec, sdk.TaskStateFailed, fmt.Sprintf("no reply from %s within %s", e.agent.ID, e.b.opts.ReplyTimeout), nil), nil)
 	}
