@@ -42,6 +42,24 @@ type Address struct {
 	Target string
 }
 
+// AddressError is ParseAddress's error: what is wrong with Address.
+type AddressError struct {
+	Address string
+	Reason  string
+}
+
+// Error returns "envelope: " and Detail.
+func (e *AddressError) Error() string { return "envelope: " + e.Detail() }
+
+// Detail is the message without the package prefix, for a line of its own
+// in a warning: `address "x y": surrounding space or a control character`.
+func (e *AddressError) Detail() string {
+	if e.Address == "" {
+		return e.Reason
+	}
+	return fmt.Sprintf("address %q: %s", e.Address, e.Reason)
+}
+
 // ParseAddress classifies s. It returns an error naming what is wrong when
 // s is none of the kinds, or when it could not be written in a header
 // (invalid UTF-8, control characters, surrounding space, `[[`, `]]` or an
@@ -50,15 +68,15 @@ func ParseAddress(s string) (Address, error) {
 	a := Address{Raw: s}
 	switch {
 	case s == "":
-		return a, fmt.Errorf("envelope: empty address")
+		return a, &AddressError{Reason: "empty address"}
 	case !utf8.ValidString(s):
-		return a, fmt.Errorf("envelope: address %q: not valid UTF-8", s)
+		return a, &AddressError{Address: s, Reason: "not valid UTF-8"}
 	case s != strings.TrimSpace(s) || strings.IndexFunc(s, unicode.IsControl) >= 0:
 		// A header is one line, trimmed (docs/format.md §2): an address
 		// with a control character or surrounding space cannot be written.
-		return a, fmt.Errorf("envelope: address %q: surrounding space or a control character", s)
+		return a, &AddressError{Address: s, Reason: "surrounding space or a control character"}
 	case strings.Contains(s, "[[") || strings.Contains(s, "]]") || containsArrow(s):
-		return a, fmt.Errorf("envelope: address %q: brackets or an arrow would break the header", s)
+		return a, &AddressError{Address: s, Reason: "brackets or an arrow would break the header"}
 	case s == "*" || strings.HasPrefix(s, "@") && isNameChars(s[1:], false):
 		a.Kind, a.Target = AddressSelector, s
 		return a, nil
@@ -68,14 +86,14 @@ func ParseAddress(s string) (Address, error) {
 			m = m[:i]
 		}
 		if !isMailbox(m) {
-			return a, fmt.Errorf("envelope: address %q: not an email address", s)
+			return a, &AddressError{Address: s, Reason: "not an email address"}
 		}
 		a.Kind, a.Scheme, a.Target = AddressEmail, "email", m
 		return a, nil
 	case hasPrefixFold(s, "tel:"):
 		n := s[len("tel:"):]
 		if n == "" || strings.Trim(n, "+-0123456789 ().") != "" {
-			return a, fmt.Errorf("envelope: address %q: not a telephone number", s)
+			return a, &AddressError{Address: s, Reason: "not a telephone number"}
 		}
 		a.Kind, a.Scheme, a.Target = AddressTel, "tel", n
 		return a, nil
@@ -83,20 +101,20 @@ func ParseAddress(s string) (Address, error) {
 	if i := strings.Index(s, "://"); i > 0 {
 		scheme := s[:i]
 		if !isScheme(scheme) || len(s) == i+3 || strings.ContainsAny(s, " \t") {
-			return a, fmt.Errorf("envelope: address %q: malformed URL", s)
+			return a, &AddressError{Address: s, Reason: "malformed URL"}
 		}
 		a.Kind, a.Scheme, a.Target = AddressURL, strings.ToLower(scheme), s[i+3:]
 		return a, nil
 	}
 	if strings.Contains(s, "@") {
 		if !isMailbox(s) {
-			return a, fmt.Errorf("envelope: address %q: not an email address", s)
+			return a, &AddressError{Address: s, Reason: "not an email address"}
 		}
 		a.Kind, a.Scheme, a.Target = AddressEmail, "email", s
 		return a, nil
 	}
 	if !isNameChars(s, true) {
-		return a, fmt.Errorf("envelope: address %q: not a name (letters, digits, _ . - and single inner spaces), URL, email:, tel: or selector", s)
+		return a, &AddressError{Address: s, Reason: "not a name (letters, digits, _ . - and single inner spaces), URL, email:, tel: or selector"}
 	}
 	a.Kind, a.Target = AddressName, s
 	return a, nil

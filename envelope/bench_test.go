@@ -6,7 +6,6 @@ import (
 	"net/mail"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -238,9 +237,8 @@ func BenchmarkStream(b *testing.B) {
 			}
 		}
 	}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
-		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
+	if mib, ok := peakRSSMiB(); ok {
+		b.ReportMetric(mib, "peak-RSS-MiB")
 	}
 	b.ReportMetric(float64(peakHeap)/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(n)/float64(b.N), "envelopes/op")

@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -458,8 +459,9 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 		if isPlainName(a) {
 			continue // the common case, and a valid name (ParseAddress)
 		}
-		if _, err := ParseAddress(string(a)); err != nil {
-			msg := err.Error()[len("envelope: "):]
+		var ae *AddressError
+		if _, err := ParseAddress(string(a)); errors.As(err, &ae) {
+			msg := ae.Detail()
 			if st.r.Strict {
 				return nil, syntaxErr(CodeFormat, line, 0, "%s", msg)
 			}

@@ -30,6 +30,11 @@ const (
 	CodeInvalid      = "invalid_request"
 	CodeConflict     = "conflict"
 	CodeNotAttention = "not_an_attention_message"
+	// CodeInternal and CodeUnavailable are the API's answers when the
+	// relay itself failed: a bug or an unreadable ledger (500), or a
+	// ledger that could not be written for now, worth a retry (503).
+	CodeInternal    = "internal"
+	CodeUnavailable = "daemon_unavailable"
 )
 
 func actionErr(code, format string, args ...any) error {

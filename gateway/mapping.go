@@ -13,16 +13,17 @@ import (
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
-// Event kinds the relay writes (CCCS §6, §7; x.crosstalk.* for C2A state).
+// Event kinds the relay writes (CCCS §6, §7; x.crosstalk.* for C2A state):
+// package ledger's, under the names this package has always used.
 const (
-	KindMessage     = "chat.message"
-	KindAck         = "chat.ack"
-	KindRead        = "chat.read"
-	KindReaction    = "chat.reaction"
-	KindNotify      = "system.notify"
-	KindNotifyAck   = "system.notify_ack"
-	KindClaim       = "x.crosstalk.claim"
-	KindDisposition = "x.crosstalk.disposition"
+	KindMessage     = ledger.KindMessage
+	KindAck         = ledger.KindAck
+	KindRead        = ledger.KindRead
+	KindReaction    = ledger.KindReaction
+	KindNotify      = ledger.KindNotify
+	KindNotifyAck   = ledger.KindNotifyAck
+	KindClaim       = ledger.KindClaim
+	KindDisposition = ledger.KindDisposition
 )
 
 // XCrosstalk is data.x_crosstalk of every event made from an envelope

@@ -16,8 +16,9 @@ import (
 )
 
 // KindDelivery records the final state of delivering one envelope to one
-// receiver over its transport: data.state "delivered" or "failed".
-const KindDelivery = "x.crosstalk.delivery"
+// receiver over its transport: data.state "delivered" or "failed"
+// (ledger.KindDelivery).
+const KindDelivery = ledger.KindDelivery
 
 // OutboundOptions configure the outbound dispatcher. Nil means defaults.
 type OutboundOptions struct {

@@ -16,14 +16,16 @@ import (
 )
 
 // Verification statuses (DESIGN §4.3). A Verifier returns one of them.
+// They are package signing's statuses, defined there, as the strings the
+// ledger records.
 const (
-	StatusUnsigned     = "unsigned"
-	StatusVerified     = "verified"
-	StatusFirstUse     = "first-use"
-	StatusKeyChanged   = "key-changed"
-	StatusBadSignature = "bad-signature"
-	StatusUnknownKey   = "unknown-key"
-	StatusRevoked      = "revoked"
+	StatusUnsigned     = string(signing.StatusUnsigned)
+	StatusVerified     = string(signing.StatusVerified)
+	StatusFirstUse     = string(signing.StatusFirstUse)
+	StatusKeyChanged   = string(signing.StatusKeyChanged)
+	StatusBadSignature = string(signing.StatusBadSignature)
+	StatusUnknownKey   = string(signing.StatusUnknownKey)
+	StatusRevoked      = string(signing.StatusRevoked)
 )
 
 // Verification is the outcome of checking one envelope's signature.

@@ -42,6 +42,9 @@ var (
 	ErrKeyID = errors.New("signing: invalid key id")
 	// ErrKeyFile: a key file or key line could not be parsed.
 	ErrKeyFile = errors.New("signing: bad key")
+	// ErrNoKeyID: a PEM key file names no key id and the caller gave
+	// none. It wraps ErrKeyFile.
+	ErrNoKeyID = fmt.Errorf("%w: a PEM key has no key id", ErrKeyFile)
 	// ErrInsecureKeyFile: a private key file is readable by group or world.
 	ErrInsecureKeyFile = errors.New("signing: private key file is readable by others")
 	// ErrNoDNSKey: DNS has no crosstalk key record for the key id.
@@ -54,18 +57,37 @@ var (
 )
 
 // contextError adds where an error happened (a file, a line, a key id) in
-// front of it, keeping one "signing:" prefix: "signing: key.txt: line 3:
-// bad key: …". It unwraps to the error it adds to.
+// front of it, and optionally the kind of error (a sentinel), keeping one
+// "signing:" prefix: "signing: bad trust store: line 3: bad key: …". It
+// unwraps to the kind and the error it adds to.
 type contextError struct {
+	kind  error // nil or a sentinel of this package
 	where string
 	err   error
 }
 
 func (e *contextError) Error() string {
-	return "signing: " + e.where + ": " + strings.TrimPrefix(e.err.Error(), "signing: ")
+	s := prefix
+	if e.kind != nil {
+		s += bare(e.kind) + ": "
+	}
+	return s + e.where + ": " + bare(e.err)
 }
 
-func (e *contextError) Unwrap() error { return e.err }
+func (e *contextError) Unwrap() []error {
+	if e.kind == nil {
+		return []error{e.err}
+	}
+	return []error{e.kind, e.err}
+}
+
+// prefix begins the message of every error of this package.
+const prefix = "signing: "
+
+// bare is the message of err, an error of this package, without prefix,
+// so that errors composed of others carry it once. It is the only place
+// that looks at an error's text, and only to format it.
+func bare(err error) string { return strings.TrimPrefix(err.Error(), prefix) }
 
 // within returns err with the place it happened in front of it.
 func within(err error, format string, args ...any) error {
@@ -73,4 +95,9 @@ func within(err error, format string, args ...any) error {
 		return nil
 	}
 	return &contextError{where: fmt.Sprintf(format, args...), err: err}
+}
+
+// withinKind is within with the kind of error (a sentinel) in front.
+func withinKind(kind, err error, format string, args ...any) error {
+	return &contextError{kind: kind, where: fmt.Sprintf(format, args...), err: err}
 }

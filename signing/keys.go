@@ -458,7 +458,7 @@ func ParsePublicKey(data []byte, pkid string) (*PublicKey, error) {
 	}
 	if isPEM {
 		if pkid == "" {
-			return nil, fmt.Errorf("%w: a PEM key has no key id: give one", ErrKeyFile)
+			return nil, fmt.Errorf("%w: give one", ErrNoKeyID)
 		}
 		blk, _ := pem.Decode(data)
 		if blk == nil {
@@ -509,7 +509,7 @@ func ParsePrivateKey(data []byte, pkid string) (*PrivateKey, error) {
 	}
 	if isPEM {
 		if pkid == "" {
-			return nil, fmt.Errorf("%w: a PEM key has no key id: give one", ErrKeyFile)
+			return nil, fmt.Errorf("%w: give one", ErrNoKeyID)
 		}
 		blk, _ := pem.Decode(data)
 		if blk == nil {

@@ -93,7 +93,7 @@ func ParseSig(value string) (*Sig, error) {
 		*seen = true
 		if k == "pkid" {
 			if err := checkPkid(val); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrMalformedSig, strings.TrimPrefix(err.Error(), "signing: "))
+				return nil, withinKind(ErrMalformedSig, err, "pkid")
 			}
 			s.Pkid = val
 		} else {

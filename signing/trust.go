@@ -308,16 +308,16 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 	return writeAtomic(s.path, f.render())
 }
 
-// read returns the parsed file. It is read every time (no cache keyed on
-// modification times, which are too coarse to notice a quick rewrite): a
-// revocation written by another process counts at once. Readers need no
-// lock: the file is only ever replaced whole, by rename.
 // read returns the parsed file for readers (Entries, Lookup), reusing the
-// last parse while the file's size, modification time and identity are
+// last parse while the file's identity, size and modification time are
 // unchanged: the relay verifies every envelope against the store, and
 // re-parsing the file each time cost more than the signature check's
-// overhead budget (docs/performance.md). Writers always re-read under the
-// lock (readLocked). Readers never modify the returned file.
+// overhead budget (docs/performance.md). Every writer of this package
+// replaces the file by rename, which gives it a new identity, so a change
+// written by another process — a revocation — counts at the next read
+// even within the modification time's granularity. Readers need no lock
+// and never modify the returned file; writers always re-read under the
+// lock (readLocked).
 func (s *TrustStore) read() (*storeFile, error) {
 	s.cacheMu.Lock()
 	mem := s.mem
@@ -349,6 +349,8 @@ func (s *TrustStore) read() (*storeFile, error) {
 	return f, nil
 }
 
+// readLocked reads and parses the file without the cache; writers call it
+// under the lock. A missing file is an empty store.
 func (s *TrustStore) readLocked() (*storeFile, error) {
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -497,7 +499,7 @@ func parseStore(data []byte) (*storeFile, error) {
 		}
 		e, err := parseEntry(t)
 		if err != nil {
-			return nil, fmt.Errorf("%w: line %d: %v", ErrTrustStore, n, err)
+			return nil, withinKind(ErrTrustStore, err, "line %d", n)
 		}
 		if first, dup := seen[e.Key.Pkid]; dup {
 			return nil, fmt.Errorf("%w: line %d: key id %q again (first on line %d)", ErrTrustStore, n, e.Key.Pkid, first)
@@ -526,7 +528,7 @@ func parseEntry(t string) (*TrustEntry, error) {
 	}
 	key, err := publicFromRaw(alg, c[0], raw)
 	if err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "signing: "))
+		return nil, err
 	}
 	e := &TrustEntry{Key: key, Source: KeySource(c[3])}
 	switch e.Source {

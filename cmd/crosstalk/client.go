@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
@@ -24,40 +25,35 @@ var cmdSend = &command{
 	name:    "send",
 	args:    "[--relay URL] [--token T] [FILE...]",
 	summary: "post envelopes to a relay and print the receipts",
+	run:     runSend,
 }
 
 var cmdLog = &command{
 	name:    "log",
 	args:    "[--relay URL] [--group G] [--since N] [--follow] [--json]",
 	summary: "show the relay's ledger",
+	run:     runLog,
 }
 
 var cmdInbox = &command{
 	name:    "inbox",
 	args:    "--agent A [--relay URL] [--group G] [--since N] [--json]",
 	summary: "show an agent's deliveries: must/may/must-not respond, injection",
+	run:     runInbox,
 }
 
 var cmdAck = &command{
 	name:    "ack",
 	args:    "--agent A --group G EVENT-ID",
 	summary: "acknowledge an attention message as an agent",
+	run:     func(ctx context.Context, e *env, args []string) error { return runAction(ctx, e, "ack", args) },
 }
 
 var cmdClaim = &command{
 	name:    "claim",
 	args:    "--agent A --group G EVENT-ID",
 	summary: "claim an event (a role request) as an agent",
-}
-
-func init() {
-	cmdSend.run = runSend
-	cmdLog.run = runLog
-	cmdInbox.run = runInbox
-	cmdAck.run = func(ctx context.Context, e *env, args []string) error { return runAction(ctx, e, cmdAck, "ack", args) }
-	cmdClaim.run = func(ctx context.Context, e *env, args []string) error {
-		return runAction(ctx, e, cmdClaim, "claim", args)
-	}
+	run:     func(ctx context.Context, e *env, args []string) error { return runAction(ctx, e, "claim", args) },
 }
 
 // relayFlags are the flags of every command that talks to a relay.
@@ -117,7 +113,7 @@ func (rf relayFlags) do(ctx context.Context, method, path, agent string, body io
 }
 
 func runSend(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdSend, `
+	fs := newFlags(e, `
 Send posts the envelopes found in each FILE (or standard input) to the relay's
 POST /crosstalk/receive and prints the receipt envelopes. Transient failures are
 retried with the same Idempotency-Key, so sending twice records once.
@@ -157,7 +153,7 @@ Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 }
 
 func runLog(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdLog, `
+	fs := newFlags(e, `
 Log prints the relay's ledger: the events of a group with seq > --since, one line
 each (time, seq, kind, by, summary), or CCCS JSON with --json. With --follow it
 keeps printing new events as they arrive. Without --group it lists the groups.`)
@@ -325,7 +321,7 @@ func firstLine(s string, n int) string {
 }
 
 func runInbox(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdInbox, `
+	fs := newFlags(e, `
 Inbox shows what an agent should see of the ledger (C2A): for each event its
 directedness (to_me, to_my_role, to_other, ambient), response policy
 (must_respond, may_respond, must_not_respond), injection mode and — unless the
@@ -364,6 +360,7 @@ event is only a knock — its content. must_respond items come first.`)
 	}
 	if len(res.Deliveries) == 0 {
 		fmt.Fprintf(e.stdout, "%s: nothing for you\n", res.Agent)
+		printLiveness(ctx, e, rf, *agent)
 		return nil
 	}
 	rank := map[string]int{"must_respond": 0, "ack_only": 1, "may_respond": 2, "must_not_respond": 3}
@@ -385,7 +382,31 @@ event is only a knock — its content. must_respond items come first.`)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Group, d.Seq, policy, d.Directedness, d.Injection, d.From, d.Intent, content, d.EventID)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	printLiveness(ctx, e, rf, *agent)
+	return nil
+}
+
+// printLiveness ends the human output of `crosstalk inbox` with the
+// agent's liveness from GET /v1/agents, when the relay serves it (an older
+// relay does not: the per-delivery liveness in --json is all there is).
+func printLiveness(ctx context.Context, e *env, rf relayFlags, agent string) {
+	rm := &c2a.Remote{URL: rf.base(), Token: *rf.token, Retries: -1}
+	as, err := rm.Agents(ctx)
+	if err != nil {
+		return
+	}
+	for _, a := range as {
+		if strings.EqualFold(a.ID, agent) {
+			seen := "never seen since the relay started"
+			if !a.LastSeen.IsZero() {
+				seen = "last seen " + time.Since(a.LastSeen).Round(time.Second).String() + " ago"
+			}
+			fmt.Fprintf(e.stdout, "liveness: %s is %s (%s)\n", a.ID, a.Liveness, seen)
+		}
+	}
 }
 
 func sortStable[T any](s []T, less func(a, b T) bool) {
@@ -396,8 +417,8 @@ func sortStable[T any](s []T, less func(a, b T) bool) {
 	}
 }
 
-func runAction(ctx context.Context, e *env, cmd *command, action string, args []string) error {
-	fs := newFlags(e, cmd, `
+func runAction(ctx context.Context, e *env, action string, args []string) error {
+	fs := newFlags(e, `
 `+strings.ToUpper(action[:1])+action[1:]+` records a `+action+` by the agent on the event (CCCS rules are enforced by
 the relay: acks are self-only and only for attention messages; the first claim
 wins). With tokens configured, --agent must be the token's principal.`)

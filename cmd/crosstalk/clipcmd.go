@@ -21,6 +21,7 @@ var cmdClip = &command{
 	name:    "clip",
 	args:    "watch [--json] [--relay URL] | copy --to NAME [--fence] [--relay URL]",
 	summary: "watch the clipboard for envelopes, or copy the next one for an agent to it",
+	run:     runClip,
 }
 
 var cmdClipWatch = &command{
@@ -33,12 +34,6 @@ var cmdClipCopy = &command{
 	name:    "clip copy",
 	args:    "--to NAME [--fence] [--relay URL] [flags]",
 	summary: "copy the next pending envelope for NAME to the clipboard",
-}
-
-func init() {
-	cmdClip.run = runClip
-	cmdClipWatch.run = runClipWatch
-	cmdClipCopy.run = runClipCopy
 }
 
 const clipDoc = `
@@ -60,11 +55,11 @@ func runClip(ctx context.Context, e *env, args []string) error {
 	}
 	switch args[0] {
 	case "watch":
-		return runClipWatch(ctx, e, args[1:])
+		return runClipWatch(ctx, e.sub(cmdClipWatch), args[1:])
 	case "copy":
-		return runClipCopy(ctx, e, args[1:])
+		return runClipCopy(ctx, e.sub(cmdClipCopy), args[1:])
 	case "-h", "-help", "--help", "help":
-		fmt.Fprintf(e.stdout, "usage: crosstalk clip %s\n%s\n", cmdClip.args, clipDoc)
+		fmt.Fprintf(e.stdout, "usage: crosstalk clip %s\n%s\n", e.cmd.args, clipDoc)
 		return nil
 	}
 	return usagef("clip: unknown subcommand %q: want watch or copy", args[0])
@@ -82,7 +77,7 @@ func defaultClipState() string {
 }
 
 func runClipWatch(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdClipWatch, `
+	fs := newFlags(e, `
 Clip watch reads the clipboard every --interval and takes every new text that
 holds an envelope header — once: texts seen before and texts that crosstalk
 placed there itself (clip copy) are skipped, remembered in the --state file.
@@ -114,7 +109,7 @@ watch runs until interrupted.`)
 }
 
 func runClipCopy(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdClipCopy, `
+	fs := newFlags(e, `
 Clip copy asks the relay for NAME's deliveries, takes the oldest one NAME must
 or may respond to that NAME has not read yet, and puts that envelope on the
 clipboard exactly as the relay received it (a signed envelope stays signed),

@@ -17,9 +17,8 @@ var cmdConformance = &command{
 	name:    "conformance",
 	args:    "[--manifest FILE] [--strict-arg ARG]... [--] CMD [ARGS...]",
 	summary: "check another envelope parser against the conformance cases",
+	run:     runConformance,
 }
-
-func init() { cmdConformance.run = runConformance }
 
 // stringList is a repeatable string flag.
 type stringList []string
@@ -28,7 +27,7 @@ func (s *stringList) String() string     { return strings.Join(*s, " ") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runConformance(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdConformance, `
+	fs := newFlags(e, `
 Conformance runs an envelope parser — CMD with ARGS — once per case of the
 conformance manifest (fixtures/conformance/manifest.json, built in), with the
 case's input on standard input, and compares the JSON Lines it prints with the

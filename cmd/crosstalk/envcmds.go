@@ -17,38 +17,35 @@ var cmdParse = &command{
 	name:    "parse",
 	args:    "[--strict] [--json] [FILE...]",
 	summary: "find and parse every envelope in chat text",
+	run:     runParse,
 }
 
 var cmdFmt = &command{
 	name:    "fmt",
 	args:    "[--fence] [--strict] [FILE...]",
 	summary: "print every envelope found in canonical form",
+	run:     runFmt,
 }
 
 var cmdNew = &command{
 	name:    "new",
 	args:    "--from A --to B --intent I [flags] [--body TEXT | --body-file F | < body]",
 	summary: "compose a new envelope",
+	run:     runNew,
 }
 
 var cmdReply = &command{
 	name:    "reply",
 	args:    "--intent I [--body TEXT | --body-file F] [FILE]",
 	summary: "compose a reply to the last envelope read",
+	run:     runReply,
 }
 
 var cmdValidate = &command{
 	name:    "validate",
 	args:    "[--strict] [FILE...]",
 	summary: "check envelopes: one line per envelope, ok or the error",
-}
-
-func init() {
-	cmdParse.run = runParse
-	cmdFmt.run = runFmt
-	cmdNew.run = runNew
-	cmdReply.run = runReply
-	cmdValidate.run = runValidate
+	run:     runValidate,
 }
 
 // jsonError is the JSON Lines form of a malformed envelope (DESIGN §3.4).
@@ -119,7 +116,7 @@ func envelopeReader(in input) (*envelope.Reader, error) {
 }
 
 func runParse(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdParse, `
+	fs := newFlags(e, `
 Parse finds every envelope in the input (chat transcripts, fences, quotes and
 CRLF are fine) and prints a summary of each. With --json it prints one JSON
 object per envelope (JSON Lines), and {"error":{...}} in place of a malformed
@@ -220,7 +217,7 @@ func printSummary(w io.Writer, name string, env *envelope.Envelope) error {
 }
 
 func runValidate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdValidate, `
+	fs := newFlags(e, `
 Validate checks every envelope in the input and prints one line per envelope:
 "ok" with its header, or the error with its line number. Warnings (unknown
 intent, ids that are not ULIDs) follow an ok.
@@ -265,7 +262,7 @@ Exit status: 0 if every envelope is valid, 1 if any is not or none was found,
 }
 
 func runFmt(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdFmt, `
+	fs := newFlags(e, `
 Fmt prints the canonical form of every envelope found in the input — the
 envelopes only, the surrounding chat text dropped — separated by one blank
 line. Malformed envelopes are reported on standard error and skipped.
@@ -396,7 +393,7 @@ func checkIntent(e *env, intent string, v10 bool) (norm, legacy string, err erro
 }
 
 func runNew(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdNew, `
+	fs := newFlags(e, `
 New composes a canonical v1.1 envelope with fresh ULIDs for thread and message,
 a session ("2026-11-25T15Z 3fa9c1"), the user and "sig: none" (sign it with
 crosstalk sign), so that v1.0 parsers read it too. With --compat v1.0 it writes
@@ -441,15 +438,16 @@ the v1.0 vocabulary (QUESTION, ANSWER). The body comes from --body,
 		env.Thread = strings.TrimSpace(*thread)
 	}
 	for _, a := range []string{env.From, env.To} {
-		if _, err := envelope.ParseAddress(a); err != nil {
-			fmt.Fprintf(e.stderr, "crosstalk: warning: %v\n", strings.TrimPrefix(err.Error(), "envelope: "))
+		var ae *envelope.AddressError
+		if _, err := envelope.ParseAddress(a); errors.As(err, &ae) {
+			fmt.Fprintf(e.stderr, "crosstalk: warning: %s\n", ae.Detail())
 		}
 	}
 	return cf.write(e, env)
 }
 
 func runReply(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdReply, `
+	fs := newFlags(e, `
 Reply reads envelopes from FILE (or standard input) and composes a reply to the
 last one: sender and receiver swapped, same thread, parent = its message, a
 fresh message id, the same session (or a new one), the user (--user, else the

@@ -14,12 +14,11 @@ var cmdHarness = &command{
 	name:    "harness",
 	args:    "--agent NAME [--relay URL | --data DIR] [--group G]",
 	summary: "push an agent's C2A deliveries to a harness over stdio (JSON-RPC)",
+	run:     runHarness,
 }
 
-func init() { cmdHarness.run = runHarness }
-
 func runHarness(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdHarness, `
+	fs := newFlags(e, `
 Harness runs the C2A delivery channel for one agent over standard input and
 output: newline-delimited JSON-RPC 2.0, the same protocol the relay serves over
 WebSocket at /v1/agents/NAME/channel. An agent harness starts it as a child

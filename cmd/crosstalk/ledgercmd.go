@@ -17,12 +17,11 @@ var cmdLedger = &command{
 	name:    "ledger",
 	args:    "export|import|backup [--ledger PATH|nats://HOST:PORT,…] [--stream NAME] [FILE]",
 	summary: "export a ledger as JSON Lines, import such an export (migration), back up a SQLite ledger online",
+	run:     runLedger,
 }
 
-func init() { cmdLedger.run = runLedger }
-
 func runLedger(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdLedger, `
+	fs := newFlags(e, `
 Ledger export writes every event of a ledger as JSON Lines (one CCCS event per
 line, in group and seq order) to FILE or standard output. Ledger import reads
 such lines from FILE or standard input and stores them with their ids, times

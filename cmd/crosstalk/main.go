@@ -32,6 +32,15 @@ func main() {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// cmd is the command being run, for its usage.
+	cmd *command
+}
+
+// sub returns e for the subcommand cmd.
+func (e *env) sub(cmd *command) *env {
+	c := *e
+	c.cmd = cmd
+	return &c
 }
 
 // command is one subcommand.
@@ -42,11 +51,12 @@ type command struct {
 	run     func(ctx context.Context, e *env, args []string) error
 }
 
-// commands is the subcommand table; cmdHelp is added in init to avoid an
-// initialisation cycle.
+// commands is the subcommand table. A command's run finds its own
+// command in env.cmd, so that the table and the functions do not refer to
+// each other (an initialisation cycle).
 var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
-	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim, cmdBench,
+	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim,
 	cmdKeygen, cmdSign, cmdVerify, cmdTrust, cmdToken,
 	cmdMCP, cmdHarness,
 	cmdLedger,
@@ -110,6 +120,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "hint: run `crosstalk help` for the list of commands")
 		return exitUsage
 	}
+	e.cmd = cmd
 	err := cmd.run(ctx, e, args[1:])
 	return exitCode(stderr, err)
 }
@@ -171,9 +182,10 @@ func suggest(name string) string {
 	return ""
 }
 
-// newFlags returns a flag set for cmd whose usage, printed for --help by
-// parseFlags, goes to e.stdout.
-func newFlags(e *env, cmd *command, doc string) *flag.FlagSet {
+// newFlags returns a flag set for the command e runs whose usage,
+// printed for --help by parseFlags, goes to e.stdout.
+func newFlags(e *env, doc string) *flag.FlagSet {
+	cmd := e.cmd
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,11 +23,7 @@ var cmdMCP = &command{
 	name:    "mcp",
 	args:    "--agent NAME [--relay URL | --data DIR] [--key FILE]",
 	summary: "serve an agent's C2A chat tools to an MCP host over stdio",
-}
-
-func init() {
-	cmdMCP.run = runMCP
-	wrapInboxLiveness()
+	run:     runMCP,
 }
 
 // backendFlags choose the relay an agent command talks to: a running
@@ -81,7 +75,7 @@ func (bf backendFlags) open(ctx context.Context, log *slog.Logger, transport str
 }
 
 func runMCP(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdMCP, `
+	fs := newFlags(e, `
 MCP serves one agent's C2A chat tools over stdio to an MCP host (Claude Desktop,
 Claude Code, any MCP client): chat.list_events, chat.read_thread,
 chat.send_message, chat.react, chat.claim, chat.defer, chat.resolve and
@@ -127,7 +121,7 @@ See docs/agents.md for the host configuration and every tool.`)
 		t = &mcp.IOTransport{Reader: nopReadCloser{e.stdin}, Writer: nopWriteCloser{e.stdout}}
 	}
 	err = mcpserver.Run(ctx, opts, t)
-	if err != nil && (errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "EOF")) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil
 	}
 	return err
@@ -135,72 +129,6 @@ See docs/agents.md for the host configuration and every tool.`)
 
 // version is the binary's version for serverInfo.
 func version() string { return "0.1.0" }
-
-// wrapInboxLiveness makes `crosstalk inbox` (human output) end with the
-// agent's liveness from GET /v1/agents, when the relay serves it.
-func wrapInboxLiveness() {
-	orig := cmdInbox.run
-	if orig == nil {
-		return
-	}
-	cmdInbox.run = func(ctx context.Context, e *env, args []string) error {
-		if err := orig(ctx, e, args); err != nil {
-			return err
-		}
-		if flagValue(args, "json") != "" {
-			return nil
-		}
-		agent := flagValue(args, "agent")
-		base := flagValue(args, "relay")
-		if base == "" {
-			base = os.Getenv("CROSSTALK_RELAY")
-		}
-		if base == "" {
-			base = "http://" + DefaultListen
-		}
-		token := flagValue(args, "token")
-		if token == "" {
-			token = os.Getenv("CROSSTALK_TOKEN")
-		}
-		rm := &c2a.Remote{URL: base, Token: token, Retries: -1}
-		as, err := rm.Agents(ctx)
-		if err != nil {
-			return nil // an older relay: the per-delivery liveness in --json is all there is
-		}
-		id := strings.ToLower(agent)
-		for _, a := range as {
-			if strings.EqualFold(a.ID, id) {
-				seen := "never seen since the relay started"
-				if !a.LastSeen.IsZero() {
-					seen = "last seen " + time.Since(a.LastSeen).Round(time.Second).String() + " ago"
-				}
-				fmt.Fprintf(e.stdout, "liveness: %s is %s (%s)\n", a.ID, a.Liveness, seen)
-			}
-		}
-		return nil
-	}
-}
-
-// flagValue finds --name VALUE or --name=VALUE (or a bare --name, "true")
-// in args.
-func flagValue(args []string, name string) string {
-	for i, a := range args {
-		a = strings.TrimLeft(a, "-")
-		if a == name {
-			if name == "json" {
-				return "true"
-			}
-			if i+1 < len(args) {
-				return args[i+1]
-			}
-			return ""
-		}
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
 
 type nopReadCloser struct{ io.Reader }
 

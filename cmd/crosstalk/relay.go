@@ -18,7 +18,6 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
-	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/gateway/metrics"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
@@ -28,12 +27,11 @@ var cmdRelay = &command{
 	name:    "relay",
 	args:    "[--config FILE] [--data DIR] [--listen ADDR] [--ledger sqlite|nats://…]",
 	summary: "run the relay: HTTP intake, durable ledger, C2A attention, API",
+	run:     runRelay,
 }
 
-func init() { cmdRelay.run = runRelay }
-
 func runRelay(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdRelay, `
+	fs := newFlags(e, `
 Relay runs the crosstalk relay. With no flags it keeps its SQLite ledger in the
 user's data directory and listens on `+DefaultListen+` (loopback only).
 Envelopes come in over POST /crosstalk/receive (crosstalk send); the ledger is
@@ -274,12 +272,4 @@ func openRelayLedger(ctx context.Context, cfg Config) (ledger.Store, string, err
 	}
 	st, err := openLedger(ctx, spec, cfg.LedgerStream, cfg.LedgerReplicas, true)
 	return st, spec, err
-}
-
-// sqliteStats returns the SQLite writer's counters (zero for other stores).
-func (r *runningRelay) sqliteStats() sqlite.Stats {
-	if st, ok := r.store.(*sqlite.Store); ok {
-		return st.Stats()
-	}
-	return sqlite.Stats{}
 }

@@ -21,31 +21,28 @@ var cmdKeygen = &command{
 	name:    "keygen",
 	args:    "[--alg ed25519|secp256r1] --pkid ID [--out FILE]",
 	summary: "create a signing key pair",
+	run:     runKeygen,
 }
 
 var cmdSign = &command{
 	name:    "sign",
 	args:    "--key FILE [--pkid ID] [--announce] [--form plain|jws|bare] [--fence] [FILE...]",
 	summary: "sign every envelope found",
+	run:     runSign,
 }
 
 var cmdVerify = &command{
 	name:    "verify",
 	args:    "[--trust FILE] [--key PUBFILE] [--no-tofu] [--dns] [--json] [FILE...]",
 	summary: "verify the signature of every envelope found",
+	run:     runVerify,
 }
 
 var cmdTrust = &command{
 	name:    "trust",
 	args:    "list|add|remove|revoke|pin [--trust FILE] [args]",
 	summary: "show and change the trust store of pinned keys",
-}
-
-func init() {
-	cmdKeygen.run = runKeygen
-	cmdSign.run = runSign
-	cmdVerify.run = runVerify
-	cmdTrust.run = runTrust
+	run:     runTrust,
 }
 
 // defaultTrustFile is $XDG_CONFIG_HOME/crosstalk/known_keys (or the
@@ -86,7 +83,7 @@ func safeFileName(pkid string) string {
 }
 
 func runKeygen(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdKeygen, `
+	fs := newFlags(e, `
 Keygen creates a key pair. It writes the private key to FILE with mode 0600 and
 the public key to FILE.pub, and prints the public key line. The private key is
 never printed. Without --out, FILE is <user config dir>/crosstalk/keys/<ID>.key.
@@ -109,11 +106,11 @@ add), or sign with --announce so they pin it on first use.`)
 	}
 	alg, err := signing.ParseAlg(*algName)
 	if err != nil {
-		return usagef("keygen: --alg: %v", strings.TrimPrefix(err.Error(), "signing: "))
+		return usagef("keygen: --alg: %v", err)
 	}
 	k, err := signing.GenerateKey(alg, *pkid)
 	if err != nil {
-		return usagef("keygen: --pkid: %v", strings.TrimPrefix(err.Error(), "signing: "))
+		return usagef("keygen: --pkid: %v", err)
 	}
 	path := *out
 	if path == "" {
@@ -150,7 +147,7 @@ func loadSignKey(path, pkid string) (*signing.PrivateKey, error) {
 	switch {
 	case errors.Is(err, signing.ErrInsecureKeyFile):
 		return nil, withHint(err, "run: chmod 600 "+path)
-	case err != nil && strings.Contains(err.Error(), "PEM key has no key id"):
+	case errors.Is(err, signing.ErrNoKeyID):
 		return nil, withHint(err, "give the key id with --pkid ID")
 	case err != nil && pkid != "":
 		return nil, usagef("sign: %v", err)
@@ -159,7 +156,7 @@ func loadSignKey(path, pkid string) (*signing.PrivateKey, error) {
 }
 
 func runSign(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdSign, `
+	fs := newFlags(e, `
 Sign signs every envelope found in the input (chat text, fences, quotes and CRLF
 are fine) and prints each signed envelope — envelopes only, separated by one
 blank line. The lines above sig: are kept exactly as they were; the sig: line is
@@ -311,13 +308,13 @@ func statusMessage(r signing.Result) string {
 		return "not signed"
 	}
 	if r.Err != nil {
-		return strings.TrimPrefix(r.Err.Error(), "signing: ")
+		return r.Err.Error()
 	}
 	return string(r.Status)
 }
 
 func runVerify(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdVerify, `
+	fs := newFlags(e, `
 Verify checks the signature of every envelope found in the input and prints one
 line per envelope with its status:
 
@@ -446,7 +443,7 @@ type trustEntryJSON struct {
 func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 	if _, err := os.Stat(arg); err == nil {
 		k, err := signing.LoadPublicKey(arg, pkid)
-		if err != nil && strings.Contains(err.Error(), "PEM key has no key id") {
+		if errors.Is(err, signing.ErrNoKeyID) {
 			return nil, withHint(err, "give the key id with --pkid ID")
 		}
 		return k, err
@@ -456,13 +453,13 @@ func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 	}
 	k, err := signing.ParsePublicKeyValue(pkid, arg)
 	if err != nil {
-		return nil, usagef("trust: %q is neither a key file nor an alg:base64 key: %v", arg, strings.TrimPrefix(err.Error(), "signing: "))
+		return nil, usagef("trust: %q is neither a key file nor an alg:base64 key: %v", arg, err)
 	}
 	return k, nil
 }
 
 func runTrust(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdTrust, `
+	fs := newFlags(e, `
 Trust shows and changes the trust store: the key pinned for each key id
 (like ssh's known_hosts; see docs/signing.md §5).
 

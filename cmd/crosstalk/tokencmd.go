@@ -16,9 +16,8 @@ var cmdToken = &command{
 	name:    "token",
 	args:    "new|list|revoke [--data DIR] [--principal NAME] [ID]",
 	summary: "mint, list and revoke the relay's bearer tokens (for the browser extension)",
+	run:     runToken,
 }
-
-func init() { cmdToken.run = runToken }
 
 // mintedTokens is the store of `crosstalk token new` in the relay's data
 // dir, which the relay accepts alongside the config's tokens.
@@ -27,7 +26,7 @@ func (c *Config) mintedTokens() *tokens.Store {
 }
 
 func runToken(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdToken, `
+	fs := newFlags(e, `
 Token mints bearer tokens for clients that do not read the relay's config,
 such as the browser extension (README.md, "Browser extension"). They are
 kept in the relay's data dir (`+tokens.FileName+`, 0600; only their SHA-256),

@@ -23,14 +23,11 @@ var cmdWatch = &command{
 	name:    "watch",
 	args:    "[--json] [--relay URL] [flags] DIR",
 	summary: "watch a folder for envelope files; print them or forward them to a relay",
-}
-
-func init() {
-	cmdWatch.run = runWatch
+	run:     runWatch,
 }
 
 func runWatch(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, cmdWatch, `
+	fs := newFlags(e, `
 Watch runs the folder transport on DIR alone (docs/transports.md, "Folder").
 It picks up *.crosstalk and *.aict files once they are complete — the last
 line is [[END]] and the file has not changed for --settle — and then moves

@@ -55,7 +55,7 @@ func (s *Server) MountAgents(opts *AgentOptions) {
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 	as, err := s.relay.Agents(r.Context())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
 	}
 	if as == nil {
@@ -107,7 +107,7 @@ func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 	agent = s.relay.Book().ActorID(agent)
 	gs, err := s.relay.Store().Groups(r.Context())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
 	}
 	out := map[string]int64{}
@@ -117,7 +117,7 @@ func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 		case err == nil:
 			out[g.ID] = c.Seq
 		case !errors.Is(err, ledger.ErrNotFound):
-			writeError(w, http.StatusInternalServerError, "internal", err.Error())
+			writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 			return
 		}
 	}
@@ -168,7 +168,7 @@ func (s *Server) notifyAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.relay.NotifyAgent(r.Context(), agent, b.Group, b.EventID, b.Kind, b.Message); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "daemon_unavailable", err.Error())
+		writeError(w, http.StatusServiceUnavailable, gateway.CodeUnavailable, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "recorded"})

@@ -364,7 +364,7 @@ func statusOf(code envelope.Code) int {
 func actionStatus(err error) (int, string, string) {
 	var ae *gateway.ActionError
 	if !errors.As(err, &ae) {
-		return http.StatusInternalServerError, "internal", err.Error()
+		return http.StatusInternalServerError, gateway.CodeInternal, err.Error()
 	}
 	switch ae.Code {
 	case gateway.CodeNotFound:

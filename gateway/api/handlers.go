@@ -128,7 +128,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	gs, err := s.relay.Store().Groups(r.Context())
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
 	}
 	if gs == nil {
@@ -178,7 +178,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	evs, err := s.relay.Store().Range(r.Context(), r.PathValue("group"), since, kinds, int(limit))
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
 	}
 	next := since
@@ -226,7 +226,7 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	ds, err := s.relay.Deliveries(r.Context(), agent, r.URL.Query().Get("group"), since, int(limit))
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
 	}
 	if ds == nil {
@@ -337,7 +337,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	}
 	outs, err := s.relay.Ingest(r.Context(), in)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "daemon_unavailable", "the relay could not record the envelope; retry")
+		writeError(w, http.StatusServiceUnavailable, gateway.CodeUnavailable, "the relay could not record the envelope; retry")
 		return
 	}
 	r.Header.Set("Accept", "application/json")

@@ -7,6 +7,8 @@ import (
 	"iter"
 	"net/http"
 	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
 )
 
 // SSE writes Server-Sent Events on a response: the API's streams and the
@@ -23,7 +25,7 @@ type SSE struct {
 func StartSSE(w http.ResponseWriter) (*SSE, bool) {
 	f, ok := w.(http.Flusher)
 	if !ok {
-		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, "streaming unsupported")
 		return nil, false
 	}
 	h := w.Header()

@@ -57,7 +57,7 @@ func (s *Server) groupStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if it.Err != nil {
-				out.JSON("", "error", apiError{Code: "daemon_unavailable", Message: it.Err.Error()})
+				out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: it.Err.Error()})
 				return
 			}
 			if out.JSON(strconv.FormatInt(it.V.Seq, 10), "event", it.V) != nil {
@@ -133,7 +133,7 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if it.Err != nil {
-				out.JSON("", "error", apiError{Code: "daemon_unavailable", Message: it.Err.Error()})
+				out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: it.Err.Error()})
 				return
 			}
 			if out.JSON(strconv.FormatInt(id(it.V), 10), "delivery", it.V) != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
 var (
@@ -17,7 +19,7 @@ var (
 // ev returns a chat.message from gemini created at t0.
 func ev(intent Intent, to ...string) Event {
 	return Event{
-		ID: "01JEVT", Seq: 42, Group: "g1", Kind: KindChatMessage,
+		ID: "01JEVT", Seq: 42, Group: "g1", Kind: ledger.KindMessage,
 		From: "gemini", To: to, Intent: intent, CreatedAt: t0,
 	}
 }
@@ -59,7 +61,7 @@ func TestDefaultMatrix(t *testing.T) {
 		// DESIGN §5.4 makes ACK must_not_respond; the injection is notify.
 		{"thanks or acknowledgement (ACK)", ev(IntentACK, "claude"), State{},
 			want{ToMe, MustNotRespond, ReasonAcknowledgement, Notify}, false},
-		{"thanks or acknowledgement (chat.ack kind)", ev("", "claude").with(func(e *Event) { e.Kind = KindChatAck }), State{},
+		{"thanks or acknowledgement (chat.ack kind)", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindAck }), State{},
 			want{ToMe, MustNotRespond, ReasonAcknowledgement, Notify}, false},
 		{"acknowledgement owed (attention CLOSE)", ev(IntentClose, "claude").with(func(e *Event) { e.Priority = "attention" }), State{},
 			want{ToMe, AckOnly, ReasonAttentionAck, Notify}, false},
@@ -323,17 +325,17 @@ func TestSpecialPolicies(t *testing.T) {
 			want{ToMe, MustNotRespond, ReasonOwnEvent, Silent}},
 		{"own broadcast", ev(IntentBroadcast).with(func(e *Event) { e.From = "claude" }),
 			want{Ambient, MustNotRespond, ReasonOwnEvent, Silent}},
-		{"read cursor", ev("", "claude").with(func(e *Event) { e.Kind = KindChatRead }),
+		{"read cursor", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindRead }),
 			want{ToMe, MustNotRespond, ReasonBookkeeping, Silent}},
-		{"claim record", ev("").with(func(e *Event) { e.Kind = KindClaim }),
+		{"claim record", ev("").with(func(e *Event) { e.Kind = ledger.KindClaim }),
 			want{Ambient, MustNotRespond, ReasonBookkeeping, Silent}},
-		{"disposition record", ev("").with(func(e *Event) { e.Kind = KindDisposition }),
+		{"disposition record", ev("").with(func(e *Event) { e.Kind = ledger.KindDisposition }),
 			want{Ambient, MustNotRespond, ReasonBookkeeping, Silent}},
-		{"notify ack", ev("", "claude").with(func(e *Event) { e.Kind = KindNotifyAck }),
+		{"notify ack", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindNotifyAck }),
 			want{ToMe, MustNotRespond, ReasonBookkeeping, Silent}},
-		{"reaction", ev("", "claude").with(func(e *Event) { e.Kind = KindChatReaction }),
+		{"reaction", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindReaction }),
 			want{ToMe, MustNotRespond, ReasonAcknowledgement, Notify}},
-		{"system.notify without intent", ev("", "claude").with(func(e *Event) { e.Kind = KindSystemNotify }),
+		{"system.notify without intent", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindNotify }),
 			want{ToMe, MayRespond, ReasonUnknownIntent, Buffered}},
 		{"attention REVOKE to me", ev(IntentRevoke, "claude").with(func(e *Event) { e.Priority = "attention" }),
 			want{ToMe, AckOnly, ReasonAttentionAck, Immediate}},

@@ -4,13 +4,15 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
 // TestSummarize checks C2A "digest": only BROADCAST status traffic, grouped,
 // never body text, policy must_not_respond.
 func TestSummarize(t *testing.T) {
 	mk := func(id string, seq int64, from, group, ctx string, intent Intent, to ...string) Event {
-		return Event{ID: id, Seq: seq, Group: group, Kind: KindChatMessage, From: from, To: to, Intent: intent,
+		return Event{ID: id, Seq: seq, Group: group, Kind: ledger.KindMessage, From: from, To: to, Intent: intent,
 			Context: ctx, CreatedAt: t0.Add(time.Duration(seq) * time.Second)}
 	}
 	events := []Event{

@@ -1,68 +1,49 @@
 package attention
 
-import "strings"
+import (
+	"strings"
 
-// Intent is a Crosstalk envelope intent (AI Crosstalk v1.1 "Intent
-// Registry"; DESIGN §3.3). It is defined here, not imported from envelope,
-// so that this package stays a leaf. Unknown intents are kept as they are.
-type Intent string
-
-// The eleven v1.1 intents.
-const (
-	IntentRequest   Intent = "REQUEST"
-	IntentRespond   Intent = "RESPOND"
-	IntentEscalate  Intent = "ESCALATE"
-	IntentHandoff   Intent = "HANDOFF"
-	IntentPoll      Intent = "POLL"
-	IntentACK       Intent = "ACK"
-	IntentNACK      Intent = "NACK"
-	IntentError     Intent = "ERROR"
-	IntentBroadcast Intent = "BROADCAST"
-	IntentRevoke    Intent = "REVOKE"
-	IntentClose     Intent = "CLOSE"
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
-var allIntents = []Intent{IntentRequest, IntentRespond, IntentEscalate, IntentHandoff, IntentPoll,
-	IntentACK, IntentNACK, IntentError, IntentBroadcast, IntentRevoke, IntentClose}
+// Intent is a Crosstalk envelope intent (AI Crosstalk v1.1 "Intent
+// Registry"; docs/design.md §3.3), typed for the attention rules. The
+// intents and their v1.0 names are package envelope's. Unknown intents are
+// kept as they are.
+type Intent string
 
-// legacyIntents is the v1.0 mapping of DESIGN §3.1.
-var legacyIntents = map[string]Intent{
-	"QUESTION": IntentRequest,
-	"ANSWER":   IntentRespond,
-	"STATUS":   IntentBroadcast,
-	"PATCH":    IntentRequest,
-	"NOTE":     IntentBroadcast,
-}
+// The eleven v1.1 intents (envelope.Intents).
+const (
+	IntentRequest   Intent = envelope.IntentRequest
+	IntentRespond   Intent = envelope.IntentRespond
+	IntentEscalate  Intent = envelope.IntentEscalate
+	IntentHandoff   Intent = envelope.IntentHandoff
+	IntentPoll      Intent = envelope.IntentPoll
+	IntentACK       Intent = envelope.IntentAck
+	IntentNACK      Intent = envelope.IntentNack
+	IntentError     Intent = envelope.IntentError
+	IntentBroadcast Intent = envelope.IntentBroadcast
+	IntentRevoke    Intent = envelope.IntentRevoke
+	IntentClose     Intent = envelope.IntentClose
+)
 
 // String returns the intent as written.
 func (i Intent) String() string { return string(i) }
 
 // Canonical returns the intent upper-cased and trimmed, with the v1.0
-// legacy names mapped (QUESTION→REQUEST, ANSWER→RESPOND, STATUS→BROADCAST,
-// PATCH→REQUEST, NOTE→BROADCAST). Unknown intents come back upper-cased.
+// legacy names mapped (envelope.NormalizeIntent: QUESTION→REQUEST,
+// ANSWER→RESPOND, STATUS→BROADCAST, PATCH→REQUEST, NOTE→BROADCAST).
+// Unknown intents come back upper-cased.
 func (i Intent) Canonical() Intent {
 	s := strings.ToUpper(strings.TrimSpace(string(i)))
-	if m, ok := legacyIntents[s]; ok {
-		return m
-	}
-	return Intent(s)
+	in, _, _ := envelope.NormalizeIntent(s)
+	return Intent(in)
 }
 
 // Known reports whether the canonical form of i is one of the eleven v1.1
 // intents.
-func (i Intent) Known() bool { return valid(i.Canonical(), allIntents) }
-
-// Ledger event kinds this package distinguishes (CCCS v1 §6–7, DESIGN §5.2).
-const (
-	KindChatMessage  = "chat.message"
-	KindChatAck      = "chat.ack"
-	KindChatRead     = "chat.read"
-	KindChatReaction = "chat.reaction"
-	KindSystemNotify = "system.notify"
-	KindNotifyAck    = "system.notify_ack"
-	KindClaim        = "x.crosstalk.claim"
-	KindDisposition  = "x.crosstalk.disposition"
-)
+func (i Intent) Known() bool { return envelope.KnownIntent(string(i.Canonical())) }
 
 // Recipient selectors (CCCS §5.1) and priority spellings (CCCS §6.1,
 // AI Crosstalk "meta: routing" X-Priority).
@@ -80,7 +61,7 @@ const (
 // act on them.
 func bookkeeping(kind string) bool {
 	switch kind {
-	case KindChatRead, KindNotifyAck, KindClaim, KindDisposition:
+	case ledger.KindRead, ledger.KindNotifyAck, ledger.KindClaim, ledger.KindDisposition:
 		return true
 	}
 	return false
@@ -96,9 +77,9 @@ func intentOf(ev Event) Intent {
 		return in
 	}
 	switch ev.Kind {
-	case KindChatMessage, "":
+	case ledger.KindMessage, "":
 		return IntentRequest
-	case KindChatAck, KindChatReaction:
+	case ledger.KindAck, ledger.KindReaction:
 		return IntentACK
 	}
 	return ""

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
 )
 
 func TestParse(t *testing.T) {
@@ -128,8 +130,8 @@ func TestIntents(t *testing.T) {
 			t.Errorf("Intent(%q).Canonical(), Known() = %q, %v, want %q, %v", tt.in, g, tt.in.Known(), tt.want, tt.known)
 		}
 	}
-	for _, in := range allIntents {
-		if !in.Known() {
+	for _, s := range envelope.Intents {
+		if in := Intent(s); !in.Known() {
 			t.Errorf("Intent(%q).Known() = false, want true", in)
 		}
 	}

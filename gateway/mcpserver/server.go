@@ -12,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
@@ -157,20 +158,29 @@ func enumSchemas() map[reflect.Type]*jsonschema.Schema {
 		}
 		return s
 	}
+	str := func(vs ...interface{ String() string }) []string {
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = v.String()
+		}
+		return out
+	}
 	return map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[attention.Signal](): enum("a C2A reaction signal",
-			"seen", "agree", "working", "queued", "claimed", "done", "declined", "blocked", "unclear"),
-		reflect.TypeFor[attention.Policy](): enum("a C2A response policy",
-			"must_respond", "may_respond", "ack_only", "must_not_respond"),
-		reflect.TypeFor[attention.Directedness](): enum("a C2A directedness",
-			"to_me", "to_my_role", "to_other", "ambient"),
+		reflect.TypeFor[attention.Signal](): enum("a C2A reaction signal", str(
+			attention.SignalSeen, attention.SignalAgree, attention.SignalWorking, attention.SignalQueued, attention.SignalClaimed,
+			attention.SignalDone, attention.SignalDeclined, attention.SignalBlocked, attention.SignalUnclear)...),
+		reflect.TypeFor[attention.Policy](): enum("a C2A response policy", str(
+			attention.MustRespond, attention.MayRespond, attention.AckOnly, attention.MustNotRespond)...),
+		reflect.TypeFor[attention.Directedness](): enum("a C2A directedness", str(
+			attention.ToMe, attention.ToMyRole, attention.ToOther, attention.Ambient)...),
 		reflect.TypeFor[outDirectedness](): enum("what the receivers will get: to_me (one named receiver must act), "+
 			"to_my_role (a @role or pool: one of them claims), ambient (no obligation: intent BROADCAST or to ALL)",
-			"to_me", "to_my_role", "ambient"),
+			str(attention.ToMe, attention.ToMyRole, attention.Ambient)...),
+		// An agent does not send ERROR or REVOKE: the relay and key owners do.
 		reflect.TypeFor[sendIntent](): enum("the envelope intent",
-			"REQUEST", "RESPOND", "ESCALATE", "HANDOFF", "POLL", "ACK", "NACK", "BROADCAST", "CLOSE"),
-		reflect.TypeFor[composeIntent](): enum("the envelope intent",
-			"REQUEST", "RESPOND", "ESCALATE", "HANDOFF", "POLL", "ACK", "NACK", "ERROR", "BROADCAST", "REVOKE", "CLOSE"),
+			envelope.IntentRequest, envelope.IntentRespond, envelope.IntentEscalate, envelope.IntentHandoff, envelope.IntentPoll,
+			envelope.IntentAck, envelope.IntentNack, envelope.IntentBroadcast, envelope.IntentClose),
+		reflect.TypeFor[composeIntent](): enum("the envelope intent", envelope.Intents...),
 		reflect.TypeFor[priority](): enum("routing priority (X-Priority): high and urgent are injected immediately",
 			"normal", "high", "urgent"),
 		reflect.TypeFor[visibility](): enum("the surface: dm (to one agent), thread (a reply in a thread), channel (a post to the group)",
@@ -225,15 +235,20 @@ func addTool[In, Out any](srv *mcp.Server, s *server, t *mcp.Tool, bounds map[st
 
 // describe turns relay errors into one clear line for the model.
 func describe(err error) string {
-	var ae *gateway.ActionError
-	var rj *gateway.Rejection
+	var (
+		ae *gateway.ActionError
+		rj *gateway.Rejection
+		se *c2a.StatusError
+	)
 	switch {
 	case errors.As(err, &ae):
 		return ae.Code + ": " + ae.Reason
 	case errors.As(err, &rj):
 		return rj.Error()
+	case errors.As(err, &se):
+		return fmt.Sprintf("relay answered %d: %s", se.Status, strings.TrimSpace(se.Body))
 	}
-	return strings.TrimPrefix(err.Error(), "c2a: ")
+	return err.Error()
 }
 
 func textResult(text string) *mcp.CallToolResult {

@@ -73,7 +73,7 @@ func TestMultiRelay(t *testing.T) {
 		// Each relay lists all three servers, its "own" first.
 		var nats []string
 		for j := range nodes {
-			nats = append(nats, nodes[(i+j)%len(nodes)].url)
+			nats = append(nats, nodes[(i+j)%len(nodes)].URL)
 		}
 		rdir := filepath.Join(dir, fmt.Sprintf("relay%d", i))
 		if err := os.MkdirAll(rdir, 0o700); err != nil {
@@ -159,9 +159,9 @@ func TestMultiRelay(t *testing.T) {
 	}
 	waitAcks(multiAcksBeforeKill, "before the kill")
 	relays[multiKilled].kill()
-	nodes[leader].stop()
+	nodes[leader].Stop()
 	t.Logf("killed relay %d (SIGKILL) and shut down NATS node %s, the stream leader, after %d acknowledgements",
-		multiKilled, nodes[leader].srv.Name(), l.acks.Load())
+		multiKilled, nodes[leader].Server.Name(), l.acks.Load())
 	if err := relays[multiKilled].wait(t); err == nil {
 		t.Fatalf("relay %d exited cleanly after SIGKILL", multiKilled)
 	}

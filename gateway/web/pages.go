@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -359,7 +360,7 @@ func (s *Server) agent(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.mayActAs(c, agent) {
 		// As on the API (GET /v1/agents/{agent}/deliveries): a principal
 		// reads its own queue only.
-		s.fail(w, r, c, http.StatusForbidden, "E-PERM", fmt.Sprintf("%s may not read the queue of %s", c.principal, agent))
+		s.fail(w, r, c, http.StatusForbidden, string(envelope.CodePerm), fmt.Sprintf("%s may not read the queue of %s", c.principal, agent))
 		return
 	}
 	version, err := s.version(r.Context())
@@ -387,7 +388,7 @@ func (s *Server) agent(w http.ResponseWriter, r *http.Request, c *call) {
 func (s *Server) act(w http.ResponseWriter, r *http.Request, c *call) {
 	agent := s.relay.Book().ActorID(r.PathValue("agent"))
 	if !s.mayActAs(c, agent) {
-		s.fail(w, r, c, http.StatusForbidden, "E-PERM", fmt.Sprintf("%s may not act as %s", c.principal, agent))
+		s.fail(w, r, c, http.StatusForbidden, string(envelope.CodePerm), fmt.Sprintf("%s may not act as %s", c.principal, agent))
 		return
 	}
 	action := gateway.Action(r.PostFormValue("action"))
@@ -440,7 +441,7 @@ func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, c *call, e
 // internal logs err and shows a 500 page without its details.
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, c *call, err error) {
 	s.log.Error("page failed", "path", r.URL.Path, "err", err)
-	s.fail(w, r, c, http.StatusInternalServerError, "internal", "the relay could not read its ledger; see its log")
+	s.fail(w, r, c, http.StatusInternalServerError, gateway.CodeInternal, "the relay could not read its ledger; see its log")
 }
 
 type loginData struct {
@@ -476,7 +477,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, c *call) {
 func (s *Server) viewAs(w http.ResponseWriter, r *http.Request, c *call) {
 	back := localPath(r.PostFormValue("back"))
 	if !c.local {
-		s.fail(w, r, c, http.StatusForbidden, "E-PERM", "with tokens the pages show the logged-in principal only")
+		s.fail(w, r, c, http.StatusForbidden, string(envelope.CodePerm), "with tokens the pages show the logged-in principal only")
 		return
 	}
 	agent := strings.TrimSpace(r.PostFormValue("agent"))

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/signing"
@@ -55,7 +56,7 @@ func (s *Server) trustPage(w http.ResponseWriter, r *http.Request, c *call) {
 		es, err := s.trust.Entries()
 		if err != nil {
 			s.log.Error("reading the trust store", "err", err)
-			s.fail(w, r, c, http.StatusInternalServerError, "internal", "the trust store could not be read; see the relay's log")
+			s.fail(w, r, c, http.StatusInternalServerError, gateway.CodeInternal, "the trust store could not be read; see the relay's log")
 			return
 		}
 		for _, e := range es {
@@ -153,7 +154,7 @@ func (s *Server) trustPost(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if !s.admin(c) {
-		s.fail(w, r, c, http.StatusForbidden, "E-PERM", c.principal+" may not change the trust store")
+		s.fail(w, r, c, http.StatusForbidden, string(envelope.CodePerm), c.principal+" may not change the trust store")
 		return
 	}
 	confirmed := r.PostFormValue("confirm") == "yes"

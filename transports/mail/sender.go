@@ -90,16 +90,16 @@ func (s *Sender) send(ctx context.Context, o *outgoing) error {
 	return nil
 }
 
-// errNoStartTLS is go-smtp v0.25.1's error when a server does not offer
-// STARTTLS (initStartTLS); it has no sentinel, so it is matched by text.
-// TestSendPlainWhenNoStartTLS breaks if a new go-smtp changes it.
-const errNoStartTLS = "doesn't support STARTTLS"
+// errNoStartTLS reports a server that does not offer STARTTLS
+// (startTLSClient); with SecurityStartTLS the sender then goes on in the
+// clear.
+var errNoStartTLS = errors.New("server does not offer STARTTLS")
 
 // deliver runs one SMTP session.
 func (s *Sender) deliver(ctx context.Context, rcpt string, msg []byte) (err error) {
 	where := "mail: smtp " + s.srv.Addr
 	c, secure, err := s.connect(ctx)
-	if err != nil && s.srv.Security == SecurityStartTLS && strings.Contains(err.Error(), errNoStartTLS) {
+	if err != nil && s.srv.Security == SecurityStartTLS && errors.Is(err, errNoStartTLS) {
 		c, secure, err = s.connectPlain(ctx)
 	}
 	if err != nil {
@@ -165,10 +165,57 @@ func (s *Sender) connect(ctx context.Context) (c *smtp.Client, secure bool, err 
 			return nil, false, err
 		}
 		c, err := s.greet(ctx, conn, func(conn net.Conn) (*smtp.Client, error) {
-			return smtp.NewClientStartTLS(conn, s.o.tlsConfig(s.srv))
+			return startTLSClient(conn, s.o.tlsConfig(s.srv))
 		})
 		return c, err == nil, err
 	}
+}
+
+// startTLSClient greets the server and upgrades with STARTTLS
+// (smtp.NewClientStartTLS), and fails with errNoStartTLS when the server's
+// EHLO answer did not offer it: go-smtp's own error for that has no type,
+// so the answer is read off the connection instead.
+func startTLSClient(conn net.Conn, cfg *tls.Config) (*smtp.Client, error) {
+	w := &ehloWatch{Conn: conn}
+	c, err := smtp.NewClientStartTLS(w, cfg)
+	if err != nil && w.answered && !w.offered {
+		return nil, errNoStartTLS
+	}
+	return c, err
+}
+
+// ehloWatch reads the server's plain-text replies as they pass: answered
+// is set by the last line of a 250 reply (to EHLO or HELO), offered by a
+// STARTTLS line in it. After STARTTLS the bytes are TLS and never match.
+type ehloWatch struct {
+	net.Conn
+	line              []byte
+	answered, offered bool
+}
+
+func (w *ehloWatch) Read(p []byte) (int, error) {
+	n, err := w.Conn.Read(p)
+	if !w.answered {
+		for _, b := range p[:n] {
+			if b != '\n' {
+				if len(w.line) < 512 {
+					w.line = append(w.line, b)
+				}
+				continue
+			}
+			l := strings.ToUpper(strings.TrimRight(string(w.line), "\r"))
+			w.line = w.line[:0]
+			if len(l) >= 4 && l[:3] == "250" {
+				if strings.TrimSpace(l[4:]) == "STARTTLS" {
+					w.offered = true
+				}
+				if l[3] == ' ' {
+					w.answered = true
+				}
+			}
+		}
+	}
+	return n, err
 }
 
 func (s *Sender) connectPlain(ctx context.Context) (*smtp.Client, bool, error) {

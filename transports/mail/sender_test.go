@@ -357,8 +357,7 @@ func (s *smtpSession) Logout() error { return nil }
 
 // TestSendPlainWhenNoStartTLS: by default STARTTLS is used when offered;
 // a loopback server without it gets the mail (and the password) in the
-// clear, while SecurityRequireStartTLS refuses. This also pins the text of
-// go-smtp's "no STARTTLS" error (errNoStartTLS).
+// clear, while SecurityRequireStartTLS refuses.
 func TestSendPlainWhenNoStartTLS(t *testing.T) {
 	b, addr := startSMTP(t)
 	text, id := testEnvelope(t, "plain")

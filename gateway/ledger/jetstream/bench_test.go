@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"fmt"
+	"github.com/crosstalk-go/crosstalk/internal/natstest"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -108,12 +109,12 @@ func BenchmarkAppend(b *testing.B) {
 		js(b, startSingle(b), 1, 1)
 	})
 	b.Run("jetstream/1node-nosync", func(b *testing.B) {
-		js(b, startNode(b, "nosync", b.TempDir(), 0, nil, false).url, 1, 1)
+		js(b, natstest.Single(b, false).URL, 1, 1)
 	})
 	b.Run("jetstream/3node-R3", func(b *testing.B) {
-		js(b, clusterURL(startCluster(b)), 3, 1)
+		js(b, natstest.URLs(startCluster(b)), 3, 1)
 	})
 	b.Run("jetstream/3node-R3-3relays", func(b *testing.B) {
-		js(b, clusterURL(startCluster(b)), 3, 3)
+		js(b, natstest.URLs(startCluster(b)), 3, 3)
 	})
 }

@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"github.com/crosstalk-go/crosstalk/internal/natstest"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -47,7 +48,7 @@ func TestConformanceCluster(t *testing.T) {
 		t.Skip("3-node cluster in -short mode")
 	}
 	nodes := startCluster(t)
-	url := clusterURL(nodes)
+	url := natstest.URLs(nodes)
 	ledgertest.Run(t, opener(url, 3))
 	ledgertest.RunReopen(t, reopener(url, 3))
 }

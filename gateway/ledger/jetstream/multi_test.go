@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/crosstalk-go/crosstalk/internal/natstest"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +25,7 @@ func openRelays(t *testing.T, nodes []*testNode, stream string, replicas, n int)
 	for i := range n {
 		var urls []string
 		for j := range nodes {
-			urls = append(urls, nodes[(i+j)%len(nodes)].url)
+			urls = append(urls, nodes[(i+j)%len(nodes)].URL)
 		}
 		s, err := jetstream.Open(t.Context(), strings.Join(urls, ","), &jetstream.Options{
 			Stream: stream, Replicas: replicas, Timeout: 3 * time.Second,
@@ -123,7 +124,7 @@ func TestMultiWriter(t *testing.T) {
 			if tc.cluster {
 				nodes = startCluster(t)
 			} else {
-				nodes = []*testNode{startNode(t, "single", t.TempDir(), 0, nil, true)}
+				nodes = []*testNode{natstest.Single(t, true)}
 			}
 			stores := openRelays(t, nodes, uniqueStream(), tc.replicas, 3)
 			groups := []string{"g0", "g1", "g2"}
@@ -186,7 +187,7 @@ func TestMultiWriter(t *testing.T) {
 
 // TestClaimsAcrossStores races claims on one event from three Stores.
 func TestClaimsAcrossStores(t *testing.T) {
-	nodes := []*testNode{startNode(t, "single", t.TempDir(), 0, nil, true)}
+	nodes := []*testNode{natstest.Single(t, true)}
 	stores := openRelays(t, nodes, uniqueStream(), 1, 3)
 	ctx := t.Context()
 	res, err := stores[0].Append(ctx, []ledger.Record{rec("g", "role-event")})
@@ -331,7 +332,7 @@ func TestKillNode(t *testing.T) {
 	json.Unmarshal(info.Data, &si)
 	killed := -1
 	for i, n := range nodes {
-		if n.srv.Name() == si.Cluster.Leader {
+		if n.Server.Name() == si.Cluster.Leader {
 			killed = i
 		}
 	}
@@ -339,7 +340,7 @@ func TestKillNode(t *testing.T) {
 		t.Fatalf("stream leader %q is none of the nodes", si.Cluster.Leader)
 	}
 	t.Logf("shutting down %s, the stream leader, after 150 appends", si.Cluster.Leader)
-	nodes[killed].stop()
+	nodes[killed].Stop()
 	waitAppends(150) // the load goes on on the two others
 	close(stop)
 	wg.Wait()

@@ -39,7 +39,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -495,7 +494,7 @@ func (s *Stack) startDovecot(ports []int) error {
 	cmd.Stdout, cmd.Stderr = out, out
 	// Pdeathsig: if the test binary dies without Close (a timeout panic),
 	// the kernel kills the master, and its children follow it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr(true)
 	if err := s.spawn(cmd); err != nil {
 		return fmt.Errorf("mailtest: starting dovecot: %w", err)
 	}
@@ -593,7 +592,7 @@ func (s *Stack) startPostfix(ctx context.Context, ports []int) error {
 	// Postfix daemonizes, so it cannot get a Pdeathsig; a watchdog shell
 	// does, and stops it if the test binary dies without Close.
 	w := exec.Command("/bin/sh", "-c", `trap 'kill $! 2>/dev/null; "$0" -c "$1" stop; exit 0' TERM; while :; do sleep 3600 & wait $!; done`, bin, s.postfix)
-	w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	w.SysProcAttr = groupAttr(false)
 	if err := s.spawn(w); err != nil {
 		return fmt.Errorf("mailtest: postfix watchdog: %w", err)
 	}
@@ -608,7 +607,7 @@ func (s *Stack) Close() error {
 		var errs []error
 		if s.watchdog != nil {
 			// Its process group: the shell and its sleep.
-			syscall.Kill(-s.watchdog.Process.Pid, syscall.SIGKILL)
+			killGroup(s.watchdog.Process.Pid)
 			s.watchdog.Wait()
 		}
 		if s.postfix != "" {
@@ -616,7 +615,7 @@ func (s *Stack) Close() error {
 		}
 		if s.dovecot != nil && s.dovecot.Process != nil {
 			// The negative pid is Dovecot's process group: master and children.
-			if err := syscall.Kill(-s.dovecot.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			if err := killGroup(s.dovecot.Process.Pid); err != nil {
 				errs = append(errs, fmt.Errorf("mailtest: killing dovecot: %w", err))
 			}
 			<-s.dovecotDone
@@ -647,27 +646,12 @@ func (s *Stack) stopPostfix() error {
 	deadline := time.Now().Add(5 * time.Second)
 	for alive(pid) {
 		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
+			kill(pid)
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
-}
-
-// alive reports whether pid runs; a zombie (this machine's PID 1 reaps
-// orphans only after a second or two) counts as gone.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true // no procfs: trust kill
-	}
-	// "pid (comm) S ...": the state follows the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // Logs returns the servers' log files, for failure messages.

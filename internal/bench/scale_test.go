@@ -1,18 +1,15 @@
-package main
+package bench
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"strings"
 	"testing"
+	"time"
 )
 
-// TestBenchScale runs a short `crosstalk bench scale --json`, with the
+// TestScale runs a short Scale, with the
 // relays of (c) sharing groups and with groups of their own, and checks
 // that every setup did work without errors, with the relays and ratios it
 // should have. It checks no figures: they depend on the machine.
-func TestBenchScale(t *testing.T) {
+func TestScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four NATS servers and five relays")
 	}
@@ -22,21 +19,16 @@ func TestBenchScale(t *testing.T) {
 }
 
 func testBenchScale(t *testing.T, groups string) {
-	var stdout, stderr bytes.Buffer
 	// A request counts only when it starts after its slice's warm-up
-	// (the first tenth) and ends within the slice (a quarter of
-	// --duration), so a client needs a slice of more than about two
+	// (the first tenth) and ends within the slice (a quarter of the
+	// duration), so a client needs a slice of more than about two
 	// request latencies to count one. JetStream with sync always under
 	// -race on a loaded 2-CPU machine took 100-240 ms a request (p99),
 	// so 400ms (100 ms slices) counted nothing now and then; 4s gives
 	// 1 s slices, room for twice that.
-	args := []string{"bench", "scale", "--clients", "6", "--duration", "4s", "--groups", groups, "--json"}
-	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
-		t.Fatalf("run(%q) = %d, want %d; stderr:\n%s", args, code, exitOK, stderr.String())
-	}
-	var res scaleResult
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("run(%q) printed %q: %v", args, stdout.String(), err)
+	res, err := Scale(t.Context(), ScaleOptions{Clients: 6, Duration: 4 * time.Second, SyncAlways: true, Disjoint: groups == "disjoint"})
+	if err != nil {
+		t.Fatalf("Scale() = %v", err)
 	}
 	want := []struct {
 		key    string
@@ -44,7 +36,7 @@ func testBenchScale(t *testing.T, groups string) {
 		js     bool
 	}{{"sqlite", 1, false}, {"js-1", 1, true}, {"js-3x3", 3, true}}
 	if len(res.Setups) != len(want) {
-		t.Fatalf("run(%q) setups = %d, want %d", args, len(res.Setups), len(want))
+		t.Fatalf("Scale() setups = %d, want %d", len(res.Setups), len(want))
 	}
 	for i, s := range res.Setups {
 		w := want[i]
@@ -71,30 +63,5 @@ func testBenchScale(t *testing.T, groups string) {
 	// Relays that write to groups of their own never race for a seq.
 	if c := res.Setups[2].Conflicts; groups == "disjoint" && c != 0 {
 		t.Errorf("js-3x3 with disjoint groups: conflicts = %d, want 0", c)
-	}
-}
-
-func TestBenchScaleUsage(t *testing.T) {
-	for _, args := range [][]string{
-		{"bench", "scale", "--clients", "2"},
-		{"bench", "scale", "--duration", "1ms"},
-		{"bench", "scale", "--sync", "sometimes"},
-		{"bench", "scale", "extra"},
-		{"bench", "scale", "--groups", "some"},
-	} {
-		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitUsage {
-			t.Errorf("run(%q) = %d, want %d (usage)", args, code, exitUsage)
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	args := []string{"bench", "scale", "--help"}
-	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "crosstalk bench scale") {
-		t.Errorf("run(%q) = %d, %q, want %d and the usage of bench scale", args, code, stdout.String(), exitOK)
-	}
-	stdout.Reset()
-	args = []string{"bench", "ingest", "--help"}
-	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "Bench ingest") {
-		t.Errorf("run(%q) = %d, %q, want %d and the usage of bench ingest", args, code, stdout.String(), exitOK)
 	}
 }

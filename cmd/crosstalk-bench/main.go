@@ -1,0 +1,251 @@
+// Command crosstalk-bench measures the relay's ingest on this machine:
+//
+//	crosstalk-bench ingest [--clients N] [--duration D] [--json] [--cpuprofile FILE]
+//	crosstalk-bench scale  [--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]
+//
+// It is a separate binary so that the crosstalk binary does not carry the
+// embedded NATS servers scale needs. docs/performance.md explains the
+// figures and records them.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/internal/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+const usage = `crosstalk-bench — measure the relay's ingest on this machine
+
+usage: crosstalk-bench ingest|scale [flags]
+
+  ingest  the relay against its ceilings (docs/performance.md, "Relay ingest")
+  scale   SQLite against JetStream, one node and a 3-node cluster
+          (docs/performance.md, "Relay scale-out"; docs/scaling.md)
+
+Run ` + "`crosstalk-bench ingest --help`" + ` for a command's flags.
+`
+
+const ingestDoc = `
+Ingest measures, in one run and on this machine:
+
+  (a) the ceiling: a bare net/http handler on loopback that only reads the
+      body, parses the envelope and verifies its Ed25519 signature;
+  (b) the relay: the real relay (as crosstalk relay starts it: HTTP API,
+      signature verification against the trust store, SQLite ledger with
+      group commit, fsync on every commit) in a temporary data dir, with
+      --clients concurrent HTTP clients posting distinct signed envelopes;
+  (c) a single writer appending one event at a time to SQLite, one fsync
+      per append.
+
+Each runs for --duration in total, cut into 4 slices that take turns
+(a, b, c, a, b, c, …) so that other load on a shared machine weighs on all
+three alike; the first tenth of every slice is warm-up and not counted. It
+prints envelopes per second, p50/p99 latency, and the ratios relay/ceiling
+(goal ≥ 0.5) and relay/single-fsync (goal ≥ 3). With --cpuprofile, every
+sample carries the label phase=ceiling, relay or single
+(go tool pprof -tagfocus phase=relay). Nothing is kept: the temporary
+directory is removed at the end. See docs/performance.md.`
+
+const scaleDoc = `
+Scale measures, in one run and on this machine, the relay's ingest
+(--clients concurrent HTTP clients posting distinct signed envelopes to
+POST /crosstalk/receive, as in crosstalk-bench ingest) against:
+
+  (a) sqlite:  1 relay on its SQLite ledger (the default);
+  (b) js-1:    1 relay on a single-node JetStream ledger;
+  (c) js-3x3:  3 relays on one R3 JetStream ledger held by a 3-node NATS
+               cluster, the clients spread evenly over the relays.
+
+The envelopes go to 8 groups. With --groups shared (the default) every relay
+of (c) writes to all 8, so the relays race for each group's next seq; with
+--groups disjoint each relay writes to groups of its own.
+
+The NATS servers are embedded in this process, on loopback, with their
+JetStream stores in a temporary directory; --sync always (the default, as in
+docs/scaling.md's production config) makes them fsync every write. The
+relays run in this process too, each with its own HTTP server, trust store
+and NATS connection. Each setup runs for --duration in total, cut into 4
+slices that take turns (a, b, c, a, b, c, …) so that other load on a shared
+machine weighs on all three alike; the first tenth of every slice is warm-up.
+It prints envelopes per second, p50/p99 latency, the CPU time the whole
+process spent per envelope, and the ratios against (a). Nothing is kept. See
+docs/performance.md ("Relay scale-out") and docs/scaling.md ("Measured").`
+
+// usageError is a mistake on the command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "ingest":
+		err = runIngest(ctx, args[1:], stdout, stderr)
+	case "scale":
+		err = runScale(ctx, args[1:], stdout, stderr)
+	default:
+		err = usagef("unknown command %q, want ingest or scale", args[0])
+	}
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "crosstalk-bench: error: %s\n", ue.msg)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "crosstalk-bench: error: %s\n", err)
+		return exitFailure
+	}
+}
+
+// newFlags returns the flag set of a command: --help prints doc and the
+// flags to stdout, a mistake is one error line.
+func newFlags(name, synopsis, doc string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "usage: crosstalk-bench %s %s\n\n%s\n\nflags:\n", name, synopsis, strings.TrimSpace(doc))
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parse parses args; positional arguments are mistakes. Only --help
+// prints the usage (the flag package would print it on every error).
+func parse(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage()
+			return err
+		}
+		return usagef("%s: %v (see `crosstalk-bench %s --help`)", fs.Name(), err, fs.Name())
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("ingest", "[--clients N] [--duration D] [--json] [--cpuprofile FILE]", ingestDoc, stdout)
+	clients := fs.Int("clients", 64, "concurrent HTTP `clients`")
+	duration := fs.Duration("duration", 8*time.Second, "how long each of the three measurements runs")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` (go tool pprof)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *clients < 1 {
+		return usagef("ingest: --clients must be at least 1")
+	}
+	if *duration < 100*time.Millisecond {
+		return usagef("ingest: --duration must be at least 100ms")
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	o := bench.IngestOptions{Clients: *clients, Duration: *duration, Progress: stderr}
+	if *asJSON {
+		o.Progress = nil
+	}
+	res, err := bench.Ingest(ctx, o)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, res)
+	}
+	res.Print(stdout)
+	return nil
+}
+
+func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("scale", "[--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]", scaleDoc, stdout)
+	clients := fs.Int("clients", 64, "concurrent HTTP `clients`")
+	duration := fs.Duration("duration", 5*time.Second, "how long each of the three setups runs")
+	syncMode := fs.String("sync", "always", "JetStream sync_interval: always (fsync every write) or default (every 2 minutes)")
+	groups := fs.String("groups", "shared", "shared: every relay of (c) writes to the same 8 groups; disjoint: each to its own")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *clients < 3 {
+		return usagef("scale: --clients must be at least 3 (one per relay of the cluster setup)")
+	}
+	if *duration < 100*time.Millisecond {
+		return usagef("scale: --duration must be at least 100ms")
+	}
+	if *syncMode != "always" && *syncMode != "default" {
+		return usagef("scale: --sync must be always or default, not %q", *syncMode)
+	}
+	if *groups != "shared" && *groups != "disjoint" {
+		return usagef("scale: --groups must be shared or disjoint, not %q", *groups)
+	}
+	o := bench.ScaleOptions{Clients: *clients, Duration: *duration, SyncAlways: *syncMode == "always", Disjoint: *groups == "disjoint", Progress: stderr}
+	if *asJSON {
+		o.Progress = nil
+	}
+	res, err := bench.Scale(ctx, o)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, res)
+	}
+	res.Print(stdout)
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

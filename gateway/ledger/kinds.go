@@ -1,0 +1,19 @@
+package ledger
+
+// Event kinds the relay writes and reads (CCCS v1 §6–7, docs/spec/; the
+// x.crosstalk.* kinds carry C2A state, docs/design.md §5.2). They are
+// defined here, once: package gateway re-exports them, package attention
+// uses them.
+const (
+	KindMessage     = "chat.message"
+	KindAck         = "chat.ack"
+	KindRead        = "chat.read"
+	KindReaction    = "chat.reaction"
+	KindNotify      = "system.notify"
+	KindNotifyAck   = "system.notify_ack"
+	KindClaim       = "x.crosstalk.claim"
+	KindDisposition = "x.crosstalk.disposition"
+	// KindDelivery records the final state of delivering one envelope to
+	// one receiver over its transport: data.state "delivered" or "failed".
+	KindDelivery = "x.crosstalk.delivery"
+)

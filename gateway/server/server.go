@@ -1,0 +1,330 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/web"
+	"github.com/crosstalk-go/crosstalk/signing"
+	"github.com/crosstalk-go/crosstalk/transports"
+)
+
+// DefaultListen is the relay's default address: loopback only.
+const DefaultListen = "127.0.0.1:7777"
+
+// Options configure a relay. DataDir is required; everything else has a
+// default. docs/configuration.md documents the configuration file fields
+// these come from.
+type Options struct {
+	// Listen is the HTTP address; "127.0.0.1:0" (a free loopback port)
+	// when empty. Without Tokens it must be a loopback address.
+	Listen string
+	// DataDir holds the SQLite ledger, the trust store and the folder
+	// transport's directories unless they are named elsewhere. It is
+	// created (0700) if missing.
+	DataDir string
+	// Ledger is a SQLite file, or nats:// URLs for a shared JetStream
+	// ledger; DataDir/ledger.db when empty or "sqlite". LedgerStream and
+	// LedgerReplicas configure the JetStream stream.
+	Ledger         string
+	LedgerStream   string
+	LedgerReplicas int
+	// Name is the sender of the relay's receipts and errors; "SYSTEM"
+	// when empty.
+	Name string
+	// Hosts are Host header names the API accepts besides localhost,
+	// 127.0.0.1 and [::1] with the listen port; a name without a port gets
+	// the listen port.
+	Hosts []string
+	// TrustFile is the TOFU trust store; DataDir/known_keys when empty.
+	TrustFile string
+	// Verifier checks signatures; when nil, a signing.Verifier over
+	// TrustFile (trust on first use, docs/signing.md).
+	Verifier gateway.Verifier
+	// RequireSignatures rejects envelopes that are not verified.
+	RequireSignatures bool
+	// RateLimit and RateBurst limit requests per principal (api.Options).
+	RateLimit float64
+	RateBurst int
+	// ClaimTTL is how long a claim lasts; gateway.DefaultClaimTTL when
+	// zero.
+	ClaimTTL time.Duration
+	// Groups maps envelope contexts to ledger groups.
+	Groups map[string]string
+	// Tokens maps the API's bearer tokens to principals.
+	Tokens map[string]string
+	// Admins are the token principals that may change the trust store on
+	// the web inbox.
+	Admins []string
+	// SecureCookies marks the web inbox's session cookie Secure on plain
+	// HTTP too (behind a TLS-terminating proxy).
+	SecureCookies bool
+	// Agents is the address book.
+	Agents []gateway.Agent
+	// SigningKeys are the private keys, by agent id, the relay signs that
+	// agent's POST /v1/send envelopes with.
+	SigningKeys map[string]*signing.PrivateKey
+	// Folder, Clipboard and Mail are the transports beyond HTTP
+	// (docs/transports.md); a nil Folder or Mail is off.
+	Folder    *FolderOptions
+	Clipboard ClipboardOptions
+	Mail      *MailOptions
+	// Receivers and Senders add transports of the caller's own, by name;
+	// a name used by a built-in transport replaces it.
+	Receivers map[string]transports.Receiver
+	Senders   map[string]transports.Sender
+	// Logger receives the relay's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// ErrNotLoopback reports a non-loopback Listen address without Tokens:
+// without tokens every caller is the local user, so the relay must not be
+// reachable from elsewhere.
+var ErrNotLoopback = errors.New("server: without tokens the relay listens on loopback only")
+
+// IsLoopback reports whether host ("localhost", "127.0.0.1", "::1", …) is
+// a loopback name or address.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (o *Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (o *Options) trustFile() string {
+	if o.TrustFile != "" {
+		return o.TrustFile
+	}
+	return filepath.Join(o.DataDir, "known_keys")
+}
+
+// LedgerSpec is the ledger Open uses: Ledger, or the SQLite file in
+// DataDir.
+func (o *Options) LedgerSpec() string {
+	if o.Ledger == "" || o.Ledger == "sqlite" {
+		return filepath.Join(o.DataDir, "ledger.db")
+	}
+	return o.Ledger
+}
+
+// Core is a relay without listeners or transports: its ledger, verifier
+// and address book. `crosstalk mcp --data` and `crosstalk harness --data`
+// serve one agent over it.
+type Core struct {
+	// Relay is the relay over Store.
+	Relay *gateway.Relay
+	// Store is the ledger backend.
+	Store ledger.Store
+	// Trust is the trust store the default verifier pins keys in.
+	Trust *signing.TrustStore
+}
+
+// OpenCore opens the ledger and builds the relay over it, with the
+// verifier and address book of o. Close releases it.
+func OpenCore(ctx context.Context, o *Options) (*Core, error) {
+	if o.DataDir == "" {
+		return nil, errors.New("server: Options.DataDir is empty")
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	book, err := gateway.NewAddressBook(o.Agents)
+	if err != nil {
+		return nil, fmt.Errorf("agents: %w", err)
+	}
+	log := o.logger()
+	trust := signing.NewTrustStore(o.trustFile())
+	verifier := o.Verifier
+	if verifier == nil {
+		verifier = gateway.NewTrustVerifier(&signing.Verifier{Store: trust, Logger: log.With("component", "trust")})
+	}
+	store, err := OpenLedger(ctx, LedgerOptions{Spec: o.LedgerSpec(), Stream: o.LedgerStream, Replicas: o.LedgerReplicas})
+	if err != nil {
+		return nil, err
+	}
+	relay := gateway.New(store, &gateway.Options{
+		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
+		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name,
+		ClaimTTL: o.ClaimTTL,
+	})
+	return &Core{Relay: relay, Store: store, Trust: trust}, nil
+}
+
+// Close closes the ledger.
+func (c *Core) Close() error { return c.Store.Close() }
+
+// Server is a running relay: its HTTP listener (API and web inbox), its
+// transports and outbound dispatcher, over a Core.
+type Server struct {
+	core    *Core
+	url     string
+	http    *http.Server
+	api     *api.Server
+	handler http.Handler
+	log     *slog.Logger
+	done    chan error
+	// stop ends the background tasks (outbound dispatcher, receivers);
+	// tasks is done when they have returned.
+	stop     context.CancelFunc
+	tasks    sync.WaitGroup
+	shutOnce sync.Once
+	shutErr  error
+}
+
+// Open builds the relay o describes and starts serving. It returns once
+// the listener is up; Shutdown stops it. On error nothing is left open.
+func Open(ctx context.Context, o *Options) (*Server, error) {
+	listen := o.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %q is not host:port", listen)
+	}
+	if len(o.Tokens) == 0 && !IsLoopback(host) {
+		return nil, fmt.Errorf("listen %q: %w", listen, ErrNotLoopback)
+	}
+	log := o.logger()
+	ts, err := buildTransports(o, log)
+	if err != nil {
+		return nil, err
+	}
+	core, err := OpenCore(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	s, err := serve(ctx, o, core, listen, ts, log)
+	if err != nil {
+		core.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func serve(ctx context.Context, o *Options, core *Core, listen string, ts *transportSet, log *slog.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	hosts := []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}
+	for _, h := range o.Hosts {
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(h, port)
+		}
+		hosts = append(hosts, h)
+	}
+	a := api.New(core.Relay, &api.Options{
+		Logger: log.With("component", "api"), Tokens: o.Tokens, Hosts: hosts,
+		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
+	})
+	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	site, err := web.New(core.Relay, a, &web.Options{
+		Logger: log.With("component", "web"), Trust: core.Trust,
+		Admins: o.Admins, Secure: o.SecureCookies,
+	})
+	if err != nil {
+		a.Close()
+		ln.Close()
+		return nil, err
+	}
+	hs := &http.Server{
+		Handler:           site,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, handler: site, log: log, done: make(chan error, 1)}
+	if host, _, _ := net.SplitHostPort(listen); !IsLoopback(host) {
+		s.url = "http://" + ln.Addr().String()
+	}
+	go func() { s.done <- hs.Serve(ln) }()
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	s.tasks.Go(func() {
+		if err := core.Relay.RunOutbound(bg, &gateway.OutboundOptions{Senders: ts.senders}); err != nil {
+			log.Error("outbound dispatcher stopped", "err", err)
+		}
+	})
+	for name, recv := range ts.receivers {
+		s.tasks.Go(func() {
+			log.Info("receiving", "transport", name)
+			if err := recv.Receive(bg, core.Relay.Handler()); err != nil {
+				log.Error("receiver stopped", "transport", name, "err", err)
+			}
+		})
+	}
+	log.Info("relay listening", "url", s.url, "ledger", o.LedgerSpec(), "trust", o.trustFile(), "tokens", len(o.Tokens), "agents", len(o.Agents))
+	return s, nil
+}
+
+// URL is the relay's base URL, e.g. "http://127.0.0.1:7777".
+func (s *Server) URL() string { return s.url }
+
+// Handler is the relay's HTTP handler: the API and the web inbox. It is
+// also served at URL.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Relay is the relay behind the handler.
+func (s *Server) Relay() *gateway.Relay { return s.core.Relay }
+
+// Store is the ledger backend.
+func (s *Server) Store() ledger.Store { return s.core.Store }
+
+// Shutdown ends the streams, stops the transports and the outbound
+// dispatcher, stops accepting requests and waits, until ctx ends, for
+// in-flight ones (and so their appends) to finish, then closes the ledger.
+// Calling it again returns the first call's result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutOnce.Do(func() {
+		s.api.Close()
+		s.stop()
+		s.tasks.Wait()
+		err := s.http.Shutdown(ctx)
+		if serr := <-s.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		if cerr := s.core.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		s.shutErr = err
+	})
+	return s.shutErr
+}
+
+// keySigner signs for the agents whose keys the relay holds.
+type keySigner map[string]*signing.PrivateKey
+
+// Sign implements gateway.Signer.
+func (s keySigner) Sign(ctx context.Context, principal string, text []byte) ([]byte, bool, error) {
+	for id, k := range s {
+		if strings.EqualFold(id, principal) {
+			out, err := signing.Sign(text, k, &signing.SignOptions{Announce: true})
+			return out, err == nil, err
+		}
+	}
+	return nil, false, nil
+}

@@ -1,0 +1,145 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
+)
+
+func shutdown(t *testing.T, s *server.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown() = %v", err)
+	}
+}
+
+func post(t *testing.T, url string, text string) (int, string) {
+	t.Helper()
+	res, err := http.Post(url+"/crosstalk/receive", "text/plain; charset=utf-8", strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// TestOpenServesAndShutsDown starts a relay, records an envelope over
+// HTTP, shuts it down, and opens it again on the same data dir: the event
+// is still there, and the same envelope is a duplicate.
+func TestOpenServesAndShutsDown(t *testing.T) {
+	dir := t.TempDir()
+	opts := &server.Options{DataDir: dir, Agents: []gateway.Agent{{ID: "claude", Names: []string{"CLAUDE"}}, {ID: "chatgpt", Names: []string{"CHATGPT"}}}}
+	s, err := server.Open(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("Open() = %v", err)
+	}
+	if !strings.HasPrefix(s.URL(), "http://127.0.0.1:") {
+		t.Errorf("URL() = %q, want a loopback URL", s.URL())
+	}
+	e := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "Is the deploy blocked?")
+	e.Context = "deploy"
+	b, err := envelope.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if code, body := post(t, s.URL(), text); code != http.StatusOK || !strings.Contains(body, "ACK") {
+		t.Fatalf("POST = %d %q, want 200 and a receipt", code, body)
+	}
+	// Handler is the same relay without the listener.
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, s.URL()+"/v1/groups/deploy/events", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), e.Message) {
+		t.Errorf("Handler() GET events = %d %q, want the event", rec.Code, rec.Body.String())
+	}
+	shutdown(t, s)
+	if err := s.Shutdown(t.Context()); err != nil {
+		t.Errorf("second Shutdown() = %v, want the first's nil", err)
+	}
+	if _, err := http.Get(s.URL() + "/v1/groups"); err == nil {
+		t.Errorf("GET after Shutdown succeeded, want the listener closed")
+	}
+
+	s, err = server.Open(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("Open() again = %v", err)
+	}
+	defer shutdown(t, s)
+	if code, body := post(t, s.URL(), text); code != http.StatusOK || !strings.Contains(body, "Duplicate: true") {
+		t.Errorf("POST again after restart = %d %q, want 200 and a duplicate receipt", code, body)
+	}
+	evs, err := s.Store().Range(t.Context(), "deploy", 0, nil, 10)
+	if err != nil || len(evs) == 0 {
+		t.Errorf("Store().Range(deploy) = %d events, %v; want the recorded event", len(evs), err)
+	}
+}
+
+// TestOpenRefuses checks the options Open refuses before it opens anything.
+func TestOpenRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts server.Options
+		is   error
+	}{
+		{"no data dir", server.Options{}, nil},
+		{"public without tokens", server.Options{DataDir: t.TempDir(), Listen: "0.0.0.0:0"}, server.ErrNotLoopback},
+		{"bad listen", server.Options{DataDir: t.TempDir(), Listen: "7777"}, nil},
+		{"bad agents", server.Options{DataDir: t.TempDir(), Agents: []gateway.Agent{{ID: "a"}, {ID: "a"}}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := server.Open(t.Context(), &tc.opts)
+			if err == nil {
+				shutdown(t, s)
+				t.Fatalf("Open() = nil error, want one")
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("Open() = %v, want errors.Is %v", err, tc.is)
+			}
+		})
+	}
+}
+
+func TestOpenLedgerMustExist(t *testing.T) {
+	_, err := server.OpenLedger(t.Context(), server.LedgerOptions{Spec: filepath.Join(t.TempDir(), "none.db"), MustExist: true})
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenLedger(missing, MustExist) = %v, want fs.ErrNotExist", err)
+	}
+	st, err := server.OpenLedger(t.Context(), server.LedgerOptions{Spec: filepath.Join(t.TempDir(), "new", "ledger.db")})
+	if err != nil {
+		t.Fatalf("OpenLedger(new) = %v", err)
+	}
+	st.Close()
+}
+
+// TestOpenCore builds a relay without listeners, as crosstalk mcp --data
+// does, and records an envelope through it.
+func TestOpenCore(t *testing.T) {
+	c, err := server.OpenCore(t.Context(), &server.Options{DataDir: t.TempDir(), RequireSignatures: true})
+	if err != nil {
+		t.Fatalf("OpenCore() = %v", err)
+	}
+	defer c.Close()
+	b, err := envelope.Marshal(envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "unsigned"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := c.Relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: bytes.NewReader(b)})
+	if err != nil || len(outs) != 1 || outs[0].Accepted() {
+		t.Errorf("Ingest(unsigned) with RequireSignatures = %+v, %v; want one refusal", outs, err)
+	}
+}

@@ -1,0 +1,323 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
+	"github.com/crosstalk-go/crosstalk/signing"
+)
+
+// Goals of docs/performance.md ("Relay ingest").
+const (
+	goalCeilingRatio = 0.5
+	goalFsyncRatio   = 3
+	goalP99          = 25 * time.Millisecond
+)
+
+// benchKeyID is the key id the benchmark signs with.
+const benchKeyID = "bench@crosstalk.invalid"
+
+// IngestResult is the outcome of Ingest (`crosstalk-bench ingest`); its JSON form is
+// the --json output.
+type IngestResult struct {
+	Machine  Machine `json:"machine"`
+	Clients  int     `json:"clients"`
+	Duration string  `json:"duration"`
+	Ceiling  Phase   `json:"ceiling"`
+	Relay    Phase   `json:"relay"`
+	Single   Phase   `json:"single_fsync"`
+	// RelayCommits and RelayPerCommit describe the relay's group commit:
+	// write transactions (fsyncs) during the run, and write operations per
+	// transaction.
+	RelayCommits   int64   `json:"relay_commits"`
+	RelayPerCommit float64 `json:"relay_ops_per_commit"`
+	CeilingRatio   float64 `json:"relay_over_ceiling"`
+	FsyncRatio     float64 `json:"relay_over_single_fsync"`
+	Goals          struct {
+		CeilingRatio float64 `json:"relay_over_ceiling"`
+		FsyncRatio   float64 `json:"relay_over_single_fsync"`
+		P99Millis    float64 `json:"relay_p99_ms"`
+	} `json:"goals"`
+}
+
+// Machine describes where the figures come from.
+type Machine struct {
+	CPU        string `json:"cpu"`
+	NumCPU     int    `json:"nproc"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	Go         string `json:"go"`
+	OS         string `json:"os"`
+	TempDir    string `json:"temp_dir"` // where the ledgers were
+	// FsyncMillis is the median time to write 4 KiB to a file in TempDir
+	// and fsync it: what one durable commit costs at the least.
+	FsyncMillis float64 `json:"fsync_ms"`
+}
+
+// Phase is one measurement.
+type Phase struct {
+	Name   string  `json:"name"`
+	Count  int64   `json:"count"`  // envelopes (appends) completed in the measured window
+	Errors int64   `json:"errors"` // requests that failed or got another status than 200
+	PerSec float64 `json:"per_second"`
+	P50ms  float64 `json:"p50_ms"`
+	P99ms  float64 `json:"p99_ms"`
+}
+
+// benchRounds is how many slices each measurement is cut into. The slices
+// of the three measurements take turns (a, b, c, a, b, c, …), so that
+// whatever else runs on a shared machine weighs on all three alike.
+const benchRounds = 4
+
+// IngestOptions configure Ingest.
+type IngestOptions struct {
+	// Clients is the number of concurrent HTTP clients (at least 1).
+	Clients int
+	// Duration is how long each of the three measurements runs in total.
+	Duration time.Duration
+	// Progress receives a line per round; nil discards them.
+	Progress io.Writer
+}
+
+// Ingest measures, in one run and on this machine, (a) the ceiling: a bare
+// net/http handler that only reads, parses and verifies; (b) the relay as
+// server.Open starts it, with a SQLite ledger in a temporary directory;
+// (c) a single writer appending to SQLite with one fsync per append. See
+// docs/performance.md ("Relay ingest").
+func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
+	clients, d, progress := o.Clients, o.Duration, o.Progress
+	if clients < 1 {
+		return nil, errors.New("bench: want at least 1 client")
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	tmp, err := os.MkdirTemp("", "crosstalk-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	res := &IngestResult{Machine: machine(filepath.Dir(tmp)), Clients: clients, Duration: d.String()}
+	if res.Machine.FsyncMillis, err = fsyncCost(filepath.Join(tmp, "fsync-probe")); err != nil {
+		return nil, err
+	}
+	res.Goals.CeilingRatio, res.Goals.FsyncRatio = goalCeilingRatio, goalFsyncRatio
+	res.Goals.P99Millis = float64(goalP99) / float64(time.Millisecond)
+
+	key, err := signing.GenerateKey(signing.Ed25519, benchKeyID)
+	if err != nil {
+		return nil, err
+	}
+	pool := &source{key: key, groups: allGroups}
+	if err := pool.grow(4096); err != nil { // the ceiling keeps nothing: reusing envelopes is fine
+		return nil, err
+	}
+	var next atomic.Int64
+	fromPool := func() ([]byte, error) { return pool.stock[int(next.Add(1)-1)%len(pool.stock)], nil }
+
+	// The servers start under their measurement's profiler label, so
+	// that their goroutines carry it.
+	var (
+		ceilingURL string
+		stop       func()
+	)
+	labelled(ctx, "ceiling", func(context.Context) { ceilingURL, stop, err = startCeiling(key.Public()) })
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	if err := benchRun(ctx, res, tmp, key, clients, d, ceilingURL, fromPool, progress); err != nil {
+		return nil, err
+	}
+	if res.Ceiling.PerSec > 0 {
+		res.CeilingRatio = res.Relay.PerSec / res.Ceiling.PerSec
+	}
+	if res.Single.PerSec > 0 {
+		res.FsyncRatio = res.Relay.PerSec / res.Single.PerSec
+	}
+	return res, nil
+}
+
+// benchRun takes the measurements in turns once the ceiling server runs.
+func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.PrivateKey,
+	clients int, d time.Duration, ceilingURL string, fromPool func() ([]byte, error), progress io.Writer) error {
+	slice := d / benchRounds
+	ceiling, relay, single := &meter{}, &meter{}, &meter{}
+	ceilingClient := newBenchClient(clients)
+	defer ceilingClient.CloseIdleConnections()
+	relayClient := newBenchClient(clients)
+	defer relayClient.CloseIdleConnections()
+
+	driveCeiling := func() (err error) {
+		labelled(ctx, "ceiling", func(ctx context.Context) {
+			err = drive(ctx, ceilingClient, ceilingURL, clients, time.Now(), slice, fromPool, ceiling)
+		})
+		return err
+	}
+	fmt.Fprintf(progress, "bench: round 1/%d: (a) ceiling, %d clients, %s\n", benchRounds, clients, slice)
+	if err := driveCeiling(); err != nil {
+		return err
+	}
+	// Enough distinct envelopes for the relay at the ceiling's rate; if
+	// the relay is faster still, clients sign the rest as they go.
+	n := min(int(ceiling.perSec()*d.Seconds()*1.1), 200_000)
+	fmt.Fprintf(progress, "bench: signing %d distinct envelopes for the relay\n", n)
+	fresh := &source{key: key, groups: allGroups}
+	if err := fresh.grow(n); err != nil {
+		return err
+	}
+	var (
+		rr     *server.Server
+		store  *sqlite.Store
+		err    error
+		sample []ledger.Event
+	)
+	labelled(ctx, "relay", func(ctx context.Context) { rr, err = startRelay(ctx, filepath.Join(tmp, "relay"), key.Public(), "", 0) })
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rr != nil {
+			shutdown(rr)
+		}
+	}()
+	labelled(ctx, "single", func(ctx context.Context) { store, err = sqlite.Open(ctx, filepath.Join(tmp, "single.db"), nil) })
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	var stats sqlite.Stats
+	for round := range benchRounds {
+		if round > 0 {
+			fmt.Fprintf(progress, "bench: round %d/%d: (a) ceiling\n", round+1, benchRounds)
+			if err := driveCeiling(); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(progress, "bench: round %d/%d: (b) relay\n", round+1, benchRounds)
+		before := sqliteStats(rr)
+		labelled(ctx, "relay", func(ctx context.Context) {
+			err = drive(ctx, relayClient, rr.URL()+"/crosstalk/receive", clients, time.Now(), slice, fresh.next, relay)
+		})
+		if err != nil {
+			return err
+		}
+		after := sqliteStats(rr)
+		stats.Commits += after.Commits - before.Commits
+		stats.Ops += after.Ops - before.Ops
+		if sample == nil {
+			if sample, err = rr.Store().Range(ctx, "bench-0", 0, nil, 256); err != nil {
+				return err
+			}
+			if len(sample) == 0 {
+				return errors.New("bench: the relay stored no events")
+			}
+		}
+		fmt.Fprintf(progress, "bench: round %d/%d: (c) single writer\n", round+1, benchRounds)
+		labelled(ctx, "single", func(ctx context.Context) { err = appendSingly(ctx, store, slice, sample, single) })
+		if err != nil {
+			return err
+		}
+	}
+	err = shutdown(rr)
+	rr = nil
+	if err != nil {
+		return err
+	}
+	res.Ceiling = ceiling.phase("ceiling: parse + verify")
+	res.Relay = relay.phase("relay: HTTP + verify + SQLite")
+	res.Single = single.phase("single writer, fsync per append")
+	res.RelayCommits = stats.Commits
+	if stats.Commits > 0 {
+		res.RelayPerCommit = float64(stats.Ops) / float64(stats.Commits)
+	}
+	return store.Close()
+}
+
+// startCeiling serves, on a loopback port, a handler that only reads,
+// parses and verifies, and returns its URL and a function that stops it.
+func startCeiling(pub *signing.PublicKey) (string, func(), error) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, gateway.MaxIntake+1))
+		if err != nil || len(body) > gateway.MaxIntake {
+			http.Error(w, "bad body", http.StatusRequestEntityTooLarge)
+			return
+		}
+		env, err := envelope.NewReader(bytes.NewReader(body)).Next()
+		if err != nil {
+			http.Error(w, "bad envelope", http.StatusBadRequest)
+			return
+		}
+		if res := signing.Verify(env, pub); res.Status != signing.StatusVerified {
+			http.Error(w, "bad signature", http.StatusForbidden)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String() + "/crosstalk/receive", func() { srv.Close() }, nil
+}
+
+// appendSingly appends the sample's records one at a time for d, each its
+// own transaction and fsync, and adds those that end after the warm-up to m.
+func appendSingly(ctx context.Context, st *sqlite.Store, d time.Duration, sample []ledger.Event, m *meter) error {
+	start := time.Now()
+	warm, end := start.Add(d/10), start.Add(d)
+	for time.Now().Before(end) {
+		m.seq++
+		ev := sample[int(m.seq)%len(sample)]
+		rec := ledger.Record{Kind: ev.Kind, GroupID: ev.GroupID, By: ev.By, Data: ev.Data, DedupeKey: fmt.Sprintf("single-%d", m.seq)}
+		t0 := time.Now()
+		if _, err := st.Append(ctx, []ledger.Record{rec}); err != nil {
+			return err
+		}
+		if t1 := time.Now(); !t0.Before(warm) && !t1.After(end) {
+			m.count++
+			m.lats = append(m.lats, t1.Sub(t0))
+		}
+	}
+	m.measured += d - d/10
+	return nil
+}
+
+func (r *IngestResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "crosstalk-bench ingest: %d clients, %s per measurement\n", r.Clients, r.Duration)
+	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
+	fmt.Fprintf(w, "disk: write+fsync of 4 KiB in %s: %.3f ms (median)\n\n", r.Machine.TempDir, r.Machine.FsyncMillis)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "measurement\tenvelopes/s\tp50 ms\tp99 ms\terrors\t")
+	for _, p := range []Phase{r.Ceiling, r.Relay, r.Single} {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%d\t\n", p.Name, p.PerSec, p.P50ms, p.P99ms, p.Errors)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nrelay group commit: %d commits, %.1f appends per commit\n", r.RelayCommits, r.RelayPerCommit)
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	fmt.Fprintf(w, "relay / ceiling       %.2f  (goal ≥ %.1f: %s)\n", r.CeilingRatio, r.Goals.CeilingRatio, verdict(r.CeilingRatio >= r.Goals.CeilingRatio))
+	fmt.Fprintf(w, "relay / single fsync  %.2f  (goal ≥ %.0f: %s)\n", r.FsyncRatio, r.Goals.FsyncRatio, verdict(r.FsyncRatio >= r.Goals.FsyncRatio))
+	fmt.Fprintf(w, "relay p99             %.2f ms  (goal ≤ %.0f ms: %s)\n", r.Relay.P99ms, r.Goals.P99Millis, verdict(r.Relay.P99ms <= r.Goals.P99Millis))
+}
