@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/a2a"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
@@ -181,6 +182,7 @@ type Server struct {
 	url     string
 	http    *http.Server
 	api     *api.Server
+	a2a     *a2a.Bridge
 	handler http.Handler
 	log     *slog.Logger
 	done    chan error
@@ -241,6 +243,8 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	bridge := a2a.New(core.Relay, &a2a.Options{Logger: log.With("component", "a2a"), Signer: keySigner(o.SigningKeys), Bearer: len(o.Tokens) > 0})
+	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with A2A set (docs/agents.md)
 	site, err := web.New(core.Relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: core.Trust,
 		Admins: o.Admins, Secure: o.SecureCookies,
@@ -257,7 +261,7 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, handler: site, log: log, done: make(chan error, 1)}
+	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, a2a: bridge, handler: site, log: log, done: make(chan error, 1)}
 	if host, _, _ := net.SplitHostPort(listen); !IsLoopback(host) {
 		s.url = "http://" + ln.Addr().String()
 	}
@@ -301,6 +305,7 @@ func (s *Server) Store() ledger.Store { return s.core.Store }
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() {
 		s.api.Close()
+		s.a2a.Close()
 		s.stop()
 		s.tasks.Wait()
 		err := s.http.Shutdown(ctx)
