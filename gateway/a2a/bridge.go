@@ -41,8 +41,9 @@ type Options struct {
 	// agents; DefaultMaxPending when zero. Beyond it SendMessage fails.
 	MaxPending int
 	// MaxTasks bounds the tasks each agent's endpoint keeps in memory for
-	// GetTask; DefaultMaxTasks when zero. The oldest finished tasks are
-	// forgotten first.
+	// GetTask; DefaultMaxTasks when zero. When it is full the oldest task
+	// that is finished or waits for its client (input-required) is
+	// forgotten; keep it above MaxPending, so that there always is one.
 	MaxTasks int
 	// MaxBody bounds a JSON-RPC request body; DefaultMaxBody when zero.
 	MaxBody int64

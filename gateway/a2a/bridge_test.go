@@ -681,6 +681,23 @@ func TestBounds(t *testing.T) {
 			t.Errorf("GetTask(newest) = %v", err)
 		}
 	})
+	t.Run("questions never answered", func(t *testing.T) {
+		r := startRelay(t, &a2a.Options{MaxTasks: 2})
+		c := r.client(t, "tok-chatgpt", "claude")
+		var ids []sdk.TaskID
+		for i := range 3 {
+			group := fmt.Sprint("asked-", i)
+			ctx := r.answer(t, group, envelope.IntentRequest, "Which one?", nil)
+			res, err := c.SendMessage(ctx, textMessage(group, "do it"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, res.(*sdk.Task).ID) // input-required
+		}
+		if _, err := c.GetTask(t.Context(), &sdk.GetTaskRequest{ID: ids[0]}); !errors.Is(err, sdk.ErrTaskNotFound) {
+			t.Errorf("GetTask(oldest question) = %v, want it forgotten to make room", err)
+		}
+	})
 	t.Run("full of open tasks", func(t *testing.T) {
 		r := startRelay(t, &a2a.Options{MaxTasks: 1})
 		c := r.client(t, "tok-chatgpt", "claude")
