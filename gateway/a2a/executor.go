@@ -3,7 +3,6 @@ package a2a
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -297,22 +296,14 @@ func textOf(m *sdk.Message) (string, error) {
 	if m == nil {
 		return "", fmt.Errorf("%w: no message", sdk.ErrInvalidParams)
 	}
-	var parts []string
 	for i, p := range m.Parts {
-		switch c := p.Content.(type) {
-		case sdk.Text:
-			parts = append(parts, string(c))
-		case sdk.Data:
-			b, err := json.Marshal(c.Value)
-			if err != nil {
-				return "", fmt.Errorf("%w: part %d: %v", sdk.ErrInvalidParams, i+1, err)
-			}
-			parts = append(parts, string(b))
+		switch p.Content.(type) {
+		case sdk.Text, sdk.Data:
 		default:
 			return "", fmt.Errorf("%w: part %d is %T; the relay carries text and JSON data only", sdk.ErrUnsupportedContentType, i+1, p.Content)
 		}
 	}
-	body := strings.Join(parts, "\n\n")
+	body := partsText(m.Parts)
 	if strings.TrimSpace(body) == "" {
 		return "", fmt.Errorf("%w: the message has no text", sdk.ErrInvalidParams)
 	}

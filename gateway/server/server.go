@@ -243,6 +243,9 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	if s, ok := ts.senders["a2a"].(*a2a.Sender); ok {
+		s.Relay = core.Relay // record what A2A agents answer at once
+	}
 	bridge := a2a.New(core.Relay, &a2a.Options{Logger: log.With("component", "a2a"), Signer: keySigner(o.SigningKeys), Bearer: len(o.Tokens) > 0})
 	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with A2A set (docs/agents.md)
 	site, err := web.New(core.Relay, a, &web.Options{
