@@ -178,6 +178,25 @@ func isNameChars(s string, spaces bool) bool {
 	return !prevSpace
 }
 
+// isPlainName reports whether b is an ASCII name that ParseAddress
+// accepts as AddressName: letters, digits, '_', '.', '-' and single inner
+// spaces. It is the Reader's shortcut for the usual CLAUDE or peer-1;
+// anything else goes through ParseAddress.
+func isPlainName(b []byte) bool {
+	if len(b) == 0 || b[0] == ' ' || b[len(b)-1] == ' ' {
+		return false
+	}
+	for i, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-':
+		case c == ' ' && b[i-1] != ' ':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func isMailbox(s string) bool {
 	at := strings.LastIndexByte(s, '@')
 	if at <= 0 || at == len(s)-1 {

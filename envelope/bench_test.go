@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 )
@@ -77,6 +78,95 @@ func BenchmarkParse(b *testing.B) {
 			}
 		}
 	})
+}
+
+// readMail is the net/mail baseline: parse a same-size message's headers
+// and read its body to the end.
+func readMail(b *testing.B) {
+	m, err := mail.ReadMessage(bytes.NewReader(benchMail))
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := io.ReadAll(m.Body)
+	if err != nil || len(body) < 900 || m.Header.Get("X-Priority") != "high" {
+		b.Fatal(err)
+	}
+}
+
+// ratioBench runs ours and base in turns, blocks of 32 calls each, so that
+// load from other processes weighs on both alike, and reports both times
+// and ours/base as "ratio" (issue 19: the goal is ≤ 1.0 against net/mail).
+func ratioBench(b *testing.B, ours, base func(*testing.B)) {
+	const block = 32
+	b.ReportAllocs()
+	var oursNS, baseNS time.Duration
+	n := 0
+	for b.Loop() {
+		// b.Loop counts iterations; each one runs a block of both.
+		t0 := time.Now()
+		for range block {
+			ours(b)
+		}
+		t1 := time.Now()
+		for range block {
+			base(b)
+		}
+		oursNS += t1.Sub(t0)
+		baseNS += time.Since(t1)
+		n += block
+	}
+	b.ReportMetric(float64(oursNS.Nanoseconds())/float64(n), "ours-ns")
+	b.ReportMetric(float64(baseNS.Nanoseconds())/float64(n), "netmail-ns")
+	b.ReportMetric(float64(oursNS)/float64(baseNS), "ratio")
+}
+
+// BenchmarkNextOnce is the way `crosstalk parse`, an HTTP request or a
+// folder file meets the parser: a fresh Reader, one call to Next, and the
+// Reader dropped without reading to the end. The baseline is net/mail on a
+// same-size message in the same loop; allocs/op count both.
+func BenchmarkNextOnce(b *testing.B) {
+	ratioBench(b, func(b *testing.B) {
+		e, err := envelope.NewReader(bytes.NewReader(benchEnvelope)).Next()
+		if err != nil || len(e.Body) < 900 {
+			b.Fatal(err)
+		}
+	}, readMail)
+}
+
+// BenchmarkNextOnceBytes is BenchmarkNextOnce with a Reader over the bytes
+// the caller already has (NewBytesReader), as the relay and Unmarshal do.
+func BenchmarkNextOnceBytes(b *testing.B) {
+	ratioBench(b, func(b *testing.B) {
+		e, err := envelope.NewBytesReader(benchEnvelope).Next()
+		if err != nil || len(e.Body) < 900 {
+			b.Fatal(err)
+		}
+	}, readMail)
+}
+
+// BenchmarkDrain reads the envelope and then the end of the input with a
+// fresh Reader, against net/mail in the same loop.
+func BenchmarkDrain(b *testing.B) {
+	ratioBench(b, func(b *testing.B) {
+		r := envelope.NewReader(bytes.NewReader(benchEnvelope))
+		e, err := r.Next()
+		if err != nil || len(e.Body) < 900 {
+			b.Fatal(err)
+		}
+		if _, err := r.Next(); err != io.EOF {
+			b.Fatal(err)
+		}
+	}, readMail)
+}
+
+// BenchmarkUnmarshal is Unmarshal of the same envelope against net/mail.
+func BenchmarkUnmarshal(b *testing.B) {
+	ratioBench(b, func(b *testing.B) {
+		e, err := envelope.Unmarshal(benchEnvelope)
+		if err != nil || len(e.Body) < 900 {
+			b.Fatal(err)
+		}
+	}, readMail)
 }
 
 // transcript is an endless noisy chat transcript: prose, markdown, fenced

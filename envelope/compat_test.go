@@ -1,12 +1,15 @@
 package envelope_test
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/fixtures"
 	"github.com/crosstalk-go/crosstalk/internal/v10peer"
 )
 
@@ -16,7 +19,7 @@ func TestNewSession(t *testing.T) {
 	if !regexp.MustCompile(`^2025-10-09T14Z [0-9a-f]{6}$`).MatchString(s) {
 		t.Errorf("NewSession = %q, want the UTC hour and six hex digits", s)
 	}
-	if envelope.NewSession(at) == s && envelope.NewSession(at) == s {
+	if a, b := envelope.NewSession(at), envelope.NewSession(at); a == s && b == s {
 		t.Errorf("NewSession repeats %q", s)
 	}
 	if e := envelope.New("A", "B", envelope.IntentRequest, "x"); e.Session == "" {
@@ -102,4 +105,59 @@ func TestToV10Signed(t *testing.T) {
 	if err != nil || v.Sig != "none" {
 		t.Errorf("ToV10 of a signed envelope: sig %q, %v; want none", v.Sig, err)
 	}
+}
+
+// FuzzToV10 checks that every envelope the Reader returns either has no
+// v1.0 form (ErrNotV10) or has one that reads back with the same sender,
+// receiver, ids, body and (legacy) intent, and that writing it twice gives
+// the same bytes.
+func FuzzToV10(f *testing.F) {
+	names, err := fixtures.Envelopes()
+	if err != nil || len(names) == 0 {
+		f.Fatalf("no fuzz seeds: %v", err)
+	}
+	for _, n := range names {
+		b, err := fixtures.FS.ReadFile("envelope/" + n + ".txt")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, dropMeta bool) {
+		r := envelope.NewReader(bytes.NewReader(in))
+		for {
+			e, err := r.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				continue
+			}
+			v, err := envelope.ToV10(e, envelope.V10Options{DropMeta: dropMeta, KeepIntents: true})
+			if err != nil {
+				if !errors.Is(err, envelope.ErrNotV10) || dropMeta {
+					t.Fatalf("ToV10 = %v", err)
+				}
+				continue
+			}
+			b, err := envelope.MarshalV10(v)
+			if err != nil {
+				continue // not writable at all (e.g. an unknown field the writer refuses)
+			}
+			if again, _ := envelope.MarshalV10(v); !bytes.Equal(again, b) {
+				t.Fatal("MarshalV10 is not deterministic")
+			}
+			back, err := envelope.NewReader(bytes.NewReader(b)).Next() // lenient, as e was read
+			if err != nil {
+				t.Fatalf("the v1.0 form does not read back: %v\n%s", err, b)
+			}
+			if back.From != e.From || back.To != e.To || back.Thread != e.Thread || back.Parent != e.Parent ||
+				back.Message != e.Message || back.Body != e.Body || back.Session == "" || len(back.Meta) != 0 {
+				t.Fatalf("read back %+v\nfrom %+v\n%s", back, e, b)
+			}
+			if back.Intent != e.Intent && !(e.Intent == envelope.IntentRespond && back.LegacyIntent == "ANSWER") && !(e.Intent == envelope.IntentRequest && back.LegacyIntent == "QUESTION") {
+				t.Fatalf("intent %s read back as %s (legacy %q)\n%s", e.Intent, back.Intent, back.LegacyIntent, b)
+			}
+		}
+	})
 }

@@ -3,7 +3,6 @@ package envelope
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"strings"
 	"sync"
 	"time"
 )
@@ -81,28 +80,40 @@ func IDFromHash(sum []byte) string {
 	return encodeULID(b)
 }
 
+// ulidDigit marks the bytes of Crockford's base32 alphabet, either case.
+var ulidDigit = func() (t [256]bool) {
+	for i := 0; i < len(crockford); i++ {
+		c := crockford[i]
+		t[c] = true
+		if 'A' <= c && c <= 'Z' {
+			t[c+'a'-'A'] = true
+		}
+	}
+	return t
+}()
+
 // IsULID reports whether s is a canonical ULID: 26 Crockford base32
 // characters whose first digit is at most 7. Lower case is accepted, as the
 // ULID spec allows.
-func IsULID(s string) bool {
-	if len(s) != 26 {
+func IsULID(s string) bool { return isULID(s) }
+
+func isULID[T string | []byte](s T) bool {
+	if len(s) != 26 || s[0] > '7' {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		if strings.IndexByte(crockford, c) < 0 {
+		if !ulidDigit[s[i]] {
 			return false
 		}
 	}
-	return s[0] <= '7'
+	return true
 }
 
 // IsUUIDv7 reports whether s is a UUID in the 8-4-4-4-12 hex form whose
 // version nibble is 7 and whose variant bits are RFC 9562's (10xx).
-func IsUUIDv7(s string) bool {
+func IsUUIDv7(s string) bool { return isUUIDv7(s) }
+
+func isUUIDv7[T string | []byte](s T) bool {
 	if len(s) != 36 {
 		return false
 	}
@@ -130,7 +141,9 @@ func IsUUIDv7(s string) bool {
 
 // IsID reports whether s is an id the protocol accepts for thread, parent
 // and message: a ULID or a UUIDv7 (spec "ID Format: ULID or UUIDv7").
-func IsID(s string) bool { return IsULID(s) || IsUUIDv7(s) }
+func IsID(s string) bool { return isULID(s) || isUUIDv7(s) }
+
+func isIDBytes(b []byte) bool { return isULID(b) || isUUIDv7(b) }
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

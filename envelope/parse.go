@@ -3,6 +3,8 @@ package envelope
 import (
 	"bytes"
 	"errors"
+	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -55,6 +57,53 @@ func knownKey(k []byte) int {
 	return -1
 }
 
+// span is a value kept in scratch.arena: arena[off:end].
+type span struct{ off, end int32 }
+
+type spanField struct{ key, val span }
+
+type spanMeta struct {
+	ns      span
+	nFields int
+}
+
+// scratch holds what an envelope is built from while it is read: where
+// its body lines are in its source, and its field values copied into one
+// arena that becomes one string when the envelope is complete (so an
+// envelope with twenty fields costs one allocation for them, not twenty).
+// It is taken from scratchPool for one envelope and given back when Next
+// returns, whatever the Reader does next.
+type scratch struct {
+	body       []span // the body's lines in the source, indent removed
+	arena      []byte
+	fields     []spanField // unknown top-level fields
+	metas      []spanMeta
+	metaFields []spanField // the fields of all META blocks, in order
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{body: make([]span, 0, 64), arena: make([]byte, 0, 512)} }}
+
+// maxPooledScratch bounds the arena, and the body lines, of a scratch kept
+// for reuse; larger ones are left to the garbage collector.
+const maxPooledScratch = 64 << 10
+
+func (sc *scratch) keep(b []byte) span {
+	off := len(sc.arena)
+	sc.arena = append(sc.arena, b...)
+	return span{int32(off), int32(len(sc.arena))}
+}
+
+func (sc *scratch) str(sp span) string { return string(sc.arena[sp.off:sp.end]) }
+
+func (sc *scratch) release() {
+	if cap(sc.body) > maxPooledScratch/8 || cap(sc.arena) > maxPooledScratch {
+		return
+	}
+	sc.body, sc.arena = sc.body[:0], sc.arena[:0]
+	sc.fields, sc.metas, sc.metaFields = sc.fields[:0], sc.metas[:0], sc.metaFields[:0]
+	scratchPool.Put(sc)
+}
+
 // envState reads one envelope after its header line.
 type envState struct {
 	r          *Reader
@@ -65,24 +114,38 @@ type envState struct {
 	fenceLen   int
 	headerLine int
 
-	env       *Envelope
-	src       []byte
-	mode      parseMode
-	body      []byte
-	bodyKeep  int // length of body up to the end of its last non-blank line
-	bodyLines int
-	seen      [numKeys]int // line of each known key, 0 when not seen
-	failed    *SyntaxError
-}
+	sc       *scratch
+	from, to span
+	vals     [numKeys]span // values of the known keys (not the body)
+	response bool          // the body came as `response: |`
 
-func (st *envState) fail(err *SyntaxError) { st.failed = err }
+	// The source: while every line of the envelope follows the previous
+	// one in the scanner's buffer, LF-terminated and unquoted, and the
+	// buffer holds the rest of the input (lineScanner.stable), it is
+	// buf[srcOff:srcEnd] and nothing is copied; src is built only when that
+	// stops being true.
+	contig         bool
+	srcOff, srcEnd int
+	src            []byte
+	cur            []byte // the line last added to the source
+
+	mode     parseMode
+	bodyKeep int          // body lines up to the last non-blank one
+	seen     [numKeys]int // line of each known key, 0 when not seen
+}
 
 // read parses the envelope whose header h stood in content.
 func (st *envState) read(h header, content []byte) (*Envelope, error) {
-	st.env = &Envelope{From: h.from, To: h.to, Version: h.version, Line: st.headerLine}
-	st.src = make([]byte, 0, min(len(content)+1+st.r.sc.sizeHint(), st.lim.Envelope))
-	st.body = st.r.body[:0]
-	defer func() { st.r.body = st.body[:0] }()
+	st.sc = scratchPool.Get().(*scratch)
+	defer st.sc.release()
+	st.from, st.to = st.sc.keep(h.from), st.sc.keep(h.to)
+	if st.r.sc.stable() {
+		st.contig = true
+		st.srcOff = st.r.sc.offset(content)
+		st.srcEnd = st.srcOff
+	} else {
+		st.src = make([]byte, 0, min(len(content)+1+st.r.sc.sizeHint(), st.lim.Envelope))
+	}
 	if err := st.appendSrc(content, st.headerLine); err != nil {
 		return st.abort(err)
 	}
@@ -104,7 +167,7 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 		if long {
 			return st.abort(syntaxErr(CodeTooLarge, no, 0, "line longer than %d bytes", st.lim.Line))
 		}
-		if st.endsFence(c) || parseHeader(c).kind != notHeader {
+		if st.endsFence(c) || maybeHeader(c) && parseHeader(c).kind != notHeader {
 			// The closing fence or a new header ends an envelope that
 			// had no [[END]] (lenient mode, DESIGN §3.1).
 			r.unread(line, long, no)
@@ -140,14 +203,30 @@ func (st *envState) unquote(line []byte) []byte {
 }
 
 func (st *envState) endsFence(c []byte) bool {
-	if st.fenceLen == 0 {
+	if st.fenceLen == 0 || len(c) == 0 || c[0] != st.fenceChar {
 		return false
 	}
 	ch, n, closing := fenceLine(c)
 	return closing && ch == st.fenceChar && n >= st.fenceLen
 }
 
+// appendSrc adds line c, LF-terminated, to the envelope's source.
 func (st *envState) appendSrc(c []byte, no int) *SyntaxError {
+	st.cur = c
+	if st.contig {
+		in := st.r.sc.buf
+		off := st.r.sc.offset(c)
+		if off == st.srcEnd && off+len(c) < len(in) && in[off+len(c)] == '\n' {
+			if off+len(c)+1-st.srcOff > st.lim.Envelope {
+				return syntaxErr(CodeTooLarge, no, 0, "envelope larger than %d bytes", st.lim.Envelope)
+			}
+			st.srcEnd = off + len(c) + 1
+			return nil
+		}
+		// A quote prefix, a CR or the end of the input: copy from here on.
+		st.contig = false
+		st.src = append(make([]byte, 0, st.srcEnd-st.srcOff+len(c)+1+st.r.sc.sizeHint()), in[st.srcOff:st.srcEnd]...)
+	}
 	if len(st.src)+len(c)+1 > st.lim.Envelope {
 		return syntaxErr(CodeTooLarge, no, 0, "envelope larger than %d bytes", st.lim.Envelope)
 	}
@@ -158,7 +237,6 @@ func (st *envState) appendSrc(c []byte, no int) *SyntaxError {
 
 // abort records err, skips the rest of the envelope and returns err.
 func (st *envState) abort(err *SyntaxError) (*Envelope, error) {
-	st.fail(err)
 	st.resync()
 	return nil, err
 }
@@ -187,7 +265,7 @@ func (st *envState) resync() {
 		if isEnd(c) {
 			return
 		}
-		if st.endsFence(c) || parseHeader(c).kind != notHeader {
+		if st.endsFence(c) || maybeHeader(c) && parseHeader(c).kind != notHeader {
 			r.unread(line, long, no)
 			return
 		}
@@ -204,7 +282,7 @@ func (st *envState) line(c []byte, no, col int) *SyntaxError {
 		}
 		if bytes.HasPrefix(c, sigPrefix) {
 			st.mode = modeFields
-			return st.known(keySig, sigPrefix[:3], bytes.Trim(c[4:], " \t"), no, col)
+			return st.known(keySig, sigPrefix[:3], trimBlanks(c[4:]), no, col)
 		}
 		if key, _, ok := topField(c); !ok || knownKey(key) < 0 {
 			// Column-0 text that is not a known key is body text
@@ -226,22 +304,22 @@ func (st *envState) line(c []byte, no, col int) *SyntaxError {
 		}
 		return nil
 	}
-	env := st.env
 	if bytes.HasPrefix(c, sigPrefix) {
 		// Any column-0 line starting with "sig:" is the sig line, with or
 		// without a blank after the colon: the signed bytes end there
 		// (DESIGN §4.1), so the parser must end there too.
-		return st.known(keySig, sigPrefix[:3], bytes.Trim(c[4:], " \t"), no, col)
+		return st.known(keySig, sigPrefix[:3], trimBlanks(c[4:]), no, col)
 	}
+	sc := st.sc
 	if key, val, ok := topField(c); ok {
 		if string(key) == "meta" {
 			if len(val) == 0 {
 				return syntaxErr(CodeFormat, no, col, "meta: needs a namespace")
 			}
-			if len(env.Meta) >= st.lim.MetaBlocks {
+			if len(sc.metas) >= st.lim.MetaBlocks {
 				return syntaxErr(CodeTooLarge, no, col, "more than %d META blocks", st.lim.MetaBlocks)
 			}
-			env.Meta = append(env.Meta, Meta{Namespace: string(val), Fields: []Field{}})
+			sc.metas = append(sc.metas, spanMeta{ns: sc.keep(val)})
 			st.mode = modeMeta
 			return nil
 		}
@@ -252,10 +330,10 @@ func (st *envState) line(c []byte, no, col int) *SyntaxError {
 		if st.mode == modeMeta {
 			return st.addMeta(key, val, no, col)
 		}
-		if len(env.Fields) >= st.lim.Fields {
+		if len(sc.fields) >= st.lim.Fields {
 			return syntaxErr(CodeTooLarge, no, col, "more than %d unknown fields", st.lim.Fields)
 		}
-		env.Fields = append(env.Fields, Field{Key: string(key), Value: string(val)})
+		sc.fields = append(sc.fields, spanField{sc.keep(key), sc.keep(val)})
 		return nil
 	}
 	if key, val, ok := metaField(c); ok {
@@ -271,11 +349,13 @@ func (st *envState) line(c []byte, no, col int) *SyntaxError {
 }
 
 func (st *envState) addMeta(key, val []byte, no, col int) *SyntaxError {
-	m := &st.env.Meta[len(st.env.Meta)-1]
-	if len(m.Fields) >= st.lim.Fields {
-		return syntaxErr(CodeTooLarge, no, col, "more than %d fields in META block %q", st.lim.Fields, m.Namespace)
+	sc := st.sc
+	m := &sc.metas[len(sc.metas)-1]
+	if m.nFields >= st.lim.Fields {
+		return syntaxErr(CodeTooLarge, no, col, "more than %d fields in META block %q", st.lim.Fields, sc.str(m.ns))
 	}
-	m.Fields = append(m.Fields, Field{Key: string(key), Value: string(val)})
+	m.nFields++
+	sc.metaFields = append(sc.metaFields, spanField{sc.keep(key), sc.keep(val)})
 	return nil
 }
 
@@ -284,56 +364,73 @@ func (st *envState) known(k int, key, val []byte, no, col int) *SyntaxError {
 		return syntaxErr(CodeFormat, no, col, "duplicate field %q (first on line %d)", key, prev)
 	}
 	st.seen[k] = no
-	env := st.env
-	v := string(val)
 	switch k {
-	case keyUser:
-		env.User = v
-	case keySession:
-		env.Session = v
-	case keyThread:
-		env.Thread = v
-	case keyParent:
-		env.Parent = v
-	case keyMessage:
-		env.Message = v
-	case keyContext:
-		env.Context = v
-	case keyIntent:
-		env.Intent = v
 	case keyBody:
-		env.ResponseForm = string(key) == "response"
+		st.response = string(key) == "response"
 		st.mode = modeBody
-		switch v {
+		switch string(val) {
 		case "", "|", "|-", "|+":
 		default:
 			st.addBody(val) // inline body: its first line
 		}
 	case keySig:
-		env.Sig = v
+		st.vals[k] = st.sc.keep(val)
 		st.mode = modeAfterSig
+	default:
+		st.vals[k] = st.sc.keep(val)
 	}
 	return nil
 }
 
+// addBody adds c, the line last added to the source or a part of it, to
+// the body.
 func (st *envState) addBody(c []byte) {
-	if st.bodyLines > 0 {
-		st.body = append(st.body, '\n')
-	}
-	st.bodyLines++
 	if len(c) >= 2 && c[0] == ' ' && c[1] == ' ' {
 		c = c[2:] // one two-space indent (DESIGN §3.1); anything else verbatim
 	}
-	st.body = append(st.body, c...)
-	if !isBlank(c) {
-		st.bodyKeep = len(st.body)
+	off := 0
+	if len(c) > 0 {
+		off = st.srcOffset(c)
 	}
+	st.sc.body = append(st.sc.body, span{int32(off), int32(off + len(c))})
+	if !isBlank(c) {
+		st.bodyKeep = len(st.sc.body)
+	}
+}
+
+// srcOffset returns where x, a non-empty part of the line last added to
+// the source, starts in the source. Lines are sub-slices of the scanner's
+// buffer that keep its capacity, so capacities give positions.
+func (st *envState) srcOffset(x []byte) int {
+	if st.contig {
+		return st.r.sc.offset(x) - st.srcOff
+	}
+	return len(st.src) - 1 - len(st.cur) + cap(st.cur) - cap(x)
+}
+
+// body joins the body lines kept, from the envelope's source.
+func (st *envState) body(src []byte) string {
+	lines := st.sc.body[:st.bodyKeep]
+	if len(lines) == 0 {
+		return ""
+	}
+	n := len(lines) - 1
+	for _, l := range lines {
+		n += int(l.end - l.off)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.Write(src[l.off:l.end])
+	}
+	return b.String()
 }
 
 // finish checks the envelope read so far and returns it.
 func (st *envState) finish(complete bool) (*Envelope, error) {
-	env := st.env
-	env.Complete = complete
 	line := st.headerLine
 	if !complete && st.r.Strict {
 		return nil, syntaxErr(CodeFormat, line, 0, "envelope not terminated: missing [[END]]")
@@ -341,48 +438,103 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 	if st.seen[keyBody] == 0 {
 		return nil, syntaxErr(CodeFormat, line, 0, "missing body (want `body: |`)")
 	}
-	env.Body = string(st.body[:st.bodyKeep])
-	if env.Intent == "" {
-		if !env.ResponseForm {
-			return nil, syntaxErr(CodeFormat, line, 0, "missing intent")
-		}
-		env.Intent = IntentRespond // v1.0 answer form (DESIGN §3.1)
-	} else {
-		intent, legacy, known := NormalizeIntent(env.Intent)
-		if !known {
-			env.warnings = append(env.warnings, "unknown intent "+quote(intent))
-		}
-		env.Intent, env.LegacyIntent = intent, legacy
+	sc := st.sc
+	intent := sc.arena[st.vals[keyIntent].off:st.vals[keyIntent].end]
+	if len(intent) == 0 && !st.response {
+		return nil, syntaxErr(CodeFormat, line, 0, "missing intent")
 	}
-	ids := [...]struct {
-		k   int
-		val string
-	}{{keyThread, env.Thread}, {keyParent, env.Parent}, {keyMessage, env.Message}}
-	for _, id := range ids {
-		if id.val == "" || IsID(id.val) {
+	ids := [...]int{keyThread, keyParent, keyMessage}
+	var badID [len(ids)]bool
+	for i, k := range ids {
+		if v := sc.arena[st.vals[k].off:st.vals[k].end]; len(v) > 0 && !isIDBytes(v) {
+			if st.r.Strict {
+				return nil, syntaxErr(CodeFormat, st.seen[k], 0, "%s", badIDMsg(k, string(v)))
+			}
+			badID[i] = true
+		}
+	}
+	from, to := sc.arena[st.from.off:st.from.end], sc.arena[st.to.off:st.to.end]
+	var badAddr [2]string
+	for i, a := range [...][]byte{from, to} {
+		if isPlainName(a) {
+			continue // the common case, and a valid name (ParseAddress)
+		}
+		// Classified in NFC; one NormalizeIdentifier refuses is E-ADDRESS
+		// below (NormalizeIdentifiers), not a bad address.
+		n, err := NormalizeIdentifier(string(a))
+		if err != nil {
 			continue
 		}
-		msg := idName(id.k) + " " + quote(id.val) + " is neither a ULID nor a UUIDv7"
-		if st.r.Strict {
-			return nil, syntaxErr(CodeFormat, st.seen[id.k], 0, "%s", msg)
-		}
-		env.warnings = append(env.warnings, msg)
-	}
-	for _, a := range [...]string{env.From, env.To} {
 		var ae *AddressError
-		if _, err := ParseAddress(a); errors.As(err, &ae) {
+		if _, err := ParseAddress(n); errors.As(err, &ae) {
 			msg := ae.Detail()
 			if st.r.Strict {
 				return nil, syntaxErr(CodeFormat, line, 0, "%s", msg)
 			}
+			badAddr[i] = msg
+		}
+	}
+
+	// Everything checked: build the envelope, its field values sharing one
+	// string.
+	a := string(sc.arena)
+	get := func(sp span) string { return a[sp.off:sp.end] }
+	env := &Envelope{
+		From: get(st.from), To: get(st.to), Version: 1, Line: line, Complete: complete,
+		User: get(st.vals[keyUser]), Session: get(st.vals[keySession]),
+		Thread: get(st.vals[keyThread]), Parent: get(st.vals[keyParent]), Message: get(st.vals[keyMessage]),
+		Context: get(st.vals[keyContext]), Sig: get(st.vals[keySig]),
+		ResponseForm: st.response,
+	}
+	if st.contig {
+		st.src = append([]byte(nil), st.r.sc.buf[st.srcOff:st.srcEnd]...)
+	}
+	env.source = st.src
+	env.Body = st.body(st.src)
+	if len(intent) == 0 {
+		env.Intent = IntentRespond // v1.0 answer form (DESIGN §3.1)
+	} else {
+		in, legacy, known := NormalizeIntent(get(st.vals[keyIntent]))
+		if !known {
+			env.warnings = append(env.warnings, "unknown intent "+quote(in))
+		}
+		env.Intent, env.LegacyIntent = in, legacy
+	}
+	for i, k := range ids {
+		if badID[i] {
+			env.warnings = append(env.warnings, badIDMsg(k, get(st.vals[k])))
+		}
+	}
+	for _, msg := range badAddr {
+		if msg != "" {
 			env.warnings = append(env.warnings, msg)
 		}
 	}
-	env.source = st.src
+	if len(sc.fields) > 0 {
+		env.Fields = make([]Field, len(sc.fields))
+		for i, f := range sc.fields {
+			env.Fields[i] = Field{Key: get(f.key), Value: get(f.val)}
+		}
+	}
+	if len(sc.metas) > 0 {
+		env.Meta = make([]Meta, len(sc.metas))
+		all := make([]Field, len(sc.metaFields))
+		for i, f := range sc.metaFields {
+			all[i] = Field{Key: get(f.key), Value: get(f.val)}
+		}
+		for i, m := range sc.metas {
+			env.Meta[i] = Meta{Namespace: get(m.ns), Fields: all[:m.nFields:m.nFields]}
+			all = all[m.nFields:]
+		}
+	}
 	if err := env.NormalizeIdentifiers(); err != nil { // ident.go
 		return nil, err
 	}
 	return env, nil
+}
+
+func badIDMsg(k int, v string) string {
+	return idName(k) + " " + quote(v) + " is neither a ULID nor a UUIDv7"
 }
 
 func idName(k int) string {
@@ -428,7 +580,7 @@ func splitAt(c []byte, i int) (key, val []byte, ok bool) {
 	if i+1 < len(c) && c[i+1] != ' ' && c[i+1] != '\t' {
 		return nil, nil, false
 	}
-	return c[:i], bytes.Trim(c[i+1:], " \t"), true
+	return c[:i], trimBlanks(c[i+1:]), true
 }
 
 func isAlnum(b byte) bool {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -46,8 +45,7 @@ type Reader struct {
 	// Limits bounds each envelope; the zero value means DefaultLimits.
 	Limits Limits
 
-	src     io.Reader
-	sc      *lineScanner
+	sc      lineScanner
 	err     error // sticky: io.EOF or a read error
 	started bool
 
@@ -61,17 +59,22 @@ type Reader struct {
 	fenceChar byte
 	fenceLen  int
 
-	body []byte // scratch for the body being read, reused
+	src  io.Reader
+	data []byte // the input of NewBytesReader
 }
 
-// bodyPool recycles body scratch buffers between Readers; buffers that grew
-// past maxPooledBody are left to the garbage collector.
-var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
-
-const maxPooledBody = 64 << 10
-
-// NewReader returns a Reader reading from r.
+// NewReader returns a Reader reading from r. It buffers what it reads in a
+// 4 KiB buffer (growing for long lines up to Limits.Line) that it shares
+// with other Readers whenever it holds no unread input, so a Reader used
+// for one call to Next and then dropped costs no buffer.
 func NewReader(r io.Reader) *Reader { return &Reader{src: r} }
+
+// NewBytesReader returns a Reader reading data, which it parses in place:
+// no buffer and no copy besides what the envelopes keep. Use it when the
+// input is already in memory (a request body, a file read whole, a
+// clipboard). data must not change while the Reader is in use; the
+// envelopes returned do not refer to it.
+func NewBytesReader(data []byte) *Reader { return &Reader{data: data} }
 
 func (r *Reader) limits() Limits {
 	l := r.Limits
@@ -117,9 +120,21 @@ func (r *Reader) Next() (*Envelope, error) {
 	}
 	if !r.started {
 		r.started = true
-		r.sc = newLineScanner(r.src, r.limits().Line)
-		r.body = (*bodyPool.Get().(*[]byte))[:0]
+		if r.src == nil {
+			r.sc.initBytes(r.data, r.limits().Line)
+			r.data = nil
+		} else {
+			r.sc.init(r.src, r.limits().Line)
+		}
 	}
+	e, err := r.next()
+	if r.sc.pooled && r.sc.start == r.sc.end && !r.hasPend {
+		r.sc.release() // nothing unread: let another Reader use the buffer
+	}
+	return e, err
+}
+
+func (r *Reader) next() (*Envelope, error) {
 	for {
 		line, long, no, ok := r.readLine()
 		if !ok {
@@ -128,11 +143,6 @@ func (r *Reader) Next() (*Envelope, error) {
 				r.err = r.sc.err
 			}
 			r.sc.release()
-			if cap(r.body) <= maxPooledBody {
-				b := r.body[:0]
-				bodyPool.Put(&b)
-			}
-			r.body = nil
 			return nil, r.err
 		}
 		if long {
@@ -145,6 +155,9 @@ func (r *Reader) Next() (*Envelope, error) {
 			} else if closing && c == r.fenceChar && n >= r.fenceLen {
 				r.fenceChar, r.fenceLen = 0, 0
 			}
+			continue
+		}
+		if !maybeHeader(content) {
 			continue
 		}
 		h := parseHeader(content)
@@ -189,7 +202,7 @@ func fenceLine(line []byte) (c byte, n int, closing bool) {
 	if n < 3 {
 		return 0, 0, false
 	}
-	rest := bytes.TrimRight(line[n:], " \t")
+	rest := trimBlanksRight(line[n:])
 	if c == '`' && bytes.IndexByte(rest, '`') >= 0 {
 		return 0, 0, false // not a fence in CommonMark
 	}
@@ -207,8 +220,7 @@ const (
 
 type header struct {
 	kind     headerKind
-	from, to string
-	version  int
+	from, to []byte // sub-slices of the line
 	detail   string
 }
 
@@ -221,29 +233,31 @@ func (h header) err(line int) *SyntaxError {
 
 var arrows = []string{"→", "->", "=>"}
 
+// maybeHeader is parseHeader's first test, cheap enough to inline: lines
+// that fail it are not headers.
+func maybeHeader(line []byte) bool { return len(line) >= 5 && line[0] == '[' && line[1] == '[' }
+
 // parseHeader recognises `[[SENDER→RECEIVER vN]]` (DESIGN §3.1). Lines that
 // do not have that shape at all are notHeader; lines that have it but a bad
 // part are headerMalformed or headerBadVersion, so that a broken envelope is
 // reported rather than skipped.
 func parseHeader(line []byte) header {
-	if len(line) < 5 || line[0] != '[' || line[1] != '[' {
+	if !maybeHeader(line) {
 		return header{} // the common case: not even a candidate
 	}
-	t := bytes.TrimRight(line, " \t")
-	if len(t) < 5 || t[0] != '[' || t[1] != '[' || t[len(t)-1] != ']' || t[len(t)-2] != ']' {
+	t := trimBlanksRight(line)
+	if len(t) < 5 || t[len(t)-1] != ']' || t[len(t)-2] != ']' {
 		return header{}
 	}
-	inner := string(t[2 : len(t)-2])
-	ai, alen := -1, 0
-	for _, a := range arrows {
-		if i := strings.Index(inner, a); i >= 0 && (ai < 0 || i < ai) {
-			ai, alen = i, len(a)
-		}
-	}
+	inner := t[2 : len(t)-2]
+	ai, alen := indexArrow(inner)
 	if ai < 0 {
 		return header{}
 	}
-	sp := strings.LastIndexAny(inner, " \t")
+	sp := len(inner) - 1
+	for sp >= 0 && inner[sp] != ' ' && inner[sp] != '\t' {
+		sp--
+	}
 	if sp < ai+alen {
 		return header{} // no version: not a header (docs/format.md §2)
 	}
@@ -251,30 +265,89 @@ func parseHeader(line []byte) header {
 	if len(ver) < 2 || ver[0] != 'v' && ver[0] != 'V' {
 		return header{}
 	}
-	h := header{from: strings.TrimSpace(inner[:ai]), to: strings.TrimSpace(inner[ai+alen : sp])}
-	major, minor, hasMinor := strings.Cut(ver[1:], ".")
-	n, err := strconv.Atoi(major)
-	if err != nil || n < 0 || strings.HasPrefix(major, "+") || hasMinor && !isDigits(minor) {
-		h.kind, h.detail = headerMalformed, "bad version "+strconv.Quote(ver)
-		return h
-	}
-	if n != 1 {
-		h.kind, h.detail = headerBadVersion, ver
-		return h
+	h := header{from: bytes.TrimSpace(inner[:ai]), to: bytes.TrimSpace(inner[ai+alen : sp])}
+	if len(ver) != 2 || ver[1] != '1' { // anything but the usual "v1"
+		major, minor, hasMinor := strings.Cut(string(ver[1:]), ".")
+		n, err := strconv.Atoi(major)
+		if err != nil || n < 0 || strings.HasPrefix(major, "+") || hasMinor && !isDigits(minor) {
+			h.kind, h.detail = headerMalformed, "bad version "+strconv.Quote(string(ver))
+			return h
+		}
+		if n != 1 {
+			h.kind, h.detail = headerBadVersion, string(ver)
+			return h
+		}
 	}
 	switch {
-	case h.from == "":
+	case len(h.from) == 0:
 		h.kind, h.detail = headerMalformed, "empty sender"
-	case h.to == "":
+	case len(h.to) == 0:
 		h.kind, h.detail = headerMalformed, "empty receiver"
-	case strings.Contains(h.from, "[[") || strings.Contains(h.from, "]]") || strings.Contains(h.to, "[[") || strings.Contains(h.to, "]]"):
+	case hasBrackets(h.from) || hasBrackets(h.to):
 		h.kind, h.detail = headerMalformed, "brackets inside an address"
-	case strings.Contains(h.to, "→") || strings.Contains(h.to, "->") || strings.Contains(h.to, "=>"):
+	case indexArrowAt(h.to) >= 0:
 		h.kind, h.detail = headerMalformed, "more than one arrow"
 	default:
-		h.kind, h.version = headerOK, 1
+		h.kind = headerOK
 	}
 	return h
+}
+
+func hasBrackets(b []byte) bool {
+	for i := 1; i < len(b); i++ {
+		if (b[i] == '[' || b[i] == ']') && b[i-1] == b[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// indexArrow returns the position and length of the first arrow (→, -> or
+// =>, the arrows list) in b, or -1.
+func indexArrow(b []byte) (int, int) {
+	i := indexArrowAt(b)
+	if i < 0 {
+		return -1, 0
+	}
+	if b[i] == 0xE2 {
+		return i, len("→")
+	}
+	return i, 2
+}
+
+func indexArrowAt(b []byte) int {
+	for i := 0; i+1 < len(b); i++ {
+		switch b[i] {
+		case '-', '=':
+			if b[i+1] == '>' {
+				return i
+			}
+		case 0xE2: // "→" is E2 86 92
+			if i+2 < len(b) && b[i+1] == 0x86 && b[i+2] == 0x92 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// trimBlanks removes leading and trailing spaces and tabs (the blanks of
+// docs/format.md), without the cutset set-up of bytes.Trim.
+func trimBlanks(b []byte) []byte {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	return trimBlanksRight(b[i:])
+}
+
+// trimBlanksRight removes trailing spaces and tabs.
+func trimBlanksRight(b []byte) []byte {
+	n := len(b)
+	for n > 0 && (b[n-1] == ' ' || b[n-1] == '\t') {
+		n--
+	}
+	return b[:n]
 }
 
 func isDigits(s string) bool {
@@ -290,5 +363,5 @@ func isEnd(c []byte) bool {
 	if len(c) < 7 || c[0] != '[' {
 		return false
 	}
-	return bytes.Equal(bytes.TrimRight(c, " \t"), []byte("[[END]]"))
+	return string(trimBlanksRight(c)) == "[[END]]"
 }

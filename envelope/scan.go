@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -13,6 +14,7 @@ import (
 // bounded by the line limit, not by the input.
 type lineScanner struct {
 	r       io.Reader
+	inMem   interface{ Len() int } // r, when it reads from memory and says how much is left
 	buf     []byte
 	start   int // first unread byte in buf
 	end     int // end of valid data in buf
@@ -21,6 +23,14 @@ type lineScanner struct {
 	skipLF  bool // the last line ended in CR: a following LF belongs to it
 	eof     bool
 	err     error // first read error other than io.EOF
+	pooled  bool  // buf came from bufPool
+	direct  bool  // buf is the caller's input (NewBytesReader): nothing to read or copy
+
+	// The first CR at or after start, when cr >= start; cr < 0 means
+	// there is none in buf[start:crTo]. Most input has no CR at all, so
+	// looking for one once per buffer, not once per line, saves a search
+	// per line.
+	cr, crTo int
 }
 
 // initialBuffer is the scanner's first buffer size; it grows (doubling)
@@ -29,33 +39,82 @@ type lineScanner struct {
 const initialBuffer = 4 << 10
 
 // bufPool recycles initial buffers between Readers (an HTTP handler makes
-// one Reader per request).
+// one Reader per request). A scanner holds its buffer only while it holds
+// unread input: the Reader hands it back after every Next that leaves
+// nothing buffered, so a caller that stops after one envelope does not
+// leave a buffer to the garbage collector.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, initialBuffer); return &b }}
 
-func newLineScanner(r io.Reader, maxLine int) *lineScanner {
-	s := &lineScanner{r: r, maxLine: maxLine}
-	if maxLine+1 >= initialBuffer {
-		s.buf = *bufPool.Get().(*[]byte)
-	} else {
-		s.buf = make([]byte, maxLine+1)
+func (s *lineScanner) init(r io.Reader, maxLine int) {
+	*s = lineScanner{r: r, maxLine: maxLine, cr: -1}
+	switch m := r.(type) {
+	case *bytes.Reader:
+		s.inMem = m
+	case *strings.Reader:
+		s.inMem = m
+	case *bytes.Buffer:
+		s.inMem = m
 	}
-	return s
+	if s.inMem != nil {
+		// Input in memory that fits one buffer of the line limit is read
+		// in one go: its lines then stay where they are (see stable).
+		if n := s.inMem.Len() + 1; n > initialBuffer && n <= maxLine+1 {
+			s.buf = make([]byte, n)
+		}
+	}
 }
 
-// release returns the buffer to the pool at the end of the input.
+// stable reports that buf holds all the input left: no read will move the
+// lines in it, so an envelope's source can be taken from it in one piece.
+func (s *lineScanner) stable() bool { return s.direct || s.eof }
+
+// initBytes makes the scanner return lines of data itself: no buffer, no
+// copy. The lines are valid as long as data is.
+func (s *lineScanner) initBytes(data []byte, maxLine int) {
+	*s = lineScanner{buf: data, end: len(data), maxLine: maxLine, eof: true, direct: true, cr: -1}
+}
+
+// release drops the buffer, returning it to the pool when it came from
+// there. It must be called only when no unread input is buffered
+// (start == end) and no line returned from it is still in use.
 func (s *lineScanner) release() {
-	if len(s.buf) == initialBuffer {
+	if s.pooled && len(s.buf) == initialBuffer {
 		b := s.buf
 		bufPool.Put(&b)
 	}
-	s.buf = nil
+	s.buf, s.pooled = nil, false
 	s.start, s.end = 0, 0
+	s.cr, s.crTo = -1, 0
 }
 
+// firstCR returns the position in buf of the first CR at or after start,
+// or -1.
+func (s *lineScanner) firstCR() int {
+	if s.cr >= s.start {
+		return s.cr
+	}
+	from := s.start
+	if s.cr < 0 {
+		from = max(from, s.crTo) // none before crTo
+	}
+	s.cr = -1
+	if j := bytes.IndexByte(s.buf[from:s.end], '\r'); j >= 0 {
+		s.cr = from + j
+	}
+	s.crTo = s.end
+	return s.cr
+}
+
+// offset returns the position in the input of a line returned by a
+// stable scanner: lines are sub-slices of buf that keep its capacity.
+func (s *lineScanner) offset(line []byte) int { return cap(s.buf) - cap(line) }
+
 // sizeHint guesses the size of the envelope whose header was just read:
-// the distance to the next "[[END]]" in what is buffered, or 1 KiB.
+// the distance to the next "[[END]]" in the next 4 KiB of what is buffered,
+// or 1 KiB. The window is bounded so that a long input full of headers
+// without [[END]] is not searched to its end once per header.
 func (s *lineScanner) sizeHint() int {
-	if i := bytes.Index(s.buf[s.start:s.end], []byte("[[END]]")); i >= 0 {
+	if i := bytes.Index(s.buf[s.start:min(s.end, s.start+initialBuffer)], []byte("[[END]]")); i >= 0 {
 		return i + 16
 	}
 	return 1 << 10
@@ -64,19 +123,34 @@ func (s *lineScanner) sizeHint() int {
 // fill reads more input after moving unread bytes to the front, growing
 // the buffer when it is full of one unfinished line.
 func (s *lineScanner) fill() {
+	if s.buf == nil {
+		if s.maxLine+1 >= initialBuffer {
+			s.buf, s.pooled = *bufPool.Get().(*[]byte), true
+		} else {
+			s.buf = make([]byte, s.maxLine+1)
+		}
+	}
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
+		if s.cr >= 0 {
+			s.cr -= s.start
+		}
+		s.crTo = max(0, s.crTo-s.start)
 		s.start, s.end = 0, n
 	}
 	if s.end == len(s.buf) && len(s.buf) < s.maxLine+1 {
 		nb := make([]byte, min(2*len(s.buf), s.maxLine+1))
 		copy(nb, s.buf[:s.end])
-		s.buf = nb
+		if s.pooled {
+			b := s.buf
+			bufPool.Put(&b)
+		}
+		s.buf, s.pooled = nb, false
 	}
 	for s.end < len(s.buf) && !s.eof {
 		n, err := s.r.Read(s.buf[s.end:])
 		s.end += n
-		if err == io.EOF {
+		if err == io.EOF || err == nil && s.inMem != nil && s.inMem.Len() == 0 {
 			s.eof = true
 		} else if err != nil {
 			s.err, s.eof = err, true
@@ -101,13 +175,15 @@ func (s *lineScanner) next() (line []byte, long, ok bool) {
 		s.skipLF = false
 	}
 	discarding := false
+	searched := 0 // bytes of seg known to hold no line end: each byte is looked at once, however small the reads
 	for {
 		seg := s.buf[s.start:s.end]
-		i := bytes.IndexByte(seg, '\n')
-		if i < 0 {
-			i = bytes.IndexByte(seg, '\r')
-		} else if j := bytes.IndexByte(seg[:i], '\r'); j >= 0 {
-			i = j
+		i := bytes.IndexByte(seg[searched:], '\n')
+		if i >= 0 {
+			i += searched
+		}
+		if cr := s.firstCR(); cr >= 0 && (i < 0 || cr-s.start < i) {
+			i = cr - s.start
 		}
 		if i >= 0 {
 			s.line++
@@ -135,11 +211,12 @@ func (s *lineScanner) next() (line []byte, long, ok bool) {
 			}
 			return seg, false, true
 		}
+		searched = len(seg)
 		if len(seg) > s.maxLine {
 			// Too long to be a line we keep: drop what we have and
 			// look for the end of the line in what follows.
 			discarding = true
-			s.start = s.end
+			s.start, searched = s.end, 0
 		}
 		s.fill()
 	}

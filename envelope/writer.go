@@ -70,7 +70,7 @@ func Marshal(e *Envelope) ([]byte, error) { return marshal(e, false) }
 // Unmarshal parses data, which must hold exactly one complete envelope
 // (text around it is allowed), in strict mode.
 func Unmarshal(data []byte) (*Envelope, error) {
-	r := NewReader(bytes.NewReader(data))
+	r := NewBytesReader(data)
 	r.Strict = true
 	e, err := r.Next()
 	if err == io.EOF {

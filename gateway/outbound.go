@@ -490,7 +490,7 @@ func (o *outbound) bounce(ctx context.Context, d *delivery, code envelope.Code, 
 	}
 	actx, cancel := context.WithTimeout(ctx, o.opts.AttemptTimeout)
 	defer cancel()
-	if err := s.Send(actx, a.Address, e.Message, b); err != nil {
+	if err := s.Send(actx, a.Address, e.Message, textFor(a, b)); err != nil {
 		o.log.Warn("bouncing error envelope", "to", d.sender, "err", err)
 	}
 }

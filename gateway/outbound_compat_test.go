@@ -20,6 +20,7 @@ func TestOutboundCompatV10(t *testing.T) {
 		{ID: "old", Names: []string{"OLDBOT"}, Transport: "folder", Address: "old-out", Compat: gateway.CompatV10},
 		{ID: "new", Names: []string{"NEWBOT"}, Transport: "mail", Address: "new@example.test"},
 		{ID: "gemini", Names: []string{"GEMINI"}},
+		{ID: "dead", Names: []string{"DEADBOT"}, Transport: "http", Address: "http://unreachable.test/"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +38,32 @@ func TestOutboundCompatV10(t *testing.T) {
 	}
 	ingest(t, r, "", env("GEMINI", "OLDBOT", "REQUEST", "g", "question for the old bot", noSession))
 	ingest(t, r, "", env("GEMINI", "ALL", "CLOSE", "g", "done here"))
-	if evs := waitEvents(t, r, "g", gateway.KindDelivery, 3); len(evs) != 3 {
-		t.Fatalf("delivery records = %d, want 3", len(evs))
+	// No http transport here: the delivery fails for good and the ERROR
+	// envelope bounces back to the v1.0 sender, in the v1.0 form too.
+	ingest(t, r, "", env("OLDBOT", "DEADBOT", "REQUEST", "h", "anyone there?"))
+	if evs := waitEvents(t, r, "g", gateway.KindDelivery, 4); len(evs) != 4 {
+		t.Fatalf("delivery records = %d, want 4 (old ×2, new, dead)", len(evs))
 	}
+	if evs := waitEvents(t, r, "h", gateway.KindDelivery, 1); len(evs) != 1 {
+		t.Fatalf("delivery records in h = %d, want 1", len(evs))
+	}
+	old.mu.Lock()
+	var bounce string
+	var texts []string
+	for _, text := range old.texts {
+		if strings.Contains(text, "intent: ERROR") {
+			bounce = text
+		} else {
+			texts = append(texts, text)
+		}
+	}
+	old.texts = texts
+	old.mu.Unlock()
 	if len(old.texts) != 2 || len(cur.texts) != 1 {
 		t.Fatalf("old got %d, new got %d envelopes", len(old.texts), len(cur.texts))
+	}
+	if bounce == "" || strings.Contains(bounce, "meta:") || !strings.Contains(bounce, "\nsession: ") || !strings.Contains(bounce, "could not deliver to dead") {
+		t.Errorf("the v1.0 sender's bounce:\n%s", bounce)
 	}
 	if !strings.Contains(cur.texts[0], "intent: CLOSE") || !strings.Contains(cur.texts[0], "meta: routing") {
 		t.Errorf("the v1.1 agent got\n%s", cur.texts[0])
@@ -63,13 +85,13 @@ func TestOutboundCompatV10(t *testing.T) {
 	}
 
 	peer := v10peer.Setup(t)
-	for _, text := range old.texts {
+	for _, text := range append(old.texts, bounce) {
 		e, err := envelope.Unmarshal([]byte(text))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := peer.Parse([]byte(text))
-		if err != nil || got.From != "GEMINI" || got.Session != e.Session || got.Response != e.Body {
+		if err != nil || got.From != e.From || got.Session != e.Session || got.Response != e.Body {
 			t.Errorf("v1.0 parser: %+v, %v\n%s", got, err, text)
 		}
 	}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,9 +37,12 @@ type Verification struct {
 	// Key is the key the signature verified under, if any; for a pending
 	// first use, the key the envelope announces.
 	Key *signing.PublicKey `json:"-"`
-	// Pending marks a first use a TrustKeeper has not pinned yet: the
-	// relay pins it only when its rules allow (docs/security.md).
+	// Pending marks a key a TrustKeeper has not pinned yet (a first use,
+	// or a key found in DNS): the relay pins it only when its rules allow
+	// (docs/security.md).
 	Pending bool
+
+	source signing.KeySource // where a pending key came from
 }
 
 // Verifier checks the signature of an envelope read from text against the
@@ -358,7 +360,7 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 // and syntax errors) in data, stopping at limit, without verifying
 // anything: the envelope bound is enforced before any work per envelope.
 func countEnvelopes(data []byte, limit int) int {
-	rd := envelope.NewReader(bytes.NewReader(data))
+	rd := envelope.NewBytesReader(data)
 	n := 0
 	for ; n < limit; n++ {
 		_, err := rd.Next()
@@ -371,7 +373,7 @@ func countEnvelopes(data []byte, limit int) int {
 }
 
 func (r *Relay) check(ctx context.Context, in Intake, data []byte) []Outcome {
-	rd := envelope.NewReader(bytes.NewReader(data))
+	rd := envelope.NewBytesReader(data)
 	var outs []Outcome
 	for {
 		env, err := rd.Next()
@@ -399,6 +401,15 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 	}
 	if !env.Complete {
 		return reject(envelope.CodeFormat, "envelope not terminated: missing [[END]]")
+	}
+	// POLL targets are receivers too (docs/format.md §12); the Reader
+	// checked the header's.
+	if targets, ok := env.MetaValue("poll", "Targets"); ok {
+		for _, t := range strings.Split(targets, ",") {
+			if _, err := envelope.NormalizeIdentifier(strings.TrimSpace(t)); err != nil {
+				return reject(envelope.CodeAddress, "poll target %v", err)
+			}
+		}
 	}
 	o.Verification = r.verify(ctx, env)
 	v := &o.Verification
@@ -430,7 +441,7 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 	// store.
 	if v.Pending && r.keeper != nil {
 		*v = r.keeper.Pin(ctx, *v, actor)
-		if v.Status != StatusFirstUse {
+		if v.Status != StatusFirstUse && v.Status != StatusVerified {
 			return reject(envelope.CodePerm, "%s", signatureReason(*v))
 		}
 	}

@@ -14,12 +14,15 @@ import (
 // only once it has decided who speaks and that this speaker may change
 // the trust store (docs/security.md). Its Verify reports a signature that
 // verifies only under the key the envelope announces, for a key id with
-// no pinned key, as StatusFirstUse with Pending set.
+// no pinned key, as StatusFirstUse with Pending set — and one that
+// verifies under a key found in DNS, not pinned yet, as StatusVerified
+// with Pending set.
 type TrustKeeper interface {
 	Verifier
 	// Pin pins v.Key for v.Pkid as first used by actor; v comes from
-	// Verify with Pending set. It returns v as it now stands: first-use,
-	// or key-changed when another key was pinned for the id meanwhile.
+	// Verify with Pending set. It returns v as it now stands: first-use
+	// (verified for a DNS key), or key-changed when another key was
+	// pinned for the id meanwhile.
 	Pin(ctx context.Context, v Verification, actor string) Verification
 	// FirstUsedBy returns the actor (or, for pins older than this rule,
 	// the sender address) a key id was pinned from on first use, if any.
@@ -58,10 +61,15 @@ func NewTrustVerifier(v *signing.Verifier) *TrustVerifier {
 func (t *TrustVerifier) Verify(ctx context.Context, env *envelope.Envelope) Verification {
 	res := t.v.Verify(ctx, env)
 	v := Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err, Key: res.Key}
-	if res.Status == signing.StatusUnknownKey && res.Key != nil && t.tofu {
+	switch {
+	case res.Status == signing.StatusUnknownKey && res.Key != nil && t.tofu:
 		// The announced key verifies and nothing is pinned for the id:
 		// first use, once the relay allows it.
-		v.Status, v.Pending, v.Err = StatusFirstUse, true, nil
+		v.Status, v.Pending, v.Err, v.source = StatusFirstUse, true, nil, signing.SourceTOFU
+	case res.Status == signing.StatusVerified && res.Source == signing.SourceDNS && t.tofu:
+		// A key published in DNS for an id nothing is pinned for: pinned
+		// like a first use (source dns) once the relay accepts it.
+		v.Pending, v.source = true, signing.SourceDNS
 	}
 	return v
 }
@@ -72,7 +80,7 @@ func (t *TrustVerifier) Pin(ctx context.Context, v Verification, actor string) V
 		return v
 	}
 	v.Pending = false
-	entry, err := t.v.Store.PinFirstUse(v.Key, signing.SourceTOFU, actor)
+	entry, err := t.v.Store.PinFirstUse(v.Key, v.source, actor)
 	switch {
 	case errors.Is(err, signing.ErrKeyChanged):
 		v.Status, v.Err = StatusKeyChanged, err
@@ -82,7 +90,7 @@ func (t *TrustVerifier) Pin(ctx context.Context, v Verification, actor string) V
 		v.Status, v.Err = StatusRevoked, signing.ErrRevoked
 	default:
 		t.log.LogAttrs(ctx, slog.LevelInfo, "pinned key on first use", slog.String("pkid", v.Pkid),
-			slog.String("fingerprint", v.Key.Fingerprint()), slog.String("actor", actor))
+			slog.String("fingerprint", v.Key.Fingerprint()), slog.String("source", string(v.source)), slog.String("actor", actor))
 	}
 	return v
 }

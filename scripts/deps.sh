@@ -19,11 +19,14 @@ need Xvfb xvfb; need xclip xclip; need xsel xsel; need xauth xauth
 # web, extension: the browser tests drive Debian's headless Chromium
 # (gateway/web, transports/browser)
 need chromium chromium
+# extension: the same scenarios in Firefox, over Marionette (transports/browser)
+need firefox-esr firefox-esr
 # mail: the tests start their own Dovecot (IMAP, LMTP, submission) and Postfix
 # on free loopback ports (transports/mail/mailtest)
 need /usr/sbin/dovecot dovecot-imapd; need /usr/lib/dovecot/lmtp dovecot-lmtpd
 need /usr/lib/dovecot/submission dovecot-submissiond; need /usr/sbin/postfix postfix
-# MCP and web: the TypeScript MCP SDK client and Playwright run on Node.js.
+# MCP, A2A and web: the TypeScript MCP SDK client, the A2A JS SDK client and
+# Playwright run on Node.js.
 need node nodejs; need npm npm
 # Their postinst scripts would start the system Dovecot (143/993 on every
 # interface) and Postfix (25): forbid service starts for this install only,
@@ -48,6 +51,14 @@ mcpclient="$(dirname "$0")/../gateway/mcpserver/testdata/mcpclient"
 if [ ! -d "$mcpclient/node_modules/@modelcontextprotocol/sdk" ] && command -v npm >/dev/null 2>&1; then
   echo "deps: npm ci in $mcpclient"
   (cd "$mcpclient" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# The A2A bridge's test drives it with the A2A JS SDK client
+# (gateway/a2a/testdata/a2aclient), installed from its lock file.
+a2aclient="$(dirname "$0")/../gateway/a2a/testdata/a2aclient"
+if [ ! -f "$a2aclient/node_modules/@a2a-js/sdk/package.json" ] && command -v npm >/dev/null 2>&1; then
+  echo "deps: npm ci in $a2aclient"
+  (cd "$a2aclient" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 # web and the browser extension: Playwright (playwright-core, from npm)

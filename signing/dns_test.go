@@ -3,101 +3,22 @@ package signing
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/crosstalk-go/crosstalk/internal/dnstest"
 )
 
-// dnsServer is a real DNS responder on 127.0.0.1 UDP answering TXT
-// queries from a map, built on dnsmessage.
-type dnsServer struct {
-	pc      net.PacketConn
-	txt     map[string][][]string // lower-case FQDN → records, each its strings
-	rcode   map[string]dnsmessage.RCode
-	mu      sync.Mutex
-	queries []string
-}
-
-func startDNS(t *testing.T, txt map[string][][]string, rcode map[string]dnsmessage.RCode) (*dnsServer, *net.Resolver) {
+func startDNS(t *testing.T, txt map[string][][]string, rcode map[string]dnsmessage.RCode) *dnstest.Server {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	srv := dnstest.Start(t, txt)
+	for name, rc := range rcode {
+		srv.SetRCode(name, rc)
 	}
-	s := &dnsServer{pc: pc, txt: txt, rcode: rcode}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			n, addr, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if resp := s.answer(buf[:n]); resp != nil {
-				pc.WriteTo(resp, addr)
-			}
-		}
-	}()
-	t.Cleanup(func() { pc.Close(); <-done })
-	r := &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "udp", pc.LocalAddr().String())
-		},
-	}
-	return s, r
-}
-
-func (s *dnsServer) answer(req []byte) []byte {
-	var p dnsmessage.Parser
-	h, err := p.Start(req)
-	if err != nil {
-		return nil
-	}
-	q, err := p.Question()
-	if err != nil {
-		return nil
-	}
-	name := strings.ToLower(q.Name.String())
-	s.mu.Lock()
-	s.queries = append(s.queries, q.Type.String()+" "+name)
-	s.mu.Unlock()
-
-	rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired, RecursionAvailable: true}
-	recs, ok := s.txt[name]
-	switch {
-	case s.rcode[name] != 0:
-		rh.RCode = s.rcode[name]
-	case !ok:
-		rh.RCode = dnsmessage.RCodeNameError
-	}
-	b := dnsmessage.NewBuilder(nil, rh)
-	b.EnableCompression()
-	b.StartQuestions()
-	b.Question(q)
-	b.StartAnswers()
-	if rh.RCode == dnsmessage.RCodeSuccess && q.Type == dnsmessage.TypeTXT {
-		for _, txt := range recs {
-			b.TXTResource(dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeTXT, Class: dnsmessage.ClassINET, TTL: 60}, dnsmessage.TXTResource{TXT: txt})
-		}
-	}
-	out, err := b.Finish()
-	if err != nil {
-		return nil
-	}
-	return out
-}
-
-func (s *dnsServer) seen() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.queries...)
+	return srv
 }
 
 func dnsValue(k *PrivateKey) string {
@@ -108,7 +29,7 @@ func TestLookupDNSKeys(t *testing.T) {
 	alice := testKey(t, Ed25519, "alice@example.com")
 	org := testKey(t, SECP256R1, "bob@example.org")
 	v := dnsValue(alice)
-	srv, r := startDNS(t, map[string][][]string{
+	srv := startDNS(t, map[string][][]string{
 		// split into two character-strings, with an unrelated record
 		"alice._crosstalk-key.example.com.": {{"v=spf1 -all"}, {v[:20], v[20:]}},
 		"_crosstalk-key.example.org.":       {{dnsValue(org) + "; note=x"}},
@@ -118,6 +39,7 @@ func TestLookupDNSKeys(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	r := srv.Resolver()
 
 	keys, err := LookupDNSKeys(ctx, r, "alice@example.com")
 	if err != nil || len(keys) != 1 || !keys[0].Equal(alice.Public()) || keys[0].Pkid != "alice@example.com" {
@@ -128,7 +50,7 @@ func TestLookupDNSKeys(t *testing.T) {
 		t.Fatalf("LookupDNSKeys(bob) = %v, %v", keys, err)
 	}
 	want := []string{"TypeTXT alice._crosstalk-key.example.com.", "TypeTXT bob._crosstalk-key.example.org.", "TypeTXT _crosstalk-key.example.org."}
-	if got := srv.seen(); strings.Join(got, "|") != strings.Join(want, "|") {
+	if got := srv.Queries(); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("queries = %q, want %q", got, want)
 	}
 	if _, err := LookupDNSKeys(ctx, r, "carol@example.net"); !errors.Is(err, ErrNoDNSKey) {
@@ -169,7 +91,7 @@ func TestVerifyDNS(t *testing.T) {
 	carol := testKey(t, Ed25519, "carol@example.com")
 	dave := testKey(t, Ed25519, "dave@broken.example")
 	erin := testKey(t, Ed25519, "erin@nowhere.example")
-	_, r := startDNS(t, map[string][][]string{
+	srv := startDNS(t, map[string][][]string{
 		"alice._crosstalk-key.example.com.": {{dnsValue(alice)}},
 		"carol._crosstalk-key.example.com.": {{dnsValue(carolDNS)}},
 	}, map[string]dnsmessage.RCode{
@@ -178,7 +100,7 @@ func TestVerifyDNS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	store := newStore(t)
-	v := &Verifier{Store: store, Resolver: r}
+	v := &Verifier{Store: store, DNS: NewDNSKeys(srv.Addr())}
 	ann := &SignOptions{Announce: true}
 
 	// A key published in DNS verifies, without any announcement, and is

@@ -21,7 +21,7 @@
 //     ([ParsePrivateKey], [LoadPrivateKey], [WritePrivateKeyFile]);
 //   - decides trust: a known_keys-like [TrustStore] with first-use pinning,
 //     key-change rejection, manual re-pinning and revocation, DNS TXT keys
-//     ([LookupDNSKeys]) and REVOKE envelopes, and reports the outcome as a
+//     ([DNSKeys], cached by TTL; [LookupDNSKeys]) and REVOKE envelopes, and reports the outcome as a
 //     [Result] with a [Status] rather than an error string ([Verifier]).
 //
 // What it does not do: it does not parse envelopes (package envelope does),

@@ -49,6 +49,9 @@ var (
 	ErrInsecureKeyFile = errors.New("signing: private key file is readable by others")
 	// ErrNoDNSKey: DNS has no crosstalk key record for the key id.
 	ErrNoDNSKey = errors.New("signing: no key in DNS")
+	// ErrDNSLookup: DNS could not answer (timeout, SERVFAIL, no server),
+	// which says nothing about whether a key is published.
+	ErrDNSLookup = errors.New("signing: DNS lookup failed")
 	// ErrTrustStore: the trust store file could not be parsed.
 	ErrTrustStore = errors.New("signing: bad trust store")
 )

@@ -2,6 +2,7 @@ package signing_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log"
@@ -125,4 +126,20 @@ func ExampleTrustStore() {
 	// verified alice@example.com true
 	// revoked alice@example.com false
 	// alice@example.com ed25519 tofu true
+}
+
+// ExampleDNSKeys verifies with keys published in DNS (docs/signing.md §6):
+// a key id that names a domain and has no pin is looked up as TXT
+// alice._crosstalk-key.example.com, and the answer is cached for its TTL.
+// A key id without a domain never reaches DNS.
+func ExampleDNSKeys() {
+	keys := signing.NewDNSKeys("") // or "127.0.0.1:53"; "" asks the system's servers
+	v := &signing.Verifier{
+		Store: signing.NewTrustStore(filepath.Join(os.TempDir(), "example_known_keys")),
+		DNS:   keys,
+	}
+	_ = v // v.Verify(ctx, env): verified, source dns, for a key DNS publishes
+	_, err := keys.Lookup(context.Background(), "alice-2025")
+	fmt.Println(errors.Is(err, signing.ErrNoDNSKey))
+	// Output: true
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -89,9 +88,10 @@ type Verifier struct {
 	// Store is the trust store; nil means no pinning (an announced key
 	// can then not be trusted: unknown-key).
 	Store *TrustStore
-	// Resolver, when set, is used to look keys up in DNS (DESIGN §4.3)
-	// for key ids that are not pinned.
-	Resolver *net.Resolver
+	// DNS, when set, looks up the keys published in DNS (docs/signing.md
+	// §6) for key ids that name a domain and have no pin, and tells a
+	// replaced key (key-changed) from a forged signature for pinned ones.
+	DNS *DNSKeys
 	// NoTOFU disables trust on first use: an announced key for an
 	// unpinned key id gives unknown-key, and nothing new is pinned.
 	NoTOFU bool
@@ -117,143 +117,240 @@ func Verify(env *envelope.Envelope, keys ...*PublicKey) Result {
 // verifies the signed bytes of env.Source() (Payload), never a
 // re-serialization. A verified REVOKE envelope signed by the key it names
 // in `meta: revoke` `Pkid:` marks that key revoked in the Store.
+//
+// The stages, in order (docs/signing.md §5): explicit keys; the pinned
+// key; the key published in DNS; the key the envelope announces (first
+// use). The first stage that has a key for the key id decides.
 func (v *Verifier) Verify(ctx context.Context, env *envelope.Envelope) Result {
 	if env == nil || !env.Signed() {
 		return Result{Status: StatusUnsigned, Err: ErrNotSigned}
 	}
-	sig, err := ParseSig(env.Sig)
-	if err != nil {
-		return Result{Status: StatusBadSignature, Err: err}
+	var c check // on the stack: Verify is on the relay's hot path
+	res, ok := c.prepare(env)
+	if !ok {
+		return res
 	}
-	res := Result{Pkid: sig.Pkid, Alg: sig.Alg}
-	if env.Source() == nil {
-		return res.fail(StatusBadSignature, ErrNoSource)
-	}
-	payload, _, err := payloadOf(env.Source())
-	if err != nil {
-		return res.fail(StatusBadSignature, err)
-	}
-	buf := inputPool.Get().(*[]byte)
-	input := appendSigningInput(*buf, sig.Alg, payload)
-	defer func() {
-		if cap(input) <= 1<<20 {
-			*buf = input[:0]
-			inputPool.Put(buf)
-		}
-	}()
-	verifies := func(k *PublicKey) bool { return k != nil && k.Alg() == sig.Alg && verifyInput(k, input, sig.Signature) }
-
-	if res.Pkid == "" { // bare JWS
-		if p, ok := env.MetaValue("signing", "Pkid"); ok && checkPkid(p) == nil {
-			res.Pkid = p
-		}
-	}
-	announced, annErr := announcedKey(env)
-
+	defer c.release()
 	if len(v.Keys) > 0 {
-		for _, k := range v.Keys {
-			if verifies(k) {
-				res.Key, res.Source = k, SourceExplicit
-				if res.Pkid == "" {
-					res.Pkid = k.Pkid
-				}
-				return v.finish(env, res)
-			}
-		}
-		return res.fail(StatusBadSignature, fmt.Errorf("%w under the given key", ErrBadSignature))
+		return v.verifyExplicit(env, &c, res)
 	}
-
-	// The pinned keys: the entry for the key id; for a bare JWS also the
-	// keys first seen from the sender.
-	var pinned []TrustEntry
-	if v.Store != nil {
-		all, err := v.Store.Entries()
-		if err != nil {
-			return res.fail(StatusUnknownKey, err)
-		}
-		for _, e := range all {
-			if res.Pkid != "" && e.Key.Pkid == res.Pkid ||
-				sig.Form == FormBareJWS && e.Sender != "" && strings.EqualFold(e.Sender, env.From) {
-				pinned = append(pinned, e)
-			}
-		}
+	pinned, err := v.pinned(env, &c, res.Pkid)
+	if err != nil {
+		return res.fail(StatusUnknownKey, err)
 	}
-	if len(pinned) == 0 && res.Pkid == "" {
+	if len(pinned) > 0 {
+		return v.verifyPinned(ctx, env, &c, res, pinned)
+	}
+	if res.Pkid == "" {
 		// A bare JWS without Pkid is known by its sender's address.
 		if checkPkid(env.From) != nil {
 			return res.fail(StatusUnknownKey, fmt.Errorf("%w: a bare JWS names no key id and the sender %q cannot be one (add `meta: signing` `Pkid:`)", ErrUnknownKey, env.From))
 		}
 		res.Pkid = env.From
 	}
-	if announced != nil {
-		announced.Pkid = res.Pkid
+	if c.announced != nil {
+		c.announced.Pkid = res.Pkid
 	}
-	if len(pinned) > 0 {
-		for _, e := range pinned {
-			if verifies(e.Key) {
-				res.Pkid, res.Key, res.Source = e.Key.Pkid, e.Key, e.Source
-				if e.Revoked {
-					return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, e.Key.Pkid, e.Key.Fingerprint()))
-				}
-				return v.finish(env, res)
-			}
-		}
-		res.Pinned = pinned[0].Key
-		if res.Pkid == "" {
-			res.Pkid = res.Pinned.Pkid
-		}
-		if verifies(announced) {
-			announced.Pkid = res.Pkid
-			res.Key = announced
-			return res.fail(StatusKeyChanged, fmt.Errorf("%w: %s is pinned to %s, but the envelope is signed by %s", ErrKeyChanged, res.Pkid, res.Pinned.Fingerprint(), announced.Fingerprint()))
-		}
-		return res.fail(StatusBadSignature, fmt.Errorf("%w under the key pinned for %s (%s)", ErrBadSignature, res.Pkid, res.Pinned.Fingerprint()))
+	if r, decided := v.verifyDNS(ctx, env, &c, res); decided {
+		return r
 	}
+	return v.verifyAnnounced(env, &c, res)
+}
 
-	if v.Resolver != nil && DNSNames(res.Pkid) != nil {
-		keys, err := LookupDNSKeys(ctx, v.Resolver, res.Pkid)
-		switch {
-		case errors.Is(err, ErrNoDNSKey):
-		case err != nil:
-			v.log(slog.LevelWarn, "DNS key lookup failed", "pkid", res.Pkid, "err", err)
-			return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: %w", ErrUnknownKey, res.Pkid, err))
-		default:
-			for _, k := range keys {
-				if verifies(k) {
-					res.Key, res.Source = k, SourceDNS
-					if v.Store != nil && !v.NoTOFU {
-						if _, err := v.Store.PinFirstUse(k, SourceDNS, env.From); err != nil {
-							v.log(slog.LevelWarn, "could not pin DNS key", "pkid", res.Pkid, "err", err)
-						} else {
-							v.log(slog.LevelInfo, "pinned DNS key", "pkid", res.Pkid, "fingerprint", k.Fingerprint())
-						}
-					}
-					return v.finish(env, res)
-				}
-			}
-			res.Pinned = keys[0]
-			if verifies(announced) {
-				res.Key = announced
-				return res.fail(StatusKeyChanged, fmt.Errorf("%w: DNS publishes %s for %s, but the envelope is signed by %s", ErrKeyChanged, res.Pinned.Fingerprint(), res.Pkid, announced.Fingerprint()))
-			}
-			return res.fail(StatusBadSignature, fmt.Errorf("%w under the DNS key of %s (%s)", ErrBadSignature, res.Pkid, res.Pinned.Fingerprint()))
+// check is what every stage needs: the parsed sig: value, the signing
+// input and the key the envelope announces.
+type check struct {
+	sig       *Sig
+	buf       *[]byte
+	input     []byte
+	announced *PublicKey
+	annErr    error
+}
+
+// prepare parses env's signature and builds the signing input. Without
+// ok the result is decided (bad-signature), and c holds no buffer.
+func (c *check) prepare(env *envelope.Envelope) (res Result, ok bool) {
+	sig, err := ParseSig(env.Sig)
+	if err != nil {
+		return Result{Status: StatusBadSignature, Err: err}, false
+	}
+	res = Result{Pkid: sig.Pkid, Alg: sig.Alg}
+	if env.Source() == nil {
+		return res.fail(StatusBadSignature, ErrNoSource), false
+	}
+	payload, _, err := payloadOf(env.Source())
+	if err != nil {
+		return res.fail(StatusBadSignature, err), false
+	}
+	c.sig, c.buf = sig, inputPool.Get().(*[]byte)
+	c.input = appendSigningInput(*c.buf, sig.Alg, payload)
+	if res.Pkid == "" { // bare JWS
+		if p, ok := env.MetaValue("signing", "Pkid"); ok && checkPkid(p) == nil {
+			res.Pkid = p
 		}
 	}
+	c.announced, c.annErr = announcedKey(env)
+	return res, true
+}
 
-	if announced == nil {
-		if annErr != nil {
-			return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: the announced key is unusable: %w", ErrUnknownKey, res.Pkid, annErr))
+// release returns the signing input's buffer to the pool.
+func (c *check) release() {
+	if cap(c.input) <= 1<<20 {
+		*c.buf = c.input[:0]
+		inputPool.Put(c.buf)
+	}
+}
+
+// verifies reports whether the signature verifies under k.
+func (c *check) verifies(k *PublicKey) bool {
+	return k != nil && k.Alg() == c.sig.Alg && verifyInput(k, c.input, c.sig.Signature)
+}
+
+// verifyExplicit tries the given keys only (verify --key).
+func (v *Verifier) verifyExplicit(env *envelope.Envelope, c *check, res Result) Result {
+	for _, k := range v.Keys {
+		if c.verifies(k) {
+			res.Key, res.Source = k, SourceExplicit
+			if res.Pkid == "" {
+				res.Pkid = k.Pkid
+			}
+			return v.finish(env, res)
+		}
+	}
+	return res.fail(StatusBadSignature, fmt.Errorf("%w under the given key", ErrBadSignature))
+}
+
+// pinned returns the trust store's entries for the key id; for a bare JWS
+// also the keys first seen from the sender.
+func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]TrustEntry, error) {
+	if v.Store == nil {
+		return nil, nil
+	}
+	all, err := v.Store.Entries()
+	if err != nil {
+		return nil, err
+	}
+	var out []TrustEntry
+	for _, e := range all {
+		if pkid != "" && e.Key.Pkid == pkid ||
+			c.sig.Form == FormBareJWS && e.Sender != "" && strings.EqualFold(e.Sender, env.From) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// verifyPinned decides for a key id the store has a pin for: the pin
+// always wins. A signature that the pin does not verify is key-changed
+// when the key published in DNS or the announced key verifies it (the key
+// was replaced), else bad-signature.
+func (v *Verifier) verifyPinned(ctx context.Context, env *envelope.Envelope, c *check, res Result, pinned []TrustEntry) Result {
+	for _, e := range pinned {
+		if c.verifies(e.Key) {
+			res.Pkid, res.Key, res.Source = e.Key.Pkid, e.Key, e.Source
+			if e.Revoked {
+				return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, e.Key.Pkid, e.Key.Fingerprint()))
+			}
+			return v.finish(env, res)
+		}
+	}
+	res.Pinned = pinned[0].Key
+	if res.Pkid == "" {
+		res.Pkid = res.Pinned.Pkid
+	}
+	if k := v.dnsKeyFor(ctx, c, res.Pkid); k != nil {
+		res.Key, res.Source = k, SourceDNS
+		return res.fail(StatusKeyChanged, fmt.Errorf("%w: %s is pinned to %s, but the envelope is signed by %s, the key DNS publishes now", ErrKeyChanged, res.Pkid, res.Pinned.Fingerprint(), k.Fingerprint()))
+	}
+	if a := c.announced; c.verifies(a) {
+		a.Pkid = res.Pkid
+		res.Key = a
+		return res.fail(StatusKeyChanged, fmt.Errorf("%w: %s is pinned to %s, but the envelope is signed by %s", ErrKeyChanged, res.Pkid, res.Pinned.Fingerprint(), a.Fingerprint()))
+	}
+	return res.fail(StatusBadSignature, fmt.Errorf("%w under the key pinned for %s (%s)", ErrBadSignature, res.Pkid, res.Pinned.Fingerprint()))
+}
+
+// dnsKeyFor returns the key DNS publishes for pkid that verifies the
+// signature, or nil (no DNS configured, no such key, lookup failed).
+func (v *Verifier) dnsKeyFor(ctx context.Context, c *check, pkid string) *PublicKey {
+	if v.DNS == nil || DNSNames(pkid) == nil {
+		return nil
+	}
+	keys, err := v.DNS.Lookup(ctx, pkid)
+	if err != nil {
+		return nil
+	}
+	for _, k := range keys {
+		if c.verifies(k) {
+			return k
+		}
+	}
+	return nil
+}
+
+// verifyDNS decides for an unpinned key id that names a domain, when DNS
+// is configured: verified (and pinned with source dns, like a first use)
+// when a published key verifies; key-changed or bad-signature when DNS
+// publishes other keys; unknown-key when DNS could not answer (no first
+// use then). No key in DNS leaves the decision to the next stage.
+func (v *Verifier) verifyDNS(ctx context.Context, env *envelope.Envelope, c *check, res Result) (Result, bool) {
+	if v.DNS == nil || DNSNames(res.Pkid) == nil {
+		return res, false
+	}
+	keys, err := v.DNS.Lookup(ctx, res.Pkid)
+	switch {
+	case errors.Is(err, ErrNoDNSKey):
+		return res, false
+	case err != nil:
+		v.log(slog.LevelWarn, "DNS key lookup failed", "pkid", res.Pkid, "err", err)
+		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: %w", ErrUnknownKey, res.Pkid, err)), true
+	}
+	for _, k := range keys {
+		if !c.verifies(k) {
+			continue
+		}
+		res.Key, res.Source = k, SourceDNS
+		if v.Store != nil && !v.NoTOFU {
+			_, err := v.Store.PinFirstUse(k, SourceDNS, env.From)
+			switch {
+			case errors.Is(err, ErrKeyChanged):
+				// Pinned to another key by someone else since we looked:
+				// the pin wins.
+				return res.fail(StatusKeyChanged, err), true
+			case err != nil:
+				v.log(slog.LevelWarn, "could not pin DNS key", "pkid", res.Pkid, "err", err)
+			default:
+				v.log(slog.LevelInfo, "pinned DNS key", "pkid", res.Pkid, "fingerprint", k.Fingerprint(), "sender", env.From)
+			}
+		}
+		return v.finish(env, res), true
+	}
+	res.Pinned = keys[0]
+	if a := c.announced; c.verifies(a) {
+		res.Key = a
+		return res.fail(StatusKeyChanged, fmt.Errorf("%w: DNS publishes %s for %s, but the envelope is signed by %s", ErrKeyChanged, res.Pinned.Fingerprint(), res.Pkid, a.Fingerprint())), true
+	}
+	return res.fail(StatusBadSignature, fmt.Errorf("%w under the DNS key of %s (%s)", ErrBadSignature, res.Pkid, res.Pinned.Fingerprint())), true
+}
+
+// verifyAnnounced is trust on first use: the key the envelope announces is
+// pinned when nothing else is known for its key id.
+func (v *Verifier) verifyAnnounced(env *envelope.Envelope, c *check, res Result) Result {
+	a := c.announced
+	if a == nil {
+		if c.annErr != nil {
+			return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: the announced key is unusable: %w", ErrUnknownKey, res.Pkid, c.annErr))
 		}
 		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: not pinned and not announced", ErrUnknownKey, res.Pkid))
 	}
-	if !verifies(announced) {
-		return res.fail(StatusBadSignature, fmt.Errorf("%w under the key the envelope announces (%s)", ErrBadSignature, announced.Fingerprint()))
+	if !c.verifies(a) {
+		return res.fail(StatusBadSignature, fmt.Errorf("%w under the key the envelope announces (%s)", ErrBadSignature, a.Fingerprint()))
 	}
-	res.Key = announced
+	res.Key = a
 	if v.Store == nil || v.NoTOFU {
-		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: the envelope announces %s, but first-use pinning is off", ErrUnknownKey, res.Pkid, announced.Fingerprint()))
+		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: the envelope announces %s, but first-use pinning is off", ErrUnknownKey, res.Pkid, a.Fingerprint()))
 	}
-	entry, err := v.Store.PinFirstUse(announced, SourceTOFU, env.From)
+	entry, err := v.Store.PinFirstUse(a, SourceTOFU, env.From)
 	switch {
 	case errors.Is(err, ErrKeyChanged):
 		// Pinned by someone else since we looked.
@@ -262,9 +359,9 @@ func (v *Verifier) Verify(ctx context.Context, env *envelope.Envelope) Result {
 	case err != nil:
 		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: %w", ErrUnknownKey, res.Pkid, err))
 	case entry.Revoked:
-		return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, res.Pkid, announced.Fingerprint()))
+		return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, res.Pkid, a.Fingerprint()))
 	}
-	v.log(slog.LevelInfo, "pinned key on first use", "pkid", res.Pkid, "fingerprint", announced.Fingerprint(), "sender", env.From)
+	v.log(slog.LevelInfo, "pinned key on first use", "pkid", res.Pkid, "fingerprint", a.Fingerprint(), "sender", env.From)
 	res.Status, res.Source = StatusFirstUse, SourceTOFU
 	return v.applyRevoke(env, res)
 }

@@ -63,6 +63,10 @@ func TestNewUserAndSession(t *testing.T) {
 	if err != nil || r.User != "kalle" || r.Session != orig.Session {
 		t.Errorf("reply user %q session %q (%v), want kalle and the original's session %q", r.User, r.Session, err, orig.Session)
 	}
+	out = c.must("", "reply", "--intent", "RESPOND", "--body", "ok", "--compat", "v1.0", path)
+	if err := v10peer.CheckGrammar([]byte(out)); err != nil || !strings.Contains(out, "\nintent: ANSWER\n") || !strings.Contains(out, "\nparent: "+orig.Message+"\n") {
+		t.Errorf("reply --compat v1.0 (%v):\n%s", err, out)
+	}
 }
 
 func TestNewCompatV10(t *testing.T) {

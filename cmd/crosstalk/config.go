@@ -83,12 +83,16 @@ type Config struct {
 	// --user is not given (default: the OS user).
 	User string `toml:"user"`
 	// DNSServer is the "host:port" of the DNS server the relay asks for
-	// signing keys published in TXT records; empty: the system resolver.
+	// signing keys published in TXT records; empty: the system resolver;
+	// "none": no DNS lookups.
 	DNSServer string `toml:"dns_server"`
 	// ShutdownTimeout bounds a graceful shutdown (SIGTERM, SIGINT), e.g.
 	// "15s": draining requests, stopping transports, closing the ledger.
 	ShutdownTimeout duration `toml:"shutdown_timeout"`
 }
+
+// DNSServerNone is the dns_server value that turns DNS key lookups off.
+const DNSServerNone = server.DNSServerNone
 
 // TokenConfig maps a bearer token to a principal. Token or TokenFile.
 type TokenConfig struct {
@@ -105,6 +109,9 @@ type AgentConfig struct {
 	Keys      []string `toml:"keys"`
 	Transport string   `toml:"transport"`
 	Address   string   `toml:"address"`
+	// A2A serves an A2A agent card and endpoint for this agent
+	// (docs/agents.md, "A2A").
+	A2A bool `toml:"a2a"`
 	// SigningKey is a private key file the relay signs this agent's
 	// POST /v1/send envelopes with.
 	SigningKey string `toml:"signing_key"`
@@ -249,9 +256,9 @@ func (c *Config) Validate() error {
 	if err := c.validateTransports(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.DNSServer != "" {
+	if c.DNSServer != "" && c.DNSServer != DNSServerNone {
 		if _, _, err := net.SplitHostPort(c.DNSServer); err != nil {
-			errs = append(errs, fmt.Errorf("dns_server: %q is not host:port", c.DNSServer))
+			errs = append(errs, fmt.Errorf("dns_server: %q is not host:port (or none)", c.DNSServer))
 		}
 	}
 	if strings.ContainsAny(c.User, "\r\n") {
@@ -303,7 +310,7 @@ func (c *Config) book() (*gateway.AddressBook, error) {
 
 // agent is the address book entry a configures.
 func (a AgentConfig) agent() gateway.Agent {
-	return gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat}
+	return gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat, A2A: a.A2A}
 }
 
 // trustFile is the configured trust store, or the one `crosstalk verify`

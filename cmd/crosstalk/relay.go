@@ -145,7 +145,7 @@ func (c *Config) serverOptions(log *slog.Logger) (*server.Options, error) {
 		Timeouts: api.Timeouts{
 			ReadHeader: time.Duration(c.ReadHeaderTimeout), Read: time.Duration(c.ReadTimeout), Idle: time.Duration(c.IdleTimeout),
 		},
-		Groups: c.Groups, Tokens: tokens, Minted: c.mintedTokens(), Admins: c.Admins, SecureCookies: c.SecureCookies,
+		Groups: c.Groups, Tokens: tokens, Admins: c.Admins, DNSServer: c.DNSServer, SecureCookies: c.SecureCookies,
 		Agents: agents, SigningKeys: keys,
 		// The state file is the one `crosstalk clip` uses, so the relay
 		// never ingests what clip copy (or itself) put on the clipboard.

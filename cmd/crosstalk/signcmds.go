@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -359,7 +358,7 @@ no envelope is found), 2 for usage errors.`)
 		v.Keys = []*signing.PublicKey{k}
 	}
 	if *dns {
-		v.Resolver = net.DefaultResolver
+		v.DNS = signing.NewDNSKeys("")
 	}
 	enc := json.NewEncoder(e.stdout)
 	enc.SetEscapeHTML(false)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -75,6 +76,10 @@ func (c *Config) validateTransports() error {
 	for _, a := range c.Agents {
 		switch a.Transport {
 		case "", "http", "clipboard":
+		case "a2a":
+			if u, err := url.Parse(a.Address); a.Address != "" && (err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "") {
+				errs = append(errs, fmt.Errorf("agents %q: transport a2a needs the agent's http(s) URL as address, not %q", a.ID, a.Address))
+			}
 		case "folder":
 			if c.Folder.Disabled {
 				errs = append(errs, fmt.Errorf("agents %q: transport folder, but [folder] is disabled", a.ID))
@@ -84,7 +89,7 @@ func (c *Config) validateTransports() error {
 				errs = append(errs, fmt.Errorf("agents %q: transport mail needs [mail] smtp", a.ID))
 			}
 		default:
-			errs = append(errs, fmt.Errorf("agents %q: transport %q is not http, folder, mail or clipboard", a.ID, a.Transport))
+			errs = append(errs, fmt.Errorf("agents %q: transport %q is not http, a2a, folder, mail or clipboard", a.ID, a.Transport))
 		}
 		if a.Transport != "" && a.Transport != "clipboard" && a.Address == "" {
 			errs = append(errs, fmt.Errorf("agents %q: transport %s needs an address", a.ID, a.Transport))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -40,8 +41,9 @@ type Options struct {
 	// agents; DefaultMaxPending when zero. Beyond it SendMessage fails.
 	MaxPending int
 	// MaxTasks bounds the tasks each agent's endpoint keeps in memory for
-	// GetTask; DefaultMaxTasks when zero. The oldest finished tasks are
-	// forgotten first.
+	// GetTask; DefaultMaxTasks when zero. When it is full the oldest task
+	// that is finished or waits for its client (input-required) is
+	// forgotten; keep it above MaxPending, so that there always is one.
 	MaxTasks int
 	// MaxBody bounds a JSON-RPC request body; DefaultMaxBody when zero.
 	MaxBody int64
@@ -127,6 +129,7 @@ func New(relay *gateway.Relay, opts *Options) *Bridge {
 	b.mux = http.NewServeMux()
 	b.mux.HandleFunc("GET "+Prefix+"{agent}"+cardPath, b.card)
 	b.mux.HandleFunc("POST "+Prefix+"{agent}", b.rpc)
+	b.mux.HandleFunc("POST "+Prefix+"{agent}/{$}", b.rpc) // the base URL a JS client resolves the card against
 	return b
 }
 
@@ -141,8 +144,9 @@ func (b *Bridge) Agents() []string {
 	return ids
 }
 
-// Close ends every task that waits for a reply (their state stays
-// "working"), so that the relay can shut down.
+// Close ends every task that waits for a reply — failed, saying that the
+// relay shut down — so that the requests and streams waiting on them end
+// and the relay can shut down.
 func (b *Bridge) Close() { b.stop() }
 
 // ServeHTTP serves the agent cards and JSON-RPC endpoints. It must run
@@ -156,8 +160,9 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // an agent that did not opt in, so that the bridge does not say which
 // actors exist.
 func (b *Bridge) endpointOf(w http.ResponseWriter, r *http.Request) (*endpoint, bool) {
-	ep, ok := b.agents[strings.ToLower(r.PathValue("agent"))]
-	if !ok {
+	a, known := b.relay.Book().Agent(r.PathValue("agent")) // by id or name
+	ep, ok := b.agents[strings.ToLower(a.ID)]
+	if !known || !ok {
 		writeError(w, http.StatusNotFound, "not_found", "no A2A agent here")
 		return nil, false
 	}
@@ -196,7 +201,7 @@ func (b *Bridge) Card(agent gateway.Agent, base string) *sdk.AgentCard {
 		Description: fmt.Sprintf("%s, reached through a crosstalk relay: a message becomes a crosstalk REQUEST envelope to %s, "+
 			"and %s's reply envelope becomes the task's result.", agent.ID, agent.ID, agent.ID),
 		SupportedInterfaces: []*sdk.AgentInterface{{
-			URL: base + Prefix + agent.ID, ProtocolBinding: sdk.TransportProtocolJSONRPC, ProtocolVersion: sdk.Version,
+			URL: base + Prefix + url.PathEscape(agent.ID), ProtocolBinding: sdk.TransportProtocolJSONRPC, ProtocolVersion: sdk.Version,
 		}},
 		Capabilities:       sdk.AgentCapabilities{Streaming: true},
 		DefaultInputModes:  []string{"text/plain", "application/json"},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/transports"
+	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
 
 // Tokens of the test relay: chatgpt calls claude over A2A; claude answers
@@ -30,7 +34,7 @@ var tokens = map[string]string{"tok-chatgpt": "chatgpt", "tok-claude": "claude",
 
 // book is the test address book: claude opted in to A2A, chatgpt did not.
 var book = []gateway.Agent{
-	{ID: "claude", Names: []string{"CLAUDE"}, A2A: true},
+	{ID: "claude", Names: []string{"CLAUDE", "opus"}, A2A: true},
 	{ID: "chatgpt", Names: []string{"CHATGPT"}},
 	{ID: "gemini", Names: []string{"GEMINI"}},
 }
@@ -44,23 +48,58 @@ type testRelay struct {
 	Bridge *a2a.Bridge
 }
 
-func startRelay(t *testing.T, opts *a2a.Options) *testRelay {
+func startRelay(t testing.TB, opts *a2a.Options) *testRelay {
 	t.Helper()
-	b, err := gateway.NewAddressBook(book)
+	return startRelayWith(t, setup{opts: opts, tokens: tokens, agents: book})
+}
+
+// setup varies the test relay.
+type setup struct {
+	opts   *a2a.Options
+	tokens map[string]string // nil: no tokens, every caller is the local user
+	agents []gateway.Agent
+	// senders, when set, run the outbound dispatcher with them and one
+	// attempt per delivery.
+	senders map[string]transports.Sender
+	// sqlite keeps the ledger in SQLite in a temporary directory instead
+	// of in memory.
+	sqlite bool
+}
+
+func startRelayWith(t testing.TB, su setup) *testRelay {
+	t.Helper()
+	b, err := gateway.NewAddressBook(su.agents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := memory.New(time.Now)
+	var st ledger.Store = memory.New(time.Now)
+	if su.sqlite {
+		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = db
+	}
 	relay := gateway.New(st, &gateway.Options{Book: b})
-	a := api.New(relay, &api.Options{Tokens: tokens, Rate: -1})
+	a := api.New(relay, &api.Options{Tokens: su.tokens, Rate: -1})
+	opts := su.opts
 	if opts == nil {
 		opts = &a2a.Options{}
 	}
-	opts.Bearer = true
+	opts.Bearer = len(su.tokens) > 0
 	br := a2a.New(relay, opts)
 	a.Handle(a2a.Prefix, br)
 	srv := httptest.NewServer(a)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	if su.senders != nil {
+		go func() { done <- relay.RunOutbound(ctx, &gateway.OutboundOptions{Senders: su.senders, MaxAttempts: 1}) }()
+	} else {
+		done <- nil
+	}
 	t.Cleanup(func() {
+		stop()
+		<-done
 		br.Close()
 		a.Close()
 		srv.CloseClientConnections()
@@ -82,13 +121,24 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
+// keepAlive keeps enough idle connections for the concurrent callers of
+// the benchmark (http.DefaultTransport keeps 2 per host).
+var keepAlive = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}()
+
 func httpClient(token string) *http.Client {
-	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+	if token == "" {
+		return &http.Client{Transport: keepAlive}
+	}
+	return &http.Client{Transport: bearer{token: token, next: keepAlive}}
 }
 
 // client is the Go SDK's A2A client for agent, as the token's principal,
 // made from the agent card the relay serves.
-func (r *testRelay) client(t *testing.T, token, agent string) *a2aclient.Client {
+func (r *testRelay) client(t testing.TB, token, agent string) *a2aclient.Client {
 	t.Helper()
 	hc := httpClient(token)
 	card, err := agentcard.NewResolver(hc).Resolve(t.Context(), r.URL+"/a2a/"+agent)
@@ -432,9 +482,11 @@ func TestRefusedMessages(t *testing.T) {
 	r := startRelay(t, nil)
 	c := r.client(t, "tok-chatgpt", "claude")
 	for name, m := range map[string]*sdk.Message{
-		"empty":    sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart("  ")),
-		"raw":      sdk.NewMessage(sdk.MessageRoleUser, sdk.NewRawPart([]byte{1, 2})),
-		"file url": sdk.NewMessage(sdk.MessageRoleUser, sdk.NewFileURLPart("https://example.org/x", "text/plain")),
+		"empty":                          sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart("  ")),
+		"raw":                            sdk.NewMessage(sdk.MessageRoleUser, sdk.NewRawPart([]byte{1, 2})),
+		"file url":                       sdk.NewMessage(sdk.MessageRoleUser, sdk.NewFileURLPart("https://example.org/x", "text/plain")),
+		"larger than an envelope may be": sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart(strings.Repeat("x", envelope.MaxEnvelopeSize+1))),
+		"context with a line break":      {ID: "m1", Role: sdk.MessageRoleUser, ContextID: "x\nfrom: ADMIN", Parts: sdk.ContentParts{sdk.NewTextPart("hi")}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if res, err := c.SendMessage(t.Context(), &sdk.SendMessageRequest{Message: m}); err == nil {
@@ -456,10 +508,12 @@ func TestGate(t *testing.T) {
 	}{
 		{"card", "GET", "/a2a/claude/.well-known/agent-card.json", "tok-gemini", "", nil, 200},
 		{"card by name", "GET", "/a2a/CLAUDE/.well-known/agent-card.json", "tok-gemini", "", nil, 200},
+		{"card by another name", "GET", "/a2a/opus/.well-known/agent-card.json", "tok-gemini", "", nil, 200},
 		{"card without token", "GET", "/a2a/claude/.well-known/agent-card.json", "", "", nil, 401},
 		{"card with a wrong token", "GET", "/a2a/claude/.well-known/agent-card.json", "nope", "", nil, 401},
 		{"agent not opted in", "GET", "/a2a/chatgpt/.well-known/agent-card.json", "tok-gemini", "", nil, 404},
 		{"unknown agent", "GET", "/a2a/nobody/.well-known/agent-card.json", "tok-gemini", "", nil, 404},
+		{"lookalike agent", "GET", "/a2a/cl%D0%B0ude/.well-known/agent-card.json", "tok-gemini", "", nil, 404},
 		{"rpc", "POST", "/a2a/claude", "tok-gemini", rpc, nil, 200},
 		{"rpc without token", "POST", "/a2a/claude", "", rpc, nil, 401},
 		{"rpc to an agent not opted in", "POST", "/a2a/chatgpt", "tok-gemini", rpc, nil, 404},
@@ -511,5 +565,175 @@ func TestCard(t *testing.T) {
 	}
 	if ids := r.Bridge.Agents(); fmt.Sprint(ids) != "[claude]" {
 		t.Errorf("Agents() = %v, want [claude]", ids)
+	}
+}
+
+// TestLocalUser: without tokens the caller is the local user, and the
+// card declares no security scheme.
+func TestLocalUser(t *testing.T) {
+	r := startRelayWith(t, setup{agents: book})
+	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(t.Context(), r.URL+"/a2a/claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(card.SecuritySchemes) != 0 {
+		t.Errorf("security schemes = %v, want none without tokens", card.SecuritySchemes)
+	}
+	c := r.client(t, "", "claude")
+	req := textMessage("local", "hello from the terminal")
+	req.Config = &sdk.SendMessageConfig{ReturnImmediately: true}
+	if _, err := c.SendMessage(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, env, err := r.awaitEnvelope(t.Context(), "local", api.LocalUser, "claude", 0); err != nil || env.From != api.LocalUser {
+		t.Errorf("envelope = %+v, %v; want one from %q", env, err, api.LocalUser)
+	}
+}
+
+// TestSubscribe: a client that sent with returnImmediately follows the
+// task with SubscribeToTask until the reply completes it.
+func TestSubscribe(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	req := textMessage("subscribe", "later, please")
+	req.Config = &sdk.SendMessageConfig{ReturnImmediately: true}
+	res, err := c.SendMessage(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*sdk.Task)
+	var last sdk.TaskState
+	var text string
+	first := true
+	for ev, err := range c.SubscribeToTask(t.Context(), &sdk.SubscribeToTaskRequest{ID: task.ID}) {
+		if err != nil {
+			t.Fatalf("SubscribeToTask: %v", err)
+		}
+		if first {
+			// Subscribed: now claude answers.
+			first = false
+			r.answer(t, "subscribe", envelope.IntentRespond, "done later", nil)
+		}
+		if up, ok := ev.(*sdk.TaskStatusUpdateEvent); ok {
+			last = up.Status.State
+			if up.Status.Message != nil {
+				text = partsText(up.Status.Message.Parts)
+			}
+		}
+	}
+	if last != sdk.TaskStateCompleted || text != "done later" {
+		t.Errorf("subscription ended in %s %q, want completed with the reply", last, text)
+	}
+}
+
+// TestDeliveryFails: when the agent's transport fails for good, the task
+// fails with the reason instead of waiting for a reply that cannot come.
+func TestDeliveryFails(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	agents := []gateway.Agent{
+		{ID: "claude", Names: []string{"CLAUDE"}, A2A: true, Transport: "http", Address: down.URL},
+		{ID: "chatgpt", Names: []string{"CHATGPT"}},
+	}
+	r := startRelayWith(t, setup{tokens: tokens, agents: agents, senders: map[string]transports.Sender{"http": httpx.Sender{Client: &httpx.Client{Retries: -1}}}})
+	c := r.client(t, "tok-chatgpt", "claude")
+	res, err := c.SendMessage(t.Context(), textMessage("unreachable", "hello?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*sdk.Task)
+	if task.Status.State != sdk.TaskStateFailed || !strings.Contains(partsText(task.Status.Message.Parts), "claude could not be reached") {
+		t.Errorf("task = %s %q, want failed: claude could not be reached", task.Status.State, partsText(task.Status.Message.Parts))
+	}
+}
+
+// TestBounds: the tasks waiting at once and the tasks kept are bounded;
+// finished tasks make room, open ones do not.
+func TestBounds(t *testing.T) {
+	t.Run("pending", func(t *testing.T) {
+		r := startRelay(t, &a2a.Options{MaxPending: 1})
+		c := r.client(t, "tok-chatgpt", "claude")
+		req := textMessage("bound", "one")
+		req.Config = &sdk.SendMessageConfig{ReturnImmediately: true}
+		if _, err := c.SendMessage(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		r.mustEnvelope(t, "bound", "chatgpt", "claude", 0) // the first task waits
+		if res, err := c.SendMessage(t.Context(), textMessage("bound", "two")); err == nil {
+			t.Errorf("second SendMessage() = %+v, want an error: one task already waits", res)
+		}
+	})
+	t.Run("kept", func(t *testing.T) {
+		r := startRelay(t, &a2a.Options{MaxTasks: 2, ReplyTimeout: time.Millisecond})
+		c := r.client(t, "tok-chatgpt", "claude")
+		var ids []sdk.TaskID
+		for i := range 3 {
+			res, err := c.SendMessage(t.Context(), textMessage("kept", fmt.Sprint("task ", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, res.(*sdk.Task).ID) // failed: no reply within 1ms
+		}
+		if _, err := c.GetTask(t.Context(), &sdk.GetTaskRequest{ID: ids[0]}); !errors.Is(err, sdk.ErrTaskNotFound) {
+			t.Errorf("GetTask(oldest) = %v, want it forgotten", err)
+		}
+		if _, err := c.GetTask(t.Context(), &sdk.GetTaskRequest{ID: ids[2]}); err != nil {
+			t.Errorf("GetTask(newest) = %v", err)
+		}
+	})
+	t.Run("questions never answered", func(t *testing.T) {
+		r := startRelay(t, &a2a.Options{MaxTasks: 2})
+		c := r.client(t, "tok-chatgpt", "claude")
+		var ids []sdk.TaskID
+		for i := range 3 {
+			group := fmt.Sprint("asked-", i)
+			ctx := r.answer(t, group, envelope.IntentRequest, "Which one?", nil)
+			res, err := c.SendMessage(ctx, textMessage(group, "do it"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, res.(*sdk.Task).ID) // input-required
+		}
+		if _, err := c.GetTask(t.Context(), &sdk.GetTaskRequest{ID: ids[0]}); !errors.Is(err, sdk.ErrTaskNotFound) {
+			t.Errorf("GetTask(oldest question) = %v, want it forgotten to make room", err)
+		}
+	})
+	t.Run("full of open tasks", func(t *testing.T) {
+		r := startRelay(t, &a2a.Options{MaxTasks: 1})
+		c := r.client(t, "tok-chatgpt", "claude")
+		req := textMessage("open", "one")
+		req.Config = &sdk.SendMessageConfig{ReturnImmediately: true}
+		if _, err := c.SendMessage(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := c.SendMessage(t.Context(), req); err == nil {
+			t.Errorf("second SendMessage() = %+v, want an error: the store is full of open tasks", res)
+		}
+	})
+}
+
+// TestClose: closing the bridge ends the tasks that wait for a reply —
+// failed, since tasks live in memory — so that a blocking SendMessage
+// returns and the relay can shut down.
+func TestClose(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	type result struct {
+		res sdk.SendMessageResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := c.SendMessage(t.Context(), textMessage("closing", "still there?"))
+		done <- result{res, err}
+	}()
+	r.mustEnvelope(t, "closing", "chatgpt", "claude", 0)
+	r.Bridge.Close()
+	got := <-done
+	if got.err != nil {
+		t.Fatalf("SendMessage() = %v", got.err)
+	}
+	if task := got.res.(*sdk.Task); task.Status.State != sdk.TaskStateFailed || !strings.Contains(partsText(task.Status.Message.Parts), "shut down") {
+		t.Errorf("task = %s %q, want failed: the relay shut down", task.Status.State, partsText(task.Status.Message.Parts))
 	}
 }

@@ -213,8 +213,8 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	tok, bearer := strings.CutPrefix(h, "Bearer ")
 	p, known := s.TokenPrincipal(tok)
 	// A browser extension's background has no same origin; its valid
-	// bearer token stands in for it. Without one it is refused, reads
-	// included (docs/web.md, "Browser extension").
+	// bearer token stands in for it. Without one it is refused, whatever
+	// the method (docs/web.md, "Browser extension").
 	if isExtensionOrigin(r.Header.Get("Origin")) {
 		if !bearer || !known {
 			return fail(http.StatusForbidden, envelope.CodePerm, "cross-origin request refused: a browser extension needs a valid bearer token")

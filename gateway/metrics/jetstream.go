@@ -28,7 +28,7 @@ func (m *Metrics) WatchJetStream(nc *nats.Conn, stream string) {
 	desc := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(Namespace+"_jetstream_"+name, help, nil, prometheus.Labels{"stream": stream})
 	}
-	m.reg.MustRegister(&jsCollector{
+	m.register(&jsCollector{
 		nc: nc, stream: stream, log: m.log,
 		lastSeq:  desc("stream_last_seq", "The stream's last sequence number (server view)."),
 		messages: desc("stream_messages", "Messages stored in the stream."),

@@ -23,7 +23,7 @@ const OtherAgent = "other"
 // crosstalk_must_respond_open, the must_respond deliveries per agent that
 // have not expired — what `crosstalk inbox` lists as must_respond.
 func (m *Metrics) WatchRelay(relay *gateway.Relay) {
-	m.reg.MustRegister(&obligations{
+	m.register(&obligations{
 		relay:  relay,
 		log:    m.log,
 		now:    time.Now,

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -18,83 +16,6 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
-
-// hostileCase is one file of fixtures/hostile (see its README.md).
-type hostileCase struct {
-	name     string
-	comment  string
-	method   string
-	path     string
-	token    string
-	header   http.Header
-	host     string
-	status   int
-	code     string
-	recorded int
-	notify   int
-	kind     string
-	warning  string
-	body     []byte
-}
-
-// parseHostile reads one corpus file: header lines, a blank line, the
-// body as raw bytes.
-func parseHostile(name string, data []byte) (hostileCase, error) {
-	c := hostileCase{name: name, method: http.MethodPost, path: "/crosstalk/receive", header: http.Header{}}
-	head, body, ok := bytes.Cut(data, []byte("\n\n"))
-	if !ok {
-		return c, fmt.Errorf("%s: no blank line after the header", name)
-	}
-	c.body = body
-	for i, line := range strings.Split(string(head), "\n") {
-		k, v, ok := strings.Cut(line, ": ")
-		if !ok {
-			return c, fmt.Errorf("%s:%d: %q is not key: value", name, i+1, line)
-		}
-		var err error
-		switch k {
-		case "comment":
-			c.comment = v
-		case "method":
-			c.method = v
-		case "path":
-			c.path = v
-		case "token":
-			c.token = v
-		case "header":
-			hk, hv, ok := strings.Cut(v, ": ")
-			if !ok {
-				return c, fmt.Errorf("%s:%d: header %q is not Name: value", name, i+1, v)
-			}
-			if strings.EqualFold(hk, "Host") {
-				c.host = hv
-			} else {
-				c.header.Add(hk, hv)
-			}
-		case "status":
-			c.status, err = strconv.Atoi(v)
-		case "code":
-			c.code = v
-		case "recorded":
-			c.recorded, err = strconv.Atoi(v)
-		case "notify":
-			c.notify, err = strconv.Atoi(v)
-		case "kind":
-			c.kind = v
-		case "warning":
-			c.warning = v
-		default:
-			return c, fmt.Errorf("%s:%d: unknown key %q", name, i+1, k)
-		}
-		if err != nil {
-			return c, fmt.Errorf("%s:%d: %s: %v", name, i+1, k, err)
-		}
-	}
-	if c.status == 0 {
-		return c, fmt.Errorf("%s: no status", name)
-	}
-	return c, nil
-}
 
 // hostileChecks are the checks of single corpus files beyond the header's,
 // given the events the request added.
@@ -139,9 +60,9 @@ func wantText(t *testing.T, added []ledger.Event, text string) {
 // relay with tokens, in order, and after each checks the answer, the
 // ledger, and that a good envelope is still accepted.
 func TestHostileCorpus(t *testing.T) {
-	paths, err := fs.Glob(fixtures.HostileFS, "hostile/*.txt")
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("Glob(hostile/*.txt) = %d files, %v; want the corpus", len(paths), err)
+	cases, err := fixtures.HostileCases()
+	if err != nil || len(cases) == 0 {
+		t.Fatalf("HostileCases() = %d cases, %v; want the corpus", len(cases), err)
 	}
 	r := newRelay(t, nil, &api.Options{Tokens: map[string]string{
 		tokens["claude"]: "claude", tokens["chatgpt"]: "chatgpt", tokens["gemini"]: "gemini",
@@ -153,35 +74,27 @@ func TestHostileCorpus(t *testing.T) {
 		"{request}", plain.EventID, "{request.message}", plain.Message,
 	)
 
-	for _, p := range paths {
-		name := strings.TrimSuffix(filepath.Base(p), ".txt")
+	for _, c := range cases {
+		name := c.Name
 		t.Run(name, func(t *testing.T) {
-			data, err := fs.ReadFile(fixtures.HostileFS, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := parseHostile(name, data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := request{method: c.method, path: subst.Replace(c.path), header: c.header, host: c.host, body: []byte(subst.Replace(string(c.body)))}
-			switch c.token {
+			req := request{method: c.Method, path: subst.Replace(c.Path), header: c.Header, host: c.Host, body: []byte(subst.Replace(string(c.Body)))}
+			switch c.Token {
 			case "none", "":
 			case "wrong":
 				req.rawToken = "wrong-token-0123456789"
 			default:
-				if tokens[c.token] == "" {
-					t.Fatalf("%s: unknown token %q", name, c.token)
+				if tokens[c.Token] == "" {
+					t.Fatalf("%s: unknown token %q", name, c.Token)
 				}
-				req.token = c.token
+				req.token = c.Token
 			}
 			before := r.events()
 			res := r.do(req)
-			if res.status != c.status {
-				t.Errorf("%s %s (%s) = %d %q, want %d", c.method, req.path, c.comment, res.status, short(res.body), c.status)
+			if res.status != c.Status {
+				t.Errorf("%s %s (%s) = %d %q, want %d", c.Method, req.path, c.Comment, res.status, short(res.body), c.Status)
 			}
-			if got := errorCode(res); got != c.code {
-				t.Errorf("%s %s (%s): error code = %q, want %q", c.method, req.path, c.comment, got, c.code)
+			if got := errorCode(res); got != c.Code {
+				t.Errorf("%s %s (%s): error code = %q, want %q", c.Method, req.path, c.Comment, got, c.Code)
 			}
 			added := newEvents(before, r.events())
 			var notices, recorded []ledger.Event
@@ -192,25 +105,25 @@ func TestHostileCorpus(t *testing.T) {
 					recorded = append(recorded, ev)
 				}
 			}
-			if len(notices) != c.notify {
-				t.Errorf("%s: system.notify errors added = %d, want %d", name, len(notices), c.notify)
+			if len(notices) != c.Notify {
+				t.Errorf("%s: system.notify errors added = %d, want %d", name, len(notices), c.Notify)
 			}
-			if len(recorded) != c.recorded {
-				t.Errorf("%s: events recorded = %d %v, want %d", name, len(recorded), kinds(recorded), c.recorded)
+			if len(recorded) != c.Recorded {
+				t.Errorf("%s: events recorded = %d %v, want %d", name, len(recorded), kinds(recorded), c.Recorded)
 			}
 			for _, ev := range recorded {
 				// by is set by the relay: always the principal whose
 				// token sent the request (DESIGN §5.2).
-				if ev.By != c.token {
-					t.Errorf("%s: event %s by = %q, want the principal %q", name, ev.Kind, ev.By, c.token)
+				if ev.By != c.Token {
+					t.Errorf("%s: event %s by = %q, want the principal %q", name, ev.Kind, ev.By, c.Token)
 				}
-				if c.kind != "" && ev.Kind != c.kind {
-					t.Errorf("%s: event kind = %q, want %q", name, ev.Kind, c.kind)
+				if c.Kind != "" && ev.Kind != c.Kind {
+					t.Errorf("%s: event kind = %q, want %q", name, ev.Kind, c.Kind)
 				}
-				if c.warning != "" {
+				if c.Warning != "" {
 					d, _ := gateway.ParseData(ev)
-					if d.X == nil || !strings.Contains(strings.Join(d.X.Warnings, "\n"), c.warning) {
-						t.Errorf("%s: warnings = %v, want one containing %q", name, d.X, c.warning)
+					if d.X == nil || !strings.Contains(strings.Join(d.X.Warnings, "\n"), c.Warning) {
+						t.Errorf("%s: warnings = %v, want one containing %q", name, d.X, c.Warning)
 					}
 				}
 			}
@@ -245,7 +158,9 @@ func kinds(evs []ledger.Event) []string {
 
 // TestHostileTooLarge sends inputs too large to keep as corpus files.
 func TestHostileTooLarge(t *testing.T) {
-	r := newRelay(t, nil, nil)
+	// With tokens: checkServing posts as claude, and a relay without
+	// tokens refuses a bearer token it does not know.
+	r := newRelay(t, nil, &api.Options{Tokens: map[string]string{tokens["claude"]: "claude", tokens["chatgpt"]: "chatgpt"}})
 	bigBody := strings.Repeat(strings.Repeat("x", 99)+"\n", (envelope.MaxEnvelopeSize/100)+10)
 	tests := []struct {
 		name   string
@@ -263,7 +178,7 @@ func TestHostileTooLarge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := r.events()
-			res := r.do(request{path: tt.path, body: []byte(tt.body)})
+			res := r.do(request{path: tt.path, token: "chatgpt", body: []byte(tt.body)})
 			if res.status != tt.status || errorCode(res) != tt.code {
 				t.Errorf("POST %s (%d bytes) = %d %s, want %d %s", tt.path, len(tt.body), res.status, errorCode(res), tt.status, tt.code)
 			}
@@ -283,7 +198,7 @@ func TestHostileTooLarge(t *testing.T) {
 		})
 	}
 	// The JSON form of the answer carries the same code.
-	res := r.do(request{path: "/crosstalk/receive", body: []byte(strings.Repeat("x", gateway.MaxIntake+1)), header: http.Header{"Accept": {"application/json"}}})
+	res := r.do(request{path: "/crosstalk/receive", token: "chatgpt", body: []byte(strings.Repeat("x", gateway.MaxIntake+1)), header: http.Header{"Accept": {"application/json"}}})
 	if res.status != http.StatusRequestEntityTooLarge || errorCode(res) != "E-TOO-LARGE" || !bytes.HasPrefix(res.body, []byte(`{"error":`)) {
 		t.Errorf("POST /crosstalk/receive (JSON, too large) = %d %s, want 413 {\"error\":{\"code\":\"E-TOO-LARGE\"…}}", res.status, res.body)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/a2a"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
@@ -27,6 +28,10 @@ import (
 
 // DefaultListen is the relay's default address: loopback only.
 const DefaultListen = "127.0.0.1:7777"
+
+// DNSServerNone is the Options.DNSServer (and dns_server) value that
+// turns DNS key lookups off.
+const DNSServerNone = "none"
 
 // Options configure a relay. DataDir is required; everything else has a
 // default. docs/configuration.md documents the configuration file fields
@@ -55,8 +60,13 @@ type Options struct {
 	// TrustFile is the TOFU trust store; DataDir/known_keys when empty.
 	TrustFile string
 	// Verifier checks signatures; when nil, a signing.Verifier over
-	// TrustFile (trust on first use, docs/signing.md).
+	// TrustFile (trust on first use, docs/signing.md) that looks keys up
+	// in DNS as DNSServer says.
 	Verifier gateway.Verifier
+	// DNSServer is the "host:port" of the DNS server asked for signing
+	// keys published in TXT records (docs/signing.md §6); empty: the
+	// system's servers; DNSServerNone: no DNS lookups.
+	DNSServer string
 	// RequireSignatures rejects envelopes that are not verified.
 	RequireSignatures bool
 	// RateLimit and RateBurst limit requests per principal (api.Options).
@@ -80,9 +90,6 @@ type Options struct {
 	Groups map[string]string
 	// Tokens maps the API's bearer tokens to principals.
 	Tokens map[string]string
-	// Minted looks up the tokens minted at run time (`crosstalk token
-	// new`); when nil, the store in DataDir (tokens.FileName).
-	Minted api.TokenLookup
 	// Admins are the token principals that may change the trust store on
 	// the web inbox and revoke any key.
 	Admins []string
@@ -191,7 +198,11 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 	trust := signing.NewTrustStore(o.trustFile())
 	verifier := o.Verifier
 	if verifier == nil {
-		verifier = gateway.NewTrustVerifier(&signing.Verifier{Store: trust, Logger: log.With("component", "trust")})
+		v := &signing.Verifier{Store: trust, Logger: log.With("component", "trust")}
+		if o.DNSServer != DNSServerNone {
+			v.DNS = signing.NewDNSKeys(o.DNSServer)
+		}
+		verifier = gateway.NewTrustVerifier(v)
 	}
 	store := o.Store
 	if store == nil {
@@ -228,6 +239,7 @@ type Server struct {
 	url     string
 	http    *http.Server
 	api     *api.Server
+	a2a     *a2a.Bridge
 	handler http.Handler
 	log     *slog.Logger
 	done    chan error
@@ -284,10 +296,7 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 		}
 		hosts = append(hosts, h)
 	}
-	minted := o.Minted
-	if minted == nil {
-		minted = tokens.Open(filepath.Join(o.DataDir, tokens.FileName)) // crosstalk token new
-	}
+	minted := tokens.Open(filepath.Join(o.DataDir, tokens.FileName)) // crosstalk token new, the trust page's button
 	a := api.New(core.Relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: o.Tokens, Hosts: hosts,
 		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
@@ -295,17 +304,23 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 	})
 	a.MountAgents(o.Channel) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	a.Handle("GET /metrics", mx.Handler())
+	if s, ok := ts.senders["a2a"].(*a2a.Sender); ok {
+		s.Relay = core.Relay // record what A2A agents answer at once
+	}
+	bridge := a2a.New(core.Relay, &a2a.Options{Logger: log.With("component", "a2a"), Signer: keySigner(o.SigningKeys), Bearer: len(o.Tokens) > 0})
+	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with A2A set (docs/agents.md)
 	site, err := web.New(core.Relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: core.Trust,
-		Admins: o.Admins, Secure: o.SecureCookies, Heartbeat: o.Heartbeat,
+		Admins: o.Admins, Secure: o.SecureCookies, Heartbeat: o.Heartbeat, Tokens: minted,
 	})
 	if err != nil {
+		bridge.Close()
 		a.Close()
 		ln.Close()
 		return nil, err
 	}
 	hs := api.NewHTTPServer(mx.Middleware(site), o.Timeouts, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
-	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, handler: site, log: log, done: make(chan error, 1)}
+	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, a2a: bridge, handler: site, log: log, done: make(chan error, 1)}
 	if host, _, _ := net.SplitHostPort(listen); !IsLoopback(host) {
 		s.url = "http://" + ln.Addr().String()
 	}
@@ -372,6 +387,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	drain, cancelDrain := context.WithTimeout(ctx, grace*3/4)
 	defer cancelDrain()
 	s.api.Close()
+	s.a2a.Close()
 	s.stop()
 	var errs []error
 	if err := s.http.Shutdown(drain); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -35,6 +36,7 @@ type harness struct {
 
 type harnessOptions struct {
 	tokens map[string]string
+	minted *tokens.Store // crosstalk token new; also the trust page's mint button
 	admins []string
 	tls    bool
 }
@@ -56,8 +58,12 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 		t.Fatalf("NewAddressBook() = %v", err)
 	}
 	relay := gateway.New(st, &gateway.Options{Book: book, Verifier: verifier})
-	a := api.New(relay, &api.Options{Tokens: o.tokens, Heartbeat: 200 * time.Millisecond})
-	site, err := web.New(relay, a, &web.Options{Trust: trust, Admins: o.admins, Heartbeat: 200 * time.Millisecond})
+	opts := &api.Options{Tokens: o.tokens, Heartbeat: 200 * time.Millisecond}
+	if o.minted != nil {
+		opts.Minted = o.minted
+	}
+	a := api.New(relay, opts)
+	site, err := web.New(relay, a, &web.Options{Trust: trust, Admins: o.admins, Heartbeat: 200 * time.Millisecond, Tokens: o.minted})
 	if err != nil {
 		t.Fatalf("web.New() = %v", err)
 	}

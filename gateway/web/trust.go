@@ -8,6 +8,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -38,6 +39,7 @@ type trustEvent struct {
 type trustData struct {
 	Configured bool
 	Admin      bool
+	CanMint    bool // the button that mints a token for the browser extension
 	Path       string
 	Entries    []trustRow
 	Events     []trustEvent
@@ -47,6 +49,7 @@ type trustData struct {
 // the ledger, with re-pin and revoke actions.
 func (s *Server) trustPage(w http.ResponseWriter, r *http.Request, c *call) {
 	data := trustData{Configured: s.trust != nil, Admin: s.admin(c)}
+	data.CanMint = data.Admin && s.tokens != nil
 	pinned := map[string]*signing.PublicKey{}
 	if s.trust != nil {
 		data.Path = s.trust.Path()
@@ -208,4 +211,35 @@ func (s *Server) trustPost(w http.ResponseWriter, r *http.Request, c *call) {
 	default:
 		s.fail(w, r, c, http.StatusNotFound, gateway.CodeNotFound, "no trust action "+op)
 	}
+}
+
+// tokenData is the page that shows a minted token, once.
+type tokenData struct {
+	Token, ID, Principal string
+}
+
+// mintToken mints a bearer token for the caller — the local user's
+// principal without configured tokens, else the caller's own — for the
+// browser extension (docs/web.md, "Tokens"), and shows it once.
+func (s *Server) mintToken(w http.ResponseWriter, r *http.Request, c *call) {
+	if s.tokens == nil {
+		s.fail(w, r, c, http.StatusNotFound, gateway.CodeNotFound, "the relay mints no tokens")
+		return
+	}
+	if !s.admin(c) {
+		s.fail(w, r, c, http.StatusForbidden, "E-PERM", c.principal+" may not mint tokens")
+		return
+	}
+	principal := c.principal
+	if c.local {
+		principal = api.LocalUser
+	}
+	secret, t, err := s.tokens.New(principal)
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
+	}
+	s.log.Info("token minted from the web page", "id", t.ID, "principal", t.Principal)
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, c, http.StatusOK, "token", "New token", tokenData{Token: secret, ID: t.ID, Principal: t.Principal})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -35,9 +36,14 @@ type Options struct {
 	// in), shown and edited on the trust page; nil shows no keys and
 	// refuses changes.
 	Trust *signing.TrustStore
-	// Admins are the token principals that may change the trust store.
-	// Without tokens the local user always may; with tokens only these.
+	// Admins are the token principals that may change the trust store
+	// and mint tokens. Without tokens the local user always may; with
+	// tokens only these.
 	Admins []string
+	// Tokens is the store of minted bearer tokens (`crosstalk token new`);
+	// when set, the trust page has a button that mints one for the browser
+	// extension. Nil hides it.
+	Tokens *tokens.Store
 	// Secure marks the session cookie Secure even on plain-HTTP requests,
 	// for a relay behind a TLS-terminating proxy. Requests that arrive
 	// over TLS always get a Secure cookie.
@@ -58,6 +64,7 @@ type Server struct {
 	api       *api.Server
 	log       *slog.Logger
 	trust     *signing.TrustStore
+	tokens    *tokens.Store
 	admins    map[string]bool
 	secure    bool
 	heartbeat time.Duration
@@ -68,7 +75,7 @@ type Server struct {
 
 // pageNames are the templates under templates/ that are whole pages; each
 // is parsed with layout.html and item.html.
-var pageNames = []string{"index", "group", "thread", "agents", "agent", "paste", "compose", "trust", "confirm", "login", "error"}
+var pageNames = []string{"index", "group", "thread", "agents", "agent", "paste", "compose", "trust", "confirm", "token", "login", "error"}
 
 // New returns the handler for the relay's whole listener: a, and the pages
 // mounted on it with a.Mount, so that they sit behind the API's gate
@@ -79,7 +86,7 @@ func New(relay *gateway.Relay, a *api.Server, opts *Options) (*Server, error) {
 		opts = &Options{}
 	}
 	s := &Server{
-		relay: relay, api: a, log: opts.Logger, trust: opts.Trust, admins: map[string]bool{},
+		relay: relay, api: a, log: opts.Logger, trust: opts.Trust, tokens: opts.Tokens, admins: map[string]bool{},
 		secure: opts.Secure, heartbeat: opts.Heartbeat, sessions: newSessions(opts.SessionTTL),
 		pages: map[string]*template.Template{},
 	}
@@ -146,6 +153,7 @@ func (s *Server) routes() http.Handler {
 	m.HandleFunc("GET /ui/compose", s.wrap(s.compose))
 	m.HandleFunc("POST /ui/compose", s.wrap(s.composePost))
 	m.HandleFunc("GET /ui/trust", s.wrap(s.trustPage))
+	m.HandleFunc("POST /ui/trust/token", s.wrap(s.mintToken))
 	m.HandleFunc("POST /ui/trust/{op}", s.wrap(s.trustPost))
 	m.HandleFunc("POST /ui/login", s.wrap(s.login))
 	m.HandleFunc("POST /ui/logout", s.wrap(s.logout))

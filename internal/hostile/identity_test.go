@@ -22,6 +22,7 @@ func TestPostAsAnotherAgent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			r := r.in(t)
 			r.refused("bob", tt.text, http.StatusForbidden, "E-PERM")
 		})
 	}
@@ -50,6 +51,7 @@ func TestAckForAnotherAgent(t *testing.T) {
 	handoff := r.accepted("bob", envText("BOB", "ALICE", "HANDOFF", "g", "take over the release"))
 	for _, intent := range []string{"ACK", "NACK"} {
 		t.Run(intent, func(t *testing.T) {
+			r := r.in(t)
 			text := signed(t, envText("ALICE", "BOB", intent, "g", "done", withParent(handoff.Message)), genKey(t, "throwaway-"+strings.ToLower(intent)+"@evil.test"))
 			r.refused("bob", text, http.StatusForbidden, "E-PERM")
 		})
@@ -99,6 +101,7 @@ func TestHijackKeyIDOnFirstUse(t *testing.T) {
 	impostor := genKey(t, aliceKeyID)
 	for _, from := range []string{"BOB", "ALICE"} {
 		t.Run("as "+from, func(t *testing.T) {
+			r := r.in(t)
 			r.refused("bob", signed(t, envText(from, "CAROL", "REQUEST", "pin", "hijack alice's key id"), impostor), http.StatusForbidden, "E-PERM")
 			if e, ok := r.trustEntry(aliceKeyID); ok {
 				t.Fatalf("bob's envelope pinned %s to %s", aliceKeyID, e.Key.Fingerprint())
@@ -143,6 +146,7 @@ func TestRevokeByNonOwner(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			r := r.in(t)
 			r.refused(tt.principal, tt.text, http.StatusForbidden, "E-PERM")
 			if e, _ := r.trustEntry(aliceKeyID); e.Revoked {
 				t.Fatalf("bob's REVOKE revoked alice's key")

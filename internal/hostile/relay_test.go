@@ -59,11 +59,15 @@ func crosstalkBinary(t *testing.T) string {
 	return binPath
 }
 
-// The two token principals and their tokens. carol is in the address book
-// without a token.
+// The token principals and their tokens: alice and bob for the attacks
+// (carol is in their address book without a token); claude, chatgpt and
+// gemini for the corpus of fixtures/hostile.
 var tokens = map[string]string{
-	"alice": "alice-token-0123456789abcdef",
-	"bob":   "bob-token-0123456789abcdef00",
+	"alice":   "alice-token-0123456789abcdef",
+	"bob":     "bob-token-0123456789abcdef00",
+	"claude":  "claude-token-0123456789abcde",
+	"chatgpt": "chatgpt-token-0123456789abc",
+	"gemini":  "gemini-token-0123456789abcd",
 }
 
 // Key ids the address book assigns.
@@ -77,8 +81,6 @@ const (
 // first, so it is inserted before the tables).
 func baseConfig(extra string) string {
 	return extra + `
-rate_limit = 1000
-rate_burst = 1000
 
 [[tokens]]
 token = "` + tokens["alice"] + `"
@@ -116,6 +118,16 @@ type relay struct {
 	logs  *logTail
 	cmd   *exec.Cmd
 	trust string // the trust store file
+	// reader is the principal whose token reads the ledger: alice unless
+	// the config has no alice.
+	reader string
+}
+
+// in returns r for a subtest: failures are t's.
+func (r *relay) in(t *testing.T) *relay {
+	c := *r
+	c.t = t
+	return &c
 }
 
 // logTail keeps what the child logs, for failure messages and log checks.
@@ -159,7 +171,7 @@ func startRelay(t *testing.T, config string) *relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &relay{t: t, dir: dir, logs: &logTail{}, cmd: cmd, trust: trust}
+	r := &relay{t: t, dir: dir, logs: &logTail{}, cmd: cmd, trust: trust, reader: "alice"}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s relay: %v", bin, err)
 	}
@@ -283,7 +295,7 @@ func (r *relay) refused(principal, text string, status int, code string) answer 
 	if a.status != status || a.code() != code {
 		r.t.Errorf("POST as %s = %d %s %s, want %d %s", principal, a.status, a.code(), a.body, status, code)
 	}
-	for _, ev := range r.events()[len(before):] {
+	for _, ev := range r.since(before) {
 		if d, _ := gateway.ParseData(ev); ev.Kind != gateway.KindNotify || d.Kind != "error" || ev.By != "system" {
 			r.t.Errorf("refused POST as %s recorded %s by %s (%s), want only the rejection notice", principal, ev.Kind, ev.By, d.Title)
 		}
@@ -308,20 +320,36 @@ func (r *relay) events() []ledger.Event {
 			ID string `json:"group_id"`
 		}
 	}
-	a := r.do(http.MethodGet, "/v1/groups", "alice", nil, nil)
+	a := r.do(http.MethodGet, "/v1/groups", r.reader, nil, nil)
 	if err := json.Unmarshal(a.body, &groups); a.status != http.StatusOK || err != nil {
 		r.t.Fatalf("GET /v1/groups = %d %s (%v)", a.status, a.body, err)
 	}
 	var all []ledger.Event
 	for _, g := range groups.Groups {
 		var page struct{ Events []ledger.Event }
-		a := r.do(http.MethodGet, "/v1/groups/"+url.PathEscape(g.ID)+"/events", "alice", nil, nil)
+		a := r.do(http.MethodGet, "/v1/groups/"+url.PathEscape(g.ID)+"/events", r.reader, nil, nil)
 		if err := json.Unmarshal(a.body, &page); a.status != http.StatusOK || err != nil {
 			r.t.Fatalf("GET events of %s = %d %s (%v)", g.ID, a.status, a.body, err)
 		}
 		all = append(all, page.Events...)
 	}
 	return all
+}
+
+// since returns the events that are not in before.
+func (r *relay) since(before []ledger.Event) []ledger.Event {
+	r.t.Helper()
+	seen := make(map[string]bool, len(before))
+	for _, ev := range before {
+		seen[ev.ID] = true
+	}
+	var out []ledger.Event
+	for _, ev := range r.events() {
+		if !seen[ev.ID] {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // event returns the event with id.

@@ -189,7 +189,7 @@ func CheckGrammar(text []byte) error {
 		return errors.New("no session: line")
 	}
 	if seen["user"] > seen["session"] {
-		return errors.New("user: must come before session:")
+		return errors.New("the user: line must come before the session: line")
 	}
 	for _, k := range []string{"thread", "parent", "message"} {
 		if j, ok := seen[k]; ok && (j < seen["context"] || j < seen["intent"]) {

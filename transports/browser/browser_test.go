@@ -1,3 +1,5 @@
+//go:build unix
+
 package browser_test
 
 import (
@@ -15,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,26 +42,26 @@ func chromiumPath() string {
 	return "/usr/lib/chromium/chromium"
 }
 
-// needBrowser returns node and Chromium, failing under CI=true and
-// skipping elsewhere when one is missing.
-func needBrowser(t *testing.T) (node, chromium string) {
+// missing fails the test under CI=true and skips it elsewhere.
+func missing(t *testing.T, why string) {
 	t.Helper()
-	missing := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the extension test cannot run: %s (scripts/deps.sh installs chromium and runs npm ci in transports/browser/%s)", why, driverDir)
-		}
-		t.Skipf("extension test skipped: %s (run scripts/deps.sh)", why)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("the extension test cannot run: %s (scripts/deps.sh installs chromium and firefox-esr and runs npm ci in transports/browser/%s)", why, driverDir)
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not installed")
-	}
+	t.Skipf("extension test skipped: %s (run scripts/deps.sh)", why)
+}
+
+// needChromium returns node and Chromium, failing under CI=true and
+// skipping elsewhere when one (or playwright-core) is missing.
+func needChromium(t *testing.T) (node, chromium string) {
+	t.Helper()
+	node = needNode(t)
 	chromium = chromiumPath()
 	if _, err := os.Stat(chromium); err != nil {
-		missing("chromium is not installed at " + chromium)
+		missing(t, "chromium is not installed at "+chromium)
 	}
 	if _, err := os.Stat(filepath.Join(driverDir, "node_modules", "playwright-core", "package.json")); err != nil {
-		missing("playwright-core is not installed in " + driverDir)
+		missing(t, "playwright-core is not installed in "+driverDir)
 	}
 	return node, chromium
 }
@@ -83,17 +86,14 @@ func startRelay(t *testing.T, minted *tokens.Store) *countingRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &signing.Verifier{Store: signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))}
+	v := gateway.NewTrustVerifier(&signing.Verifier{Store: signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))})
 	st := memory.New(nil)
-	relay := gateway.New(st, &gateway.Options{Book: book, Verifier: gateway.VerifierFunc(func(ctx context.Context, env *envelope.Envelope) gateway.Verification {
-		res := v.Verify(ctx, env)
-		return gateway.Verification{Status: string(res.Status), Pkid: res.Pkid, Alg: string(res.Alg), Err: res.Err}
-	})})
+	relay := gateway.New(st, &gateway.Options{Book: book, Verifier: v})
 	a := api.New(relay, &api.Options{Rate: -1, Minted: minted})
 	a.MountAgents(nil)
 	r := &countingRelay{relay: relay, posts: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method == http.MethodPost && req.URL.Path == "/crosstalk/receive" && strings.HasPrefix(req.Header.Get("Origin"), "chrome-extension://") {
+		if req.Method == http.MethodPost && req.URL.Path == "/crosstalk/receive" && (strings.HasPrefix(req.Header.Get("Origin"), "chrome-extension://") || strings.HasPrefix(req.Header.Get("Origin"), "moz-extension://")) {
 			body, _ := io.ReadAll(req.Body)
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			if env, err := envelope.NewReader(bytes.NewReader(body)).Next(); err == nil {
@@ -163,21 +163,45 @@ func pages(t *testing.T, data map[string]any) *httptest.Server {
 }
 
 // TestExtension loads the built extension into Debian's headless Chromium
-// (Playwright) and runs it against the fixture pages and an in-process
-// relay: options page and Test connection; detection in a code block with
+// (Playwright, testdata/browser/ext.mjs) and runs the scenarios of
+// runScenarios.
+func TestExtension(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test in -short mode")
+	}
+	node, chromium := needChromium(t)
+	runScenarios(t, node, "ext.mjs", "CHROMIUM="+chromium)
+}
+
+// TestExtensionFirefox runs the same scenarios in Debian's headless
+// firefox-esr, driven over Marionette (testdata/browser/ff.mjs), with the
+// extension installed as a temporary add-on.
+func TestExtensionFirefox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test in -short mode")
+	}
+	node := needNode(t)
+	firefox, err := exec.LookPath("firefox-esr")
+	if err != nil {
+		missing(t, "firefox-esr is not installed")
+	}
+	runScenarios(t, node, "ff.mjs", "FIREFOX="+firefox)
+}
+
+// runScenarios runs a browser driver (node script in testdata/browser)
+// against the fixture pages and an in-process relay, with the built
+// extension: options page and Test connection; detection in a code block with
 // a copy button, a <br> paragraph, a quote and pre-wrap text of a user message; statuses
 // of signed (first use, verified), unsigned, tampered, unknown-key and
 // malformed envelopes; send → ledger event, then duplicate; a page with a
 // strict CSP; a streaming message; insert into a textarea and a
 // ProseMirror-like contenteditable and delivery; the badge; a keyboard
 // command; auto mode sending each envelope once; the clipboard fallback.
-// It fails, not skips, when CI=true and Chromium, node or playwright-core
-// is missing.
-func TestExtension(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test in -short mode")
-	}
-	node, chromium := needBrowser(t)
+// The tests fail, not skip, when CI=true and the browser, node or
+// playwright-core is missing. The driver prints its checks as JSON; each
+// becomes a subtest, and the relay's ledger and request counts are checked
+// afterwards.
+func runScenarios(t *testing.T, node, driver string, env ...string) {
 	ext := buildExtension(t)
 	minted := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
 	token, _, err := minted.New(api.LocalUser)
@@ -213,6 +237,11 @@ func TestExtension(t *testing.T) {
 	eUnknown, tUnknown := compose("CLAUDE", "GEMINI", "ext-chat", "Signed by a key nobody announced.")
 	eVerified, tVerified := compose("CLAUDE", "GEMINI", "ext-chat", "Signed again, verified under the pinned key.")
 	tampered := strings.Replace(sign(key, tTampered, false), "10 euros", "1000 euros", 1)
+	impostor, _ := signing.GenerateKey(signing.Ed25519, "claude@example.com")
+	eChanged, tChanged := compose("CLAUDE", "GEMINI", "ext-chat", "Signed by another key for claude@example.com.")
+	old, _ := signing.GenerateKey(signing.Ed25519, "old@example.com")
+	revoke := sign(old, "[[OLD→ALL v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: old@example.com\n\nbody: |\n  Key compromised.\n[[END]]\n", true)
+	eRevoked, tRevoked := compose("OLD", "GEMINI", "ext-chat", "Signed by a key revoked above.")
 	broken := "[[CLAUDE→GEMINI v1]]\nintent: REQUEST\nintent: ACK\nbody: |\n  two intents\n[[END]]"
 	_, tStrict := compose("CLAUDE", "GEMINI", "ext-strict", "On a page with a strict CSP.")
 	_, tStream := compose("CHATGPT", "GEMINI", "ext-stream", "Streamed, chunk by chunk, by a chat page that is still answering.")
@@ -233,7 +262,22 @@ func TestExtension(t *testing.T) {
 		waiting = append(waiting, map[string]string{"message": e.Message, "body": body})
 	}
 
+	// A long conversation: 400 messages, an envelope in every fifth.
+	type longMessage struct {
+		User           bool
+		Text, Envelope string
+	}
+	var long []longMessage
+	for i := range 400 {
+		m := longMessage{User: i%2 == 0, Text: fmt.Sprintf("Message %d of a long conversation, with a few words of chat around the code.", i+1)}
+		if i%5 == 4 {
+			_, m.Envelope = compose("CLAUDE", "GEMINI", "ext-long", fmt.Sprintf("Envelope %d of the long conversation.", i/5+1))
+		}
+		long = append(long, m)
+	}
+
 	srv := pages(t, map[string]any{
+		"Long":          long,
 		"FirstUse":      sign(key, tFirst, true),
 		"UnsignedLines": lines(tUnsigned),
 		"QuotedLines":   lines(tQuoted),
@@ -242,6 +286,9 @@ func TestExtension(t *testing.T) {
 		"Broken":        broken,
 		"Verified":      sign(key, tVerified, false),
 		"Strict":        tStrict,
+		"KeyChanged":    sign(impostor, tChanged, true),
+		"Revoke":        revoke,
+		"Revoked":       sign(old, tRevoked, false),
 		"Auto":          auto,
 	})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
@@ -254,8 +301,12 @@ func TestExtension(t *testing.T) {
 			{"id": eUnknown.Message, "status": "unknown-key", "message": "m5"},
 			{"id": "5", "status": "error", "message": "m6"},
 			{"id": eVerified.Message, "status": "verified", "message": "m7"},
+			{"id": eChanged.Message, "status": "key-changed", "message": "m9"},
+			{"id": "8", "status": "first-use", "message": "m10"}, // the REVOKE has no message id: its index in the page
+			{"id": eRevoked.Message, "status": "revoked", "message": "m11"},
 		},
-		"stream":  tStream,
+		"stream":       tStream,
+		"longMessages": len(long), "longEnvelopes": len(long) / 5,
 		"waiting": waiting,
 		"auto":    autoIDs,
 	}
@@ -267,27 +318,36 @@ func TestExtension(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "ext.mjs")
+	cmd := exec.CommandContext(ctx, node, driver)
 	cmd.Dir = driverDir
+	// The driver's browser dies with it: Playwright's Chromium reads a pipe
+	// from node, but Firefox only a socket, so kill the whole group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Env = append(os.Environ(),
 		"EXT="+ext, "RELAY_URL="+relay.url, "TOKEN="+token,
 		"PAGES="+srv.URL, "PAGES_AUTO=http://localhost:"+port,
-		"CHROMIUM="+chromium, "USER_DATA_DIR="+t.TempDir(), "SCREENSHOTS="+shots, "SEED="+string(seedJSON))
+		"USER_DATA_DIR="+t.TempDir(), "SCREENSHOTS="+shots, "SEED="+string(seedJSON))
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // a browser the driver left behind
+	}
 	var res struct {
 		Checks []struct {
 			Name   string `json:"name"`
 			OK     bool   `json:"ok"`
 			Detail string `json:"detail"`
 		} `json:"checks"`
-		Seconds float64 `json:"seconds"`
+		Metrics map[string]float64 `json:"metrics"`
+		Seconds float64            `json:"seconds"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("node ext.mjs: %v, %v\nstdout: %s\nstderr: %s", runErr, err, stdout.String(), stderr.String())
+		t.Fatalf("node %s: %v, %v\nstdout: %s\nstderr: %s", driver, runErr, err, stdout.String(), stderr.String())
 	}
-	if len(res.Checks) < 20 {
+	if len(res.Checks) < 18 {
 		t.Errorf("only %d checks ran (stderr: %s)", len(res.Checks), stderr.String())
 	}
 	for _, c := range res.Checks {
@@ -297,7 +357,7 @@ func TestExtension(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("browser run: %.1f s, %d checks; screenshots in %s", res.Seconds, len(res.Checks), shots)
+	t.Logf("browser run: %.1f s, %d checks; screenshots in %s; metrics %v", res.Seconds, len(res.Checks), shots, res.Metrics)
 
 	// The ledger: what was sent is there once; auto mode posted each once.
 	for name, id := range map[string]string{"unsigned": eUnsigned.Message, "first-use": eFirst.Message} {

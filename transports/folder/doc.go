@@ -25,7 +25,10 @@
 // (Transport "folder", Source the file's path, CanReply false). What
 // happens next:
 //
-//   - the Handler returns an error: nothing was recorded, the file stays
+//   - the Handler returns an error wrapping transports.ErrPermanent
+//     (the relay refuses a file with too many envelopes whole): the file
+//     moves to failed/ with the error as its reason;
+//   - the Handler returns another error: nothing was recorded, the file stays
 //     where it is and is offered again after a backoff (1 s doubling to
 //     1 min), and after a restart;
 //   - the Handler returns nil: the file moves to processed/ — unless every
@@ -40,6 +43,13 @@
 //     rejected the file moves to processed/ with NAME.error beside it
 //     listing the rejected ones.
 //
+// A file that changed while the Handler ran (a writer appended to it) is
+// not moved: it is offered again, whole, once it settles, and the relay's
+// de-duplication by message id records only what is new. A writer that
+// keeps the file open and appends in the instant between that check and
+// the move is caught after the move: the moved file is handed over again
+// (up to ten times) until it stays as it was handled.
+//
 // A file is refused without calling the Handler — moved to failed/ with
 // NAME.error saying why — when it is a symbolic link (never followed,
 // wherever it points), not a regular file, has more than one hard link
@@ -47,7 +57,11 @@
 // MaxFileSize, has an unsafe name (control characters, invalid UTF-8,
 // a backslash or ".."), or never completes. A name that already exists in
 // processed/ or failed/ gets a numeric suffix ("a.crosstalk" becomes
-// "a-1.crosstalk"); nothing is ever overwritten there.
+// "a-1.crosstalk"); nothing is ever overwritten there. A name too long to
+// take that suffix and the .error file within 255 bytes is shortened (its
+// start, "~", a hash of the whole name, its extension); the .error file
+// keeps the original name. An error looking for a free name other than
+// "does not exist" is an error, never taken for "the name is taken".
 //
 // The state that makes restarts safe is the file system itself: a file is
 // moved away only after the Handler returned nil, so a file still in the

@@ -1,8 +1,9 @@
 package folder
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -271,6 +273,10 @@ func (r *receiver) checkOne(ctx context.Context, e *entry) {
 		return
 	}
 	reply, err := r.h(ctx, transports.Inbound{Transport: "folder", Source: path, Data: data})
+	if errors.Is(err, transports.ErrPermanent) {
+		r.refuse(e, "the handler refused the whole file, nothing of it was recorded: "+err.Error())
+		return
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return // shutting down: the file stays for the next run
@@ -280,7 +286,44 @@ func (r *receiver) checkOne(ctx context.Context, e *entry) {
 		f.log.Warn("folder: handler failed, the file stays and is offered again", "file", path, "err", err, "retry_in", backoff(e.failures))
 		return
 	}
-	r.finish(e, p, reply)
+	// A writer may have appended while the Handler ran: then the file
+	// is not moved but offered again, whole, once it settles (the relay
+	// de-duplicates what it already recorded).
+	if now, err := os.Lstat(path); err == nil && (now.Size() != fi.Size() || !now.ModTime().Equal(fi.ModTime())) {
+		e.size, e.mtime, e.changed, e.read = now.Size(), now.ModTime(), time.Now(), false
+		f.log.Info("folder: file changed while it was handled; offering it again", "file", path)
+		return
+	}
+	target, ok := r.finish(e, p, reply)
+	if ok {
+		r.afterMove(ctx, target, fi)
+	}
+}
+
+// maxReoffers bounds how often afterMove hands a moved file over again.
+const maxReoffers = 10
+
+// afterMove checks a file moved to processed/ or failed/ against what was
+// handled (fi): a writer that kept the file open may have appended between
+// the last check and the move. Then the moved file is read and handed over
+// again, whole, until it stays as handled; it is not moved back.
+func (r *receiver) afterMove(ctx context.Context, target string, fi fs.FileInfo) {
+	for range maxReoffers {
+		now, err := os.Lstat(target)
+		if err != nil || now.Size() == fi.Size() && now.ModTime().Equal(fi.ModTime()) || !now.Mode().IsRegular() {
+			return
+		}
+		data, err := readFile(target, now)
+		if err != nil {
+			continue // changing again: look again
+		}
+		r.f.log.Warn("folder: file grew after it was moved; handing it over again", "file", target)
+		if _, err := r.h(ctx, transports.Inbound{Transport: "folder", Source: target, Data: data}); err != nil {
+			r.f.log.Error("folder: handing over a file that grew after its move failed", "file", target, "err", err)
+			return
+		}
+		fi = now
+	}
 }
 
 // backoff is the wait before offering a file again after its n-th failure:
@@ -337,7 +380,7 @@ func inspect(data []byte) (complete bool, why string, p parsed) {
 	if !endsWithEnd(data) {
 		return false, "the last line is not [[END]]", p
 	}
-	rd := envelope.NewReader(bytes.NewReader(data))
+	rd := envelope.NewBytesReader(data)
 	for {
 		env, err := rd.Next()
 		if err == io.EOF {
@@ -391,7 +434,8 @@ func isClosingFence(l string) bool {
 
 // finish moves a handled file: to failed/ when every envelope in it was
 // rejected, else to processed/ (with a .error beside it when some were).
-func (r *receiver) finish(e *entry, p parsed, reply []byte) {
+// It returns where the file went, and false when it could not be moved.
+func (r *receiver) finish(e *entry, p parsed, reply []byte) (string, bool) {
 	f := r.f
 	all, rejected := judge(p, reply)
 	sub, msg := ProcessedDir, ""
@@ -413,7 +457,7 @@ func (r *receiver) finish(e *entry, p parsed, reply []byte) {
 	if err != nil {
 		e.stuck = true
 		f.log.Error("folder: handled, but cannot move the file; it will not be offered again until it changes", "file", e.name, "to", sub, "err", err)
-		return
+		return "", false
 	}
 	delete(r.pending, e.name)
 	if all {
@@ -421,6 +465,7 @@ func (r *receiver) finish(e *entry, p parsed, reply []byte) {
 	} else {
 		f.log.Info("folder: file processed", "file", e.name, "moved_to", target, "rejected", len(rejected))
 	}
+	return target, true
 }
 
 // judge decides from the Handler's reply (receipts: ACK or ERROR
@@ -429,7 +474,7 @@ func (r *receiver) finish(e *entry, p parsed, reply []byte) {
 // rejections.
 func judge(p parsed, reply []byte) (all bool, rejected []string) {
 	acks := 0
-	rd := envelope.NewReader(bytes.NewReader(reply))
+	rd := envelope.NewBytesReader(reply)
 	for {
 		env, err := rd.Next()
 		if err == io.EOF || err != nil && !errors.As(err, new(*envelope.SyntaxError)) {
@@ -516,20 +561,70 @@ func (r *receiver) move(name, sub, target, msg, details string) (string, error) 
 	return to, nil
 }
 
+// maxName is the longest file name, in bytes, this package creates: 255
+// is the limit of ext4, XFS, Btrfs, APFS and NTFS.
+const maxName = 255
+
 // freeName returns name, or name with "-N" before its extension, such that
-// neither it nor its .error file exists in dir.
+// neither it nor its .error file exists in dir. A name too long for that
+// (with room for the suffixes) is shortened, keeping its start, its
+// extension and a short hash of the whole name, so that it still tells
+// where it came from and two long names do not meet; the .error file
+// records the original name.
 func freeName(dir, name string) (string, error) {
+	name = shorten(name, maxName-len(ErrorSuffix)-len("-9999"))
 	stem, ext := splitExt(name)
 	for n := 0; n < 10000; n++ {
 		cand := name
 		if n > 0 {
 			cand = fmt.Sprintf("%s-%d%s", stem, n, ext)
 		}
-		_, err1 := os.Lstat(filepath.Join(dir, cand))
-		_, err2 := os.Lstat(filepath.Join(dir, cand+ErrorSuffix))
-		if errors.Is(err1, fs.ErrNotExist) && errors.Is(err2, fs.ErrNotExist) {
+		free, err := absent(filepath.Join(dir, cand))
+		if err != nil {
+			return "", err
+		}
+		if !free {
+			continue
+		}
+		if free, err = absent(filepath.Join(dir, cand+ErrorSuffix)); err != nil {
+			return "", err
+		} else if free {
 			return cand, nil
 		}
 	}
 	return "", fmt.Errorf("folder: no free name for %q in %s", name, dir)
+}
+
+// absent reports whether nothing exists at path; an error other than "does
+// not exist" (a name too long, a permission) is returned, never taken for
+// "exists".
+func absent(path string) (bool, error) {
+	_, err := os.Lstat(path)
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	}
+	return false, fmt.Errorf("folder: %w", err)
+}
+
+// shorten returns name if it has at most limit bytes, else its stem cut at
+// a character boundary, "~", an 8-hex-digit hash of name, and its
+// extension, in limit bytes.
+func shorten(name string, limit int) string {
+	if len(name) <= limit {
+		return name
+	}
+	stem, ext := splitExt(name)
+	if len(ext) > 16 {
+		stem, ext = name, ""
+	}
+	sum := sha256.Sum256([]byte(name))
+	tail := "~" + hex.EncodeToString(sum[:4]) + ext
+	cut := limit - len(tail)
+	for cut > 0 && !utf8.RuneStart(stem[cut]) {
+		cut--
+	}
+	return stem[:cut] + tail
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -102,8 +103,10 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
-// TestFailedOpIsolated checks that a failing operation is rolled back to
-// its savepoint without affecting the others in its batch.
+// TestFailedOpIsolated checks that a failing operation leaves no trace:
+// rolled back to its savepoint without affecting the others in its batch,
+// or, for a one-statement op that runs without a savepoint, taking its
+// transaction down with it; the next append starts a fresh transaction.
 func TestFailedOpIsolated(t *testing.T) {
 	ctx := t.Context()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
@@ -111,23 +114,67 @@ func TestFailedOpIsolated(t *testing.T) {
 		t.Fatalf("Open() error = %v", err)
 	}
 	defer s.Close()
-	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
-	// An op that appends and then fails must leave no trace.
-	err = s.submit(ctx, func(w *wtx) error {
-		if _, err := w.append(rec); err != nil {
-			return err
+	for i, submit := range []struct {
+		name string
+		fn   func(context.Context, func(*wtx) error) error
+	}{{"savepoint", s.submit}, {"single", s.submitSingle}} {
+		group := fmt.Sprintf("g%d", i)
+		rec := ledger.Record{Kind: "chat.message", GroupID: group}
+		// An op that appends and then fails must leave no trace.
+		err = submit.fn(ctx, func(w *wtx) error {
+			if _, err := w.append(rec); err != nil {
+				return err
+			}
+			return ledger.ErrConflict
+		})
+		if !errors.Is(err, ledger.ErrConflict) {
+			t.Fatalf("%s: submit(failing op) = %v, want ErrConflict", submit.name, err)
 		}
-		return ledger.ErrConflict
-	})
-	if err != ledger.ErrConflict {
-		t.Fatalf("submit(failing op) = %v, want ErrConflict", err)
+		res, err := s.Append(ctx, []ledger.Record{rec})
+		if err != nil || res[0].Event.Seq != 1 {
+			t.Fatalf("%s: Append() after a failed op = %+v, %v, want seq 1", submit.name, res, err)
+		}
+		if gs, _ := s.Groups(ctx); len(gs) != i+1 || gs[i].ID != group || gs[i].LastSeq != 1 {
+			t.Errorf("%s: Groups() = %+v, want %s at seq 1", submit.name, gs, group)
+		}
+	}
+}
+
+// TestLastSeqTrigger checks that a ledger made before the events_last_seq
+// trigger gets it at Open, and that imports and appends share one seq
+// counter per group.
+func TestLastSeqTrigger(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
+	if _, err := s.Append(ctx, []ledger.Record{rec, rec}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.wdb.ExecContext(ctx, `DROP TRIGGER events_last_seq`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(ctx, path, nil); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	imported := ledger.Event{V: ledger.Version, ID: "01J9J3DCZ5P8Q2R4S6T8V0W1X3", TS: ledger.FormatTime(time.Now()),
+		Kind: "chat.message", GroupID: "g", Seq: 3, Data: []byte(`{}`)}
+	if n, err := s.ImportEvents(ctx, []ledger.Event{imported}); n != 1 || err != nil {
+		t.Fatalf("ImportEvents() = %d, %v", n, err)
 	}
 	res, err := s.Append(ctx, []ledger.Record{rec})
-	if err != nil || res[0].Event.Seq != 1 {
-		t.Fatalf("Append() after a failed op = %+v, %v, want seq 1", res, err)
+	if err != nil || res[0].Event.Seq != 4 {
+		t.Fatalf("Append() after import = %+v, %v, want seq 4", res, err)
 	}
-	if gs, _ := s.Groups(ctx); len(gs) != 1 || gs[0].LastSeq != 1 {
-		t.Errorf("Groups() = %+v, want g at seq 1", gs)
+	if gs, err := s.Groups(ctx); err != nil || len(gs) != 1 || gs[0].LastSeq != 4 {
+		t.Errorf("Groups() = %+v, %v, want g at seq 4", gs, err)
 	}
 }
 

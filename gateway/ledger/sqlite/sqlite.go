@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS groups (
 	group_id TEXT    NOT NULL PRIMARY KEY,
 	last_seq INTEGER NOT NULL
 ) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS cursors (
 	group_id   TEXT    NOT NULL,
 	actor      TEXT    NOT NULL,
@@ -59,6 +60,17 @@ CREATE TABLE IF NOT EXISTS claims (
 	PRIMARY KEY (group_id, event_id)
 ) WITHOUT ROWID;
 `
+
+// lastSeqTrigger makes every inserted event move its group's last_seq in
+// the same statement, so that an append is one statement (writer.go,
+// stAppend). Open creates it in ledgers of schema version 1 made before it
+// existed; it agrees with what those versions of the writer did, so they
+// can still open the ledger.
+const lastSeqTrigger = `
+CREATE TRIGGER IF NOT EXISTS events_last_seq AFTER INSERT ON events BEGIN
+	INSERT INTO groups (group_id, last_seq) VALUES (NEW.group_id, NEW.seq)
+	ON CONFLICT (group_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq);
+END`
 
 // eventCols is the column list scanEvent reads.
 const eventCols = `id, ts, seq, kind, group_id, scope_key, by_, data, dedupe_key, v`
@@ -124,6 +136,10 @@ type Store struct {
 	closeErr  error
 
 	notes notifier
+	// followReads holds a slot per follower page read in flight: at most
+	// half the read connections, so that many open streams never queue
+	// the other reads (a health check, a page) behind them.
+	followReads chan struct{}
 
 	lastTS time.Time // writer goroutine only
 
@@ -229,6 +245,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	rdb.SetMaxOpenConns(o.ReadConns + 1) // + the pinned one
 	rdb.SetMaxIdleConns(o.ReadConns)
 	s.rdb = rdb
+	s.followReads = make(chan struct{}, max(1, o.ReadConns/2))
 	// A connection held open for the Store's life keeps SQLite from
 	// deleting the WAL file the syncer fsyncs (see walFile).
 	if s.pin, err = rdb.Conn(ctx); err == nil {
@@ -274,15 +291,21 @@ func (s *Store) migrate(ctx context.Context) error {
 	if version > schemaVersion {
 		return fmt.Errorf("sqlite: open %s: schema version %d is newer than this program's %d", s.path, version, schemaVersion)
 	}
-	if version == schemaVersion {
-		return nil
-	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, schema); err != nil {
+	if version == schemaVersion {
+		if _, err := tx.ExecContext(ctx, lastSeqTrigger); err != nil {
+			return fmt.Errorf("sqlite: open %s: create trigger: %w", s.path, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sqlite: open %s: create trigger: %w", s.path, err)
+		}
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, schema+";"+lastSeqTrigger); err != nil {
 		return fmt.Errorf("sqlite: open %s: create schema: %w", s.path, err)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
@@ -363,7 +386,7 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 		}
 	}
 	res := make([]ledger.Result, len(norm))
-	err := s.submit(ctx, func(w *wtx) error {
+	fn := func(w *wtx) error {
 		for i, r := range norm {
 			var err error
 			if res[i], err = w.append(r); err != nil {
@@ -371,7 +394,12 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 			}
 		}
 		return nil
-	})
+	}
+	submit := s.submit
+	if len(norm) == 1 {
+		submit = s.submitSingle // one append is one write statement
+	}
+	err := submit(ctx, fn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: append: %w", err)
 	}
@@ -514,7 +542,7 @@ func (s *Store) Groups(ctx context.Context) ([]ledger.Group, error) {
 func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[ledger.Event, error] {
 	what := fmt.Sprintf("sqlite: follow %q", group)
 	read := func(after int64) ([]ledger.Event, error) {
-		evs, err := s.Range(ctx, group, after, nil, followPage)
+		evs, err := followRead(ctx, s, func() ([]ledger.Event, error) { return s.Range(ctx, group, after, nil, followPage) })
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -574,7 +602,7 @@ func (r rowidScanner) Scan(dest ...any) error { return r.r.Scan(append([]any{r.p
 // any group.
 func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
 	read := func(after int64) ([]ledger.Logged, error) {
-		page, err := s.Log(ctx, after, followPage)
+		page, err := followRead(ctx, s, func() ([]ledger.Logged, error) { return s.Log(ctx, after, followPage) })
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: follow log: %w", err)
 		}
@@ -583,6 +611,19 @@ func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Log
 	return ledger.Pages(ctx, after, followPage, read, func(l ledger.Logged) int64 { return l.Pos }, func() (func() error, error) {
 		return s.waiter(ctx, s.notes.wait(logWake), "sqlite: follow log"), nil
 	})
+}
+
+// followRead runs a follower's page read in one of s.followReads.
+func followRead[T any](ctx context.Context, s *Store, read func() ([]T, error)) ([]T, error) {
+	select {
+	case s.followReads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closing:
+		return nil, fmt.Errorf("sqlite: follow: %w", ledger.ErrClosed)
+	}
+	defer func() { <-s.followReads }()
+	return read()
 }
 
 // waiter returns the wait of ledger.Pages on wake: nil when it fires or

@@ -18,13 +18,18 @@ type op struct {
 	ctx  context.Context
 	fn   func(w *wtx) error
 	done chan error
+	// single: fn makes at most one write statement, which SQLite applies
+	// whole or not at all, so it needs no savepoint (two statements fewer
+	// per op). If fn fails, the transaction's state is not known, so the
+	// whole transaction fails, as when a savepoint cannot be rolled back.
+	single bool
 }
 
 // Prepared statements of the writer connection.
 const (
 	stByID = iota
 	stByDedupe
-	stNextSeq
+	stAppend
 	stLastSeq
 	stSetSeq
 	stInsertEvent
@@ -45,8 +50,12 @@ const (
 var stmtText = [numStmts]string{
 	stByID:     `SELECT ` + eventCols + ` FROM events WHERE id = ?`,
 	stByDedupe: `SELECT ` + eventCols + ` FROM events WHERE dedupe_key = ?`,
-	stNextSeq: `INSERT INTO groups (group_id, last_seq) VALUES (?, 1)
-		ON CONFLICT (group_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq`,
+	// An append in one statement: the group's next seq, the insert, and
+	// (trigger events_last_seq) the group's last_seq. A taken dedupe key
+	// inserts nothing and returns no row.
+	stAppend: `INSERT INTO events (id, group_id, seq, ts, kind, scope_key, by_, data, dedupe_key, v)
+		VALUES (?1, ?2, COALESCE((SELECT last_seq FROM groups WHERE group_id = ?2), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+		ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq`,
 	stLastSeq: `SELECT last_seq FROM groups WHERE group_id = ?`,
 	stSetSeq: `INSERT INTO groups (group_id, last_seq) VALUES (?, ?)
 		ON CONFLICT (group_id) DO UPDATE SET last_seq = excluded.last_seq`,
@@ -81,10 +90,20 @@ const (
 // after fn was queued, submit returns ctx's error, but fn may still run
 // and commit.
 func (s *Store) submit(ctx context.Context, fn func(w *wtx) error) error {
+	return s.submitOp(ctx, &op{ctx: ctx, fn: fn})
+}
+
+// submitSingle is submit for an fn that makes at most one write
+// statement (see op.single).
+func (s *Store) submitSingle(ctx context.Context, fn func(w *wtx) error) error {
+	return s.submitOp(ctx, &op{ctx: ctx, fn: fn, single: true})
+}
+
+func (s *Store) submitOp(ctx context.Context, o *op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	o.done = make(chan error, 1)
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -206,6 +225,13 @@ func (b *batch) run(o *op) {
 		return
 	}
 	mark := len(b.w.pending)
+	if o.single {
+		if err := o.fn(b.w); err != nil {
+			b.w.tx.Rollback()
+			b.w, b.err = nil, err
+		}
+		return
+	}
 	ferr, err := b.w.savepoint(spOp, o.fn)
 	if err != nil {
 		b.w.tx.Rollback()
@@ -306,16 +332,9 @@ func (w *wtx) ts() string {
 	return ledger.FormatTime(t)
 }
 
+// append appends r with one write statement (stAppend): a new event, or,
+// when r's dedupe key is taken, the event that holds it.
 func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
-	if r.DedupeKey != "" {
-		ev, err := scanEvent(w.stmt(stByDedupe).QueryRow(r.DedupeKey))
-		if err == nil {
-			return ledger.Result{Event: ev, Duplicate: true}, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return ledger.Result{}, fmt.Errorf("dedupe lookup: %w", err)
-		}
-	}
 	ev := ledger.Event{
 		V:         ledger.Version,
 		ID:        envelope.NewID(),
@@ -327,12 +346,22 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 		Data:      r.Data,
 		DedupeKey: r.DedupeKey,
 	}
-	if err := w.stmt(stNextSeq).QueryRow(r.GroupID).Scan(&ev.Seq); err != nil {
-		return ledger.Result{}, fmt.Errorf("next seq of %q: %w", r.GroupID, err)
+	var dedup any
+	if r.DedupeKey != "" {
+		dedup = r.DedupeKey
 	}
-	if err := w.insert(ev); err != nil {
-		return ledger.Result{}, err
+	err := w.stmt(stAppend).QueryRow(ev.ID, ev.GroupID, ev.TS, ev.Kind, ev.ScopeKey, ev.By, string(ev.Data), dedup, ev.V).Scan(&ev.Seq)
+	if errors.Is(err, sql.ErrNoRows) && r.DedupeKey != "" {
+		old, err := scanEvent(w.stmt(stByDedupe).QueryRow(r.DedupeKey))
+		if err != nil {
+			return ledger.Result{}, fmt.Errorf("dedupe lookup: %w", err)
+		}
+		return ledger.Result{Event: old, Duplicate: true}, nil
 	}
+	if err != nil {
+		return ledger.Result{}, fmt.Errorf("append event %s to %q: %w", ev.ID, r.GroupID, err)
+	}
+	w.pending = append(w.pending, ev.GroupID)
 	return ledger.Result{Event: ev}, nil
 }
 

@@ -1,0 +1,136 @@
+package envelope_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/fixtures"
+)
+
+// result is one value of Next in a form that can be compared: the
+// envelope with its source and warnings, or the error.
+type result struct {
+	Env      envelope.Envelope
+	Source   string
+	Warnings []string
+	Err      string
+}
+
+func results(t testing.TB, r *envelope.Reader, strict bool) []result {
+	t.Helper()
+	r.Strict = strict
+	var out []result
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return out
+		}
+		var se *envelope.SyntaxError
+		if errors.As(err, &se) {
+			out = append(out, result{Err: fmt.Sprintf("%s %d:%d %s", se.Code, se.Line, se.Column, se.Msg)})
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Next() = %v, want an envelope, a *SyntaxError or io.EOF", err)
+		}
+		out = append(out, result{Env: *e, Source: string(e.Source()), Warnings: e.Warnings()})
+	}
+}
+
+// sameResults checks that NewBytesReader, which parses its input in place,
+// reads in exactly as NewReader does over a stream that arrives one byte
+// at a time (the scanner's slowest path) and over a bytes.Reader.
+func sameResults(t *testing.T, in []byte, strict bool) {
+	t.Helper()
+	want := results(t, envelope.NewReader(iotest.OneByteReader(bytes.NewReader(in))), strict)
+	if got := results(t, envelope.NewReader(bytes.NewReader(in)), strict); !reflect.DeepEqual(got, want) {
+		t.Fatalf("NewReader(bytes.Reader) =\n%+v\nwant (one byte at a time)\n%+v", got, want)
+	}
+	if got := results(t, envelope.NewBytesReader(in), strict); !reflect.DeepEqual(got, want) {
+		t.Fatalf("NewBytesReader =\n%+v\nwant (NewReader)\n%+v", got, want)
+	}
+}
+
+func TestBytesReaderMatchesReader(t *testing.T) {
+	names := fixtureNames(t)
+	for _, name := range names {
+		in, err := fixtures.FS.ReadFile("envelope/" + name + ".txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			sameResults(t, in, false)
+			sameResults(t, in, true)
+		})
+	}
+	// The source is taken from the input in place only while it is
+	// LF-terminated and unquoted: each way of breaking that, at each line.
+	for _, tc := range []struct{ name, in string }{
+		{"crlf", strings.ReplaceAll(basic, "\n", "\r\n")},
+		{"cr-from-body", strings.Replace(basic, "  hello\n", "  hello\r", 1)},
+		{"quoted", "> " + strings.ReplaceAll(strings.TrimSuffix(basic, "\n"), "\n", "\n> ") + "\n"},
+		{"no-final-newline", strings.TrimSuffix(basic, "\n")},
+		{"no-end", strings.TrimSuffix(basic, "[[END]]\n")},
+		{"bom", "\ufeff" + basic},
+		{"two", basic + "chat\n" + basic},
+		{"fenced", "```\n" + basic + "```\n"},
+		// Read one byte at a time, a line over the limit once cost a
+		// search of everything buffered per byte: billions of steps here.
+		{"long-line", strings.Repeat("x", 3*envelope.MaxLineLength) + "\n" + basic},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sameResults(t, []byte(tc.in), false)
+			sameResults(t, []byte(tc.in), true)
+		})
+	}
+}
+
+func FuzzBytesReader(f *testing.F) {
+	names, err := fixtures.Envelopes()
+	if err != nil || len(names) == 0 {
+		f.Fatalf("no fuzz seeds: fixtures.Envelopes() = %d names, %v", len(names), err)
+	}
+	for _, n := range names {
+		b, err := fixtures.FS.ReadFile("envelope/" + n + ".txt")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, strict bool) { sameResults(t, in, strict) })
+}
+
+func TestBytesReaderDoesNotKeepInput(t *testing.T) {
+	in := []byte(basic)
+	e, err := envelope.NewBytesReader(in).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := *e
+	src := string(e.Source())
+	for i := range in {
+		in[i] = 'x'
+	}
+	if !reflect.DeepEqual(*e, before) || string(e.Source()) != src || e.Body != "hello\nworld" || e.User != "kalle" {
+		t.Errorf("envelope changed with its input: %+v, source %q", e, e.Source())
+	}
+}
+
+func TestMetaBlocksDoNotShareAppends(t *testing.T) {
+	in := "[[A→B v1]]\nintent: REQUEST\nmeta: one\nK: 1\nmeta: two\nL: 2\nbody: |\n  x\n[[END]]\n"
+	e, err := envelope.Unmarshal([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Meta[0].Fields = append(e.Meta[0].Fields, envelope.Field{Key: "Z", Value: "z"})
+	if got := e.Meta[1].Fields; len(got) != 1 || got[0] != (envelope.Field{Key: "L", Value: "2"}) {
+		t.Errorf("appending to META block one changed block two: %+v", got)
+	}
+}

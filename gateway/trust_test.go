@@ -1,0 +1,89 @@
+package gateway_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/signing"
+)
+
+// TestTrustWithoutPrincipal: over a transport without authentication the
+// header's sender speaks (docs/security.md), but the pin and revocation
+// rules hold all the same: no first use under a key id the address book
+// gives another actor, no revocation of another actor's key. Each step
+// runs in order on one relay and trust store.
+func TestTrustWithoutPrincipal(t *testing.T) {
+	store := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
+	book, err := gateway.NewAddressBook([]gateway.Agent{
+		{ID: "claude", Names: []string{"CLAUDE"}, Keys: []string{"claude@test"}},
+		{ID: "gemini", Names: []string{"GEMINI"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+	sign := func(text string, k *signing.PrivateKey) string {
+		out, err := signing.Sign([]byte(text), k, &signing.SignOptions{Announce: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	key := func(pkid string) *signing.PrivateKey {
+		k, err := signing.GenerateKey(signing.Ed25519, pkid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	revoke := func(from, pkid string) string {
+		return env(from, "ALL", "REVOKE", "t", "revoked", func(e *envelope.Envelope) {
+			e.Meta = []envelope.Meta{{Namespace: "revoke", Fields: []envelope.Field{{Key: "Pkid", Value: pkid}}}}
+		})
+	}
+	claudeKey, geminiKey := key("claude@test"), key("gemini@test")
+	steps := []struct {
+		name, text string
+		ok         bool
+		by, status string
+	}{
+		{"gemini pins claude's key id", sign(env("GEMINI", "CLAUDE", "REQUEST", "t", "x"), key("claude@test")), false, "", ""},
+		{"as CLAUDE, a throwaway key under claude's key id", sign(env("CLAUDE", "GEMINI", "REQUEST", "t", "x"), key("claude@test")), true, "claude", gateway.StatusFirstUse},
+		{"claude's real key is now key-changed: the header spoke", sign(env("CLAUDE", "GEMINI", "REQUEST", "t", "x"), claudeKey), false, "", ""},
+		{"gemini's unassigned key id pins for gemini", sign(env("GEMINI", "CLAUDE", "REQUEST", "t", "x"), geminiKey), true, "gemini", gateway.StatusFirstUse},
+		{"gemini's key does not speak for claude", sign(env("CLAUDE", "GEMINI", "REQUEST", "t", "x"), geminiKey), false, "", ""},
+		{"claude revokes gemini's key, unsigned", revoke("CLAUDE", "gemini@test"), false, "", ""},
+		{"gemini revokes its own key, unsigned", revoke("GEMINI", "gemini@test"), true, "gemini", gateway.StatusUnsigned},
+		{"gemini's revoked key", sign(env("GEMINI", "CLAUDE", "REQUEST", "t", "x"), geminiKey), false, "", ""},
+	}
+	for _, s := range steps {
+		outs := ingest(t, r, "", s.text)
+		if len(outs) != 1 {
+			t.Fatalf("%s: %d outcomes", s.name, len(outs))
+		}
+		o := outs[0]
+		switch {
+		case s.ok && (o.Reject != nil || o.Event.By != s.by || o.Verification.Status != s.status):
+			t.Errorf("%s: %v by %q status %q, want accepted by %q with %s", s.name, o.Reject, o.Event.By, o.Verification.Status, s.by, s.status)
+		case !s.ok && (o.Reject == nil || o.Reject.Code != envelope.CodePerm):
+			t.Errorf("%s: %+v, want E-PERM", s.name, o.Reject)
+		}
+	}
+	if e, ok, _ := store.Lookup("gemini@test"); !ok || !e.Revoked || e.Sender != "gemini" {
+		t.Errorf("gemini@test = %+v, %v; want pinned by gemini and revoked", e, ok)
+	}
+}
+
+// TestPollTargetsAreIdentifiers: a POLL's extra receivers follow the rule
+// of the header's: a zero-width space is refused with E-ADDRESS.
+func TestPollTargetsAreIdentifiers(t *testing.T) {
+	r := newRelay(t, nil)
+	text := env("CLAUDE", "GEMINI", "POLL", "t", "vote", func(e *envelope.Envelope) {
+		e.Meta = []envelope.Meta{{Namespace: "poll", Fields: []envelope.Field{{Key: "Targets", Value: "CHATGPT, CLA\u200bUDE"}}}}
+	})
+	if outs := ingest(t, r, "", text); len(outs) != 1 || outs[0].Reject == nil || outs[0].Reject.Code != envelope.CodeAddress {
+		t.Errorf("POLL with target CLA<ZWSP>UDE = %+v, want E-ADDRESS", outs[0].Reject)
+	}
+}

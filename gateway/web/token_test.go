@@ -1,0 +1,53 @@
+package web_test
+
+import (
+	"html"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/tokens"
+)
+
+var mintedToken = regexp.MustCompile(`<pre id="minted-token">([^<]+)</pre>`)
+
+// TestMintToken: the trust page's button mints a token for the browser
+// extension, shown once; it works on the API at once, from an extension's
+// origin too; without the CSRF token, or for a principal that is not an
+// admin, nothing is minted.
+func TestMintToken(t *testing.T) {
+	store := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
+	h := newHarness(t, &harnessOptions{minted: store})
+	_, page := h.get("/ui/trust")
+	mustContain(t, "trust page", page, `action="/ui/trust/token"`, "Mint a token for the extension")
+
+	res, _ := h.post("/ui/trust/token", url.Values{"csrf": {"wrong"}})
+	if list, _ := store.List(); res.StatusCode != http.StatusForbidden || len(list) != 0 {
+		t.Fatalf("mint without the CSRF token = %d, %d tokens", res.StatusCode, len(list))
+	}
+	res, body := h.post("/ui/trust/token", url.Values{})
+	m := mintedToken.FindStringSubmatch(body)
+	if res.StatusCode != http.StatusOK || m == nil || res.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("mint = %d %q:\n%s", res.StatusCode, res.Header.Get("Cache-Control"), body)
+	}
+	secret := html.UnescapeString(m[1])
+	if p, ok := store.Lookup(secret); !ok || p != api.LocalUser {
+		t.Fatalf("minted token: Lookup = %q, %v", p, ok)
+	}
+	res, _ = h.do(h.newClient(), http.MethodGet, "/v1/groups", nil, "Origin", "chrome-extension://abcdefghijklmnopabcdefghijklmnop", "Authorization", "Bearer "+secret)
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("the minted token on the API = %d", res.StatusCode)
+	}
+
+	// With configured tokens, only admins see and use the button.
+	h2 := newHarness(t, &harnessOptions{tokens: map[string]string{"claude-token-0123456789": "claude"}, minted: store})
+	_, page = h2.do(h2.newClient(), http.MethodGet, "/ui/trust", nil, "Authorization", "Bearer claude-token-0123456789")
+	mustNotContain(t, "trust page of a non-admin", page, `action="/ui/trust/token"`)
+	res, _ = h2.do(h2.newClient(), http.MethodPost, "/ui/trust/token", nil, "Authorization", "Bearer claude-token-0123456789")
+	if list, _ := store.List(); res.StatusCode != http.StatusForbidden || len(list) != 1 {
+		t.Errorf("mint by a non-admin = %d, %d tokens", res.StatusCode, len(list))
+	}
+}

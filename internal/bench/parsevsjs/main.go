@@ -1,0 +1,432 @@
+// Command parsevsjs compares the envelope parser with the original AI
+// Crosstalk implementation's (soiha/ai-crosstalk, envelope.js, MIT): its
+// parseEnvelope function alone, timed inside node, against envelope.Unmarshal
+// and a fresh Reader's first Next, timed inside this process, on the same
+// inputs — v1.0 and v1.1 envelopes with a small (~1.3 KB) and a 20 KB body —
+// in turns, in one run. It prints each side's median time per envelope and
+// how many times faster ours is (issue 19: the goal is ≥ 2.0 on every input;
+// docs/performance.md, "Against the original parser").
+//
+//	go run ./internal/bench/parsevsjs [-peer DIR] [-node PATH] [-rounds 5] [-time 200ms]
+//
+// The original is found with -peer, else $CROSSTALK_PEER, else
+// ../shared/peer/ai-crosstalk beside the repository. It runs from a
+// temporary copy; none of its code is in this repository. Without node or
+// without the original, the command says so and measures ours only.
+//
+// This is a benchmark command, not a test: it asserts nothing about time.
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+)
+
+//go:embed driver.mjs
+var driver []byte
+
+func main() {
+	var c config
+	flag.StringVar(&c.peer, "peer", "", "directory of the original implementation (envelope.js); default $CROSSTALK_PEER or ../shared/peer/ai-crosstalk beside the repository")
+	flag.StringVar(&c.node, "node", "node", "the node binary")
+	flag.IntVar(&c.rounds, "rounds", 5, "measurements of each side per input; the median is reported")
+	flag.DurationVar(&c.budget, "time", 200*time.Millisecond, "duration of one measurement")
+	flag.Parse()
+	if flag.NArg() > 0 || c.rounds < 1 || c.budget <= 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(c, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "parsevsjs:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	peer   string
+	node   string
+	rounds int
+	budget time.Duration
+}
+
+// input is one envelope both parsers read, and the body both must find.
+type input struct {
+	name string
+	text []byte
+	body string
+}
+
+// proseLine is a line of a typical assistant message.
+const proseLine = "The deploy pipeline is green again; the flaky test was a race in the cache warm-up."
+
+// inputs returns the four input classes: the original's own v1.0 form (as
+// its createEnvelope writes it) and our canonical v1.1 form (ids, a META
+// block, a v1.1 intent), each with a body filling it to ~1.3 KB and ~20 KB.
+func inputs() ([]input, error) {
+	var out []input
+	for _, size := range []struct {
+		name  string
+		bytes int
+	}{{"small", 1300}, {"20KB", 20 << 10}} {
+		v10 := func(body string) []byte {
+			return []byte("[[CLAUDE→CHATGPT v1]]\nuser: kalle\nsession: 2025-10-09T16Z abc123\ncontext: deploy-status\nintent: QUESTION\nbody: |\n  " +
+				strings.ReplaceAll(body, "\n", "\n  ") + "\nsig: none\n[[END]]\n")
+		}
+		v11 := func(body string) ([]byte, error) {
+			e := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, body)
+			e.User, e.Session, e.Context = "kalle", "2025-10-09T16Z abc123", "deploy-status"
+			e.Thread, e.Parent, e.Message = "01J9J3D9C2V8M4P1R6S8T9V0V1", "01J9J3DBC4N7P2Q3R5S7T9V1V2", "01J9J3DCZ5P8Q2R4S6T8V0W1X3"
+			e.Meta = []envelope.Meta{{Namespace: "routing", Fields: []envelope.Field{
+				{Key: "X-Route", Value: "claude://session/abc → chatgpt://thread/xyz"}, {Key: "X-Reply-To", Value: "claude://session/abc"}, {Key: "X-Priority", Value: "high"}}}}
+			e.Sig = "none"
+			return envelope.Marshal(e)
+		}
+		for _, form := range []string{"v1.0", "v1.1"} {
+			var lines []string
+			var text []byte
+			for {
+				lines = append(lines, proseLine)
+				body := strings.Join(lines, "\n")
+				if form == "v1.0" {
+					text = v10(body)
+				} else {
+					var err error
+					if text, err = v11(body); err != nil {
+						return nil, err
+					}
+				}
+				if len(text) >= size.bytes {
+					out = append(out, input{name: form + "-" + size.name, text: text, body: body})
+					break
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// goParsers are the ways of ours measured, by name.
+var goParsers = []struct {
+	name string
+	fn   func([]byte) (*envelope.Envelope, error)
+}{
+	{"Unmarshal", envelope.Unmarshal},
+	{"NewReader.Next", func(b []byte) (*envelope.Envelope, error) { return envelope.NewReader(bytes.NewReader(b)).Next() }},
+	{"NewBytesReader.Next", func(b []byte) (*envelope.Envelope, error) { return envelope.NewBytesReader(b).Next() }},
+}
+
+// sample is one measurement: wall and CPU time per envelope, in ns.
+type sample struct{ wall, cpu float64 }
+
+// cpuTime returns the CPU time the process has used (the garbage
+// collector's included).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// timeGo measures fn on in for about budget, with n calls when n > 0, else
+// with a number found by a warm-up, which it returns.
+func timeGo(in input, fn func([]byte) (*envelope.Envelope, error), n int, budget time.Duration) (sample, int, error) {
+	e, err := fn(in.text)
+	if err != nil {
+		return sample{}, 0, err
+	}
+	if e.Body != in.body {
+		return sample{}, 0, fmt.Errorf("%s: body %q, want %q", in.name, e.Body, in.body)
+	}
+	loop := func(n int) (wall, cpu time.Duration) {
+		c0, t0 := cpuTime(), time.Now()
+		for range n {
+			if _, err := fn(in.text); err != nil {
+				panic(err) // parsed a moment ago
+			}
+		}
+		return time.Since(t0), cpuTime() - c0
+	}
+	if n == 0 {
+		n = 1
+		t, _ := loop(n)
+		for t < budget/10 {
+			n *= 2
+			t, _ = loop(n)
+		}
+		n = max(1, int(float64(n)*float64(budget)/float64(t)))
+	}
+	wall, cpu := loop(n)
+	return sample{float64(wall.Nanoseconds()) / float64(n), float64(cpu.Nanoseconds()) / float64(n)}, n, nil
+}
+
+// js runs the original parser under node: one process for the whole run,
+// asked for one measurement at a time.
+type js struct {
+	dir   string // the temporary copy, with the inputs and the driver
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *json.Decoder
+	errb  bytes.Buffer
+	close func()
+}
+
+// startJS copies the original implementation to a temporary directory,
+// writes the inputs there and starts the driver. When node or the original
+// is missing it returns why, and no error.
+func startJS(c config, ins []input) (j *js, why string, err error) {
+	node, err := exec.LookPath(c.node)
+	if err != nil {
+		return nil, fmt.Sprintf("node not found (%v)", err), nil
+	}
+	peer := c.peer
+	if peer == "" {
+		peer = os.Getenv("CROSSTALK_PEER")
+	}
+	if peer == "" {
+		root, err := repoRoot()
+		if err != nil {
+			return nil, "", err
+		}
+		peer = filepath.Join(root, "..", "shared", "peer", "ai-crosstalk")
+	}
+	if _, err := os.Stat(filepath.Join(peer, "envelope.js")); err != nil {
+		return nil, fmt.Sprintf("the original implementation is not at %s (set -peer or CROSSTALK_PEER): %v", peer, err), nil
+	}
+	dir, err := os.MkdirTemp("", "parsevsjs-")
+	if err != nil {
+		return nil, "", err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	if err := copyFiles(peer, filepath.Join(dir, "original")); err != nil {
+		return nil, "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "driver.mjs"), driver, 0o644); err != nil {
+		return nil, "", err
+	}
+	args := []string{filepath.Join(dir, "driver.mjs"), filepath.Join(dir, "original", "envelope.js")}
+	for _, in := range ins {
+		text, body := filepath.Join(dir, in.name+".txt"), filepath.Join(dir, in.name+".body")
+		if err := errors.Join(os.WriteFile(text, in.text, 0o644), os.WriteFile(body, []byte(in.body), 0o644)); err != nil {
+			return nil, "", err
+		}
+		args = append(args, in.name+"="+text+"="+body)
+	}
+	j = &js{dir: dir, cmd: exec.Command(node, args...)}
+	j.cmd.Dir = dir
+	j.cmd.Stderr = &j.errb
+	if j.in, err = j.cmd.StdinPipe(); err != nil {
+		return nil, "", err
+	}
+	stdout, err := j.cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := j.cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("starting node: %w", err)
+	}
+	j.out = json.NewDecoder(stdout)
+	j.close = func() {
+		j.in.Close()
+		j.cmd.Wait()
+		os.RemoveAll(dir)
+	}
+	var hello struct {
+		Ready bool   `json:"ready"`
+		Error string `json:"error"`
+	}
+	if err := j.out.Decode(&hello); err != nil || !hello.Ready {
+		j.close()
+		return nil, "", fmt.Errorf("the original parser did not load: %s %v %s", hello.Error, err, j.errb.Bytes())
+	}
+	return j, "", nil
+}
+
+// copyFiles copies the regular files at the top of src (not node_modules or
+// other directories: parseEnvelope needs none) into dst.
+func copyFiles(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsResult is the driver's answer to one request.
+type jsResult struct {
+	Name  string  `json:"name"`
+	NS    float64 `json:"ns"`
+	CPU   float64 `json:"cpu"`
+	OK    bool    `json:"ok"`
+	Error string  `json:"error"`
+}
+
+// measure asks the driver for one measurement of an input.
+func (j *js) measure(name string, budget time.Duration) (jsResult, error) {
+	var r jsResult
+	if _, err := fmt.Fprintf(j.in, "%s %d\n", name, budget.Milliseconds()); err != nil {
+		return r, fmt.Errorf("node: %w: %s", err, j.errb.Bytes())
+	}
+	if err := j.out.Decode(&r); err != nil {
+		return r, fmt.Errorf("reading node's answer: %w: %s", err, j.errb.Bytes())
+	}
+	if r.NS == 0 {
+		return r, fmt.Errorf("the original parser failed on %s: %s", name, r.Error)
+	}
+	return r, nil
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the repository (no go.mod above the working directory); set -peer")
+		}
+		dir = parent
+	}
+}
+
+// medianOf returns the median of one figure of the samples.
+func medianOf(ss []sample, get func(sample) float64) float64 {
+	if len(ss) == 0 {
+		return 0
+	}
+	xs := make([]float64, len(ss))
+	for i, s := range ss {
+		xs[i] = get(s)
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
+func run(c config, w io.Writer) error {
+	ins, err := inputs()
+	if err != nil {
+		return err
+	}
+	j, why, err := startJS(c, ins)
+	if err != nil {
+		return err
+	}
+	if j != nil {
+		defer j.close()
+	} else {
+		fmt.Fprintf(w, "skipping the original parser: %s; measuring ours only\n\n", why)
+	}
+
+	// Ours and the original take turns on every input, round after round,
+	// so that load from other processes weighs on both sides alike.
+	goS := map[string][]sample{} // input/parser → per round
+	goN := map[string]int{}
+	jsS := map[string][]sample{}
+	jsNote := map[string]string{}
+	for round := 0; round < c.rounds; round++ {
+		for _, in := range ins {
+			for _, p := range goParsers {
+				k := in.name + "/" + p.name
+				s, n, err := timeGo(in, p.fn, goN[k], c.budget)
+				if err != nil {
+					return fmt.Errorf("%s on %s: %w", p.name, in.name, err)
+				}
+				goS[k], goN[k] = append(goS[k], s), n
+			}
+			if j == nil {
+				continue
+			}
+			r, err := j.measure(in.name, c.budget)
+			if err != nil {
+				return err
+			}
+			if !r.OK {
+				jsNote[in.name] = r.Error
+			}
+			jsS[in.name] = append(jsS[in.name], sample{r.NS, r.CPU})
+		}
+	}
+
+	fmt.Fprintf(w, "median of %d rounds of %v per measurement, ns per envelope; ×: original / ours (goal ≥ 2.0)\n", c.rounds, c.budget)
+	for _, kind := range []struct {
+		name string
+		get  func(sample) float64
+	}{
+		{"wall time", func(s sample) float64 { return s.wall }},
+		{"CPU time of the process (garbage collection included; steadier on a loaded machine)", func(s sample) float64 { return s.cpu }},
+	} {
+		fmt.Fprintf(w, "\n%s:\n", kind.name)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head := "input\tbytes\toriginal (node)\t"
+		for _, p := range goParsers {
+			head += p.name + "\t×\t"
+		}
+		fmt.Fprintln(tw, head)
+		for _, in := range ins {
+			jsm := medianOf(jsS[in.name], kind.get)
+			row := fmt.Sprintf("%s\t%d\t", in.name, len(in.text))
+			if j != nil {
+				row += fmt.Sprintf("%.0f\t", jsm)
+			} else {
+				row += "-\t"
+			}
+			for _, p := range goParsers {
+				g := medianOf(goS[in.name+"/"+p.name], kind.get)
+				row += fmt.Sprintf("%.0f\t", g)
+				if j != nil {
+					row += fmt.Sprintf("%.2f\t", jsm/g)
+				} else {
+					row += "-\t"
+				}
+			}
+			fmt.Fprintln(tw, row)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, in := range ins {
+		if n := jsNote[in.name]; n != "" {
+			fmt.Fprintf(w, "note: %s: the original parser: %s\n", in.name, n)
+		}
+	}
+	return nil
+}
