@@ -148,7 +148,7 @@ func DefaultConfig() Config {
 
 // defaultShutdownTimeout is the default shutdown_timeout: well within
 // systemd's default TimeoutStopSec (90 s) and launchd's ExitTimeOut (20 s).
-const defaultShutdownTimeout = 15 * time.Second
+const defaultShutdownTimeout = server.DefaultShutdownTimeout
 
 // defaultDataDir is $XDG_DATA_HOME/crosstalk, ~/.local/share/crosstalk, or
 // the platform's equivalent.
