@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/a2a"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
@@ -195,6 +196,7 @@ type Server struct {
 	url     string
 	http    *http.Server
 	api     *api.Server
+	a2a     *a2a.Bridge
 	handler http.Handler
 	log     *slog.Logger
 	done    chan error
@@ -257,6 +259,11 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 		Minted: minted,
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	if s, ok := ts.senders["a2a"].(*a2a.Sender); ok {
+		s.Relay = core.Relay // record what A2A agents answer at once
+	}
+	bridge := a2a.New(core.Relay, &a2a.Options{Logger: log.With("component", "a2a"), Signer: keySigner(o.SigningKeys), Bearer: len(o.Tokens) > 0})
+	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with A2A set (docs/agents.md)
 	site, err := web.New(core.Relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: core.Trust,
 		Admins: o.Admins, Secure: o.SecureCookies, Tokens: minted,
@@ -273,7 +280,7 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, handler: site, log: log, done: make(chan error, 1)}
+	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, a2a: bridge, handler: site, log: log, done: make(chan error, 1)}
 	if host, _, _ := net.SplitHostPort(listen); !IsLoopback(host) {
 		s.url = "http://" + ln.Addr().String()
 	}
@@ -317,6 +324,7 @@ func (s *Server) Store() ledger.Store { return s.core.Store }
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() {
 		s.api.Close()
+		s.a2a.Close()
 		s.stop()
 		s.tasks.Wait()
 		err := s.http.Shutdown(ctx)
