@@ -345,7 +345,7 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("node %s: %v, %v\nstdout: %s\nstderr: %s", driver, runErr, err, stdout.String(), stderr.String())
 	}
-	if len(res.Checks) < 18 {
+	if len(res.Checks) < 30 {
 		t.Errorf("only %d checks ran (stderr: %s)", len(res.Checks), stderr.String())
 	}
 	for _, c := range res.Checks {
