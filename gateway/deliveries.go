@@ -5,8 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"iter"
-	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,28 +106,24 @@ func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq in
 // earlier call already walked the group for this agent up to a seq at or
 // before sinceSeq, it resumes from the state that call left (see
 // resumeTracker) and reads only the newer events. It reads in pages of
-// deliveryPage events; what it holds is the deliveries it returns.
+// inboxPage events.
 func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]Delivery, error) {
 	tr, from := r.resumeTracker(agent, group, sinceSeq)
-	// Claims follow their message, maybe pages later: learn them first.
-	for last := from; ; {
-		evs, err := r.store.Range(ctx, group, last, []string{KindClaim}, deliveryPage)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
-		}
-		tr.learnClaims(evs)
-		if len(evs) < deliveryPage {
-			break
-		}
-		last = evs[len(evs)-1].Seq
-	}
 	var out []Delivery
 	last := from
-	for {
-		evs, err := r.store.Range(ctx, group, last, nil, deliveryPage)
+	for first := true; ; first = false {
+		evs, err := r.store.Range(ctx, group, last, nil, inboxPage)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
 		}
+		if first && len(evs) == inboxPage {
+			// More than a page: claims follow their message, maybe
+			// pages later, so learn them all first.
+			if err := r.learnAllClaims(ctx, tr, group, last); err != nil {
+				return nil, err
+			}
+		}
+		tr.learnClaims(evs)
 		for _, ev := range evs {
 			d, ok, err := tr.observe(ctx, ev)
 			if err != nil {
@@ -140,7 +137,7 @@ func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceS
 		if len(evs) > 0 {
 			last = evs[len(evs)-1].Seq
 		}
-		if len(evs) < deliveryPage {
+		if len(evs) < inboxPage {
 			break
 		}
 	}
@@ -154,9 +151,28 @@ func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceS
 	return out, nil
 }
 
-// deliveryPage is how many events the delivery walks read at once: what
-// they hold of a group's history at any time.
-const deliveryPage = 256
+// learnAllClaims notes every claim event of group after seq in tr.
+func (r *Relay) learnAllClaims(ctx context.Context, tr *tracker, group string, after int64) error {
+	for {
+		evs, err := r.store.Range(ctx, group, after, []string{KindClaim}, inboxPage)
+		if err != nil {
+			return fmt.Errorf("gateway: reading group %q: %w", group, err)
+		}
+		tr.learnClaims(evs)
+		if len(evs) < inboxPage {
+			return nil
+		}
+		after = evs[len(evs)-1].Seq
+	}
+}
+
+// inboxPage is how many events Deliveries reads at once: what it holds of
+// a group's history, besides the deliveries it returns.
+const inboxPage = 4096
+
+// streamPage is how many events a stream's walk up to an event (a group
+// met again, trackerLRU.get) reads at once.
+const streamPage = 256
 
 // trackerState is what a tracker has learnt from a group's events up to
 // lastSeq that matters for the deliveries of later events: the threads the
@@ -165,7 +181,7 @@ const deliveryPage = 256
 // The clock, liveness and the claims in the store are read afresh.
 type trackerState struct {
 	lastSeq int64
-	threads map[string]bool
+	threads *threadSet
 }
 
 // maxTrackerStates bounds the relay's cache of tracker states (one per
@@ -190,7 +206,7 @@ func (r *Relay) resumeTracker(agent, group string, sinceSeq int64) (*tracker, in
 	if !ok || st.lastSeq > sinceSeq {
 		return tr, 0
 	}
-	tr.threads = maps.Clone(st.threads)
+	tr.threads = st.threads.clone()
 	return tr, st.lastSeq
 }
 
@@ -209,12 +225,52 @@ func (r *Relay) saveTracker(group string, lastSeq int64, tr *tracker) {
 	r.trackers[key] = &trackerState{lastSeq: lastSeq, threads: tr.threads}
 }
 
+// maxThreads bounds the threads a tracker remembers the agent taking part
+// in, per group: past it the thread joined first is forgotten, and a later
+// event of that thread counts as one of a thread the agent is not in. It
+// keeps what a stream or an inbox walk holds independent of history.
+const maxThreads = 256
+
+// threadSet is the threads an agent takes part in within one group, held
+// as 64-bit hashes of their ids, at most maxThreads of them: a ring of 2
+// KiB at most, searched in full (256 compares cost less than a map's
+// memory, multiplied by groups and streams).
+type threadSet struct {
+	order []uint64 // in the order joined, a ring once full
+	next  int      // the oldest, once full
+}
+
+// threadSeed seeds the hashes; they never leave the process.
+var threadSeed = maphash.MakeSeed()
+
+func newThreadSet() *threadSet { return &threadSet{} }
+
+func (s *threadSet) contains(thread string) bool {
+	return slices.Contains(s.order, maphash.String(threadSeed, thread))
+}
+
+func (s *threadSet) add(thread string) {
+	h := maphash.String(threadSeed, thread)
+	switch {
+	case slices.Contains(s.order, h):
+	case len(s.order) < maxThreads:
+		s.order = append(s.order, h)
+	default:
+		s.order[s.next] = h
+		s.next = (s.next + 1) % maxThreads
+	}
+}
+
+func (s *threadSet) clone() *threadSet {
+	return &threadSet{order: slices.Clone(s.order), next: s.next}
+}
+
 // tracker follows one agent through a group's events in seq order and
 // turns each into a Delivery.
 type tracker struct {
 	r       *Relay
 	agent   attention.Agent
-	threads map[string]bool
+	threads *threadSet
 	acked   map[string]bool
 	// claimed holds the events that have an x.crosstalk.claim event: only
 	// those can have a claim in the store, so only those are looked up.
@@ -228,7 +284,7 @@ func (r *Relay) newTracker(agent string) *tracker {
 	if entry, ok := r.book.Agent(agent); ok {
 		a.Roles = entry.Roles
 	}
-	return &tracker{r: r, agent: a, threads: map[string]bool{}, acked: map[string]bool{}, claimed: map[string]bool{}, now: r.now(), seen: r.LastSeen()}
+	return &tracker{r: r, agent: a, threads: newThreadSet(), acked: map[string]bool{}, claimed: map[string]bool{}, now: r.now(), seen: r.LastSeen()}
 }
 
 // learnClaims notes which of evs were ever claimed, from their claim
@@ -262,7 +318,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 		t.claimed[d.EventID] = true
 	}
 	st := attention.State{LastSeen: t.seen}
-	if ae.Thread != "" && t.threads[ae.Thread] {
+	if ae.Thread != "" && t.threads.contains(ae.Thread) {
 		// Decide only asks whether the agent takes part in ev's thread:
 		// handing it every thread made each event cost O(threads), and
 		// an inbox O(events × threads).
@@ -282,7 +338,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	dec := attention.Decide(ae, t.agent, st, t.now)
 	// Participation: the agent wrote in the thread or was named in it.
 	if ae.Thread != "" && (strings.EqualFold(ae.From, t.agent.ID) || dec.Directedness == attention.ToMe) {
-		t.threads[ae.Thread] = true
+		t.threads.add(ae.Thread)
 	}
 	if dec.Injection == attention.Silent {
 		return Delivery{}, false, nil
@@ -425,7 +481,7 @@ func (l *trackerLRU) get(ctx context.Context, agent, group string, seq int64) (*
 	tr, last := l.r.resumeTracker(agent, group, seq-1)
 	tr.forget()
 	for last < seq-1 {
-		evs, err := l.r.store.Range(ctx, group, last, nil, min(deliveryPage, int(seq-1-last)))
+		evs, err := l.r.store.Range(ctx, group, last, nil, min(streamPage, int(seq-1-last)))
 		if err != nil {
 			return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
 		}

@@ -78,3 +78,42 @@ func BenchmarkDeliveries(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFollowAgent measures an agent stream replaying a ledger of
+// 2 000 messages over 20 groups on SQLite from position 0: the work per
+// delivery of GET /v1/agents/{agent}/stream before it goes live.
+func BenchmarkFollowAgent(b *testing.B) {
+	st, err := sqlite.Open(context.Background(), b.TempDir()+"/l.db", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	r := gateway.New(st, nil)
+	var text strings.Builder
+	for i := range 2000 {
+		e := envelope.New("CHATGPT", "CLAUDE", envelope.IntentRequest, fmt.Sprintf("message %d", i))
+		e.Context = fmt.Sprintf("g%d", i%20)
+		m, _ := envelope.Marshal(e)
+		text.Write(m)
+		if i%100 == 99 {
+			if _, err := r.Ingest(context.Background(), gateway.Intake{Transport: "bench", Data: strings.NewReader(text.String())}); err != nil {
+				b.Fatal(err)
+			}
+			text.Reset()
+		}
+	}
+	for b.Loop() {
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		for _, err := range r.FollowAgent(ctx, "claude", 0) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n++; n == 2000 {
+				break
+			}
+		}
+		cancel()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2000), "ns/delivery")
+}

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/transports"
@@ -13,10 +15,16 @@ import (
 // envelopes are durably recorded; its reply holds the ERROR envelopes of
 // rejected ones, for media with a way back. Accepted envelopes get no
 // receipt on these media — unlike HTTP, where the receipt is the response
-// — so a mailbox is not answered with a mail per envelope.
+// — so a mailbox is not answered with a mail per envelope. A text with
+// more than Options.MaxEnvelopes envelopes is refused whole, nothing
+// recorded, with an error wrapping both ErrTooManyEnvelopes and
+// transports.ErrPermanent: offering it again cannot help.
 func (r *Relay) Handler() transports.Handler {
 	return func(ctx context.Context, in transports.Inbound) ([]byte, error) {
 		outs, err := r.Ingest(ctx, Intake{Transport: in.Transport, Source: in.Source, Data: bytes.NewReader(in.Data)})
+		if errors.Is(err, ErrTooManyEnvelopes) {
+			return nil, fmt.Errorf("%w: %w", transports.ErrPermanent, err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -98,6 +98,13 @@ fill=$(echo "$(date +%s.%N) - $start" | bc)
 rss_filled=$(awk '/VmRSS/ {print $2}' "/proc/$relay_pid/status")
 echo "filled in ${fill}s; relay RSS ${rss_filled} kB" >&2
 
+# The same sampling without streams: the machine's own latency, to compare.
+: >"$tmp/baseline"
+for _ in $(seq 20); do
+  curl -sS -o /dev/null -w '%{time_total}\n' --max-time 10 "$url/healthz" >>"$tmp/baseline" || echo 10 >>"$tmp/baseline"
+  sleep 0.25
+done
+
 echo "opening $STREAMS agent streams" >&2
 for ((s = 0; s < STREAMS; s++)); do
   curl -sS -N -H "Authorization: Bearer $reader" "$url/v1/agents/claude/stream" 2>/dev/null \
@@ -125,6 +132,9 @@ for ((s = 0; s < STREAMS; s++)); do # the counters write when curl ends
 done
 delivered=$(cat "$tmp"/stream-*.count | awk '{s += $1} END {print s + 0}')
 
+sort -n "$tmp/baseline" | awk '{ t[NR] = $1 } END { printf "/healthz without streams: %d samples, median %.1f ms, max %.1f ms\n", NR, t[int((NR + 1) / 2)] * 1000, t[NR] * 1000 }'
+awk '{ r[NR] = $2 } END { printf "relay RSS every 10 s (MB):"; for (i = 1; i <= NR; i += 20) printf " %.0f", r[i] / 1024; printf " %.0f\n", r[NR] / 1024 }' "$tmp/samples"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 sort -n -k1 "$tmp/samples" | awk -v hwm="$hwm" -v open="$open" -v delivered="$delivered" \
   -v events="$EVENTS" -v groups="$GROUPS_" -v streams="$STREAMS" -v fill="$fill" '
   { t[NR] = $1; r[NR] = $2; if ($2 > rmax) rmax = $2 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/folder"
 )
@@ -75,5 +76,39 @@ func TestFolderLosesNothing(t *testing.T) {
 	processed, err := os.ReadDir(filepath.Join(dir, folder.ProcessedDir))
 	if err != nil || len(processed) != 2 {
 		t.Errorf("processed/ = %v, %v; want the two files", processed, err)
+	}
+}
+
+// TestFolderTooManyEnvelopes drops a file with more envelopes than one
+// intake may hold: nothing of it is recorded, and it moves to failed/ with
+// the reason beside it instead of being offered again forever.
+func TestFolderTooManyEnvelopes(t *testing.T) {
+	r := start(t, config{relay: gateway.Options{MaxEnvelopes: 3}})
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ".drop.tmp"), []byte(envelopes(t, 4, nil)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, ".drop.tmp"), filepath.Join(dir, "batch.crosstalk")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- folder.New(dir, &folder.Options{Settle: 50 * time.Millisecond, Rescan: 100 * time.Millisecond}).Receive(ctx, r.relay.Handler())
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	reason := filepath.Join(dir, folder.FailedDir, "batch.crosstalk"+folder.ErrorSuffix)
+	eventually(t, "the file and its reason in failed/", func() bool {
+		_, err := os.Stat(reason)
+		return err == nil
+	})
+	if b, _ := os.ReadFile(reason); !strings.Contains(string(b), "too many envelopes") {
+		t.Errorf("failed/batch.crosstalk.error = %q, want the envelope bound as the reason", b)
+	}
+	if n := r.count(); n != 0 {
+		t.Errorf("the ledger holds %d events, want 0", n)
 	}
 }

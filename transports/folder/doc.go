@@ -25,7 +25,10 @@
 // (Transport "folder", Source the file's path, CanReply false). What
 // happens next:
 //
-//   - the Handler returns an error: nothing was recorded, the file stays
+//   - the Handler returns an error wrapping transports.ErrPermanent
+//     (the relay refuses a file with too many envelopes whole): the file
+//     moves to failed/ with the error as its reason;
+//   - the Handler returns another error: nothing was recorded, the file stays
 //     where it is and is offered again after a backoff (1 s doubling to
 //     1 min), and after a restart;
 //   - the Handler returns nil: the file moves to processed/ — unless every

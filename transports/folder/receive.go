@@ -273,6 +273,10 @@ func (r *receiver) checkOne(ctx context.Context, e *entry) {
 		return
 	}
 	reply, err := r.h(ctx, transports.Inbound{Transport: "folder", Source: path, Data: data})
+	if errors.Is(err, transports.ErrPermanent) {
+		r.refuse(e, "the handler refused the whole file, nothing of it was recorded: "+err.Error())
+		return
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return // shutting down: the file stays for the next run

@@ -136,6 +136,10 @@ type Store struct {
 	closeErr  error
 
 	notes notifier
+	// followReads holds a slot per follower page read in flight: at most
+	// half the read connections, so that many open streams never queue
+	// the other reads (a health check, a page) behind them.
+	followReads chan struct{}
 
 	lastTS time.Time // writer goroutine only
 
@@ -241,6 +245,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	rdb.SetMaxOpenConns(o.ReadConns + 1) // + the pinned one
 	rdb.SetMaxIdleConns(o.ReadConns)
 	s.rdb = rdb
+	s.followReads = make(chan struct{}, max(1, o.ReadConns/2))
 	// A connection held open for the Store's life keeps SQLite from
 	// deleting the WAL file the syncer fsyncs (see walFile).
 	if s.pin, err = rdb.Conn(ctx); err == nil {
@@ -539,7 +544,7 @@ func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.S
 		last := sinceSeq
 		for {
 			wake := s.notes.wait(group)
-			evs, err := s.Range(ctx, group, last, nil, followPage)
+			evs, err := followRead(ctx, s, func() ([]ledger.Event, error) { return s.Range(ctx, group, last, nil, followPage) })
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -617,7 +622,7 @@ func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Log
 	return func(yield func(ledger.Logged, error) bool) {
 		for {
 			wake := s.notes.wait(logWake)
-			page, err := s.Log(ctx, after, followPage)
+			page, err := followRead(ctx, s, func() ([]ledger.Logged, error) { return s.Log(ctx, after, followPage) })
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -642,6 +647,19 @@ func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Log
 			}
 		}
 	}
+}
+
+// followRead runs a follower's page read in one of s.followReads.
+func followRead[T any](ctx context.Context, s *Store, read func() ([]T, error)) ([]T, error) {
+	select {
+	case s.followReads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closing:
+		return nil, fmt.Errorf("sqlite: follow: %w", ledger.ErrClosed)
+	}
+	defer func() { <-s.followReads }()
+	return read()
 }
 
 // waitFollow waits for wake or the poll interval; it reports false when
