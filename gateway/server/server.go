@@ -62,6 +62,17 @@ type Options struct {
 	// ClaimTTL is how long a claim lasts; gateway.DefaultClaimTTL when
 	// zero.
 	ClaimTTL time.Duration
+	// MaxBody bounds one intake in bytes, MaxEnvelopes its envelopes
+	// (gateway.Options MaxIntake and MaxEnvelopes); defaults when zero.
+	MaxBody      int
+	MaxEnvelopes int
+	// StreamLimit bounds the open streams of one principal, MaxStreams
+	// those of the relay (api.Options); defaults when zero.
+	StreamLimit int
+	MaxStreams  int
+	// Timeouts are the HTTP connection deadlines (api.NewHTTPServer);
+	// zero fields take the defaults.
+	Timeouts api.Timeouts
 	// Groups maps envelope contexts to ledger groups.
 	Groups map[string]string
 	// Tokens maps the API's bearer tokens to principals.
@@ -166,7 +177,7 @@ func OpenCore(ctx context.Context, o *Options) (*Core, error) {
 	relay := gateway.New(store, &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
 		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name,
-		ClaimTTL: o.ClaimTTL,
+		ClaimTTL: o.ClaimTTL, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes,
 	})
 	return &Core{Relay: relay, Store: store, Trust: trust}, nil
 }
@@ -239,6 +250,7 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 	a := api.New(core.Relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: o.Tokens, Hosts: hosts,
 		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
+		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams,
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	site, err := web.New(core.Relay, a, &web.Options{
@@ -250,13 +262,7 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 		ln.Close()
 		return nil, err
 	}
-	hs := &http.Server{
-		Handler:           site,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	hs := api.NewHTTPServer(site, o.Timeouts, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, handler: site, log: log, done: make(chan error, 1)}
 	if host, _, _ := net.SplitHostPort(listen); !IsLoopback(host) {
 		s.url = "http://" + ln.Addr().String()
