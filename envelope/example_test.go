@@ -114,3 +114,22 @@ func ExampleToV10() {
 	// sig: none
 	// [[END]]
 }
+
+// A request body or a file already in memory is parsed in place: no line
+// buffer, and the envelopes do not refer to the bytes afterwards.
+func ExampleNewBytesReader() {
+	body := []byte("[[CLAUDE→CHATGPT v1]]\nintent: REQUEST\nbody: |\n  Is the deploy blocked?\nsig: none\n[[END]]\n")
+	r := envelope.NewBytesReader(body)
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s → %s %s: %q, %d source bytes\n", e.From, e.To, e.Intent, e.Body, len(e.Source()))
+	}
+	// Output:
+	// CLAUDE → CHATGPT REQUEST: "Is the deploy blocked?", 91 source bytes
+}

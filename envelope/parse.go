@@ -459,8 +459,14 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 		if isPlainName(a) {
 			continue // the common case, and a valid name (ParseAddress)
 		}
+		// Classified in NFC; one NormalizeIdentifier refuses is E-ADDRESS
+		// below (NormalizeIdentifiers), not a bad address.
+		n, err := NormalizeIdentifier(string(a))
+		if err != nil {
+			continue
+		}
 		var ae *AddressError
-		if _, err := ParseAddress(string(a)); errors.As(err, &ae) {
+		if _, err := ParseAddress(n); errors.As(err, &ae) {
 			msg := ae.Detail()
 			if st.r.Strict {
 				return nil, syntaxErr(CodeFormat, line, 0, "%s", msg)

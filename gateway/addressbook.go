@@ -21,7 +21,9 @@ type Agent struct {
 	// every actor with role "reviewer".
 	Roles []string
 	// Keys are the signing key ids (pkid) this actor owns. An envelope
-	// signed by one of them is ascribed to this actor.
+	// that verifies under one of them may name this actor as its sender,
+	// whoever forwards it; no one else's first use pins them
+	// (docs/security.md).
 	Keys []string
 	// Transport and Address say where the relay delivers envelopes for
 	// this actor ("http" + URL, "mail" + address, "folder" + name,

@@ -60,13 +60,16 @@ Ingest measures, in one run and on this machine:
       group commit, fsync on every commit) in a temporary data dir, with
       --clients concurrent HTTP clients posting distinct signed envelopes;
   (c) a single writer appending one event at a time to SQLite, one fsync
-      per append.
+      per append;
+  (d) the disk alone: one event-sized write appended to a file and
+      fsynced at a time.
 
 Each runs for --duration in total, cut into 4 slices that take turns
-(a, b, c, a, b, c, …) so that other load on a shared machine weighs on all
-three alike; the first tenth of every slice is warm-up and not counted. It
-prints envelopes per second, p50/p99 latency, and the ratios relay/ceiling
-(goal ≥ 0.5) and relay/single-fsync (goal ≥ 3). With --cpuprofile, every
+(a, b, c, d, a, b, c, d, …) so that other load on a shared machine weighs
+on all alike; the first tenth of every slice is warm-up and not counted. It
+prints envelopes per second, p50/p99 latency, CPU time per envelope for
+(a) and (b), and the ratios relay/ceiling (goal ≥ 0.5), relay/single-fsync
+(goal ≥ 3) and relay/raw-fsync (goal ≥ 1.5). With --cpuprofile, every
 sample carries the label phase=ceiling, relay or single
 (go tool pprof -tagfocus phase=relay). Nothing is kept: the temporary
 directory is removed at the end. See docs/performance.md.`

@@ -29,7 +29,7 @@ func addComposeFlags(fs *flag.FlagSet) *composeFlags {
 		config: fs.String("config", defaultConfigFile(), "config `file` whose user key names the user"),
 		compat: fs.String("compat", "", "write for older readers: v1.0 maps REQUEST/RESPOND to QUESTION/ANSWER and refuses what v1.0 lacks"),
 		lossy:  fs.Bool("lossy", false, "with --compat v1.0: drop META blocks instead of refusing them"),
-		fence:  fs.Bool("fence", false, "wrap the envelope in a ``` fence"),
+		fence:  fs.Bool("fence", false, "wrap the envelope in a fence of three backticks"),
 	}
 	fs.Var(&c.meta, "meta", "META field as `ns.Key=Value` (repeatable)")
 	return c

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
 )
 
 // Config is the relay's configuration file (TOML), documented field by
@@ -91,7 +92,7 @@ type Config struct {
 }
 
 // DNSServerNone is the dns_server value that turns DNS key lookups off.
-const DNSServerNone = "none"
+const DNSServerNone = server.DNSServerNone
 
 // TokenConfig maps a bearer token to a principal. Token or TokenFile.
 type TokenConfig struct {

@@ -158,6 +158,9 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	a.Handle("GET /metrics", mx.Handler())
+	if s, ok := ts.senders["a2a"].(*a2a.Sender); ok {
+		s.Relay = relay // record what A2A agents answer at once
+	}
 	bridge := a2a.New(relay, &a2a.Options{Logger: log.With("component", "a2a"), Signer: signer, Bearer: len(tokens) > 0})
 	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with a2a = true (docs/agents.md)
 	site, err := web.New(relay, a, &web.Options{

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
 )
 
 // TestCheckConfig: --check-config exits 0 for a config the relay would
@@ -178,5 +184,43 @@ func TestServiceFiles(t *testing.T) {
 	}
 	if n, err := strconv.Atoi(strings.TrimSpace(items[i].Text)); err != nil || time.Duration(n)*time.Second <= defaultShutdownTimeout {
 		t.Errorf("plist ExitTimeOut = %q, want more seconds than shutdown_timeout's default %v", items[i].Text, defaultShutdownTimeout)
+	}
+}
+
+// TestRelayMetrics: the relay serves /metrics, wired to its intake.
+func TestRelayMetrics(t *testing.T) {
+	r := startTestRelay(t, t.TempDir(), nil)
+	defer r.shutdown()
+	e := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "metrics?")
+	b, _ := envelope.Marshal(e)
+	if _, ok := postEnvelope(r.url, string(b)); !ok {
+		t.Fatal("POST failed")
+	}
+	resp, err := http.Get(r.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("GET /metrics = %s, does not parse: %v", resp.Status, err)
+	}
+	value := func(name string) float64 {
+		f := fams[name]
+		if f == nil || len(f.Metric) == 0 {
+			return -1
+		}
+		m := f.Metric[0]
+		return m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+	}
+	for name, want := range map[string]float64{
+		"crosstalk_envelopes_received_total":     1,
+		"crosstalk_ledger_events_appended_total": 1,
+		"crosstalk_must_respond_open":            1, // chatgpt is not in the book: agent="other"
+	} {
+		if got := value(name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
 	}
 }

@@ -17,11 +17,11 @@ import (
 // loopback) becomes an envelope in the ledger, claude answers it through
 // POST /v1/send, and the reply completes the task. Clients sets how many
 // callers send at once, each in its own group, each task waiting for its
-// reply meanwhile.
+// reply meanwhile. The ledger is SQLite, as a relay runs by default.
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, clients := range []int{1, 16} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			r := startRelay(b, nil)
+			r := startRelayWith(b, setup{tokens: tokens, agents: book, sqlite: true})
 			c := r.client(b, "tok-chatgpt", "claude")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -41,8 +41,9 @@ type Options struct {
 	// agents; DefaultMaxPending when zero. Beyond it SendMessage fails.
 	MaxPending int
 	// MaxTasks bounds the tasks each agent's endpoint keeps in memory for
-	// GetTask; DefaultMaxTasks when zero. The oldest finished tasks are
-	// forgotten first.
+	// GetTask; DefaultMaxTasks when zero. When it is full the oldest task
+	// that is finished or waits for its client (input-required) is
+	// forgotten; keep it above MaxPending, so that there always is one.
 	MaxTasks int
 	// MaxBody bounds a JSON-RPC request body; DefaultMaxBody when zero.
 	MaxBody int64
@@ -143,8 +144,9 @@ func (b *Bridge) Agents() []string {
 	return ids
 }
 
-// Close ends every task that waits for a reply (their state stays
-// "working"), so that the relay can shut down.
+// Close ends every task that waits for a reply — failed, saying that the
+// relay shut down — so that the requests and streams waiting on them end
+// and the relay can shut down.
 func (b *Bridge) Close() { b.stop() }
 
 // ServeHTTP serves the agent cards and JSON-RPC endpoints. It must run

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
@@ -59,6 +61,9 @@ type setup struct {
 	// senders, when set, run the outbound dispatcher with them and one
 	// attempt per delivery.
 	senders map[string]transports.Sender
+	// sqlite keeps the ledger in SQLite in a temporary directory instead
+	// of in memory.
+	sqlite bool
 }
 
 func startRelayWith(t testing.TB, su setup) *testRelay {
@@ -67,7 +72,14 @@ func startRelayWith(t testing.TB, su setup) *testRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := memory.New(time.Now)
+	var st ledger.Store = memory.New(time.Now)
+	if su.sqlite {
+		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = db
+	}
 	relay := gateway.New(st, &gateway.Options{Book: b})
 	a := api.New(relay, &api.Options{Tokens: su.tokens, Rate: -1})
 	opts := su.opts
@@ -109,11 +121,19 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
+// keepAlive keeps enough idle connections for the concurrent callers of
+// the benchmark (http.DefaultTransport keeps 2 per host).
+var keepAlive = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}()
+
 func httpClient(token string) *http.Client {
 	if token == "" {
-		return http.DefaultClient
+		return &http.Client{Transport: keepAlive}
 	}
-	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+	return &http.Client{Transport: bearer{token: token, next: keepAlive}}
 }
 
 // client is the Go SDK's A2A client for agent, as the token's principal,
@@ -462,10 +482,11 @@ func TestRefusedMessages(t *testing.T) {
 	r := startRelay(t, nil)
 	c := r.client(t, "tok-chatgpt", "claude")
 	for name, m := range map[string]*sdk.Message{
-		"empty":                     sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart("  ")),
-		"raw":                       sdk.NewMessage(sdk.MessageRoleUser, sdk.NewRawPart([]byte{1, 2})),
-		"file url":                  sdk.NewMessage(sdk.MessageRoleUser, sdk.NewFileURLPart("https://example.org/x", "text/plain")),
-		"context with a line break": {ID: "m1", Role: sdk.MessageRoleUser, ContextID: "x\nfrom: ADMIN", Parts: sdk.ContentParts{sdk.NewTextPart("hi")}},
+		"empty":                          sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart("  ")),
+		"raw":                            sdk.NewMessage(sdk.MessageRoleUser, sdk.NewRawPart([]byte{1, 2})),
+		"file url":                       sdk.NewMessage(sdk.MessageRoleUser, sdk.NewFileURLPart("https://example.org/x", "text/plain")),
+		"larger than an envelope may be": sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart(strings.Repeat("x", envelope.MaxEnvelopeSize+1))),
+		"context with a line break":      {ID: "m1", Role: sdk.MessageRoleUser, ContextID: "x\nfrom: ADMIN", Parts: sdk.ContentParts{sdk.NewTextPart("hi")}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if res, err := c.SendMessage(t.Context(), &sdk.SendMessageRequest{Message: m}); err == nil {
@@ -492,6 +513,7 @@ func TestGate(t *testing.T) {
 		{"card with a wrong token", "GET", "/a2a/claude/.well-known/agent-card.json", "nope", "", nil, 401},
 		{"agent not opted in", "GET", "/a2a/chatgpt/.well-known/agent-card.json", "tok-gemini", "", nil, 404},
 		{"unknown agent", "GET", "/a2a/nobody/.well-known/agent-card.json", "tok-gemini", "", nil, 404},
+		{"lookalike agent", "GET", "/a2a/cl%D0%B0ude/.well-known/agent-card.json", "tok-gemini", "", nil, 404},
 		{"rpc", "POST", "/a2a/claude", "tok-gemini", rpc, nil, 200},
 		{"rpc without token", "POST", "/a2a/claude", "", rpc, nil, 401},
 		{"rpc to an agent not opted in", "POST", "/a2a/chatgpt", "tok-gemini", rpc, nil, 404},
@@ -659,6 +681,23 @@ func TestBounds(t *testing.T) {
 			t.Errorf("GetTask(newest) = %v", err)
 		}
 	})
+	t.Run("questions never answered", func(t *testing.T) {
+		r := startRelay(t, &a2a.Options{MaxTasks: 2})
+		c := r.client(t, "tok-chatgpt", "claude")
+		var ids []sdk.TaskID
+		for i := range 3 {
+			group := fmt.Sprint("asked-", i)
+			ctx := r.answer(t, group, envelope.IntentRequest, "Which one?", nil)
+			res, err := c.SendMessage(ctx, textMessage(group, "do it"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, res.(*sdk.Task).ID) // input-required
+		}
+		if _, err := c.GetTask(t.Context(), &sdk.GetTaskRequest{ID: ids[0]}); !errors.Is(err, sdk.ErrTaskNotFound) {
+			t.Errorf("GetTask(oldest question) = %v, want it forgotten to make room", err)
+		}
+	})
 	t.Run("full of open tasks", func(t *testing.T) {
 		r := startRelay(t, &a2a.Options{MaxTasks: 1})
 		c := r.client(t, "tok-chatgpt", "claude")
@@ -671,4 +710,30 @@ func TestBounds(t *testing.T) {
 			t.Errorf("second SendMessage() = %+v, want an error: the store is full of open tasks", res)
 		}
 	})
+}
+
+// TestClose: closing the bridge ends the tasks that wait for a reply —
+// failed, since tasks live in memory — so that a blocking SendMessage
+// returns and the relay can shut down.
+func TestClose(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	type result struct {
+		res sdk.SendMessageResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := c.SendMessage(t.Context(), textMessage("closing", "still there?"))
+		done <- result{res, err}
+	}()
+	r.mustEnvelope(t, "closing", "chatgpt", "claude", 0)
+	r.Bridge.Close()
+	got := <-done
+	if got.err != nil {
+		t.Fatalf("SendMessage() = %v", got.err)
+	}
+	if task := got.res.(*sdk.Task); task.Status.State != sdk.TaskStateFailed || !strings.Contains(partsText(task.Status.Message.Parts), "shut down") {
+		t.Errorf("task = %s %q, want failed: the relay shut down", task.Status.State, partsText(task.Status.Message.Parts))
+	}
 }

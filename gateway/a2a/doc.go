@@ -25,10 +25,13 @@
 // Outbound, Sender delivers envelopes to agents whose address-book
 // transport is "a2a": each envelope becomes one A2A message (text part =
 // the envelope text) sent to the agent's A2A endpoint; the outbound
-// dispatcher (gateway.Relay.RunOutbound) retries it like any delivery.
+// dispatcher (gateway.Relay.RunOutbound) retries it like any delivery. What
+// the agent answers at once (a message, a settled task) is recorded as its
+// reply envelope.
 //
 // What it does not do: keep tasks across a relay restart (tasks live in
-// memory; the envelopes and replies stay in the ledger), push
+// memory, and Close fails those still waiting; the envelopes and replies
+// stay in the ledger), push
 // notifications, ListTasks, the REST and gRPC bindings, file parts, or
-// ingest the answers of remote A2A agents reached by Sender.
+// follow a remote agent's task that is still working.
 package a2a

@@ -3,7 +3,6 @@ package a2a
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -216,8 +215,10 @@ func (e *executor) await(ctx context.Context, ec *a2asrv.ExecutorContext, sent s
 	}
 	switch {
 	case e.b.ctx.Err() != nil:
-		// The relay shuts down: the task stays working; its envelope is
-		// in the ledger.
+		// The relay shuts down, and tasks live in memory: end the task
+		// (the SDK waits for a final state), so that its callers' requests
+		// and streams end too. The request stays in the ledger.
+		yield(e.status(ec, sdk.TaskStateFailed, fmt.Sprintf("the relay shut down before %s replied; the request %s is in its ledger", e.agent.ID, sent.message), nil), nil)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		yield(e.status(ec, sdk.TaskStateFailed, fmt.Sprintf("no reply from %s within %s", e.agent.ID, e.b.opts.ReplyTimeout), nil), nil)
 	}
@@ -295,22 +296,14 @@ func textOf(m *sdk.Message) (string, error) {
 	if m == nil {
 		return "", fmt.Errorf("%w: no message", sdk.ErrInvalidParams)
 	}
-	var parts []string
 	for i, p := range m.Parts {
-		switch c := p.Content.(type) {
-		case sdk.Text:
-			parts = append(parts, string(c))
-		case sdk.Data:
-			b, err := json.Marshal(c.Value)
-			if err != nil {
-				return "", fmt.Errorf("%w: part %d: %v", sdk.ErrInvalidParams, i+1, err)
-			}
-			parts = append(parts, string(b))
+		switch p.Content.(type) {
+		case sdk.Text, sdk.Data:
 		default:
 			return "", fmt.Errorf("%w: part %d is %T; the relay carries text and JSON data only", sdk.ErrUnsupportedContentType, i+1, p.Content)
 		}
 	}
-	body := strings.Join(parts, "\n\n")
+	body := partsText(m.Parts)
 	if strings.TrimSpace(body) == "" {
 		return "", fmt.Errorf("%w: the message has no text", sdk.ErrInvalidParams)
 	}

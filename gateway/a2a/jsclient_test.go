@@ -15,39 +15,8 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/internal/nodetest"
 )
-
-// needNode returns the node executable, after installing the JS client's
-// packages (npm ci) if they are missing. Without node or npm the test
-// fails under CI=true (scripts/deps.sh installs them) and is skipped
-// elsewhere.
-func needNode(t *testing.T, dir string) string {
-	t.Helper()
-	missing := func(what string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed: the A2A JS client test must run in CI (scripts/deps.sh installs it)", what)
-		}
-		t.Skipf("%s is not installed", what)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk", "package.json")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			missing("npm")
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s = %v\n%s", dir, err, out)
-		}
-	}
-	return node
-}
 
 // jsTask is a task as client.mjs prints it.
 type jsTask struct {
@@ -73,7 +42,7 @@ func TestJSClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := needNode(t, dir)
+	node := nodetest.Node(t, dir, "@a2a-js/sdk")
 	r := startRelay(t, nil)
 
 	// claude answers the blocking send, and the stream with an ACK first.

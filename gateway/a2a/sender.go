@@ -1,7 +1,10 @@
 package a2a
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +17,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/transports"
 )
 
@@ -33,6 +38,14 @@ type Sender struct {
 	// CardTTL is how long a fetched agent card is used before it is
 	// fetched again; 5 minutes when zero.
 	CardTTL time.Duration
+	// Relay, when set, records what an A2A agent answers at once — a
+	// message, or a task already completed, failed, rejected or
+	// input-required — as that agent's reply envelope to the envelope's
+	// sender (parent = the envelope), ingested like any envelope. Its
+	// message id is derived from the envelope's, so that a repeated
+	// delivery records it once. Nil drops such answers; the agent can
+	// still send its reply to the relay.
+	Relay *gateway.Relay
 
 	mu    sync.Mutex
 	cards map[string]cachedCard
@@ -69,7 +82,7 @@ func (s *Sender) Send(ctx context.Context, to, id string, text []byte) error {
 	msg := sdk.NewMessage(sdk.MessageRoleUser, &sdk.Part{Content: sdk.Text(text), MediaType: "text/plain"})
 	msg.ID = id
 	msg.Metadata = map[string]any{metaKey: map[string]any{"message": id}}
-	_, err = c.SendMessage(ctx, &sdk.SendMessageRequest{Message: msg, Config: &sdk.SendMessageConfig{ReturnImmediately: true}})
+	res, err := c.SendMessage(ctx, &sdk.SendMessageRequest{Message: msg, Config: &sdk.SendMessageConfig{ReturnImmediately: true}})
 	if err != nil {
 		s.forget(to)
 		if permanent(err) {
@@ -77,7 +90,106 @@ func (s *Sender) Send(ctx context.Context, to, id string, text []byte) error {
 		}
 		return fmt.Errorf("a2a: sending to %s: %w", to, err)
 	}
+	return s.record(ctx, to, text, res)
+}
+
+// record ingests the agent's immediate answer res to the envelope text as
+// its reply envelope, when there is one and Relay is set. An error (the
+// ledger is unavailable) fails the delivery, which is then retried.
+func (s *Sender) record(ctx context.Context, address string, text []byte, res sdk.SendMessageResult) error {
+	if s.Relay == nil {
+		return nil
+	}
+	intent, body := answerOf(res)
+	if intent == "" {
+		return nil // still working: nothing to record yet
+	}
+	orig, err := envelope.Unmarshal(text)
+	if err != nil {
+		return nil
+	}
+	var agent gateway.Agent
+	for _, a := range s.Relay.Book().Agents() {
+		if a.Transport == "a2a" && a.Address == address {
+			agent = a
+			break
+		}
+	}
+	if agent.ID == "" {
+		return nil
+	}
+	e := envelope.NewReply(orig, intent, body)
+	e.From = agent.ID
+	sum := sha256.Sum256([]byte("a2a answer\x00" + agent.ID + "\x00" + orig.Message))
+	e.Message = envelope.IDFromHash(sum[:])
+	b, err := envelope.Marshal(e)
+	if err != nil {
+		return nil // an answer that cannot be an envelope
+	}
+	if _, err := s.Relay.Ingest(ctx, gateway.Intake{Transport: "a2a", Source: address, Data: bytes.NewReader(b)}); err != nil {
+		return fmt.Errorf("a2a: recording %s's answer: %w", agent.ID, err)
+	}
 	return nil
+}
+
+// answerOf is the intent and body of the reply envelope for an agent's
+// immediate answer: its message; or its task's status message, else its
+// artifacts, for a task that is settled or asks back. "" when the task is
+// still under way.
+func answerOf(res sdk.SendMessageResult) (intent, body string) {
+	switch r := res.(type) {
+	case *sdk.Message:
+		return envelope.IntentRespond, partsText(r.Parts)
+	case *sdk.Task:
+		switch r.Status.State {
+		case sdk.TaskStateCompleted:
+			intent = envelope.IntentRespond
+		case sdk.TaskStateFailed:
+			intent = envelope.IntentError
+		case sdk.TaskStateRejected:
+			intent = envelope.IntentNack
+		case sdk.TaskStateInputRequired:
+			intent = envelope.IntentRequest
+		default:
+			return "", ""
+		}
+		if r.Status.Message != nil {
+			body = partsText(r.Status.Message.Parts)
+		}
+		for _, a := range r.Artifacts {
+			if body == "" && a != nil {
+				body = partsText(a.Parts)
+			}
+		}
+		if body == "" {
+			body = "(" + strings.ToLower(strings.TrimPrefix(string(r.Status.State), "TASK_STATE_")) + ")"
+		}
+		return intent, body
+	}
+	return "", ""
+}
+
+// partsText is the text of an answer's parts: text, data as JSON, and a
+// note for what an envelope cannot carry.
+func partsText(ps sdk.ContentParts) string {
+	var out []string
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		switch c := p.Content.(type) {
+		case sdk.Text:
+			out = append(out, string(c))
+		case sdk.Data:
+			b, _ := json.Marshal(c.Value)
+			out = append(out, string(b))
+		case sdk.URL:
+			out = append(out, "[file: "+string(c)+"]")
+		default:
+			out = append(out, "[binary part omitted]")
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // sameOrigin returns card with only the interfaces on the address's

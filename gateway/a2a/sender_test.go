@@ -26,6 +26,7 @@ import (
 type remoteAgent struct {
 	got    chan *sdk.Message
 	refuse error
+	answer string // when set, it answers at once with this message
 }
 
 func (a *remoteAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[sdk.Event, error] {
@@ -35,6 +36,10 @@ func (a *remoteAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) i
 			return
 		}
 		a.got <- ec.Message
+		if a.answer != "" {
+			yield(sdk.NewMessage(sdk.MessageRoleAgent, sdk.NewTextPart(a.answer)), nil)
+			return
+		}
 		if yield(sdk.NewSubmittedTask(ec, ec.Message), nil) {
 			yield(sdk.NewStatusUpdateEvent(ec, sdk.TaskStateCompleted, nil), nil)
 		}
@@ -174,5 +179,49 @@ func TestSenderErrors(t *testing.T) {
 	case m := <-target.got:
 		t.Errorf("the host a card pointed at got %q", m.Parts[0].Text())
 	default:
+	}
+}
+
+// TestSenderRecordsAnswers: an A2A agent that answers at once has its
+// answer recorded as its reply envelope, once however often the envelope
+// is delivered.
+func TestSenderRecordsAnswers(t *testing.T) {
+	agent := &remoteAgent{got: make(chan *sdk.Message, 2), answer: "LGTM, merge it."}
+	address := startRemote(t, agent)
+	book, err := gateway.NewAddressBook([]gateway.Agent{
+		{ID: "remote", Names: []string{"REMOTE"}, Transport: "a2a", Address: address},
+		{ID: "claude", Names: []string{"CLAUDE"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memory.New(time.Now)
+	defer st.Close()
+	relay := gateway.New(st, &gateway.Options{Book: book})
+	env := envelope.New("CLAUDE", "REMOTE", envelope.IntentRequest, "Can you review PR 7?")
+	env.Context = "review"
+	text, _ := envelope.Marshal(env)
+	sender := &a2a.Sender{Relay: relay}
+	for range 2 { // a delivery repeated after an unclear failure
+		if err := sender.Send(t.Context(), address, env.Message, text); err != nil {
+			t.Fatalf("Send() = %v", err)
+		}
+	}
+	evs, err := st.Range(t.Context(), "review", 0, nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replies []*envelope.Envelope
+	for _, ev := range evs {
+		if d, _ := gateway.ParseData(ev); d.X != nil && d.X.Sender == "remote" {
+			replies = append(replies, d.X.Envelope)
+		}
+	}
+	if len(replies) != 1 {
+		t.Fatalf("replies recorded = %d, want 1", len(replies))
+	}
+	r := replies[0]
+	if r.Intent != envelope.IntentRespond || r.Parent != env.Message || r.To != "CLAUDE" || r.Body != "LGTM, merge it." {
+		t.Errorf("reply = %s to %s parent %s %q, want RESPOND to CLAUDE answering %s", r.Intent, r.To, r.Parent, r.Body, env.Message)
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // taskStore is the SDK's task store (taskstore.Store) in memory with a
-// bound: at most max tasks, the oldest finished ones forgotten first, so
+// bound: at most max tasks, the oldest idle ones forgotten first, so
 // that a relay left running for months does not grow without limit. Each
 // task belongs to the caller that created it; to anyone else it does not
 // exist (A2A §3.3.2: ErrTaskNotFound).
@@ -71,11 +71,14 @@ func (s *taskStore) Create(ctx context.Context, task *sdk.Task) (taskstore.TaskV
 	return st.version, nil
 }
 
-// evictLocked forgets the oldest task in a final state.
+// evictLocked forgets the oldest task that no execution holds: one in a
+// final state, or one waiting for its client (input-required,
+// auth-required) — else questions never answered would fill the store in
+// a relay's tenth month. Tasks still working are bounded by MaxPending.
 func (s *taskStore) evictLocked() bool {
 	for e := s.order.Front(); e != nil; e = e.Next() {
 		id := e.Value.(sdk.TaskID)
-		if s.tasks[id].state.Terminal() {
+		if st := s.tasks[id].state; st.Terminal() || st == sdk.TaskStateInputRequired || st == sdk.TaskStateAuthRequired {
 			s.order.Remove(e)
 			delete(s.tasks, id)
 			return true

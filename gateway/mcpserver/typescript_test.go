@@ -18,6 +18,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/mcpserver"
+	"github.com/crosstalk-go/crosstalk/internal/nodetest"
 	"github.com/crosstalk-go/crosstalk/internal/relaytest"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -59,37 +60,6 @@ func serveChild() int {
 	return 0
 }
 
-// needNode returns the node executable, after installing the client's
-// packages (npm ci) if they are missing. Without node or npm the test
-// fails under CI=true and is skipped elsewhere.
-func needNode(t *testing.T, dir string) string {
-	t.Helper()
-	missing := func(what string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed: the MCP client test must run in CI (scripts/deps.sh installs Node.js)", what)
-		}
-		t.Skipf("%s is not installed", what)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			missing("npm")
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s = %v\n%s", dir, err, out)
-		}
-	}
-	return node
-}
-
 // TestTypeScriptClient drives the MCP server with the official TypeScript
 // SDK client over stdio against a real relay: initialize, tools/list and
 // every tool, with refusals (testdata/mcpclient/client.mjs).
@@ -98,7 +68,7 @@ func TestTypeScriptClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := needNode(t, dir)
+	node := nodetest.Node(t, dir, "@modelcontextprotocol/sdk")
 
 	r := relaytest.Start(t, &relaytest.Options{TrustFile: filepath.Join(t.TempDir(), "known_keys")})
 	key, err := signing.GenerateKey(signing.Ed25519, "claude@test")

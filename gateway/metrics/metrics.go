@@ -24,6 +24,7 @@
 package metrics
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 )
 
@@ -106,7 +108,7 @@ func New(opts *Options) *Metrics {
 	m.rejected = counter("envelopes_rejected_total",
 		"Envelopes and inputs rejected, by error code (E-FORMAT, E-PERM, …).", "code")
 	m.ingestErrors = counter("ingest_errors_total",
-		"Intakes that could not be recorded at all (the ledger failed; nothing was acknowledged), by transport.", "transport")
+		"Intakes that could not be read or recorded at all (nothing was acknowledged; the sender retries), by transport.", "transport")
 	m.verifications = counter("verifications_total",
 		"Signature checks of received envelopes, by status (verified, first-use, unsigned, unknown-key, key-changed, bad-signature, revoked).", "status")
 	m.ingestLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "ingest_duration_seconds",
@@ -166,7 +168,12 @@ var _ gateway.Observer = (*Metrics)(nil)
 // by outcome, its rejections by code, the verification statuses, and
 // observes the ingest latency.
 func (m *Metrics) Ingested(transport string, outs []gateway.Outcome, err error, took time.Duration) {
-	if err != nil {
+	switch {
+	case errors.Is(err, gateway.ErrTooManyEnvelopes): // refused whole, as E-TOO-LARGE
+		m.received.WithLabelValues(transport, OutcomeRejected).Inc()
+		m.rejected.WithLabelValues(string(envelope.CodeTooLarge)).Inc()
+		return
+	case err != nil:
 		m.ingestErrors.WithLabelValues(transport).Inc()
 		return
 	}

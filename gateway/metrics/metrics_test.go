@@ -238,14 +238,18 @@ func TestCountersMove(t *testing.T) {
 	if s := r.post(t, "no envelope here"); s != http.StatusBadRequest {
 		t.Errorf("POST of plain text = %d, want 400", s)
 	}
+	if s := r.post(t, strings.Repeat(question, 1001)); s != http.StatusRequestEntityTooLarge {
+		t.Errorf("POST of 1001 envelopes = %d, want 413", s)
+	}
 	r.post(t, text("CHATGPT", "CLAUDE", "RESPOND", "No."))
 	r.post(t, text("CHATGPT", "MISTRAL", "REQUEST", "Can you check?"))
 	r.post(t, text("CLAUDE", "GEMINI", "REQUEST", "And you?"))
 	waitFor(t, r.url,
 		want{"crosstalk_envelopes_received_total", []string{"transport", "http", "outcome", "accepted"}, 4},
 		want{"crosstalk_envelopes_received_total", []string{"transport", "http", "outcome", "duplicate"}, 1},
-		want{"crosstalk_envelopes_received_total", []string{"transport", "http", "outcome", "rejected"}, 1},
+		want{"crosstalk_envelopes_received_total", []string{"transport", "http", "outcome", "rejected"}, 2},
 		want{"crosstalk_envelopes_rejected_total", []string{"code", "E-FORMAT"}, 1},
+		want{"crosstalk_envelopes_rejected_total", []string{"code", "E-TOO-LARGE"}, 1},
 		want{"crosstalk_verifications_total", []string{"status", "unsigned"}, 5},
 		want{"crosstalk_must_respond_open", []string{"agent", "other"}, 1},
 		want{"crosstalk_must_respond_open", []string{"agent", "gemini"}, 1},

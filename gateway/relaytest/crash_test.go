@@ -392,6 +392,21 @@ func checkAcked(t *testing.T, view ledgerView, acked map[string]api.Result, when
 	}
 }
 
+// loadConfig writes the config of a relay under test load into a fresh
+// directory, with extra TOML lines, and returns it and a data dir beside
+// it: no rate limit to speak of, the trust store in the test's directory,
+// never the user's own.
+func loadConfig(t *testing.T, extra string) (config, dataDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	config = filepath.Join(dir, "relay.toml")
+	toml := fmt.Sprintf("rate_limit = 1000000.0\nrate_burst = 1000000\nlog_level = \"info\"\ntrust_file = %q\n%s\n", filepath.Join(dir, "known_keys"), extra)
+	if err := os.WriteFile(config, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config, filepath.Join(dir, "data")
+}
+
 // TestCrash runs `crosstalk relay` as a child process under concurrent
 // load, kills it with SIGKILL crashKills times and restarts it on the same
 // data dir. After every restart, every envelope that got a 200 is in the
@@ -403,15 +418,7 @@ func TestCrash(t *testing.T) {
 		t.Skip("builds crosstalk and runs it as a child process")
 	}
 	bin := crosstalkBinary(t)
-	dir := t.TempDir()
-	dataDir := filepath.Join(dir, "data")
-	config := filepath.Join(dir, "relay.toml")
-	// No rate limit to speak of: the test is about crashes.
-	// The trust store in the test's directory, never the user's own.
-	toml := fmt.Sprintf("rate_limit = 1000000.0\nrate_burst = 1000000\nlog_level = \"info\"\ntrust_file = %q\n", filepath.Join(dir, "known_keys"))
-	if err := os.WriteFile(config, []byte(toml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config, dataDir := loadConfig(t, "")
 
 	l := newLoad()
 	ctx, stopLoad := context.WithCancel(context.Background())

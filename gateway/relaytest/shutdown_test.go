@@ -2,9 +2,6 @@ package relaytest
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,13 +19,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Skip("builds crosstalk and runs it as a child process")
 	}
 	bin := crosstalkBinary(t)
-	dir := t.TempDir()
-	dataDir := filepath.Join(dir, "data")
-	config := filepath.Join(dir, "relay.toml")
-	toml := fmt.Sprintf("rate_limit = 1000000.0\nrate_burst = 1000000\nshutdown_timeout = \"20s\"\ntrust_file = %q\n", filepath.Join(dir, "known_keys"))
-	if err := os.WriteFile(config, []byte(toml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config, dataDir := loadConfig(t, `shutdown_timeout = "20s"`)
 	c := startChild(t, bin, config, dataDir)
 	l := newLoad()
 	l.url.Store(&c.url)
@@ -62,7 +53,7 @@ func TestGracefulShutdown(t *testing.T) {
 	r := startChild(t, bin, config, dataDir)
 	view := readLedger(t, l.client, r.url)
 	checkAcked(t, view, acked, "after SIGTERM")
-	t.Logf("%d envelopes sent, %d acknowledged (%d of them after SIGTERM), %d unanswered", l.sent, len(acked), int64(len(acked))-atSignal, len(l.failed))
+	t.Logf("%d envelopes sent, %d acknowledged (%d of them after SIGTERM), %d unanswered (refused once the listener closed)", l.sent, len(acked), int64(len(acked))-atSignal, len(l.failed))
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	if err := r.wait(t); err != nil {
 		t.Errorf("idle relay after SIGTERM: %v, want exit 0", err)

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/a2a"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
 	"github.com/crosstalk-go/crosstalk/transports"
@@ -24,6 +26,10 @@ import (
 
 // DefaultListen is the relay's default address: loopback only.
 const DefaultListen = "127.0.0.1:7777"
+
+// DNSServerNone is the Options.DNSServer (and dns_server) value that
+// turns DNS key lookups off.
+const DNSServerNone = "none"
 
 // Options configure a relay. DataDir is required; everything else has a
 // default. docs/configuration.md documents the configuration file fields
@@ -52,8 +58,13 @@ type Options struct {
 	// TrustFile is the TOFU trust store; DataDir/known_keys when empty.
 	TrustFile string
 	// Verifier checks signatures; when nil, a signing.Verifier over
-	// TrustFile (trust on first use, docs/signing.md).
+	// TrustFile (trust on first use, docs/signing.md) that looks keys up
+	// in DNS as DNSServer says.
 	Verifier gateway.Verifier
+	// DNSServer is the "host:port" of the DNS server asked for signing
+	// keys published in TXT records (docs/signing.md §6); empty: the
+	// system's servers; DNSServerNone: no DNS lookups.
+	DNSServer string
 	// RequireSignatures rejects envelopes that are not verified.
 	RequireSignatures bool
 	// RateLimit and RateBurst limit requests per principal (api.Options).
@@ -168,7 +179,11 @@ func OpenCore(ctx context.Context, o *Options) (*Core, error) {
 	trust := signing.NewTrustStore(o.trustFile())
 	verifier := o.Verifier
 	if verifier == nil {
-		verifier = gateway.NewTrustVerifier(&signing.Verifier{Store: trust, Logger: log.With("component", "trust")})
+		v := &signing.Verifier{Store: trust, Logger: log.With("component", "trust")}
+		if o.DNSServer != DNSServerNone {
+			v.DNS = signing.NewDNSKeys(o.DNSServer)
+		}
+		verifier = gateway.NewTrustVerifier(v)
 	}
 	store, err := OpenLedger(ctx, LedgerOptions{Spec: o.LedgerSpec(), Stream: o.LedgerStream, Replicas: o.LedgerReplicas})
 	if err != nil {
@@ -177,7 +192,7 @@ func OpenCore(ctx context.Context, o *Options) (*Core, error) {
 	relay := gateway.New(store, &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
 		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name,
-		ClaimTTL: o.ClaimTTL, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes,
+		ClaimTTL: o.ClaimTTL, Admins: o.Admins, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes,
 	})
 	return &Core{Relay: relay, Store: store, Trust: trust}, nil
 }
@@ -192,6 +207,7 @@ type Server struct {
 	url     string
 	http    *http.Server
 	api     *api.Server
+	a2a     *a2a.Bridge
 	handler http.Handler
 	log     *slog.Logger
 	done    chan error
@@ -247,15 +263,21 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 		}
 		hosts = append(hosts, h)
 	}
+	minted := tokens.Open(filepath.Join(o.DataDir, tokens.FileName)) // crosstalk token new, the trust page's button
 	a := api.New(core.Relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: o.Tokens, Hosts: hosts,
 		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
-		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams,
+		Minted: minted, StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams,
 	})
 	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	if s, ok := ts.senders["a2a"].(*a2a.Sender); ok {
+		s.Relay = core.Relay // record what A2A agents answer at once
+	}
+	bridge := a2a.New(core.Relay, &a2a.Options{Logger: log.With("component", "a2a"), Signer: keySigner(o.SigningKeys), Bearer: len(o.Tokens) > 0})
+	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with A2A set (docs/agents.md)
 	site, err := web.New(core.Relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: core.Trust,
-		Admins: o.Admins, Secure: o.SecureCookies,
+		Admins: o.Admins, Secure: o.SecureCookies, Tokens: minted,
 	})
 	if err != nil {
 		a.Close()
@@ -263,7 +285,7 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 		return nil, err
 	}
 	hs := api.NewHTTPServer(site, o.Timeouts, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
-	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, handler: site, log: log, done: make(chan error, 1)}
+	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, a2a: bridge, handler: site, log: log, done: make(chan error, 1)}
 	if host, _, _ := net.SplitHostPort(listen); !IsLoopback(host) {
 		s.url = "http://" + ln.Addr().String()
 	}
@@ -307,6 +329,7 @@ func (s *Server) Store() ledger.Store { return s.core.Store }
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() {
 		s.api.Close()
+		s.a2a.Close()
 		s.stop()
 		s.tasks.Wait()
 		err := s.http.Shutdown(ctx)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"io/fs"
@@ -16,6 +17,8 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/server"
+	"github.com/crosstalk-go/crosstalk/internal/dnstest"
+	"github.com/crosstalk-go/crosstalk/signing"
 )
 
 func shutdown(t *testing.T, s *server.Server) {
@@ -141,5 +144,46 @@ func TestOpenCore(t *testing.T) {
 	outs, err := c.Relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: bytes.NewReader(b)})
 	if err != nil || len(outs) != 1 || outs[0].Accepted() {
 		t.Errorf("Ingest(unsigned) with RequireSignatures = %+v, %v; want one refusal", outs, err)
+	}
+}
+
+// TestOpenCoreDNSKeys: the default verifier looks keys up in DNS at
+// Options.DNSServer, pins them (source dns) once the relay accepts the
+// envelope, and does no lookup with DNSServerNone.
+func TestOpenCoreDNSKeys(t *testing.T) {
+	k, err := signing.GenerateKey(signing.Ed25519, "alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dns := dnstest.Start(t, map[string][][]string{
+		"alice._crosstalk-key.example.com.": {{"ed25519:pk=" + base64.RawURLEncoding.EncodeToString(k.Public().Bytes())}},
+	})
+	text, _ := envelope.Marshal(envelope.New("ALICE", "BOB", envelope.IntentRequest, "signed"))
+	signed, err := signing.Sign(text, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		server, status string
+	}{
+		{dns.Addr(), gateway.StatusVerified},
+		{server.DNSServerNone, gateway.StatusUnknownKey},
+	} {
+		c, err := server.OpenCore(t.Context(), &server.Options{DataDir: t.TempDir(), DNSServer: tt.server})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, err := c.Relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: bytes.NewReader(signed)})
+		if err != nil || len(outs) != 1 || outs[0].Verification.Status != tt.status {
+			t.Errorf("DNSServer %q: Ingest = %+v, %v; want %s", tt.server, outs, err, tt.status)
+		}
+		e, pinned, _ := c.Trust.Lookup("alice@example.com")
+		if want := tt.status == gateway.StatusVerified; pinned != want || pinned && e.Source != signing.SourceDNS {
+			t.Errorf("DNSServer %q: pin %+v, %v", tt.server, e, pinned)
+		}
+		c.Close()
+	}
+	if n := len(dns.Queries()); n != 1 {
+		t.Errorf("%d DNS queries, want 1", n)
 	}
 }

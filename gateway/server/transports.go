@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/crosstalk-go/crosstalk/gateway/a2a"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/clipboard"
 	"github.com/crosstalk-go/crosstalk/transports/folder"
@@ -57,6 +58,7 @@ func buildTransports(o *Options, log *slog.Logger) (*transportSet, error) {
 		receivers: map[string]transports.Receiver{},
 		senders: map[string]transports.Sender{
 			"http":      httpx.Sender{Client: &httpx.Client{Retries: -1}},
+			"a2a":       &a2a.Sender{}, // docs/agents.md, "A2A"
 			"clipboard": clip,
 		},
 	}

@@ -32,6 +32,11 @@ type meter struct {
 	lats     []time.Duration
 	measured time.Duration // the slices' time after warm-up
 	seq      int64         // appendSingly's record counter
+	// cpu is the process's CPU time during the slices, warm-up included,
+	// and done the requests completed in them: CPU per envelope, clients
+	// and servers together, steadier than a rate on a shared machine.
+	cpu  time.Duration
+	done int64
 }
 
 func (m *meter) perSec() float64 {
@@ -42,10 +47,14 @@ func (m *meter) perSec() float64 {
 }
 
 func (m *meter) phase(name string) Phase {
-	return Phase{
+	p := Phase{
 		Name: name, Count: m.count, Errors: m.errors, PerSec: m.perSec(),
 		P50ms: percentile(m.lats, 0.50), P99ms: percentile(m.lats, 0.99),
 	}
+	if m.done > 0 {
+		p.CPUMicros = float64(m.cpu.Microseconds()) / float64(m.done)
+	}
+	return p
 }
 
 // labelled runs fn with the profiler label phase=name, which every
@@ -125,11 +134,12 @@ func drive(ctx context.Context, hc *http.Client, url string, clients int, start 
 		mu       sync.Mutex
 		firstErr error
 	)
+	cpu0 := processCPU()
 	for range clients {
 		wg.Go(func() {
 			var (
-				mine         []time.Duration
-				count, fails int64
+				mine              []time.Duration
+				count, fails, all int64
 			)
 			for time.Now().Before(end) && ctx.Err() == nil {
 				body, err := next()
@@ -142,6 +152,9 @@ func drive(ctx context.Context, hc *http.Client, url string, clients int, start 
 				t0 := time.Now()
 				status, err := post(ctx, hc, url, body)
 				t1 := time.Now()
+				if err == nil && status == http.StatusOK {
+					all++
+				}
 				if t0.Before(warm) {
 					continue
 				}
@@ -156,12 +169,16 @@ func drive(ctx context.Context, hc *http.Client, url string, clients int, start 
 			}
 			m.mu.Lock()
 			m.count += count
+			m.done += all
 			m.errors += fails
 			m.lats = append(m.lats, mine...)
 			m.mu.Unlock()
 		})
 	}
 	wg.Wait()
+	m.mu.Lock()
+	m.cpu += processCPU() - cpu0
+	m.mu.Unlock()
 	if firstErr != nil {
 		return firstErr
 	}

@@ -26,6 +26,7 @@ import (
 const (
 	goalCeilingRatio = 0.5
 	goalFsyncRatio   = 3
+	goalRawRatio     = 1.5 // issue 19: group commit clearly beats one fsync per envelope
 	goalP99          = 25 * time.Millisecond
 )
 
@@ -41,6 +42,9 @@ type IngestResult struct {
 	Ceiling  Phase   `json:"ceiling"`
 	Relay    Phase   `json:"relay"`
 	Single   Phase   `json:"single_fsync"`
+	// Raw is the disk's own rate: one record-sized write appended to a
+	// file and fsynced at a time, no database.
+	Raw Phase `json:"raw_append_fsync"`
 	// RelayCommits and RelayPerCommit describe the relay's group commit:
 	// write transactions (fsyncs) during the run, and write operations per
 	// transaction.
@@ -48,9 +52,11 @@ type IngestResult struct {
 	RelayPerCommit float64 `json:"relay_ops_per_commit"`
 	CeilingRatio   float64 `json:"relay_over_ceiling"`
 	FsyncRatio     float64 `json:"relay_over_single_fsync"`
+	RawRatio       float64 `json:"relay_over_raw_fsync"`
 	Goals          struct {
 		CeilingRatio float64 `json:"relay_over_ceiling"`
 		FsyncRatio   float64 `json:"relay_over_single_fsync"`
+		RawRatio     float64 `json:"relay_over_raw_fsync"`
 		P99Millis    float64 `json:"relay_p99_ms"`
 	} `json:"goals"`
 }
@@ -76,6 +82,9 @@ type Phase struct {
 	PerSec float64 `json:"per_second"`
 	P50ms  float64 `json:"p50_ms"`
 	P99ms  float64 `json:"p99_ms"`
+	// CPUMicros is the process's CPU time per completed request, clients
+	// and server together (HTTP phases only).
+	CPUMicros float64 `json:"cpu_us_per_envelope,omitempty"`
 }
 
 // benchRounds is how many slices each measurement is cut into. The slices
@@ -96,7 +105,8 @@ type IngestOptions struct {
 // Ingest measures, in one run and on this machine, (a) the ceiling: a bare
 // net/http handler that only reads, parses and verifies; (b) the relay as
 // server.Open starts it, with a SQLite ledger in a temporary directory;
-// (c) a single writer appending to SQLite with one fsync per append. See
+// (c) a single writer appending to SQLite with one fsync per append; (d)
+// record-sized appends to a plain file, one fsync each. See
 // docs/performance.md ("Relay ingest").
 func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 	clients, d, progress := o.Clients, o.Duration, o.Progress
@@ -115,7 +125,7 @@ func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 	if res.Machine.FsyncMillis, err = fsyncCost(filepath.Join(tmp, "fsync-probe")); err != nil {
 		return nil, err
 	}
-	res.Goals.CeilingRatio, res.Goals.FsyncRatio = goalCeilingRatio, goalFsyncRatio
+	res.Goals.CeilingRatio, res.Goals.FsyncRatio, res.Goals.RawRatio = goalCeilingRatio, goalFsyncRatio, goalRawRatio
 	res.Goals.P99Millis = float64(goalP99) / float64(time.Millisecond)
 
 	key, err := signing.GenerateKey(signing.Ed25519, benchKeyID)
@@ -146,6 +156,9 @@ func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 	if res.Ceiling.PerSec > 0 {
 		res.CeilingRatio = res.Relay.PerSec / res.Ceiling.PerSec
 	}
+	if res.Raw.PerSec > 0 {
+		res.RawRatio = res.Relay.PerSec / res.Raw.PerSec
+	}
 	if res.Single.PerSec > 0 {
 		res.FsyncRatio = res.Relay.PerSec / res.Single.PerSec
 	}
@@ -156,7 +169,7 @@ func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.PrivateKey,
 	clients int, d time.Duration, ceilingURL string, fromPool func() ([]byte, error), progress io.Writer) error {
 	slice := d / benchRounds
-	ceiling, relay, single := &meter{}, &meter{}, &meter{}
+	ceiling, relay, single, raw := &meter{}, &meter{}, &meter{}, &meter{}
 	ceilingClient := newBenchClient(clients)
 	defer ceilingClient.CloseIdleConnections()
 	relayClient := newBenchClient(clients)
@@ -233,6 +246,10 @@ func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.P
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(progress, "bench: round %d/%d: (d) raw append+fsync\n", round+1, benchRounds)
+		if err := appendRaw(filepath.Join(tmp, "raw.log"), slice, len(sample[0].Data), raw); err != nil {
+			return err
+		}
 	}
 	err = shutdown(rr)
 	rr = nil
@@ -242,6 +259,7 @@ func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.P
 	res.Ceiling = ceiling.phase("ceiling: parse + verify")
 	res.Relay = relay.phase("relay: HTTP + verify + SQLite")
 	res.Single = single.phase("single writer, fsync per append")
+	res.Raw = raw.phase("raw file append + fsync")
 	res.RelayCommits = stats.Commits
 	if stats.Commits > 0 {
 		res.RelayPerCommit = float64(stats.Ops) / float64(stats.Commits)
@@ -300,14 +318,48 @@ func appendSingly(ctx context.Context, st *sqlite.Store, d time.Duration, sample
 	return nil
 }
 
+// appendRaw appends size-byte records to the file at path for d, each
+// followed by an fsync, and adds those that end after the warm-up to m:
+// the rate of a disk that makes every record durable on its own.
+func appendRaw(path string, d time.Duration, size int, m *meter) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rec := bytes.Repeat([]byte{'x'}, max(size, 1))
+	rec[len(rec)-1] = '\n'
+	start := time.Now()
+	warm, end := start.Add(d/10), start.Add(d)
+	for time.Now().Before(end) {
+		t0 := time.Now()
+		if _, err := f.Write(rec); err != nil {
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		if t1 := time.Now(); !t0.Before(warm) && !t1.After(end) {
+			m.count++
+			m.lats = append(m.lats, t1.Sub(t0))
+		}
+	}
+	m.measured += d - d/10
+	return f.Close()
+}
+
 func (r *IngestResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "crosstalk-bench ingest: %d clients, %s per measurement\n", r.Clients, r.Duration)
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
 	fmt.Fprintf(w, "disk: write+fsync of 4 KiB in %s: %.3f ms (median)\n\n", r.Machine.TempDir, r.Machine.FsyncMillis)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "measurement\tenvelopes/s\tp50 ms\tp99 ms\terrors\t")
-	for _, p := range []Phase{r.Ceiling, r.Relay, r.Single} {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%d\t\n", p.Name, p.PerSec, p.P50ms, p.P99ms, p.Errors)
+	fmt.Fprintln(tw, "measurement\tenvelopes/s\tp50 ms\tp99 ms\terrors\tCPU µs/envelope\t")
+	for _, p := range []Phase{r.Ceiling, r.Relay, r.Single, r.Raw} {
+		cpu := "-"
+		if p.CPUMicros > 0 {
+			cpu = fmt.Sprintf("%.0f", p.CPUMicros)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%d\t%s\t\n", p.Name, p.PerSec, p.P50ms, p.P99ms, p.Errors, cpu)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nrelay group commit: %d commits, %.1f appends per commit\n", r.RelayCommits, r.RelayPerCommit)
@@ -319,5 +371,6 @@ func (r *IngestResult) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "relay / ceiling       %.2f  (goal ≥ %.1f: %s)\n", r.CeilingRatio, r.Goals.CeilingRatio, verdict(r.CeilingRatio >= r.Goals.CeilingRatio))
 	fmt.Fprintf(w, "relay / single fsync  %.2f  (goal ≥ %.0f: %s)\n", r.FsyncRatio, r.Goals.FsyncRatio, verdict(r.FsyncRatio >= r.Goals.FsyncRatio))
+	fmt.Fprintf(w, "relay / raw fsync     %.2f  (goal ≥ %.1f: %s)\n", r.RawRatio, r.Goals.RawRatio, verdict(r.RawRatio >= r.Goals.RawRatio))
 	fmt.Fprintf(w, "relay p99             %.2f ms  (goal ≤ %.0f ms: %s)\n", r.Relay.P99ms, r.Goals.P99Millis, verdict(r.Relay.P99ms <= r.Goals.P99Millis))
 }

@@ -7,6 +7,7 @@ package dnstest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -36,13 +37,8 @@ type Server struct {
 // Names not in txt are NXDOMAIN.
 func Start(t testing.TB, txt map[string][][]string) *Server {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	pc, ln, err := listen()
 	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
 		t.Fatal(err)
 	}
 	s := &Server{pc: pc, ln: ln, txt: map[string][][]string{}, rcode: map[string]dnsmessage.RCode{}, ttl: 300, negTTL: 60}
@@ -76,6 +72,25 @@ func Start(t testing.TB, txt map[string][][]string) *Server {
 	}()
 	t.Cleanup(func() { pc.Close(); ln.Close(); wg.Wait() })
 	return s
+}
+
+// listen opens a UDP and a TCP socket on one free loopback port. The UDP
+// port the system picks may be taken for TCP: then it tries another.
+func listen() (net.PacketConn, net.Listener, error) {
+	var lastErr error
+	for range 20 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, err
+		}
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+		lastErr = err
+	}
+	return nil, nil, fmt.Errorf("dnstest: no loopback port free for both UDP and TCP: %w", lastErr)
 }
 
 func (s *Server) serveTCP(c net.Conn) {

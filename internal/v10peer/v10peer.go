@@ -7,9 +7,9 @@
 // the directory named by $CROSSTALK_V10_PEER, else in shared/peer/ai-crosstalk
 // beside the repository (or beside one of its parent directories), copies it
 // into a temporary directory and installs its locked dependencies with
-// `npm ci`. When node, npm or the copy is missing, the test is skipped —
-// and fails when $CI is "true", where the copy and node are part of the
-// machine. CheckGrammar checks text against the v1.0 envelope the spec
+// `npm ci` (internal/nodetest). When node, npm or the copy is missing, the
+// test is skipped — and fails when $CI is "true", where the copy and node
+// are part of the machine. CheckGrammar checks text against the v1.0 envelope the spec
 // shows, without node.
 package v10peer
 
@@ -23,6 +23,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/crosstalk-go/crosstalk/internal/nodetest"
 )
 
 // EnvDir names the environment variable that points at a copy of the v1.0
@@ -31,7 +33,7 @@ const EnvDir = "CROSSTALK_V10_PEER"
 
 // Peer is a ready temporary copy of the v1.0 implementation.
 type Peer struct {
-	dir string
+	dir, node string
 }
 
 // Parsed is what the v1.0 parser prints for an envelope it accepts.
@@ -49,34 +51,19 @@ var ErrRejected = errors.New("v10peer: the v1.0 parser rejected the envelope")
 // implementation or node cannot be found.
 func Setup(t testing.TB) *Peer {
 	t.Helper()
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("v1.0 peer parser unavailable under CI: %s", msg)
-		}
-		t.Skipf("v1.0 peer parser unavailable: %s (set %s to a copy of the v1.0 implementation)", msg, EnvDir)
-	}
 	src, err := find()
 	if err != nil {
-		unavailable("%v", err)
-	}
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			unavailable("%s is not installed", tool)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("v1.0 peer parser unavailable under CI: %v", err)
 		}
+		t.Skipf("v1.0 peer parser unavailable: %v (set %s to a copy of the v1.0 implementation)", err, EnvDir)
 	}
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatalf("copying the v1.0 implementation from %s: %v", src, err)
 	}
-	_ = os.RemoveAll(filepath.Join(dir, "node_modules")) // installed afresh below
-	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		unavailable("npm ci in a copy of %s: %v\n%s", src, err, out)
-	}
-	return &Peer{dir: dir}
+	_ = os.RemoveAll(filepath.Join(dir, "node_modules")) // installed afresh from its lock file
+	return &Peer{dir: dir, node: nodetest.Node(t, dir, "chalk")}
 }
 
 // find locates the implementation: $CROSSTALK_V10_PEER, else
@@ -117,7 +104,7 @@ var fromLine = regexp.MustCompile(`^From: (.*) → (.*) \(v(\d+)\)$`)
 // Parse runs `node envelope.js parse` on text and returns what it printed.
 // An error wrapping ErrRejected carries the parser's message.
 func (p *Peer) Parse(text []byte) (Parsed, error) {
-	cmd := exec.Command("node", "envelope.js", "parse")
+	cmd := exec.Command(p.node, "envelope.js", "parse")
 	cmd.Dir = p.dir
 	cmd.Stdin = bytes.NewReader(text)
 	cmd.Env = append(os.Environ(), "FORCE_COLOR=0", "NO_COLOR=1")

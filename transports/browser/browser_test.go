@@ -237,6 +237,11 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 	eUnknown, tUnknown := compose("CLAUDE", "GEMINI", "ext-chat", "Signed by a key nobody announced.")
 	eVerified, tVerified := compose("CLAUDE", "GEMINI", "ext-chat", "Signed again, verified under the pinned key.")
 	tampered := strings.Replace(sign(key, tTampered, false), "10 euros", "1000 euros", 1)
+	impostor, _ := signing.GenerateKey(signing.Ed25519, "claude@example.com")
+	eChanged, tChanged := compose("CLAUDE", "GEMINI", "ext-chat", "Signed by another key for claude@example.com.")
+	old, _ := signing.GenerateKey(signing.Ed25519, "old@example.com")
+	revoke := sign(old, "[[OLD→ALL v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: old@example.com\n\nbody: |\n  Key compromised.\n[[END]]\n", true)
+	eRevoked, tRevoked := compose("OLD", "GEMINI", "ext-chat", "Signed by a key revoked above.")
 	broken := "[[CLAUDE→GEMINI v1]]\nintent: REQUEST\nintent: ACK\nbody: |\n  two intents\n[[END]]"
 	_, tStrict := compose("CLAUDE", "GEMINI", "ext-strict", "On a page with a strict CSP.")
 	_, tStream := compose("CHATGPT", "GEMINI", "ext-stream", "Streamed, chunk by chunk, by a chat page that is still answering.")
@@ -257,7 +262,22 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		waiting = append(waiting, map[string]string{"message": e.Message, "body": body})
 	}
 
+	// A long conversation: 400 messages, an envelope in every fifth.
+	type longMessage struct {
+		User           bool
+		Text, Envelope string
+	}
+	var long []longMessage
+	for i := range 400 {
+		m := longMessage{User: i%2 == 0, Text: fmt.Sprintf("Message %d of a long conversation, with a few words of chat around the code.", i+1)}
+		if i%5 == 4 {
+			_, m.Envelope = compose("CLAUDE", "GEMINI", "ext-long", fmt.Sprintf("Envelope %d of the long conversation.", i/5+1))
+		}
+		long = append(long, m)
+	}
+
 	srv := pages(t, map[string]any{
+		"Long":          long,
 		"FirstUse":      sign(key, tFirst, true),
 		"UnsignedLines": lines(tUnsigned),
 		"QuotedLines":   lines(tQuoted),
@@ -266,6 +286,9 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		"Broken":        broken,
 		"Verified":      sign(key, tVerified, false),
 		"Strict":        tStrict,
+		"KeyChanged":    sign(impostor, tChanged, true),
+		"Revoke":        revoke,
+		"Revoked":       sign(old, tRevoked, false),
 		"Auto":          auto,
 	})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
@@ -278,8 +301,12 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 			{"id": eUnknown.Message, "status": "unknown-key", "message": "m5"},
 			{"id": "5", "status": "error", "message": "m6"},
 			{"id": eVerified.Message, "status": "verified", "message": "m7"},
+			{"id": eChanged.Message, "status": "key-changed", "message": "m9"},
+			{"id": "8", "status": "first-use", "message": "m10"}, // the REVOKE has no message id: its index in the page
+			{"id": eRevoked.Message, "status": "revoked", "message": "m11"},
 		},
-		"stream":  tStream,
+		"stream":       tStream,
+		"longMessages": len(long), "longEnvelopes": len(long) / 5,
 		"waiting": waiting,
 		"auto":    autoIDs,
 	}
@@ -314,7 +341,8 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 			OK     bool   `json:"ok"`
 			Detail string `json:"detail"`
 		} `json:"checks"`
-		Seconds float64 `json:"seconds"`
+		Metrics map[string]float64 `json:"metrics"`
+		Seconds float64            `json:"seconds"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("node %s: %v, %v\nstdout: %s\nstderr: %s", driver, runErr, err, stdout.String(), stderr.String())
@@ -329,7 +357,7 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 			}
 		})
 	}
-	t.Logf("browser run: %.1f s, %d checks; screenshots in %s", res.Seconds, len(res.Checks), shots)
+	t.Logf("browser run: %.1f s, %d checks; screenshots in %s; metrics %v", res.Seconds, len(res.Checks), shots, res.Metrics)
 
 	// The ledger: what was sent is there once; auto mode posted each once.
 	for name, id := range map[string]string{"unsigned": eUnsigned.Message, "first-use": eFirst.Message} {

@@ -39,16 +39,24 @@ func pageEnvelopes(t *testing.T) (text string, want []string) {
 	again := sign(k, env("signed again, no announcement"), false)
 	tampered := strings.Replace(sign(k, env("signed, then altered"), false), "then altered", "then ALTERED", 1)
 	unknown := sign(other, env("signed by a key nobody announced"), false)
+	impostor, _ := signing.GenerateKey(signing.Ed25519, "claude@example.com")
+	changed := sign(impostor, env("signed by another key for the same key id"), true)
+	old, _ := signing.GenerateKey(signing.Ed25519, "old@example.com")
+	revoke := sign(old, "[[OLD→ALL v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: old@example.com\n\nbody: |\n  Key compromised.\n", true)
+	afterRevoke := sign(old, env("signed by a revoked key"), false)
 	parts := []string{
 		"Claude said:\n```\n" + first + "```\n",
 		"> " + strings.ReplaceAll(strings.TrimSuffix(again, "\n"), "\n", "\n> ") + "\n",
 		tampered,
 		unknown,
 		env("plain"),
+		changed,
+		revoke,
+		afterRevoke,
 		"[[CLAUDE→CHATGPT v1]]\nintent: REQUEST\nintent: ACK\nbody: |\n  two intents\n[[END]]\n",
 		"[[CLAUDE→CHATGPT v1]]\nintent: REQUEST\nbody: |\n  still streaming…\n",
 	}
-	return strings.Join(parts, "\nsome chat\n"), []string{"first-use", "verified", "invalid", "unknown-key", "unsigned", "error"}
+	return strings.Join(parts, "\nsome chat\n"), []string{"first-use", "verified", "invalid", "unknown-key", "unsigned", "key-changed", "first-use", "revoked", "error"}
 }
 
 func TestCheck(t *testing.T) {
@@ -101,14 +109,14 @@ func assertStatuses(t *testing.T, res browser.CheckResult, want []string) {
 				t.Errorf("error reason = %q", f.Reason)
 			}
 		default:
-			if f.Text == "" || f.From != "CLAUDE" || f.Message == "" {
+			if f.Text == "" || f.From == "" || (f.From == "CLAUDE") != (f.Intent != "REVOKE") {
 				t.Errorf("envelope %d = %+v", i, f)
 			}
 			if _, err := envelope.Unmarshal([]byte(f.Text)); err != nil {
 				t.Errorf("envelope %d: Text does not parse: %v", i, err)
 			}
 		}
-		if (f.Status == "invalid" || f.Status == "unknown-key") && f.Reason == "" {
+		if (f.Status == "invalid" || f.Status == "unknown-key" || f.Status == "key-changed" || f.Status == "revoked") && f.Reason == "" {
 			t.Errorf("envelope %d (%s) has no reason", i, f.Status)
 		}
 	}

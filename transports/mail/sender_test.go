@@ -108,13 +108,15 @@ func TestHeaderInjection(t *testing.T) {
 		checkHeaders(t, raw, false)
 	}
 	// Whole messages through the real stack, with an envelope the Reader
-	// accepts: control characters in values, hostile ids.
+	// accepts: control characters in values, hostile ids. (The Reader
+	// refuses controls in a context, E-ADDRESS, docs/format.md §12;
+	// compose gets them above.)
 	s := realStack(t)
 	user := s.NewUser()
 	text := []byte("[[TESTER→RELAY v1]]\n" +
 		"message: evil>\tX-Injected: yes\n" +
 		"parent: <p>@x Bcc: evil@example.test\n" +
-		"context: ctx\x00\x1b[31m\u2028Bcc: evil@example.test\u0085X-Evil: 1\n" +
+		"context: ctx Bcc: evil@example.test X-Evil: 1\n" +
 		"intent: REQUEST\u2029X-Evil: 2\n\nbody: |\n  hi\nsig: none\n[[END]]\n")
 	if _, err := envelope.NewReader(bytes.NewReader(text)).Next(); err != nil {
 		t.Fatalf("the hostile envelope does not parse: %v", err)

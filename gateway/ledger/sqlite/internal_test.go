@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -102,8 +103,10 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
-// TestFailedOpIsolated checks that a failing operation is rolled back to
-// its savepoint without affecting the others in its batch.
+// TestFailedOpIsolated checks that a failing operation leaves no trace:
+// rolled back to its savepoint without affecting the others in its batch,
+// or, for a one-statement op that runs without a savepoint, taking its
+// transaction down with it; the next append starts a fresh transaction.
 func TestFailedOpIsolated(t *testing.T) {
 	ctx := t.Context()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
@@ -111,49 +114,29 @@ func TestFailedOpIsolated(t *testing.T) {
 		t.Fatalf("Open() error = %v", err)
 	}
 	defer s.Close()
-	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
-	// An op that appends and then fails must leave no trace.
-	err = s.submit(ctx, func(w *wtx) error {
-		if _, err := w.append(rec); err != nil {
-			return err
+	for i, submit := range []struct {
+		name string
+		fn   func(context.Context, func(*wtx) error) error
+	}{{"savepoint", s.submit}, {"single", s.submitSingle}} {
+		group := fmt.Sprintf("g%d", i)
+		rec := ledger.Record{Kind: "chat.message", GroupID: group}
+		// An op that appends and then fails must leave no trace.
+		err = submit.fn(ctx, func(w *wtx) error {
+			if _, err := w.append(rec); err != nil {
+				return err
+			}
+			return ledger.ErrConflict
+		})
+		if !errors.Is(err, ledger.ErrConflict) {
+			t.Fatalf("%s: submit(failing op) = %v, want ErrConflict", submit.name, err)
 		}
-		return ledger.ErrConflict
-	})
-	if err != ledger.ErrConflict {
-		t.Fatalf("submit(failing op) = %v, want ErrConflict", err)
-	}
-	res, err := s.Append(ctx, []ledger.Record{rec})
-	if err != nil || res[0].Event.Seq != 1 {
-		t.Fatalf("Append() after a failed op = %+v, %v, want seq 1", res, err)
-	}
-	if gs, _ := s.Groups(ctx); len(gs) != 1 || gs[0].LastSeq != 1 {
-		t.Errorf("Groups() = %+v, want g at seq 1", gs)
-	}
-}
-
-// TestFailedSingleOp checks that a one-statement op, which runs without a
-// savepoint, takes its transaction down with it when it fails: nothing of
-// it stays, and the next append starts a fresh transaction.
-func TestFailedSingleOp(t *testing.T) {
-	ctx := t.Context()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
-	if err != nil {
-		t.Fatalf("Open() error = %v", err)
-	}
-	defer s.Close()
-	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
-	err = s.submitSingle(ctx, func(w *wtx) error {
-		if _, err := w.append(rec); err != nil {
-			return err
+		res, err := s.Append(ctx, []ledger.Record{rec})
+		if err != nil || res[0].Event.Seq != 1 {
+			t.Fatalf("%s: Append() after a failed op = %+v, %v, want seq 1", submit.name, res, err)
 		}
-		return ledger.ErrConflict
-	})
-	if !errors.Is(err, ledger.ErrConflict) {
-		t.Fatalf("submitSingle(failing op) = %v, want ErrConflict", err)
-	}
-	res, err := s.Append(ctx, []ledger.Record{rec})
-	if err != nil || res[0].Event.Seq != 1 {
-		t.Fatalf("Append() after a failed op = %+v, %v, want seq 1", res, err)
+		if gs, _ := s.Groups(ctx); len(gs) != i+1 || gs[i].ID != group || gs[i].LastSeq != 1 {
+			t.Errorf("%s: Groups() = %+v, want %s at seq 1", submit.name, gs, group)
+		}
 	}
 }
 

@@ -85,9 +85,11 @@
 
   // blocks returns the elements that each hold whole envelopes: for every
   // text node with [[END]], its nearest ancestor whose text also holds a
-  // header (a <pre> rather than its <code>); an outer block wins over the
+  // header (a <pre> rather than its <code>), never beyond its message
+  // container and never the whole page; an outer block wins over the
   // blocks inside it.
   function findBlocks() {
+    const messages = MESSAGES[location.hostname] || GENERIC_MESSAGES;
     const found = new Set();
     const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {
       acceptNode: (n) => (n.nodeValue.includes('[[END]]') ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT),
@@ -95,8 +97,9 @@
     for (let n = walker.nextNode(); n; n = walker.nextNode()) {
       let el = n.parentElement;
       if (!el || isOurs(el) || el.closest('textarea, [contenteditable="true"], script, style')) { continue; }
-      while (el && el !== document.body && !HEADER.test(el.innerText || '')) { el = el.parentElement; }
-      if (!el) { continue; }
+      const stop = el.closest(messages) || document.body;
+      while (el !== stop && !HEADER.test(el.innerText || '')) { el = el.parentElement; }
+      if (el === document.body || !HEADER.test(el.innerText || '')) { continue; } // "[[END]]" in prose
       el = el.closest('pre') || el;
       found.add(el);
     }
@@ -104,8 +107,7 @@
   }
 
   function messageOf(block) {
-    const sel = MESSAGES[location.hostname] || GENERIC_MESSAGES;
-    return block.closest(sel) || block.parentElement || block;
+    return block.closest(MESSAGES[location.hostname] || GENERIC_MESSAGES) || block.parentElement || block;
   }
 
   function keyOf(env) {
@@ -116,6 +118,7 @@
   }
 
   function scan() {
+    const t0 = performance.now();
     const now = Date.now();
     let again = false;
     for (const block of findBlocks()) {
@@ -132,12 +135,20 @@
       process(block, text).catch((e) => toast('crosstalk: ' + e.message, true));
     }
     if (again) { schedule(STABLE_MS); }
+    document.documentElement.setAttribute('data-crosstalk-scan-ms', (performance.now() - t0).toFixed(1));
   }
 
+  // schedule runs scan in ms, or sooner if a scan is due sooner: a page
+  // that never stops changing (a clock, a typing indicator) must not starve
+  // the scans.
   let timer = 0;
+  let due = Infinity;
   function schedule(ms) {
+    const at = Date.now() + ms;
+    if (at >= due) { return; }
     clearTimeout(timer);
-    timer = setTimeout(scan, ms);
+    due = at;
+    timer = setTimeout(() => { due = Infinity; scan(); }, ms);
   }
 
   // ---- controls -----------------------------------------------------------

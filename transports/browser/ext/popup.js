@@ -1,9 +1,14 @@
-// popup.js: the last exchanges of this tab's agent, from the relay.
+// popup.js: the last exchanges of this tab's agent, from the relay:
+// newest first, each with sender, receivers, intent, C2A policy and the
+// start of its text.
 'use strict';
 (async () => {
   const who = document.getElementById('who');
   const list = document.getElementById('items');
-  const [tab] = await chrome.tabs.query({ active: true, currentWindow: true });
+  // The toolbar popup shows the active tab; popup.html?tab=ID (the popup
+  // opened as a page) shows tab ID.
+  const id = +new URLSearchParams(location.search).get('tab');
+  const tab = id ? await chrome.tabs.get(id) : (await chrome.tabs.query({ active: true, currentWindow: true }))[0];
   let host = '';
   try { host = new URL(tab.url).host; } catch (e) { /* not a web page */ }
   const site = await chrome.runtime.sendMessage({ type: 'site', host });

@@ -191,7 +191,10 @@ const handlers = {
   async exchanges(msg) {
     const r = await relayFetch('/v1/agents/' + encodeURIComponent(msg.agent) + '/deliveries');
     if (r.status !== 200) { return Object.assign({ items: [] }, relayError(r)); }
-    const items = (r.body.deliveries || []).filter((x) => x.kind === 'chat.message').slice(-10).reverse();
+    // Its exchanges: what it sent and what was addressed to it (or its role).
+    const me = r.body.agent;
+    const items = (r.body.deliveries || []).filter((x) => x.kind === 'chat.message' &&
+      (x.from === me || x.directedness === 'to_me' || x.directedness === 'to_my_role')).slice(-10).reverse();
     return { items };
   },
   async test(msg) {

@@ -3,9 +3,8 @@
 // installed as a temporary add-on. It is run by transports/browser's
 // TestExtensionFirefox (node ff.mjs), never by hand, with the environment
 // of ext.mjs plus FIREFOX (the binary), and prints the same JSON object:
-// {"checks":[{name, ok, detail}]}. What it cannot do in Firefox it says
-// in the check's name (the toolbar badge is not checked: Marionette cannot
-// read it).
+// {"checks":[{name, ok, detail}]}. The toolbar badge and the long
+// conversation are checked in Chromium only.
 import crypto from 'node:crypto';
 import { Marionette } from './marionette.mjs';
 
@@ -51,6 +50,20 @@ async function openExtensionPage(path) {
   await m.waitFor('return location.href.endsWith(arguments[0]) && document.readyState === "complete"', [path]);
   return handle;
 }
+// inExtension runs an async script (its last argument is the callback) in
+// an extension page opened in a new tab, closes the tab and switches back.
+async function inExtension(script, args = []) {
+  const back = await m.cmd('WebDriver:GetWindowHandle');
+  await openExtensionPage('popup.html');
+  try {
+    return await asyncScript(script, args);
+  } finally {
+    await m.cmd('WebDriver:CloseWindow');
+    await m.cmd('WebDriver:SwitchToWindow', { handle: back.value || back });
+  }
+}
+const tabScript = 'const want = arguments[0]; const tab = () => chrome.tabs.query({}).then((ts) => { const t = ts.find((x) => (x.url || "").startsWith(want));' +
+  'if (!t) { throw new Error("no tab " + want); } return t; });';
 const asyncScript = (script, args = []) => m.cmd('WebDriver:ExecuteAsyncScript', { script, args }).then((r) => (r && 'value' in r ? r.value : r));
 
 const started = Date.now();
@@ -176,26 +189,56 @@ try {
   await step('keyboard shortcut: insert and send the next envelope', async () => {
     await go(env.PAGES + '/composer.html');
     await m.waitFor('const e = document.querySelector("[data-crosstalk-insert]"); return e && e.dataset.crosstalkWaiting === "1"', [], 10000, 'one waiting');
-    const page = (await m.cmd('WebDriver:GetWindowHandle'));
     // Marionette's key actions reach the page, not the browser window's
     // shortcut handling: check that Firefox registered the shortcut, then
     // deliver the command to the tab as the background does.
-    await openExtensionPage('popup.html');
-    const cmds = await asyncScript('const done = arguments[arguments.length - 1]; chrome.commands.getAll().then(done, (e) => done(String(e)));');
+    const cmds = await inExtension('const done = arguments[arguments.length - 1]; chrome.commands.getAll().then(done, (e) => done(String(e)));');
     const ins = Array.isArray(cmds) && cmds.find((c) => c.name === 'insert-next');
     check('insert-next has a shortcut', ins && ins.shortcut === 'Alt+Shift+I', JSON.stringify(cmds));
-    const delivered = await asyncScript('const done = arguments[arguments.length - 1];' +
-      'const want = arguments[0]; chrome.tabs.query({}).then((ts) => { const t = ts.find((x) => (x.url || "").startsWith(want));' +
-      'if (!t) { throw new Error("no tab " + want + " in " + ts.map((x) => x.url).join(" ")); } return chrome.tabs.sendMessage(t.id, { type: "command", command: "insert-next" }); })' +
-      '.then(() => done(true), (e) => done(String(e)));',
+    const delivered = await inExtension(tabScript + 'const done = arguments[arguments.length - 1];' +
+      'tab().then((t) => chrome.tabs.sendMessage(t.id, { type: "command", command: "insert-next" })).then(() => done(true), (e) => done(String(e)));',
     [env.PAGES + '/composer.html']);
     check('the command reached the tab', delivered === true, delivered);
-    await m.cmd('WebDriver:CloseWindow');
-    await m.cmd('WebDriver:SwitchToWindow', { handle: page.value || page });
     await m.waitFor('return +document.body.dataset.sent > 0', [], 5000, 'the page to send');
     const sent = await m.script('const p = document.querySelectorAll(".message[data-role=user] pre"); return p.length ? p[p.length - 1].innerText : ""');
     check('insert-next inserted and sent the last waiting envelope (via command)', sent.includes(seed.waiting[2].body), sent);
     await waitingIs(0);
+  });
+
+  await step('popup: the last exchanges of the tab\'s agent', async () => {
+    await go(env.PAGES + '/composer.html');
+    const id = await inExtension(tabScript + 'const done = arguments[arguments.length - 1]; tab().then((t) => done(t.id), (e) => done(String(e)));', [env.PAGES + '/composer.html']);
+    const back = await m.cmd('WebDriver:GetWindowHandle');
+    await openExtensionPage('popup.html?tab=' + id);
+    await m.waitFor('return document.querySelectorAll("#items li").length > 0', [], 10000, 'the exchanges');
+    const who = await m.script('return document.getElementById("who").textContent');
+    const items = await m.script('return [...document.querySelectorAll("#items li")].map((li) => li.textContent)');
+    check('popup names the agent', /speaks for CHATGPT/.test(who), who);
+    check('popup lists what CHATGPT received', items.length === seed.waiting.length && seed.waiting.every((w) => items.some((i) => i.includes(w.body))), JSON.stringify(items));
+    await m.cmd('WebDriver:CloseWindow');
+    await m.cmd('WebDriver:SwitchToWindow', { handle: back.value || back });
+  });
+
+  await step('copy the last envelope of the page, fenced (command)', async () => {
+    await go(env.PAGES + '/chat.html');
+    await m.waitFor('return document.querySelectorAll("[data-crosstalk-envelope]").length >= arguments[0]', [seed.chat.length], 15000, 'the controls');
+    const sent = await inExtension(tabScript + 'const done = arguments[arguments.length - 1]; tab().then((t) => chrome.tabs.sendMessage(t.id, { type: "command", command: "copy-last" })).then(() => done(true), (e) => done(String(e)));', [env.PAGES + '/chat.html']);
+    check('the copy-last command reached the tab', sent === true, sent);
+    await m.waitFor('const t = document.querySelector("[data-crosstalk-toasts]"); return t && t.dataset.last === "Copied ✓"', [], 5000, 'Copied ✓');
+    const clip = await asyncScript('const done = arguments[arguments.length - 1]; navigator.clipboard.readText().then(done, (e) => done("ERR " + e));');
+    const last = seed.chat[seed.chat.length - 1].id;
+    check('clipboard holds the last envelope, fenced', clip.startsWith('```\n[[') && clip.includes(last) && clip.trimEnd().endsWith('```'), clip);
+  });
+
+  await step('relay unreachable: the clipboard fallback', async () => {
+    await inExtension('const done = arguments[arguments.length - 1]; chrome.storage.local.set({ relay: "http://127.0.0.1:9" }).then(() => done(true));');
+    await go(env.PAGES + '/strict.html');
+    await m.waitFor('return document.querySelector("[data-crosstalk-envelope]")', [], 15000, 'a control');
+    await clickIn('[data-crosstalk-envelope]', '[data-crosstalk-action="send"]');
+    await m.waitFor('return document.querySelector("[data-crosstalk-sent=offline]")', [], 10000, 'sent offline');
+    const clip = await asyncScript('const done = arguments[arguments.length - 1]; navigator.clipboard.readText().then(done, (e) => done("ERR " + e));');
+    check('fenced envelope on the clipboard', clip.startsWith('```\n[[') && clip.includes('[[END]]'), clip);
+    await inExtension('const done = arguments[arguments.length - 1]; chrome.storage.local.set({ relay: arguments[0] }).then(() => done(true));', [env.RELAY_URL]);
   });
 
   await step('auto mode sends each envelope once, also after a reload', async () => {
