@@ -234,39 +234,53 @@ func (s *Store) Groups(ctx context.Context) ([]ledger.Group, error) {
 func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[ledger.Event, error] {
 	return func(yield func(ledger.Event, error) bool) {
 		last := sinceSeq
-		for {
-			if err := s.lock("follow"); err != nil {
-				yield(ledger.Event{}, err)
-				return
-			}
-			wake, ok := s.wake[group]
-			if !ok {
-				wake = make(chan struct{})
-				s.wake[group] = wake
-			}
-			s.mu.Unlock()
-			evs, err := s.Range(ctx, group, last, nil, followPage)
-			if err != nil {
-				yield(ledger.Event{}, err)
-				return
-			}
-			for _, ev := range evs {
-				if !yield(ev, nil) {
-					return
+		follow(ctx, s, fmt.Sprintf("follow %q", group),
+			func() chan struct{} {
+				wake, ok := s.wake[group]
+				if !ok {
+					wake = make(chan struct{})
+					s.wake[group] = wake
 				}
-				last = ev.Seq
-			}
-			if len(evs) == followPage {
-				continue
-			}
-			select {
-			case <-wake:
-			case <-ctx.Done():
+				return wake
+			},
+			func() ([]ledger.Event, error) { return s.Range(ctx, group, last, nil, followPage) },
+			func(ev ledger.Event) bool { last = ev.Seq; return yield(ev, nil) },
+			func(err error) { yield(ledger.Event{}, err) })
+	}
+}
+
+// follow is Follow and FollowLog: it reads pages (read) and hands each
+// element to next until next returns false; after a short page it waits
+// for the channel wake returns (called with s.mu held) to be closed by an
+// append. fail gets the error that ends it, ErrClosed when s closes.
+func follow[T any](ctx context.Context, s *Store, what string, wake func() chan struct{}, read func() ([]T, error), next func(T) bool, fail func(error)) {
+	for {
+		if err := s.lock(what); err != nil {
+			fail(err)
+			return
+		}
+		woken := wake()
+		s.mu.Unlock()
+		page, err := read()
+		if err != nil {
+			fail(err)
+			return
+		}
+		for _, v := range page {
+			if !next(v) {
 				return
-			case <-s.closing:
-				yield(ledger.Event{}, fmt.Errorf("memory: follow %q: %w", group, ledger.ErrClosed))
-				return
 			}
+		}
+		if len(page) == followPage {
+			continue
+		}
+		select {
+		case <-woken:
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			fail(fmt.Errorf("memory: %s: %w", what, ledger.ErrClosed))
+			return
 		}
 	}
 }
@@ -293,36 +307,11 @@ func (s *Store) Log(ctx context.Context, after int64, limit int) ([]ledger.Logge
 // FollowLog implements ledger.Store.
 func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
 	return func(yield func(ledger.Logged, error) bool) {
-		for {
-			if err := s.lock("follow log"); err != nil {
-				yield(ledger.Logged{}, err)
-				return
-			}
-			wake := s.wakeLog
-			s.mu.Unlock()
-			page, err := s.Log(ctx, after, followPage)
-			if err != nil {
-				yield(ledger.Logged{}, err)
-				return
-			}
-			for _, l := range page {
-				if !yield(l, nil) {
-					return
-				}
-				after = l.Pos
-			}
-			if len(page) == followPage {
-				continue
-			}
-			select {
-			case <-wake:
-			case <-ctx.Done():
-				return
-			case <-s.closing:
-				yield(ledger.Logged{}, fmt.Errorf("memory: follow log: %w", ledger.ErrClosed))
-				return
-			}
-		}
+		follow(ctx, s, "follow log",
+			func() chan struct{} { return s.wakeLog },
+			func() ([]ledger.Logged, error) { return s.Log(ctx, after, followPage) },
+			func(l ledger.Logged) bool { after = l.Pos; return yield(l, nil) },
+			func(err error) { yield(ledger.Logged{}, err) })
 	}
 }
 
