@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -136,7 +137,15 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 				out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: it.Err.Error()})
 				return
 			}
-			if out.JSON(strconv.FormatInt(id(it.V), 10), "delivery", it.V) != nil {
+			// Encoding is stream work too (Relay.StreamWork); the
+			// write, which may wait for the client, is not.
+			release, err := s.relay.StreamWork(ctx)
+			if err != nil {
+				return
+			}
+			b, err := json.Marshal(it.V)
+			release()
+			if err != nil || out.Event(strconv.FormatInt(id(it.V), 10), "delivery", b) != nil {
 				return
 			}
 		case <-tick.C:
