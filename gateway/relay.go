@@ -1,12 +1,12 @@
 package gateway
 
 import (
-	"runtime"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"time"

@@ -13,6 +13,7 @@ import (
 	"iter"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -232,55 +233,32 @@ func (s *Store) Groups(ctx context.Context) ([]ledger.Group, error) {
 
 // Follow implements ledger.Store.
 func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[ledger.Event, error] {
-	return func(yield func(ledger.Event, error) bool) {
-		last := sinceSeq
-		follow(ctx, s, fmt.Sprintf("follow %q", group),
-			func() chan struct{} {
-				wake, ok := s.wake[group]
-				if !ok {
-					wake = make(chan struct{})
-					s.wake[group] = wake
-				}
-				return wake
-			},
-			func() ([]ledger.Event, error) { return s.Range(ctx, group, last, nil, followPage) },
-			func(ev ledger.Event) bool { last = ev.Seq; return yield(ev, nil) },
-			func(err error) { yield(ledger.Event{}, err) })
-	}
+	read := func(after int64) ([]ledger.Event, error) { return s.Range(ctx, group, after, nil, followPage) }
+	return ledger.Pages(ctx, sinceSeq, followPage, read, func(ev ledger.Event) int64 { return ev.Seq }, func() (func() error, error) {
+		if err := s.lock("follow"); err != nil {
+			return nil, err
+		}
+		wake, ok := s.wake[group]
+		if !ok {
+			wake = make(chan struct{})
+			s.wake[group] = wake
+		}
+		s.mu.Unlock()
+		return s.waiter(ctx, wake, "follow "+strconv.Quote(group)), nil
+	})
 }
 
-// follow is Follow and FollowLog: it reads pages (read) and hands each
-// element to next until next returns false; after a short page it waits
-// for the channel wake returns (called with s.mu held) to be closed by an
-// append. fail gets the error that ends it, ErrClosed when s closes.
-func follow[T any](ctx context.Context, s *Store, what string, wake func() chan struct{}, read func() ([]T, error), next func(T) bool, fail func(error)) {
-	for {
-		if err := s.lock(what); err != nil {
-			fail(err)
-			return
-		}
-		woken := wake()
-		s.mu.Unlock()
-		page, err := read()
-		if err != nil {
-			fail(err)
-			return
-		}
-		for _, v := range page {
-			if !next(v) {
-				return
-			}
-		}
-		if len(page) == followPage {
-			continue
-		}
+// waiter returns the wait of ledger.Pages on wake: nil when it fires,
+// ctx.Err() or ErrClosed.
+func (s *Store) waiter(ctx context.Context, wake <-chan struct{}, what string) func() error {
+	return func() error {
 		select {
-		case <-woken:
+		case <-wake:
+			return nil
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-s.closing:
-			fail(fmt.Errorf("memory: %s: %w", what, ledger.ErrClosed))
-			return
+			return fmt.Errorf("memory: %s: %w", what, ledger.ErrClosed)
 		}
 	}
 }
@@ -306,13 +284,15 @@ func (s *Store) Log(ctx context.Context, after int64, limit int) ([]ledger.Logge
 
 // FollowLog implements ledger.Store.
 func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
-	return func(yield func(ledger.Logged, error) bool) {
-		follow(ctx, s, "follow log",
-			func() chan struct{} { return s.wakeLog },
-			func() ([]ledger.Logged, error) { return s.Log(ctx, after, followPage) },
-			func(l ledger.Logged) bool { after = l.Pos; return yield(l, nil) },
-			func(err error) { yield(ledger.Logged{}, err) })
-	}
+	read := func(after int64) ([]ledger.Logged, error) { return s.Log(ctx, after, followPage) }
+	return ledger.Pages(ctx, after, followPage, read, func(l ledger.Logged) int64 { return l.Pos }, func() (func() error, error) {
+		if err := s.lock("follow log"); err != nil {
+			return nil, err
+		}
+		wake := s.wakeLog
+		s.mu.Unlock()
+		return s.waiter(ctx, wake, "follow log"), nil
+	})
 }
 
 // eventSeq returns the seq of eventID in group; s.mu is held.
