@@ -428,12 +428,12 @@ func (r *Relay) FollowAgent(ctx context.Context, agent string, after int64) iter
 				yield(Delivery{}, err)
 				return
 			}
-			tr, err := trs.get(ctx, agent, l.GroupID, l.Seq)
+			release, err := r.StreamWork(ctx)
 			if err != nil {
-				yield(Delivery{}, err)
-				return
+				return // ctx ended
 			}
-			d, ok, err := tr.emit(ctx, l.Event)
+			d, ok, err := trs.emit(ctx, agent, l)
+			release()
 			if err != nil {
 				yield(Delivery{}, err)
 				return
@@ -447,6 +447,29 @@ func (r *Relay) FollowAgent(ctx context.Context, agent string, after int64) iter
 				return
 			}
 		}
+	}
+}
+
+// emit returns the delivery of l to agent, with the tracker of its group.
+func (l *trackerLRU) emit(ctx context.Context, agent string, ev ledger.Logged) (Delivery, bool, error) {
+	tr, err := l.get(ctx, agent, ev.GroupID, ev.Seq)
+	if err != nil {
+		return Delivery{}, false, err
+	}
+	return tr.emit(ctx, ev.Event)
+}
+
+// StreamWork takes one of the relay's slots for the work of a stream
+// (decoding an event, deciding and encoding its delivery) and returns its
+// release. There are GOMAXPROCS-1 slots (at least one): however many
+// streams replay history at once, a CPU stays free for the other requests
+// (a health check, an intake). It fails only when ctx ends.
+func (r *Relay) StreamWork(ctx context.Context) (release func(), err error) {
+	select {
+	case r.work <- struct{}{}:
+		return func() { <-r.work }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -134,6 +135,7 @@ type Relay struct {
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
 	trackers map[string]*trackerState // see resumeTracker
+	work     chan struct{}            // see StreamWork
 }
 
 // New returns a relay that records into store.
@@ -156,6 +158,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		obs:      opts.Observer,
 		lastSeen: map[string]time.Time{},
 		trackers: map[string]*trackerState{},
+		work:     make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		admins:   map[string]bool{},
 	}
 	r.keeper, _ = opts.Verifier.(TrustKeeper)

@@ -24,6 +24,10 @@ type Backend interface {
 	// Follow yields agent's deliveries of one group with seq > sinceSeq,
 	// stored then live, until ctx ends or an error (yielded last).
 	Follow(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[gateway.Delivery, error]
+	// FollowAll yields agent's deliveries of every group after the ledger
+	// position afterPos, in ledger order, stored then live, each with its
+	// Position, until ctx ends or an error (yielded last).
+	FollowAll(ctx context.Context, agent string, afterPos int64) iter.Seq2[gateway.Delivery, error]
 	// Groups lists the ledger's groups.
 	Groups(ctx context.Context) ([]ledger.Group, error)
 	// Events returns group's ledger events with seq > sinceSeq, of kinds
@@ -76,6 +80,12 @@ func (l *Local) Deliveries(ctx context.Context, agent, group string, sinceSeq in
 func (l *Local) Follow(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[gateway.Delivery, error] {
 	l.Relay.Touch(l.Relay.Book().ActorID(agent))
 	return l.Relay.FollowDeliveries(ctx, agent, group, sinceSeq)
+}
+
+// FollowAll calls Relay.FollowAgent.
+func (l *Local) FollowAll(ctx context.Context, agent string, afterPos int64) iter.Seq2[gateway.Delivery, error] {
+	l.Relay.Touch(l.Relay.Book().ActorID(agent))
+	return l.Relay.FollowAgent(ctx, agent, afterPos)
 }
 
 // Groups lists the ledger's groups.

@@ -105,11 +105,21 @@ func (rm *Remote) Deliveries(ctx context.Context, agent, group string, sinceSeq 
 }
 
 // Follow reads the agent's SSE stream GET /v1/agents/{agent}/stream for
-// one group; its end, an `event: error` (*client.StreamError) or a refusal
-// is yielded as the last error.
+// one group.
 func (rm *Remote) Follow(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[gateway.Delivery, error] {
+	return rm.stream(ctx, agent, url.Values{"group": {group}, "since_seq": {strconv.FormatInt(sinceSeq, 10)}})
+}
+
+// FollowAll reads the agent's SSE stream GET /v1/agents/{agent}/stream
+// over every group, after a ledger position.
+func (rm *Remote) FollowAll(ctx context.Context, agent string, afterPos int64) iter.Seq2[gateway.Delivery, error] {
+	return rm.stream(ctx, agent, url.Values{"since_pos": {strconv.FormatInt(afterPos, 10)}})
+}
+
+// stream reads GET /v1/agents/{agent}/stream?q; its end, an `event:
+// error` (*client.StreamError) or a refusal is yielded as the last error.
+func (rm *Remote) stream(ctx context.Context, agent string, q url.Values) iter.Seq2[gateway.Delivery, error] {
 	return func(yield func(gateway.Delivery, error) bool) {
-		q := url.Values{"group": {group}, "since_seq": {strconv.FormatInt(sinceSeq, 10)}}
 		stopped := errors.New("stopped")
 		err := rm.client().Stream(ctx, "/v1/agents/"+esc(agent)+"/stream?"+q.Encode(), agent, func(event string, data []byte) error {
 			if event != "delivery" {
