@@ -288,6 +288,16 @@ try {
     await page.close();
   });
 
+  await step('send every envelope of the page (command)', async () => {
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES + '/strict.html');
+    await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
+    await sw.evaluate(() => runCommand('send-all'));
+    await page.waitForSelector('[data-crosstalk-sent="ok"]', { timeout: 5000 });
+    check('send-all sent the page\'s envelope', true, '');
+    await page.close();
+  });
+
   await step('relay unreachable: the clipboard fallback', async () => {
     await sw.evaluate(() => chrome.storage.local.set({ relay: 'http://127.0.0.1:9' }));
     const page = current = await ctx.newPage();
