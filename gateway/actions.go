@@ -100,16 +100,20 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 	case ActionAck:
 		switch {
 		case target.Kind == KindNotify && td.RequiresAck:
-			rec.Kind, d = KindNotifyAck, EventData{ActorID: req.Actor}
-			rec.Data = mustJSON(map[string]string{"notify_event_id": target.ID, "actor_id": req.Actor})
+			if td.TargetActorID != "" && !strings.EqualFold(td.TargetActorID, req.Actor) {
+				return res, actionErr(CodePermission, "notice %s is for %s; a principal acks only for itself (CCCS §7.2)", target.ID, td.TargetActorID)
+			}
+			rec.Kind, d = KindNotifyAck, EventData{ActorID: req.Actor, NotifyEventID: target.ID}
 		case target.Kind != KindMessage || td.Priority != "attention":
 			return res, actionErr(CodeNotAttention, "event %s is not an attention message; only those are acknowledged (CCCS §6.2)", target.ID)
 		case !r.addressedTo(td.To, req.Actor):
 			return res, actionErr(CodePermission, "event %s is not addressed to %s; a principal acks only for itself (CCCS §6.2)", target.ID, req.Actor)
 		default:
-			rec.Kind = KindAck
+			// Addressed to the asker, like an ACK envelope (C2A "Thanks or
+			// acknowledgement").
+			rec.Kind, d.To = KindAck, []string{target.By}
 		}
-		rec.DedupeKey = "ack:" + req.Group + ":" + req.Actor + ":" + target.ID
+		rec.DedupeKey = ackDedupeKey(req.Group, req.Actor, target.ID)
 	case ActionRead:
 		rec.Kind = KindRead
 	case ActionReact:
@@ -117,7 +121,7 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 		if err != nil {
 			return res, actionErr(CodeInvalid, "react: %v", err)
 		}
-		rec.Kind, d.Signal, d.Emoji = KindReaction, string(sig), sig.Glyph()
+		rec.Kind, d.Signal, d.Emoji, d.To = KindReaction, string(sig), sig.Glyph(), []string{target.By}
 	case ActionClaim:
 		ae := AttentionEvent(target, td)
 		ag := attention.Agent{ID: req.Actor}

@@ -32,7 +32,7 @@ type Delivery struct {
 	Content      string `json:"content,omitempty"`
 	Verification string `json:"verification,omitempty"`
 	// Acked reports that the agent has acknowledged this attention
-	// message (chat.ack).
+	// message (chat.ack) or notice (system.notify_ack).
 	Acked bool `json:"acked,omitempty"`
 	// ClaimedBy is the holder of a claim in force on the event.
 	ClaimedBy string `json:"claimed_by,omitempty"`
@@ -313,6 +313,9 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	ae := AttentionEvent(ev, d)
 	if ev.Kind == KindAck && t.acked != nil && strings.EqualFold(d.ActorID, t.agent.ID) {
 		t.acked[d.EventID] = true
+	}
+	if ev.Kind == KindNotifyAck && t.acked != nil && strings.EqualFold(d.ActorID, t.agent.ID) {
+		t.acked[d.NotifyEventID] = true // closes a notice's requires_ack (CCCS §7.2)
 	}
 	if ev.Kind == KindClaim && t.claimed != nil {
 		t.claimed[d.EventID] = true

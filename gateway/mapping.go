@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -66,6 +67,8 @@ type EventData struct {
 	TargetActorID  string `json:"target_actor_id,omitempty"`
 	RelatedEventID string `json:"related_event_id,omitempty"`
 	RequiresAck    bool   `json:"requires_ack,omitempty"`
+	// system.notify_ack
+	NotifyEventID string `json:"notify_event_id,omitempty"`
 	// x.crosstalk.*
 	Disposition string `json:"disposition,omitempty"`
 	State       string `json:"state,omitempty"` // x.crosstalk.delivery: delivered or failed
@@ -143,15 +146,23 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 	parentEvent := r.lookupParent(ctx, env.Parent)
 
 	switch env.Intent {
-	case envelope.IntentAck:
-		if pe, ok := parentEvent.(ledger.Event); ok && r.isAttentionFor(pe, x.Sender) {
-			rec.Kind, d.ActorID, d.EventID = KindAck, x.Sender, pe.ID // self-only ack (CCCS §6.2)
+	case envelope.IntentAck, envelope.IntentNack:
+		// The directed answer to the asker (C2A "Thanks or
+		// acknowledgement"): addressed to the author of parent.
+		pe, known := parentEvent.(ledger.Event)
+		d.ActorID, d.EventID = x.Sender, eventID(parentEvent)
+		if known && pe.By != "" {
+			d.To = []string{pe.By}
+		}
+		if env.Intent == envelope.IntentAck && known && r.isAttentionFor(pe, x.Sender) {
+			rec.Kind = KindAck // self-only ack (CCCS §6.2)
+			// One chat.ack per (group, actor, event) whatever the path
+			// (CCCS §6.2): the API's ack uses the same key.
+			rec.DedupeKey = ackDedupeKey(rec.GroupID, x.Sender, pe.ID)
 			break
 		}
-		rec.Kind, d.ActorID, d.Signal, d.Emoji = KindReaction, x.Sender, "agree", "👍"
-		d.EventID = eventID(parentEvent)
-	case envelope.IntentNack:
-		rec.Kind, d.ActorID, d.Signal, d.Emoji, d.EventID = KindReaction, x.Sender, "declined", "👎", eventID(parentEvent)
+		sig, _ := attention.SignalForIntent(attention.Intent(env.Intent))
+		rec.Kind, d.Signal, d.Emoji = KindReaction, string(sig), sig.Glyph()
 	case envelope.IntentError:
 		rec.Kind, d.Kind, d.RelatedEventID = KindNotify, "error", eventID(parentEvent)
 		code, _ := env.MetaValue("error", "Code")
@@ -170,6 +181,12 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		// unknown intents: a chat message.
 		rec.Kind, d.Text, d.Format, d.Priority = KindMessage, env.Body, "plain", "normal"
 		d.To = r.book.Recipients(env.To)
+		if envelope.IsBroadcast(env.To) {
+			// ALL with an intent that asks something is a group
+			// mention: to_my_role for every member (C2A "Role or group
+			// mention"). BROADCAST stays ambient (below).
+			d.To = []string{"@all"}
+		}
 		if env.Intent == envelope.IntentPoll {
 			d.To = appendUnique(d.To, r.pollTargets(env)...)
 		}
@@ -244,6 +261,12 @@ func (r *Relay) lookupParent(ctx context.Context, parent string) any {
 		return nil
 	}
 	return ev
+}
+
+// ackDedupeKey is the de-duplication key of a chat.ack: one per group,
+// actor and event (CCCS §6.2), whether the API or an ACK envelope asks.
+func ackDedupeKey(group, actor, eventID string) string {
+	return "ack:" + group + ":" + actor + ":" + eventID
 }
 
 func eventID(parent any) string {
