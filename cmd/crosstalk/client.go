@@ -363,9 +363,17 @@ event is only a knock — its content. must_respond items come first.`)
 		printLiveness(ctx, e, rf, *agent)
 		return nil
 	}
+	// Acknowledged items are settled: they owe nothing and come last
+	// (issue #14), whatever their policy was.
 	rank := map[string]int{"must_respond": 0, "ack_only": 1, "may_respond": 2, "must_not_respond": 3}
+	rankOf := func(d gateway.Delivery) int {
+		if d.Acked {
+			return len(rank)
+		}
+		return rank[string(d.Policy)]
+	}
 	ds := res.Deliveries
-	sortStable(ds, func(a, b gateway.Delivery) bool { return rank[string(a.Policy)] < rank[string(b.Policy)] })
+	sortStable(ds, func(a, b gateway.Delivery) bool { return rankOf(a) < rankOf(b) })
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tSEQ\tPOLICY\tDIRECTED\tINJECTION\tFROM\tINTENT\tCONTENT\tEVENT")
 	for _, d := range ds {
@@ -375,7 +383,7 @@ event is only a knock — its content. must_respond items come first.`)
 		}
 		policy := string(d.Policy)
 		if d.Acked {
-			policy += " (acked)"
+			policy = "settled (acknowledged)"
 		}
 		if d.ClaimedBy != "" {
 			policy += " (claimed by " + d.ClaimedBy + ")"

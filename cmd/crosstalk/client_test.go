@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/internal/relaytest"
 )
 
@@ -41,5 +42,26 @@ func TestInboxJSONFlag(t *testing.T) {
 		if !strings.Contains(out, "must_respond") || !strings.Contains(out, "liveness: chatgpt is ") {
 			t.Errorf("run(%q) = %q, want the table and the liveness line", args, out)
 		}
+	}
+}
+
+// TestInboxSettled: an acknowledged attention message is listed as
+// settled, after what is still owed, not as "must_respond (acked)".
+func TestInboxSettled(t *testing.T) {
+	r := relaytest.Start(t, nil)
+	owed := r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "Still open?", "deploy", "")
+	done := r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentHandoff, "Take the deploy", "deploy", "")
+	if _, err := r.Relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionAck, Group: done.GroupID, EventID: done.ID, Actor: "chatgpt"}); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"inbox", "--agent", "chatgpt", "--relay", r.URL}
+	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("run(%q) = %d; stderr: %s", args, code, stderr.String())
+	}
+	out := stdout.String()
+	o, d := strings.Index(out, owed.ID), strings.Index(out, done.ID)
+	if strings.Contains(out, "(acked)") || !strings.Contains(out, "settled (acknowledged)") || o < 0 || d < o {
+		t.Errorf("inbox = %q, want the open request first and the acknowledged handoff listed as settled after it", out)
 	}
 }

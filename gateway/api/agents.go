@@ -97,7 +97,9 @@ func (s *Server) channel(w http.ResponseWriter, r *http.Request, tmpl channel.Op
 }
 
 // cursors is GET /v1/agents/{agent}/cursors: {"agent", "cursors":
-// {group: seq}} — where a channel resumes.
+// {group: seq}, "delivered": {group: seq}} — the read cursors (CCCS §6.3,
+// what `clip copy` starts after) and the delivery cursors, where a channel
+// resumes (gateway.ActionDelivered). They move independently.
 func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 	agent, err := s.agentOf(r, r.PathValue("agent"))
 	if err != nil {
@@ -110,18 +112,26 @@ func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
 	}
-	out := map[string]int64{}
+	read, delivered := map[string]int64{}, map[string]int64{}
 	for _, g := range gs {
-		c, err := s.relay.Store().GetCursor(r.Context(), g.ID, agent)
-		switch {
-		case err == nil:
-			out[g.ID] = c.Seq
-		case !errors.Is(err, ledger.ErrNotFound):
-			writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
-			return
+		for _, c := range []struct {
+			get func() (ledger.Cursor, error)
+			out map[string]int64
+		}{
+			{func() (ledger.Cursor, error) { return s.relay.Store().GetCursor(r.Context(), g.ID, agent) }, read},
+			{func() (ledger.Cursor, error) { return s.relay.DeliveryCursor(r.Context(), g.ID, agent) }, delivered},
+		} {
+			cur, err := c.get()
+			switch {
+			case err == nil:
+				c.out[g.ID] = cur.Seq
+			case !errors.Is(err, ledger.ErrNotFound):
+				writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+				return
+			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "cursors": out})
+	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "cursors": read, "delivered": delivered})
 }
 
 // heartbeatAgent is POST /v1/agents/{agent}/heartbeat.

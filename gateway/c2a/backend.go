@@ -36,7 +36,9 @@ type Backend interface {
 	// Ingest records envelope text sent by agent; idempotencyKey is the
 	// transport retry key. A refused envelope is a *gateway.Rejection.
 	Ingest(ctx context.Context, agent string, text []byte, idempotencyKey string) (SendResult, error)
-	// Cursor returns agent's read cursor seq in group, 0 when it has none.
+	// Cursor returns agent's delivery cursor seq in group (where its
+	// channel resumes; gateway.ActionDelivered), 0 when it has none. It is
+	// not the read cursor: reading never moves it.
 	Cursor(ctx context.Context, agent, group string) (int64, error)
 	// Touch records agent's activity.
 	Touch(ctx context.Context, agent string) error
@@ -120,9 +122,9 @@ func (l *Local) Ingest(ctx context.Context, agent string, text []byte, idempoten
 		Seq: o.Event.Seq, Duplicate: o.Duplicate, Status: o.Verification.Status}, nil
 }
 
-// Cursor reads agent's read cursor.
+// Cursor reads agent's delivery cursor.
 func (l *Local) Cursor(ctx context.Context, agent, group string) (int64, error) {
-	c, err := l.Relay.Store().GetCursor(ctx, group, l.Relay.Book().ActorID(agent))
+	c, err := l.Relay.DeliveryCursor(ctx, group, agent)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return 0, nil
 	}
