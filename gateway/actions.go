@@ -58,6 +58,10 @@ const (
 	// independent of the read cursor (issue #14: reading a newer event
 	// must not skip older unacknowledged ones on resume).
 	ActionDelivered Action = "delivered"
+	// ActionDischarge discharges an obligation (`meta: obligation`): only
+	// its author or delegate may, once (issue #14). An ACK envelope from
+	// them whose parent is the obligation's message does the same.
+	ActionDischarge Action = "discharge"
 )
 
 // deliveredActor is the cursor key of actor's delivery cursor in the
@@ -196,6 +200,14 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 		}
 		res.Claim = &c
 		rec.Kind, d.ExpiresAt = KindClaim, ledger.FormatTime(c.ExpiresAt)
+	case ActionDischarge:
+		switch {
+		case target.Kind != KindMessage || td.Obligation == nil:
+			return res, actionErr(CodeInvalid, "event %s carries no obligation to discharge", target.ID)
+		case !td.Obligation.CanDischarge(target.By, req.Actor):
+			return res, actionErr(CodePermission, "only %s (the author) or its delegate discharges the obligation of %s, not %s", target.By, target.ID, req.Actor)
+		}
+		rec.Kind, rec.DedupeKey = KindDischarge, dischargeDedupeKey(req.Group, target.ID)
 	case ActionDefer, ActionResolve:
 		disp, _ := attention.DispositionForAction(string(req.Action))
 		rec.Kind, d.Disposition, d.Note = KindDisposition, string(disp), oneLineNote(req.Note)

@@ -411,6 +411,9 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 			}
 		}
 	}
+	if err := r.checkObligation(env); err != nil {
+		return reject(envelope.CodeFormat, "%v", err)
+	}
 	o.Verification = r.verify(ctx, env)
 	v := &o.Verification
 	switch v.Status {

@@ -65,3 +65,43 @@ func TestInboxSettled(t *testing.T) {
 		t.Errorf("inbox = %q, want the open request first and the acknowledged handoff listed as settled after it", out)
 	}
 }
+
+// TestInboxOweWaiting: --owe lists the open obligation and the unanswered
+// request, --waiting lists the author's open obligation with who answered.
+func TestInboxOweWaiting(t *testing.T) {
+	r := relaytest.Start(t, nil)
+	env := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "Review before I ship")
+	env.Context = "deploy"
+	env.Meta = []envelope.Meta{{Namespace: "obligation", Fields: []envelope.Field{{Key: "Blocks", Value: "halted"}, {Key: "Default-Action", Value: "ship anyway"}}}}
+	text, err := envelope.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := r.Relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: bytes.NewReader(text)})
+	if err != nil || !outs[0].Accepted() {
+		t.Fatalf("Ingest = %+v, %v", outs, err)
+	}
+	ob := outs[0].Event
+	open := r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "Unanswered?", "deploy", "")
+	r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentRespond, "FYI", "deploy", "")
+	inbox := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		args = append([]string{"inbox", "--relay", r.URL}, args...)
+		if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+			t.Fatalf("run(%q) = %d; stderr: %s", args, code, stderr.String())
+		}
+		return stdout.String()
+	}
+	out := inbox("--agent", "chatgpt", "--owe")
+	if !strings.Contains(out, ob.ID) || !strings.Contains(out, open.ID) || strings.Contains(out, "FYI") || !strings.Contains(out, "obligation, blocks halted") {
+		t.Errorf("inbox --owe = %q, want the obligation and the open request only", out)
+	}
+	out = inbox("--agent", "claude", "--waiting")
+	if !strings.Contains(out, ob.ID) || !strings.Contains(out, "halted") || !strings.Contains(out, `"ship anyway"`) {
+		t.Errorf("inbox --waiting = %q, want claude's open obligation", out)
+	}
+	if out = inbox("--agent", "chatgpt", "--waiting", "--json"); !strings.Contains(out, `"waiting":[]`) {
+		t.Errorf("inbox --waiting --json for chatgpt = %q, want an empty list", out)
+	}
+}

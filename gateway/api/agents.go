@@ -47,6 +47,7 @@ func (s *Server) MountAgents(opts *AgentOptions) {
 	s.mux.HandleFunc("GET /v1/agents", s.agents)
 	s.mux.HandleFunc("GET /v1/agents/{agent}/channel", func(w http.ResponseWriter, r *http.Request) { s.channel(w, r, ch) })
 	s.mux.HandleFunc("GET /v1/agents/{agent}/cursors", s.cursors)
+	s.mux.HandleFunc("GET /v1/agents/{agent}/waiting", s.waiting)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/heartbeat", s.heartbeatAgent)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/notify", s.notifyAgent)
 }
@@ -132,6 +133,27 @@ func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "cursors": read, "delivered": delivered})
+}
+
+// waiting is GET /v1/agents/{agent}/waiting: {"agent", "waiting":
+// [gateway.Waiting]} — the open obligations the agent authored or may
+// discharge as delegate (docs/agents.md "Obligations").
+func (s *Server) waiting(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agentOf(r, r.PathValue("agent"))
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	agent = s.relay.Book().ActorID(agent)
+	ws, err := s.relay.Waiting(r.Context(), agent)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+		return
+	}
+	if ws == nil {
+		ws = []gateway.Waiting{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "waiting": ws})
 }
 
 // heartbeatAgent is POST /v1/agents/{agent}/heartbeat.

@@ -44,6 +44,11 @@ type Event struct {
 	// when the priority is not "attention": a system.notify with
 	// requires_ack (CCCS §7.1), a Beadboard HANDOFF or BLOCKED (§6.2).
 	RequiresAck bool `json:"requires_ack,omitempty"`
+	// Obligation, when set, makes the event must_respond for every
+	// addressee until it is Discharged (see Obligation).
+	Obligation *Obligation `json:"obligation,omitempty"`
+	// Discharged says the author or the delegate discharged Obligation.
+	Discharged bool `json:"discharged,omitempty"`
 }
 
 // Agent is one agent (or the human user) the relay computes attention for.
@@ -244,6 +249,13 @@ func policy(ev Event, a Agent, st State, now time.Time, d Directedness, v via) (
 		return MustNotRespond, ReasonOwnEvent
 	case bookkeeping(ev.Kind):
 		return MustNotRespond, ReasonBookkeeping
+	case ev.Obligation != nil && !ev.Discharged && (d == ToMe || v == viaRole):
+		// An open obligation is owed by every addressee; of a role, by
+		// its claimant once someone claims it.
+		if c, ok := ClaimHolder(st, ev.ID, ev.Thread, now); ok && d == ToMyRole && c.Holder != a.ID {
+			return MustNotRespond, ReasonClaimedByOther
+		}
+		return MustRespond, ReasonObligation
 	case ev.Kind == ledger.KindNotify && ev.RequiresAck && d == ToMe:
 		// A notice that asks for system.notify_ack and nothing more
 		// (CCCS §7.1, §7.2).
@@ -317,6 +329,9 @@ func policy(ev Event, a Agent, st State, now time.Time, d Directedness, v via) (
 //
 //   - a's own events, and bookkeeping kinds (chat.read, system.notify_ack,
 //     x.crosstalk.claim, x.crosstalk.disposition): must_not_respond;
+//   - an open (not Discharged) Obligation, to_me or to a role or @all a
+//     holds: must_respond (obligation), injected immediately, never stale;
+//     claimed_by_other once another agent claimed a role's obligation;
 //   - a system.notify with RequiresAck to_me: ack_only (attention_ack),
 //     closed by its system.notify_ack;
 //   - ACK, NACK to_me (a directed answer to the asker): ack_only with
@@ -350,8 +365,11 @@ func high(ev Event) bool {
 
 func injection(ev Event, d Directedness, p Policy, r Reason) Injection {
 	in := intentOf(ev)
-	if r == ReasonOwnEvent || r == ReasonBookkeeping {
+	switch r {
+	case ReasonOwnEvent, ReasonBookkeeping:
 		return Silent
+	case ReasonObligation:
+		return Immediate // never buffered, digested or silenced
 	}
 	switch d {
 	case ToMe:
@@ -494,6 +512,8 @@ func Decide(ev Event, a Agent, st State, now time.Time) Delivery {
 	}
 	if p == MustRespond || p == AckOnly {
 		switch {
+		case r == ReasonObligation:
+			del.Deadline = ev.Obligation.Deadline // none: it never goes stale
 		case !ev.Deadline.IsZero():
 			del.Deadline = ev.Deadline
 		case !ev.CreatedAt.IsZero():
@@ -501,7 +521,7 @@ func Decide(ev Event, a Agent, st State, now time.Time) Delivery {
 		}
 		if !del.Deadline.IsZero() && !now.Before(del.Deadline) {
 			del.Expired = true
-			if p == MustRespond {
+			if p == MustRespond && r != ReasonObligation { // a lapsed obligation is still owed
 				p = MayRespond
 				del.Policy = p
 			}
