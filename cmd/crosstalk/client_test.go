@@ -9,7 +9,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
-	"github.com/crosstalk-go/crosstalk/internal/relaytest"
+	"github.com/crosstalk-go/crosstalk/internal/testrelay"
 )
 
 // TestInboxJSONFlag runs `crosstalk inbox` against an in-process relay:
@@ -17,7 +17,7 @@ import (
 // print JSON only, and --json=false is the human form (the flag package
 // parses it, no command looks at the arguments itself).
 func TestInboxJSONFlag(t *testing.T) {
-	r := relaytest.Start(t, nil)
+	r := testrelay.Start(t, nil)
 	r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "Is the deploy blocked?", "deploy", "")
 	for _, tc := range []struct {
 		flag string
@@ -48,7 +48,7 @@ func TestInboxJSONFlag(t *testing.T) {
 // TestInboxSettled: an acknowledged attention message is listed as
 // settled, after what is still owed, not as "must_respond (acked)".
 func TestInboxSettled(t *testing.T) {
-	r := relaytest.Start(t, nil)
+	r := testrelay.Start(t, nil)
 	owed := r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "Still open?", "deploy", "")
 	done := r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentHandoff, "Take the deploy", "deploy", "")
 	if _, err := r.Relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionAck, Group: done.GroupID, EventID: done.ID, Actor: "chatgpt"}); err != nil {
@@ -69,7 +69,7 @@ func TestInboxSettled(t *testing.T) {
 // TestInboxOweWaiting: --owe lists the open obligation and the unanswered
 // request, --waiting lists the author's open obligation with who answered.
 func TestInboxOweWaiting(t *testing.T) {
-	r := relaytest.Start(t, nil)
+	r := testrelay.Start(t, nil)
 	env := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "Review before I ship")
 	env.Context = "deploy"
 	env.Meta = []envelope.Meta{{Namespace: "obligation", Fields: []envelope.Field{{Key: "Blocks", Value: "halted"}, {Key: "Default-Action", Value: "ship anyway"}}}}
