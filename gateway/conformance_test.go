@@ -36,6 +36,9 @@ type cstep struct {
 	from, to, intent string
 	thread, parent   int
 	prio, targets    string
+	// oblige, when set, adds `meta: obligation` with these Blocks (and
+	// Delegate delegate).
+	oblige, delegate string
 	// plain: a chat.message with no receivers, as a CCCS client appends
 	// it (no envelope).
 	plain bool
@@ -57,6 +60,10 @@ func (s cstep) inThread(step int) cstep    { s.thread = step; return s }
 func (s cstep) replyTo(step int) cstep     { s.parent = step; return s }
 func (s cstep) priority(p string) cstep    { s.prio = p; return s }
 func (s cstep) pollTargets(t string) cstep { s.targets = t; return s }
+func (s cstep) obliges(blocks, delegate string) cstep {
+	s.oblige, s.delegate = blocks, delegate
+	return s
+}
 
 func act(actor string, a gateway.Action, on int) cstep { return cstep{act: a, actor: actor, on: on} }
 
@@ -73,6 +80,10 @@ type cwant struct {
 	expired bool
 	ctx     bool // thread context required (every envelope has a thread, so others may have it too)
 	silent  bool // no delivery at all
+	// discharged: the obligation was discharged; owes: 0 unchecked, 1
+	// Delivery.Owes, 2 not Owes.
+	discharged bool
+	owes       int
 }
 
 func expect(agent string, d attention.Directedness, p attention.Policy, r attention.Reason, i attention.Injection) cwant {
@@ -81,7 +92,13 @@ func expect(agent string, d attention.Directedness, p attention.Policy, r attent
 
 func (w cwant) of(step int) cwant { w.event = step; return w }
 func (w cwant) isAcked() cwant    { w.acked = true; return w }
-func (w cwant) isExpired() cwant  { w.expired = true; return w }
+func (w cwant) owed() cwant       { w.owes = 1; return w }
+func (w cwant) settled() cwant    { w.owes = 2; return w }
+func (w cwant) isDischarged() cwant {
+	w.discharged = true
+	return w
+}
+func (w cwant) isExpired() cwant { w.expired = true; return w }
 func (w cwant) withContext() cwant {
 	w.ctx = true
 	return w
@@ -172,6 +189,24 @@ var conformance = []scenario{
 		[]cwant{expect("claude", toMe, ackOnly, attention.ReasonAttentionAck, attention.Notify).of(0).isAcked()}},
 	{"stale request", []cstep{send("CHATGPT", "CLAUDE", "REQUEST"), {advance: attention.DefaultResponseDeadline + time.Second}},
 		[]cwant{expect("claude", toMe, may, attention.ReasonDirectMessage, attention.Buffered).of(0).isExpired()}},
+
+	// Obligations (issue #14): the arms that need no timers.
+	{"obligation, open", []cstep{send("CHATGPT", "CLAUDE", "REQUEST").obliges("halted", "")},
+		[]cwant{expect("claude", toMe, must, attention.ReasonObligation, attention.Immediate).owed(),
+			expect("gemini", toOther, mustNot, attention.ReasonAddressedToOther, attention.ToolMailbox)}},
+	{"obligation to a role", []cstep{send("CHATGPT", "@reviewer", "REQUEST").obliges("degraded", "")},
+		[]cwant{expect("claude", toMyRole, must, attention.ReasonObligation, attention.Immediate).owed()}},
+	{"obligation without deadline never goes stale", []cstep{send("CHATGPT", "CLAUDE", "REQUEST").obliges("halted", ""), {advance: attention.DefaultResponseDeadline + time.Second}},
+		[]cwant{expect("claude", toMe, must, attention.ReasonObligation, attention.Immediate).of(0).owed()}},
+	{"obligation, recipient replies, author has not discharged", []cstep{send("CHATGPT", "CLAUDE", "REQUEST").obliges("halted", ""),
+		send("CLAUDE", "CHATGPT", "RESPOND").replyTo(0), send("CLAUDE", "CHATGPT", "ACK").replyTo(0)},
+		[]cwant{expect("claude", toMe, must, attention.ReasonObligation, attention.Immediate).of(0).owed()}},
+	{"obligation discharged by its author", []cstep{send("CHATGPT", "CLAUDE", "REQUEST").obliges("halted", ""),
+		send("CHATGPT", "CLAUDE", "ACK").replyTo(0)},
+		[]cwant{expect("claude", toMe, must, attention.ReasonObligation, attention.Immediate).of(0).isDischarged().settled()}},
+	{"obligation discharged by the delegate", []cstep{send("CHATGPT", "CLAUDE", "REQUEST").obliges("halted", "GEMINI"),
+		act("gemini", gateway.ActionDischarge, 0)},
+		[]cwant{expect("claude", toMe, must, attention.ReasonObligation, attention.Immediate).of(0).isDischarged().settled()}},
 }
 
 // openStore opens a store of the named kind — every kind the relay runs
@@ -249,6 +284,13 @@ func runScenario(t *testing.T, r *gateway.Relay, clock *testClock, group string,
 				if s.prio != "" {
 					e.Meta = append(e.Meta, envelope.Meta{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Priority", Value: s.prio}}})
 				}
+				if s.oblige != "" {
+					f := []envelope.Field{{Key: "Blocks", Value: s.oblige}}
+					if s.delegate != "" {
+						f = append(f, envelope.Field{Key: "Delegate", Value: s.delegate})
+					}
+					e.Meta = append(e.Meta, envelope.Meta{Namespace: "obligation", Fields: f})
+				}
 				if s.targets != "" {
 					e.Meta = append(e.Meta, envelope.Meta{Namespace: "poll", Fields: []envelope.Field{{Key: "Targets", Value: s.targets}}})
 				}
@@ -311,10 +353,16 @@ func runScenario(t *testing.T, r *gateway.Relay, clock *testClock, group string,
 			continue
 		}
 		g := cwant{agent: w.agent, event: w.event, d: got.Directedness, p: got.Policy, r: got.Reason, i: got.Injection,
-			acked: got.Acked, expired: got.Expired, ctx: got.ThreadContext && w.ctx}
+			acked: got.Acked, expired: got.Expired, ctx: got.ThreadContext && w.ctx, discharged: got.Discharged}
+		switch {
+		case w.owes != 0 && got.Owes():
+			g.owes = 1
+		case w.owes != 0:
+			g.owes = 2
+		}
 		if g != w {
-			t.Errorf("%s's delivery = %s/%s (%s)/%s acked=%v expired=%v context=%v,\n want %s/%s (%s)/%s acked=%v expired=%v context=%v",
-				w.agent, g.d, g.p, g.r, g.i, g.acked, g.expired, g.ctx, w.d, w.p, w.r, w.i, w.acked, w.expired, w.ctx)
+			t.Errorf("%s's delivery = %s/%s (%s)/%s acked=%v expired=%v context=%v discharged=%v owes=%d,\n want %s/%s (%s)/%s acked=%v expired=%v context=%v discharged=%v owes=%d",
+				w.agent, g.d, g.p, g.r, g.i, g.acked, g.expired, g.ctx, g.discharged, g.owes, w.d, w.p, w.r, w.i, w.acked, w.expired, w.ctx, w.discharged, w.owes)
 		}
 	}
 }
