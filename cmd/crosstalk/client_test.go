@@ -104,4 +104,19 @@ func TestInboxOweWaiting(t *testing.T) {
 	if out = inbox("--agent", "chatgpt", "--waiting", "--json"); !strings.Contains(out, `"waiting":[]`) {
 		t.Errorf("inbox --waiting --json for chatgpt = %q, want an empty list", out)
 	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"discharge", "--relay", r.URL, "--agent", "chatgpt", "--group", ob.GroupID, ob.ID}
+	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code == exitOK {
+		t.Errorf("run(%q) = ok, want the recipient refused", args)
+	}
+	args[4] = "claude"
+	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("run(%q) = %d; stderr: %s", args, code, stderr.String())
+	}
+	if out = inbox("--agent", "claude", "--waiting"); !strings.Contains(out, "waiting on nothing") {
+		t.Errorf("inbox --waiting after the discharge = %q", out)
+	}
+	if out = inbox("--agent", "chatgpt", "--owe"); strings.Contains(out, ob.ID) || !strings.Contains(out, open.ID) {
+		t.Errorf("inbox --owe after the discharge = %q, want only the open request", out)
+	}
 }
