@@ -167,6 +167,18 @@ type Outbound struct {
 	// IdempotencyKey makes the message id stable: the same key (for the
 	// same sender) always gives the same id, so a retry records once.
 	IdempotencyKey string
+	// Obligation, when set, is written as `meta: obligation`
+	// (docs/format.md); the relay checks its values.
+	Obligation *OutboundObligation
+}
+
+// OutboundObligation is the `meta: obligation` of an Outbound: each
+// field as written in the envelope, empty ones left out.
+type OutboundObligation struct {
+	Blocks        string `json:"blocks,omitempty" jsonschema:"what your work is until it is discharged: halted, degraded or none (default)"`
+	DefaultAction string `json:"defaultAction,omitempty" jsonschema:"what you will do if nobody answers in time"`
+	Delegate      string `json:"delegate,omitempty" jsonschema:"an agent that may discharge it besides you"`
+	Deadline      string `json:"deadline,omitempty" jsonschema:"an RFC 3339 time or a duration from receipt such as 30m"`
 }
 
 // MaxBody bounds an outbound body: what fits in one envelope.
@@ -239,6 +251,19 @@ func Compose(o Outbound) ([]byte, *envelope.Envelope, error) {
 	}
 	if p := strings.ToLower(o.Priority); p == "high" || p == "urgent" {
 		env.Meta = append(env.Meta, envelope.Meta{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Priority", Value: p}}})
+	}
+	if ob := o.Obligation; ob != nil {
+		var fs []envelope.Field
+		for _, f := range []envelope.Field{{Key: "Blocks", Value: ob.Blocks}, {Key: "Default-Action", Value: ob.DefaultAction},
+			{Key: "Delegate", Value: ob.Delegate}, {Key: "Deadline", Value: ob.Deadline}} {
+			if f.Value = strings.TrimSpace(f.Value); f.Value != "" {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			fs = []envelope.Field{{Key: "Blocks", Value: "none"}}
+		}
+		env.Meta = append(env.Meta, envelope.Meta{Namespace: "obligation", Fields: fs})
 	}
 	text, err := envelope.Marshal(env)
 	if err != nil {
