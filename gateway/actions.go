@@ -234,10 +234,13 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 
 // advanceCursor moves the cursor key of group to target unless it already
 // stands at or past it: cursors never move backwards, whatever order
-// events are marked in. It returns the cursor as it stands. Callers for
-// one key are serialised by the agent itself (one channel, one reader);
-// a race between two may lose the larger move, never order events wrong.
+// events are marked in. It returns the cursor as it stands. Moves are
+// serialised within the relay; relays sharing a JetStream ledger may still
+// race, and the loser's cursor can then stand behind: a redelivery, never
+// a skipped event.
 func (r *Relay) advanceCursor(ctx context.Context, group, key string, target ledger.Event) (ledger.Cursor, error) {
+	r.cursorMu.Lock()
+	defer r.cursorMu.Unlock()
 	cur, err := r.store.GetCursor(ctx, group, key)
 	switch {
 	case err == nil && cur.Seq >= target.Seq:

@@ -117,6 +117,7 @@ const DefaultMaxEnvelopes = 1000
 // Relay is the relay core. It is safe for concurrent use.
 type Relay struct {
 	store    ledger.Store
+	cursorMu sync.Mutex // serialises advanceCursor's read and write
 	log      *slog.Logger
 	book     *AddressBook
 	verifier Verifier

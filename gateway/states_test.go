@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
@@ -55,3 +56,26 @@ func TestReadAndDeliveryCursors(t *testing.T) {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ledger.ErrNotFound) }
+
+// TestReadCursorConcurrent: reads marked concurrently, in any order,
+// leave the read cursor at the newest of them.
+func TestReadCursorConcurrent(t *testing.T) {
+	r := newRelay(t, nil)
+	ctx := context.Background()
+	var evs []ledger.Event
+	for range 8 {
+		evs = append(evs, ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "g", "q"))[0].Event)
+	}
+	var wg sync.WaitGroup
+	for _, i := range []int{3, 7, 0, 5, 1, 6, 2, 4} {
+		wg.Go(func() {
+			if _, err := r.Act(ctx, gateway.ActionRequest{Action: gateway.ActionRead, Group: "g", EventID: evs[i].ID, Actor: "claude"}); err != nil {
+				t.Errorf("read %d = %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if c, err := r.Store().GetCursor(ctx, "g", "claude"); err != nil || c.Seq != evs[7].Seq {
+		t.Errorf("read cursor = %+v, %v, want seq %d", c, err, evs[7].Seq)
+	}
+}
