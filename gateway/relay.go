@@ -118,6 +118,7 @@ const DefaultMaxEnvelopes = 1000
 // Relay is the relay core. It is safe for concurrent use.
 type Relay struct {
 	store    ledger.Store
+	cursorMu sync.Mutex // serialises advanceCursor's read and write
 	log      *slog.Logger
 	book     *AddressBook
 	verifier Verifier
@@ -413,6 +414,9 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 				return reject(envelope.CodeAddress, "poll target %v", err)
 			}
 		}
+	}
+	if err := r.checkObligation(env); err != nil {
+		return reject(envelope.CodeFormat, "%v", err)
 	}
 	o.Verification = r.verify(ctx, env)
 	v := &o.Verification

@@ -83,7 +83,7 @@ func TestIngestMapsIntents(t *testing.T) {
 		{"HANDOFF", "CLAUDE", gateway.KindMessage, "attention", []string{"claude"}},
 		{"ESCALATE", "CLAUDE", gateway.KindMessage, "attention", []string{"claude", "@user"}},
 		{"BROADCAST", "CLAUDE", gateway.KindMessage, "normal", nil},
-		{"REQUEST", "ALL", gateway.KindMessage, "normal", nil},
+		{"REQUEST", "ALL", gateway.KindMessage, "normal", []string{"@all"}},
 		{"WIBBLE", "CLAUDE", gateway.KindMessage, "normal", []string{"claude"}},
 		{"NACK", "CLAUDE", gateway.KindReaction, "", nil},
 		{"ACK", "CLAUDE", gateway.KindReaction, "", nil},
@@ -276,7 +276,7 @@ func TestDeliveriesMatrix(t *testing.T) {
 		{attention.MustRespond, attention.Buffered, true},
 		{attention.MustNotRespond, attention.ToolMailbox, true},
 		{attention.MustNotRespond, attention.Digest, true},
-		{attention.MustNotRespond, attention.Notify, false},
+		{attention.MayRespond, attention.Notify, false}, // may_respond after claim (C2A)
 		{attention.MustRespond, attention.Immediate, true},
 	}
 	ds, err := r.Deliveries(context.Background(), "CLAUDE", "", 0, 0)

@@ -392,7 +392,7 @@ func TestAgentDeliveries(t *testing.T) {
 		content   string
 	}{
 		{"g", 1, attention.MustRespond, attention.Buffered, "direct question"},
-		{"g", 2, attention.MustNotRespond, attention.Notify, ""},
+		{"g", 2, attention.MayRespond, attention.Notify, ""}, // role mention: may_respond after claim
 		{"h", 1, attention.MustRespond, attention.Immediate, "urgent"},
 	}
 	if out.Agent != "claude" || len(out.Deliveries) != len(want) {

@@ -220,15 +220,21 @@ func (rm *Remote) Ingest(ctx context.Context, agent string, text []byte, idempot
 	return SendResult{Message: r.Message, EventID: r.EventID, Group: r.GroupID, Seq: r.Seq, Duplicate: r.Duplicate, Status: r.Status}, nil
 }
 
-// Cursor reads GET /v1/agents/{agent}/cursors; on a relay without it, it
-// finds the agent's last chat.read event of the group.
+// Cursor reads the delivery cursor of GET /v1/agents/{agent}/cursors; a
+// relay older than delivery cursors resumed channels at the read cursor,
+// and so does this; on a relay without the endpoint, it finds the agent's
+// last chat.read event of the group.
 func (rm *Remote) Cursor(ctx context.Context, agent, group string) (int64, error) {
 	var res struct {
-		Cursors map[string]int64 `json:"cursors"`
+		Cursors   map[string]int64 `json:"cursors"`
+		Delivered map[string]int64 `json:"delivered"`
 	}
 	err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/cursors", Agent: agent, Retry: true}, &res)
 	if err == nil {
-		return res.Cursors[group], nil
+		if res.Delivered == nil {
+			return res.Cursors[group], nil
+		}
+		return res.Delivered[group], nil
 	}
 	if !errors.Is(err, errNotServed) {
 		return 0, err

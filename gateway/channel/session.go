@@ -753,8 +753,8 @@ func (s *session) ack(p *pending, res AckResult) error {
 	return s.settle(p)
 }
 
-// settle marks p done and moves the group's read cursor over every
-// leading settled delivery.
+// settle marks p done and moves the group's delivery cursor (never the
+// read cursor) over every leading settled delivery.
 func (s *session) settle(p *pending) error {
 	st := s.groups[p.d.Group]
 	st.acked[p.d.EventID] = true
@@ -773,7 +773,7 @@ func (s *session) settle(p *pending) error {
 	if last == nil {
 		return nil
 	}
-	if _, err := s.opts.Backend.Act(s.ctx, gateway.ActionRequest{Action: gateway.ActionRead, Group: last.d.Group,
+	if _, err := s.opts.Backend.Act(s.ctx, gateway.ActionRequest{Action: gateway.ActionDelivered, Group: last.d.Group,
 		EventID: last.d.EventID, Actor: s.opts.Agent}); err != nil {
 		return err
 	}
@@ -825,7 +825,7 @@ func (s *session) disposition(d gateway.Delivery, res AckResult) error {
 	case attention.Failed:
 		return s.opts.Backend.Notify(s.ctx, s.opts.Agent, d.Group, d.EventID, "harness_failed", "the harness could not process the event: "+res.Note)
 	}
-	return nil // ignored, superseded: the read cursor says it all
+	return nil // ignored, superseded: the delivery cursor says it all
 }
 
 func (s *session) action(method string, raw json.RawMessage) (any, *Error) {
