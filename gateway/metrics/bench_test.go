@@ -41,9 +41,9 @@ func BenchmarkIngest(b *testing.B) {
 
 // BenchmarkScrape measures a scrape of a relay whose ledger holds 100
 // groups of 1000 requests, the last 10 of each group in the last 5
-// minutes: the first scrape (which finds each group's recent events by
-// bisection and decides them) and the following ones (which read only
-// what is new: nothing).
+// minutes: the first scrape (which reads every event once and decides the
+// recent ones) and the following ones (which read only what is new:
+// nothing).
 func BenchmarkScrape(b *testing.B) {
 	now := time.Now().Add(-48 * time.Hour)
 	st := memory.New(func() time.Time { return now })

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -21,8 +22,8 @@ import (
 const OtherAgent = "other"
 
 // WatchRelay adds the metrics that read the relay's state when scraped:
-// crosstalk_must_respond_open, the must_respond deliveries per agent that
-// have not expired — what `crosstalk inbox` lists as must_respond.
+// crosstalk_must_respond_open, what each agent owes — the must_respond
+// deliveries that `crosstalk inbox` marks as owed (gateway.Delivery.Owes).
 func (m *Metrics) WatchRelay(relay *gateway.Relay) {
 	m.register(&obligations{
 		relay:  relay,
@@ -30,22 +31,29 @@ func (m *Metrics) WatchRelay(relay *gateway.Relay) {
 		now:    time.Now,
 		groups: map[string]*window{},
 		desc: prometheus.NewDesc(Namespace+"_must_respond_open",
-			"Open must_respond obligations per agent: deliveries an agent must answer whose deadline has not passed. "+
+			"Open must_respond deliveries per agent: events an agent owes an answer — an open obligation until its author discharges it, "+
+				"any other must_respond event until the agent answers or acknowledges it or its deadline passes. "+
 				`Agents outside the address book are summed under agent="other".`, []string{"agent"}, nil),
 	})
 }
 
-// obligations computes crosstalk_must_respond_open at each scrape.
+// obligations computes crosstalk_must_respond_open at each scrape, as
+// gateway.Delivery.Owes decides it (C2A "Response Policy", issue #14):
 //
-// A delivery is must_respond only when the event names the agent (to_me)
-// with an intent that asks for an answer, and only until its deadline,
-// CreatedAt + attention.DefaultResponseDeadline (C2A "Stale Events");
-// neither depends on thread history or claims (attention.PolicyOf). So
-// only message events younger than the deadline matter, and each is
-// decided once, when first read: a scrape reads the events appended since
-// the last one, and drops the obligations whose deadline has passed. The
-// first scrape finds where each group's recent events start by bisecting
-// on their timestamps, and never reads a group's history.
+//   - an event with an obligation (`meta: obligation`) is owed by each
+//     addressee until a discharge event closes it, whatever its deadline;
+//   - any other must_respond event is owed until the agent acknowledges
+//     it, answers it (a reply or a disposition) or its deadline passes —
+//     CreatedAt + attention.DefaultResponseDeadline (C2A "Stale Events").
+//
+// Whether an event is must_respond for an agent does not depend on thread
+// history (attention.PolicyOf), so each event is decided once, when first
+// read: a scrape reads the events appended since the last one. The first
+// scrape of a group reads it from its start, deciding only events with an
+// obligation among those older than the response deadline (found by
+// bisecting on timestamps); later ones read only what is new. A claim on
+// a role obligation by another agent is not followed: every holder of the
+// role counts it until it is discharged.
 type obligations struct {
 	relay *gateway.Relay
 	log   *slog.Logger
@@ -58,18 +66,26 @@ type obligations struct {
 
 // window is what obligations keeps of one group.
 type window struct {
-	read int64        // events up to this seq have been decided
-	open []obligation // in seq order
+	read   int64 // events up to this seq have been read
+	recent int64 // events after this seq are younger than the response deadline
+	open   []owed
 }
 
-type obligation struct {
-	agent    string // an address-book actor id, or OtherAgent
+// owed is one event one agent owes.
+type owed struct {
+	event    string
+	agent    string // the agent's actor id
+	label    string // agent, or OtherAgent
 	deadline time.Time
+	obliged  bool // an obligation: only a discharge closes it
 }
 
 // maxScan bounds how many events one scrape reads per group; the rest is
 // read by the next scrapes.
 const maxScan = 10000
+
+// scanKinds are the kinds that open or close what an agent owes.
+var scanKinds = []string{gateway.KindMessage, gateway.KindAck, gateway.KindDisposition, gateway.KindDischarge}
 
 func (o *obligations) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
 
@@ -87,9 +103,9 @@ func (o *obligations) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// count brings every group's window up to date and counts the open
-// obligations per agent label; every address-book agent and "other" are
-// present, with 0 when they owe nothing.
+// count brings every group's window up to date and counts what is owed
+// per agent label; every address-book agent and "other" are present, with
+// 0 when they owe nothing.
 func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -105,11 +121,11 @@ func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int,
 	for _, g := range gs {
 		w, ok := o.groups[g.ID]
 		if !ok {
-			start, err := recentStart(ctx, o.relay.Store(), g, now.Add(-attention.DefaultResponseDeadline))
+			recent, err := recentStart(ctx, o.relay.Store(), g, now.Add(-attention.DefaultResponseDeadline))
 			if err != nil {
 				return nil, err
 			}
-			w = &window{read: start}
+			w = &window{recent: recent}
 			o.groups[g.ID] = w
 		}
 		if err := o.advance(ctx, g, w, now); err != nil {
@@ -118,18 +134,18 @@ func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int,
 		// Deadlines follow the events' timestamps, which relays sharing a
 		// JetStream ledger stamp with their own clocks: drop every past
 		// one, not only a prefix.
-		w.open = slices.DeleteFunc(w.open, func(ob obligation) bool { return !now.Before(ob.deadline) })
-		for _, ob := range w.open {
-			counts[ob.agent]++
+		w.open = slices.DeleteFunc(w.open, func(ow owed) bool { return !ow.obliged && !now.Before(ow.deadline) })
+		for _, ow := range w.open {
+			counts[ow.label]++
 		}
 	}
 	return counts, nil
 }
 
-// advance decides the group's message events after w.read.
+// advance reads the group's events after w.read.
 func (o *obligations) advance(ctx context.Context, g ledger.Group, w *window, now time.Time) error {
 	for scanned := 0; w.read < g.LastSeq && scanned < maxScan; {
-		evs, err := o.relay.Store().Range(ctx, g.ID, w.read, []string{gateway.KindMessage}, 1000)
+		evs, err := o.relay.Store().Range(ctx, g.ID, w.read, scanKinds, 1000)
 		if err != nil {
 			return fmt.Errorf("reading group %q: %w", g.ID, err)
 		}
@@ -139,25 +155,58 @@ func (o *obligations) advance(ctx context.Context, g ledger.Group, w *window, no
 		}
 		for _, ev := range evs {
 			w.read = ev.Seq
-			o.decide(ev, w, now)
+			o.read(ev, w, now)
 		}
 		scanned += len(evs)
 	}
 	return nil
 }
 
-// decide adds the obligations ev creates to w: one per agent it asks for
-// an answer, address-book agents under their id, the others as "other".
-func (o *obligations) decide(ev ledger.Event, w *window, now time.Time) {
+// read applies one event to w: a message opens what it asks of each
+// agent; an ack, a reply, a disposition or a discharge closes it.
+func (o *obligations) read(ev ledger.Event, w *window, now time.Time) {
+	if ev.Seq <= w.recent && ev.Kind != gateway.KindDischarge && !bytes.Contains(ev.Data, []byte(`"obligation"`)) {
+		// Older than any deadline: only obligations and their discharges
+		// matter, and this is neither (no JSON parsed).
+		return
+	}
 	d, err := gateway.ParseData(ev)
 	if err != nil {
 		return
 	}
+	closeWhere := func(event string, match func(owed) bool) {
+		if event != "" {
+			w.open = slices.DeleteFunc(w.open, func(ow owed) bool { return ow.event == event && match(ow) })
+		}
+	}
+	byAgent := func(actor string) func(owed) bool {
+		return func(ow owed) bool { return !ow.obliged && strings.EqualFold(ow.agent, actor) }
+	}
+	switch ev.Kind {
+	case gateway.KindAck:
+		closeWhere(d.EventID, byAgent(d.ActorID))
+	case gateway.KindDisposition:
+		closeWhere(d.EventID, byAgent(ev.By))
+	case gateway.KindDischarge:
+		closeWhere(d.EventID, func(ow owed) bool { return ow.obliged })
+	case gateway.KindMessage:
+		closeWhere(d.ReplyTo, byAgent(ev.By))
+		if ev.Seq > w.recent || d.Obligation != nil {
+			o.decide(ev, d, w, now)
+		}
+	}
+}
+
+// decide adds what the message event asks of each agent to w: address-book
+// agents under their id, the others as "other".
+func (o *obligations) decide(ev ledger.Event, d gateway.EventData, w *window, now time.Time) {
 	ae := gateway.AttentionEvent(ev, d)
 	book := o.relay.Book()
 	add := func(a attention.Agent, label string) {
-		if del := attention.Decide(ae, a, attention.State{}, now); del.Policy == attention.MustRespond {
-			w.open = append(w.open, obligation{agent: label, deadline: del.Deadline})
+		del := attention.Decide(ae, a, attention.State{}, now)
+		if del.Policy == attention.MustRespond {
+			w.open = append(w.open, owed{event: ev.ID, agent: a.ID, label: label, deadline: del.Deadline,
+				obliged: del.Reason == attention.ReasonObligation})
 		}
 	}
 	for _, a := range book.Agents() {
@@ -166,7 +215,7 @@ func (o *obligations) decide(ev ledger.Event, w *window, now time.Time) {
 	seen := map[string]bool{}
 	for _, tok := range ae.To {
 		if strings.HasPrefix(tok, "@") {
-			continue // a role or selector: never to_me, so never must_respond
+			continue // a role or selector: outside the book nobody holds it
 		}
 		if _, known := book.Agent(tok); known {
 			continue

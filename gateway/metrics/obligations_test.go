@@ -38,17 +38,25 @@ func TestObligationsWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	relay := gateway.New(st, &gateway.Options{Book: book, Now: clock})
-	send := func(from, to, intent, group string) {
+	send := func(from, to, intent, group string, mod ...func(*envelope.Envelope)) gateway.Outcome {
 		t.Helper()
 		e := envelope.New(from, to, intent, "body")
 		e.Context = group
+		for _, f := range mod {
+			f(e)
+		}
 		b, _ := envelope.Marshal(e)
 		outs, err := relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: strings.NewReader(string(b))})
 		if err != nil || outs[0].Reject != nil {
 			t.Fatalf("Ingest = %v, %v", outs, err)
 		}
+		return outs[0]
 	}
-	// 1000 requests a minute apart; and an old one in another group.
+	// An obligation, the oldest event; 1000 requests a minute apart; and
+	// an old one in another group.
+	obligation := send("CHATGPT", "CLAUDE", "REQUEST", "old", func(e *envelope.Envelope) {
+		e.Meta = append(e.Meta, envelope.Meta{Namespace: "obligation", Fields: []envelope.Field{{Key: "Blocks", Value: "halted"}, {Key: "Deadline", Value: "1h"}}})
+	})
 	send("CLAUDE", "CHATGPT", "REQUEST", "old")
 	for range 1000 {
 		now = now.Add(time.Minute)
@@ -67,17 +75,27 @@ func TestObligationsWindow(t *testing.T) {
 	}
 	st.read.Store(0)
 	// Deadline is created + 5 min: the requests of the last 5 minutes
-	// (now-4 … now) are open.
-	check(map[string]int{"chatgpt": 5, "claude": 0, "other": 0})
-	if n := st.read.Load(); n > 40 {
-		t.Errorf("the first count read %d events, want a bisection (≤ 40), not the history", n)
+	// (now-4 … now) are open, and the obligation, 16 hours old, is owed
+	// until discharged.
+	check(map[string]int{"chatgpt": 5, "claude": 1, "other": 0})
+	if n := st.read.Load(); n > 1002+40 {
+		t.Errorf("the first count read %d events, want each once (1002) and a bisection", n)
 	}
 	now = now.Add(2 * time.Minute)
-	check(map[string]int{"chatgpt": 3, "claude": 0, "other": 0})
+	check(map[string]int{"chatgpt": 3, "claude": 1, "other": 0})
 	send("CHATGPT", "MISTRAL", "REQUEST", "g")
 	send("CHATGPT", "CLAUDE", "RESPOND", "g")
-	send("CHATGPT", "CLAUDE", "ESCALATE", "new")
+	asked := send("CHATGPT", "CLAUDE", "ESCALATE", "new")
+	check(map[string]int{"chatgpt": 3, "claude": 2, "other": 1})
+	// An answer closes a must_respond; a reply to an obligation does not.
+	send("CLAUDE", "CHATGPT", "RESPOND", "new", func(e *envelope.Envelope) { e.Parent = asked.Envelope.Message })
+	send("CLAUDE", "CHATGPT", "RESPOND", "old", func(e *envelope.Envelope) { e.Parent = obligation.Envelope.Message })
 	check(map[string]int{"chatgpt": 3, "claude": 1, "other": 1})
 	now = now.Add(10 * time.Minute)
+	check(map[string]int{"chatgpt": 0, "claude": 1, "other": 0})
+	// Its author discharges it.
+	if _, err := relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionDischarge, Group: "old", EventID: obligation.Event.ID, Actor: "chatgpt"}); err != nil {
+		t.Fatal(err)
+	}
 	check(map[string]int{"chatgpt": 0, "claude": 0, "other": 0})
 }
