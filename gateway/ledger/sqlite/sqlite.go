@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"math"
 	"net/url"
 	"path/filepath"
 	"runtime"
@@ -603,6 +604,38 @@ func (s *Store) Log(ctx context.Context, after int64, limit int) ([]ledger.Logge
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.readErr("log", err)
+	}
+	return out, nil
+}
+
+// LogBefore implements ledger.Store: a descending walk of the rowid.
+func (s *Store) LogBefore(ctx context.Context, before int64, limit int) ([]ledger.Logged, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("sqlite: log before: %w: limit %d is not positive", ledger.ErrInvalid, limit)
+	}
+	if s.isClosed() {
+		return nil, fmt.Errorf("sqlite: log before: %w", ledger.ErrClosed)
+	}
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT rowid, `+eventCols+` FROM events WHERE rowid < ? ORDER BY rowid DESC LIMIT ?`, before, limit)
+	if err != nil {
+		return nil, s.readErr("log before", err)
+	}
+	defer rows.Close()
+	var out []ledger.Logged
+	for rows.Next() {
+		var l ledger.Logged
+		ev, err := scanEvent(rowidScanner{rows, &l.Pos})
+		if err != nil {
+			return nil, s.readErr("log before", err)
+		}
+		l.Event = ev
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr("log before", err)
 	}
 	return out, nil
 }
