@@ -75,7 +75,8 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 // unread counts the chat messages of group after viewer's read cursor
-// that viewer did not write.
+// that viewer did not write, up to unreadCap (the viewer's own messages
+// are skipped for at most four reads of unreadCap events).
 func (s *Server) unread(ctx context.Context, group, viewer string) (int, error) {
 	viewer = s.relay.Book().ActorID(viewer)
 	var since int64
@@ -86,45 +87,80 @@ func (s *Server) unread(ctx context.Context, group, viewer string) (int, error) 
 	case !errors.Is(err, ledger.ErrNotFound):
 		return 0, err
 	}
-	evs, err := s.relay.Store().Range(ctx, group, since, []string{gateway.KindMessage}, 0)
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, ev := range evs {
-		if !strings.EqualFold(ev.By, viewer) {
-			n++
+	for round := 0; n < unreadCap && round < 4; round++ {
+		evs, err := s.relay.Store().Range(ctx, group, since, []string{gateway.KindMessage}, unreadCap)
+		if err != nil {
+			return 0, err
 		}
+		for _, ev := range evs {
+			if !strings.EqualFold(ev.By, viewer) {
+				n++
+			}
+		}
+		if len(evs) < unreadCap {
+			break
+		}
+		since = evs[len(evs)-1].Seq
 	}
-	return n, nil
+	return min(n, unreadCap), nil
 }
 
 type groupData struct {
 	Group   string
 	Items   []item
-	Omitted int
-	LastSeq int64
+	LastSeq int64 // the group's last seq
 	Unread  int
+	// Live is set on the newest page: only it follows the group live.
+	Live bool
+	pageLinks
 }
 
-// group is one group's envelopes in order, live.
+// group is one page of a group's envelopes in order (docs/web.md
+// "Pagination"): the newest pageItems events, or those before ?before=
+// or after ?after= (seqs); the newest page is live.
 func (s *Server) group(w http.ResponseWriter, r *http.Request, c *call) {
 	g := r.PathValue("group")
-	items, err := s.groupItems(r.Context(), g)
+	cur, err := pageCursor(r)
+	if err != nil {
+		s.fail(w, r, c, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	last, err := s.groupLast(r.Context(), g)
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
 	}
-	if len(items) == 0 {
+	if last == 0 {
 		s.fail(w, r, c, http.StatusNotFound, "not_found", "no group "+g)
 		return
 	}
-	data := groupData{Group: g, LastSeq: items[len(items)-1].Seq}
-	if len(items) > maxItems {
-		data.Omitted = len(items) - maxItems
-		items = items[len(items)-maxItems:]
+	from, to := max(0, last-pageItems), last
+	switch {
+	case cur.After > 0:
+		from = min(cur.After, last)
+		to = min(last, from+pageItems)
+	case cur.Before > 0:
+		to = min(last, cur.Before-1)
+		from = max(0, to-pageItems)
 	}
-	data.Items = items
+	items, err := s.groupWindow(r.Context(), g, from, to)
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
+	}
+	items = trimToBudget(items)
+	if len(items) > 0 && items[0].Seq > from+1 {
+		from = items[0].Seq - 1 // the budget moved older items to the older page
+	}
+	data := groupData{Group: g, LastSeq: last, Live: to == last, Items: items}
+	base := "/ui/groups/" + url.PathEscape(g)
+	if from > 0 {
+		data.Older = link(base, "before", from+1)
+	}
+	if to < last {
+		data.Newer = link(base, "after", to)
+	}
 	if data.Unread, err = s.unread(r.Context(), g, c.viewer); err != nil {
 		s.internal(w, r, c, err)
 		return
@@ -137,20 +173,42 @@ type threadData struct {
 	Items         []item
 	LastSeq       int64
 	Last          item // the last envelope, for the reply button
+	Live          bool
+	// Scanned is the first seq this page looked at, when older events
+	// remain unread: the thread may have older items.
+	Scanned int64
+	pageLinks
 }
 
 // thread is one thread: its envelopes and the notes about them, indented
-// by reply chain, live.
+// by reply chain, live. Without an index of threads it reads the group
+// backwards from ?before= (a seq; the group's end when absent), at most
+// threadScan events, and shows the thread's last pageItems items among
+// them, with an "older" link when more history remains.
 func (s *Server) thread(w http.ResponseWriter, r *http.Request, c *call) {
 	g, th := r.PathValue("group"), r.PathValue("thread")
-	all, err := s.groupItems(r.Context(), g)
+	cur, err := pageCursor(r)
+	if err != nil {
+		s.fail(w, r, c, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	last, err := s.groupLast(r.Context(), g)
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
 	}
-	data := threadData{Group: g, Thread: th}
+	to := last
+	if cur.Before > 0 {
+		to = min(last, cur.Before-1)
+	}
+	from := max(0, to-threadScan)
+	all, err := s.groupWindow(r.Context(), g, from, to)
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
+	}
+	data := threadData{Group: g, Thread: th, LastSeq: last, Live: to == last}
 	for _, it := range all {
-		data.LastSeq = it.Seq
 		if it.Thread == th {
 			data.Items = append(data.Items, it)
 			if it.Card && it.Message != "" {
@@ -158,9 +216,22 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request, c *call) {
 			}
 		}
 	}
-	if len(data.Items) == 0 {
+	n := len(data.Items)
+	data.Items = trimToBudget(data.Items)
+	if len(data.Items) < n {
+		// Cut by the page size: the older page starts at the first item.
+		from = data.Items[0].Seq - 1
+	}
+	if len(data.Items) == 0 && from == 0 {
 		s.fail(w, r, c, http.StatusNotFound, "not_found", "no thread "+th+" in group "+g)
 		return
+	}
+	base := "/ui/groups/" + url.PathEscape(g) + "/threads/" + url.PathEscape(th)
+	if from > 0 {
+		data.Older, data.Scanned = link(base, "before", from+1), from+1
+	}
+	if to < last {
+		data.Newer = base
 	}
 	s.render(w, r, c, http.StatusOK, "thread", "Thread "+th, data)
 }
@@ -169,30 +240,22 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request, c *call) {
 func (s *Server) markRead(w http.ResponseWriter, r *http.Request, c *call) {
 	g := r.PathValue("group")
 	back := "/ui/groups/" + url.PathEscape(g)
-	evs, err := s.relay.Store().Range(r.Context(), g, max(0, s.lastSeq(r.Context(), g)-1), nil, 0)
+	last, err := s.groupLast(r.Context(), g)
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
+	}
+	evs, err := s.relay.Store().Range(r.Context(), g, max(0, last-1), nil, 1)
 	if err != nil || len(evs) == 0 {
 		s.redirect(w, r, c, back, "nothing to mark read")
 		return
 	}
-	last := evs[len(evs)-1]
-	if _, err := s.relay.Act(r.Context(), gateway.ActionRequest{Action: gateway.ActionRead, Group: g, EventID: last.ID, Actor: c.viewer}); err != nil {
+	ev := evs[len(evs)-1]
+	if _, err := s.relay.Act(r.Context(), gateway.ActionRequest{Action: gateway.ActionRead, Group: g, EventID: ev.ID, Actor: c.viewer}); err != nil {
 		s.actionFailed(w, r, c, err)
 		return
 	}
-	s.redirect(w, r, c, back, fmt.Sprintf("marked read up to #%d for %s", last.Seq, c.viewer))
-}
-
-func (s *Server) lastSeq(ctx context.Context, group string) int64 {
-	gs, err := s.relay.Store().Groups(ctx)
-	if err != nil {
-		return 0
-	}
-	for _, g := range gs {
-		if g.ID == group {
-			return g.LastSeq
-		}
-	}
-	return 0
+	s.redirect(w, r, c, back, fmt.Sprintf("marked read up to #%d for %s", ev.Seq, c.viewer))
 }
 
 // deliveryView is one C2A delivery on an agent's page.

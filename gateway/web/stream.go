@@ -55,9 +55,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 	ch := make(chan api.Next[ledger.Event])
 	go func() {
 		defer close(ch)
-		// From seq 0, so that replies find their parents; only items
+		// From contextEvents before since, so that replies find
+		// recent parents without reading the whole group; only items
 		// after since are sent.
-		api.Forward(ctx, s.relay.Store().Follow(ctx, g, 0), ch)
+		api.Forward(ctx, s.relay.Store().Follow(ctx, g, max(0, since-contextEvents)), ch)
 	}()
 	t := newTimeline()
 	tick := time.NewTicker(s.heartbeat)

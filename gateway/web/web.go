@@ -100,7 +100,7 @@ func New(relay *gateway.Relay, a *api.Server, opts *Options) (*Server, error) {
 		s.admins[strings.ToLower(p)] = true
 	}
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/item.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/item.html", "templates/pagelinks.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: template %s: %w", name, err)
 		}
