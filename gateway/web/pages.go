@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,10 +16,6 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
-
-// maxItems bounds the items of one group page; older ones are behind the
-// thread views.
-const maxItems = 300
 
 // groupRow is one line of the groups page.
 type groupRow struct {
@@ -49,7 +46,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 		s.internal(w, r, c, err)
 		return
 	}
-	queue, err := s.queue(ctx, c.viewer)
+	queue, _, err := s.queue(ctx, c.viewer, cursor{})
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
@@ -272,18 +269,16 @@ type deliveryView struct {
 	CanSettle   bool
 }
 
-// queue returns agent's deliveries over every group: pending ones first
-// (oldest first), then the rest (newest first).
-func (s *Server) queue(ctx context.Context, agent string) ([]deliveryView, error) {
+// queue returns one page of agent's deliveries (agentPage): pending ones
+// first (oldest first), then the rest (newest first). Settlements count
+// when they are in the page's window of the ledger.
+func (s *Server) queue(ctx context.Context, agent string, cur cursor) ([]deliveryView, pageLinks, error) {
 	agent = s.relay.Book().ActorID(agent)
-	ds, err := s.relay.Deliveries(ctx, agent, "", 0, 0)
+	ds, win, links, err := s.agentPage(ctx, agent, cur)
 	if err != nil {
-		return nil, err
+		return nil, links, err
 	}
-	settled, err := s.settlements(ctx, agent)
-	if err != nil {
-		return nil, err
-	}
+	settled := settlements(win, agent)
 	out := make([]deliveryView, 0, len(ds))
 	for _, d := range ds {
 		v := deliveryView{Delivery: d, Time: humanTime(d.TS), StatusClass: statusClass(d.Verification)}
@@ -312,58 +307,125 @@ func (s *Server) queue(ctx context.Context, agent string) ([]deliveryView, error
 			return a.Pending
 		}
 		if a.Pending {
-			return a.TS < b.TS
+			return a.Position < b.Position
 		}
-		return a.TS > b.TS
+		return a.Position > b.Position
 	})
-	return out, nil
+	return out, links, nil
+}
+
+// agentChunk is how many ledger events agentPage reads at once.
+const agentChunk = 250
+
+// agentPage returns one keyset page of agent's deliveries over every
+// group (docs/web.md "Pagination"), in log order, at most pageItems of
+// them, the window of the ledger's log they were computed from, and the
+// links to the older and newer pages: by ledger position, before= the
+// oldest or after= the newest. It reads at most agentScan events.
+func (s *Server) agentPage(ctx context.Context, agent string, cur cursor) ([]gateway.Delivery, []ledger.Logged, pageLinks, error) {
+	st := s.relay.Store()
+	var (
+		win   []ledger.Logged // in log order
+		ds    []gateway.Delivery
+		links pageLinks
+		done  bool // the log has no more events in the page's direction
+	)
+	base := "/ui/agents/" + url.PathEscape(agent)
+	forward := cur.After > 0
+	for !done && len(ds) < pageItems && len(win) < agentScan {
+		var chunk []ledger.Logged
+		var err error
+		if forward {
+			after := cur.After
+			if len(win) > 0 {
+				after = win[len(win)-1].Pos
+			}
+			chunk, err = st.Log(ctx, after, agentChunk)
+			win = append(win, chunk...)
+		} else {
+			before := cur.Before
+			if len(win) > 0 {
+				before = win[0].Pos
+			}
+			chunk, err = st.LogBefore(ctx, before, agentChunk)
+			slices.Reverse(chunk)
+			win = append(chunk, win...)
+		}
+		if err != nil {
+			return nil, nil, links, err
+		}
+		done = len(chunk) < agentChunk
+		if ds, err = s.relay.DeliveriesOf(ctx, agent, win); err != nil {
+			return nil, nil, links, err
+		}
+	}
+	if len(win) == 0 {
+		return nil, nil, links, nil
+	}
+	first, last := win[0].Pos, win[len(win)-1].Pos
+	if len(ds) > pageItems {
+		if forward {
+			ds = ds[:pageItems]
+			last, done = ds[len(ds)-1].Position, false
+		} else {
+			ds = ds[len(ds)-pageItems:]
+			first, done = ds[0].Position, false
+		}
+	}
+	olderExists, newerExists := !done, cur.Before > 0 || cur.After > 0
+	if forward {
+		olderExists, newerExists = true, !done
+	}
+	if olderExists {
+		links.Older = link(base, "before", first)
+	}
+	if newerExists {
+		links.Newer = link(base, "after", last)
+	}
+	return ds, win, links, nil
 }
 
 func isAttention(p string) bool { return p == "attention" || p == "high" || p == "urgent" }
 
 // settlement is what an agent has done about events: dispositions and
-// reactions by event, and the messages it has answered.
+// reactions by event, and the messages it has answered, within a window
+// of the ledger (settlements).
 type settlement struct {
 	byEvent   map[string]attention.Disposition
 	responded map[string]bool // message ids the agent replied to
 }
 
-func (s *Server) settlements(ctx context.Context, agent string) (settlement, error) {
+func settlements(win []ledger.Logged, agent string) settlement {
 	st := settlement{byEvent: map[string]attention.Disposition{}, responded: map[string]bool{}}
-	gs, err := s.relay.Store().Groups(ctx)
-	if err != nil {
-		return st, err
-	}
-	kinds := []string{gateway.KindDisposition, gateway.KindReaction, gateway.KindMessage}
-	for _, g := range gs {
-		evs, err := s.relay.Store().Range(ctx, g.ID, 0, kinds, 0)
+	for _, l := range win {
+		ev := l.Event
+		switch ev.Kind {
+		case gateway.KindDisposition, gateway.KindReaction, gateway.KindMessage:
+		default:
+			continue
+		}
+		d, err := gateway.ParseData(ev)
 		if err != nil {
-			return st, err
+			continue
 		}
-		for _, ev := range evs {
-			d, err := gateway.ParseData(ev)
-			if err != nil {
-				continue
+		switch ev.Kind {
+		case gateway.KindDisposition:
+			if strings.EqualFold(ev.By, agent) && d.EventID != "" {
+				st.byEvent[d.EventID] = attention.Disposition(d.Disposition)
 			}
-			switch ev.Kind {
-			case gateway.KindDisposition:
-				if strings.EqualFold(ev.By, agent) && d.EventID != "" {
-					st.byEvent[d.EventID] = attention.Disposition(d.Disposition)
+		case gateway.KindReaction:
+			if strings.EqualFold(d.ActorID, agent) && d.EventID != "" {
+				if disp, ok := attention.Signal(d.Signal).Disposition(); ok {
+					st.byEvent[d.EventID] = disp
 				}
-			case gateway.KindReaction:
-				if strings.EqualFold(d.ActorID, agent) && d.EventID != "" {
-					if disp, ok := attention.Signal(d.Signal).Disposition(); ok {
-						st.byEvent[d.EventID] = disp
-					}
-				}
-			case gateway.KindMessage:
-				if x := d.X; x != nil && x.Envelope != nil && x.Envelope.Parent != "" && strings.EqualFold(x.Sender, agent) {
-					st.responded[x.Envelope.Parent] = true
-				}
+			}
+		case gateway.KindMessage:
+			if x := d.X; x != nil && x.Envelope != nil && x.Envelope.Parent != "" && strings.EqualFold(x.Sender, agent) {
+				st.responded[x.Envelope.Parent] = true
 			}
 		}
 	}
-	return st, nil
+	return st
 }
 
 type agentsData struct {
@@ -414,6 +476,7 @@ type agentData struct {
 	Pending  []deliveryView
 	Others   []deliveryView
 	Liveness string
+	pageLinks
 }
 
 // agent is an agent's C2A queue: pending must-respond items first, with
@@ -431,16 +494,21 @@ func (s *Server) agent(w http.ResponseWriter, r *http.Request, c *call) {
 		s.internal(w, r, c, err)
 		return
 	}
-	q, err := s.queue(r.Context(), agent)
+	cur, err := pageCursor(r)
+	if err != nil {
+		s.fail(w, r, c, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	q, links, err := s.queue(r.Context(), agent, cur)
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
 	}
-	data := agentData{Version: version, Agent: agent, MayAct: s.mayActAs(c, agent), Liveness: liveness(s.relay.LastSeen(), agent)}
+	data := agentData{Version: version, Agent: agent, MayAct: s.mayActAs(c, agent), Liveness: liveness(s.relay.LastSeen(), agent), pageLinks: links}
 	for _, d := range q {
 		if d.Pending {
 			data.Pending = append(data.Pending, d)
-		} else if len(data.Others) < maxItems {
+		} else {
 			data.Others = append(data.Others, d)
 		}
 	}
