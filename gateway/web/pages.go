@@ -219,7 +219,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request, c *call) {
 		// Cut by the page size: the older page starts at the first item.
 		from = data.Items[0].Seq - 1
 	}
-	if len(data.Items) == 0 && from == 0 {
+	if len(data.Items) == 0 && from == 0 && cur.Before == 0 {
 		s.fail(w, r, c, http.StatusNotFound, "not_found", "no thread "+th+" in group "+g)
 		return
 	}
@@ -314,6 +314,24 @@ func (s *Server) queue(ctx context.Context, agent string, cur cursor) ([]deliver
 	return out, links, nil
 }
 
+// fitPage returns how many of ds fit one page, taken from the start when
+// forward, else from the end: at most pageItems, and their estimated
+// size within pageBytes; at least one.
+func fitPage(ds []gateway.Delivery, forward bool) int {
+	total := 0
+	for n := range min(len(ds), pageItems) {
+		d := ds[len(ds)-1-n]
+		if forward {
+			d = ds[n]
+		}
+		total += len(d.Content) + 1536
+		if total > pageBytes && n > 0 {
+			return n
+		}
+	}
+	return min(len(ds), pageItems)
+}
+
 // agentChunk is how many ledger events agentPage reads at once.
 const agentChunk = 250
 
@@ -363,12 +381,12 @@ func (s *Server) agentPage(ctx context.Context, agent string, cur cursor) ([]gat
 		return nil, nil, links, nil
 	}
 	first, last := win[0].Pos, win[len(win)-1].Pos
-	if len(ds) > pageItems {
+	if keep := fitPage(ds, forward); keep < len(ds) {
 		if forward {
-			ds = ds[:pageItems]
+			ds = ds[:keep]
 			last, done = ds[len(ds)-1].Position, false
 		} else {
-			ds = ds[len(ds)-pageItems:]
+			ds = ds[len(ds)-keep:]
 			first, done = ds[0].Position, false
 		}
 	}
