@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -332,75 +331,37 @@ func fitPage(ds []gateway.Delivery, forward bool) int {
 	return min(len(ds), pageItems)
 }
 
-// agentChunk is how many ledger events agentPage reads at once.
-const agentChunk = 250
-
 // agentPage returns one keyset page of agent's deliveries over every
-// group (docs/web.md "Pagination"), in log order, at most pageItems of
-// them, the window of the ledger's log they were computed from, and the
-// links to the older and newer pages: by ledger position, before= the
-// oldest or after= the newest. It reads at most agentScan events.
+// group (Relay.DeliveriesFrom, docs/web.md "Pagination"), in log order,
+// at most pageItems of them and pageBytes of text, the window of the
+// ledger's log they were computed from, and the links to the older and
+// newer pages: by ledger position, before= the oldest or after= the
+// newest.
 func (s *Server) agentPage(ctx context.Context, agent string, cur cursor) ([]gateway.Delivery, []ledger.Logged, pageLinks, error) {
-	st := s.relay.Store()
-	var (
-		win   []ledger.Logged // in log order
-		ds    []gateway.Delivery
-		links pageLinks
-		done  bool // the log has no more events in the page's direction
-	)
-	base := "/ui/agents/" + url.PathEscape(agent)
+	var links pageLinks
 	forward := cur.After > 0
-	for !done && len(ds) < pageItems && len(win) < agentScan {
-		var chunk []ledger.Logged
-		var err error
-		if forward {
-			after := cur.After
-			if len(win) > 0 {
-				after = win[len(win)-1].Pos
-			}
-			chunk, err = st.Log(ctx, after, agentChunk)
-			win = append(win, chunk...)
-		} else {
-			before := cur.Before
-			if len(win) > 0 {
-				before = win[0].Pos
-			}
-			chunk, err = st.LogBefore(ctx, before, agentChunk)
-			slices.Reverse(chunk)
-			win = append(chunk, win...)
-		}
-		if err != nil {
-			return nil, nil, links, err
-		}
-		done = len(chunk) < agentChunk
-		if ds, err = s.relay.DeliveriesOf(ctx, agent, win); err != nil {
-			return nil, nil, links, err
-		}
+	p, err := s.relay.DeliveriesFrom(ctx, agent, gateway.LogCursor{Before: cur.Before, After: cur.After}, pageItems)
+	if err != nil {
+		return nil, nil, links, err
 	}
-	if len(win) == 0 {
-		return nil, nil, links, nil
-	}
-	first, last := win[0].Pos, win[len(win)-1].Pos
+	ds := p.Deliveries
 	if keep := fitPage(ds, forward); keep < len(ds) {
 		if forward {
 			ds = ds[:keep]
-			last, done = ds[len(ds)-1].Position, false
+			p.Newer = ds[len(ds)-1].Position
 		} else {
 			ds = ds[len(ds)-keep:]
-			first, done = ds[0].Position, false
+			p.Older = ds[0].Position
 		}
 	}
-	olderExists, newerExists := !done, cur.Before > 0 || cur.After > 0
-	if forward {
-		olderExists, newerExists = true, !done
+	base := "/ui/agents/" + url.PathEscape(agent)
+	if p.Older > 0 {
+		links.Older = link(base, "before", p.Older)
 	}
-	if olderExists {
-		links.Older = link(base, "before", first)
+	if p.Newer > 0 {
+		links.Newer = link(base, "after", p.Newer)
 	}
-	if newerExists {
-		links.Newer = link(base, "after", last)
-	}
-	return ds, win, links, nil
+	return ds, p.Window, links, nil
 }
 
 func isAttention(p string) bool { return p == "attention" || p == "high" || p == "urgent" }
@@ -447,35 +408,37 @@ func settlements(win []ledger.Logged, agent string) settlement {
 }
 
 type agentsData struct {
-	Agents []agentRow
+	Agents []gateway.AgentStatus
+	pageLinks
 }
 
-type agentRow struct {
-	ID       string
-	Names    []string
-	Roles    []string
-	Liveness string
-}
-
-// agents lists the address book and the agents seen.
+// agents lists every actor of the ledger and the address book
+// (Relay.Agents) with its liveness, events and what it owes, pageItems
+// at a time by id: ?after=ID (docs/web.md "Pagination").
 func (s *Server) agents(w http.ResponseWriter, r *http.Request, c *call) {
 	if a := strings.TrimSpace(r.URL.Query().Get("agent")); a != "" {
 		http.Redirect(w, r, "/ui/agents/"+url.PathEscape(a), http.StatusSeeOther)
 		return
 	}
-	seen := s.relay.LastSeen()
-	var data agentsData
-	have := map[string]bool{}
-	for _, a := range s.relay.Book().Agents() {
-		have[strings.ToLower(a.ID)] = true
-		data.Agents = append(data.Agents, agentRow{ID: a.ID, Names: a.Names, Roles: a.Roles, Liveness: liveness(seen, a.ID)})
+	all, err := s.relay.Agents(r.Context())
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
 	}
-	for _, id := range s.knownAgents() {
-		if !have[strings.ToLower(id)] {
-			data.Agents = append(data.Agents, agentRow{ID: id, Liveness: liveness(seen, id)})
+	after := strings.ToLower(r.URL.Query().Get("after"))
+	start := sort.Search(len(all), func(i int) bool { return after == "" || strings.ToLower(all[i].ID) > after })
+	var data agentsData
+	if start > 0 {
+		data.Newer = "/ui/agents"
+		if start > pageItems {
+			data.Newer += "?" + url.Values{"after": {all[start-pageItems-1].ID}}.Encode()
 		}
 	}
-	sort.Slice(data.Agents, func(i, j int) bool { return data.Agents[i].ID < data.Agents[j].ID })
+	end := min(len(all), start+pageItems)
+	data.Agents = all[start:end]
+	if end < len(all) {
+		data.Older = "/ui/agents?" + url.Values{"after": {all[end-1].ID}}.Encode()
+	}
 	s.render(w, r, c, http.StatusOK, "agents", "Agents", data)
 }
 

@@ -124,6 +124,7 @@ var funcs = template.FuncMap{
 	// show writes a user-supplied name with invisible and bidi characters
 	// visible; templates put it in <bdi> so it cannot reorder the page.
 	"show":       envelope.ShowInvisible,
+	"humanTime":  humanTime,
 	"threadLink": threadLink,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
