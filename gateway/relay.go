@@ -134,7 +134,7 @@ type Relay struct {
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
 	trackers map[string]*trackerState // see resumeTracker
-	actors   actorIndex                // see Actors
+	actors   actorIndex               // see Actors
 }
 
 // New returns a relay that records into store.
