@@ -448,6 +448,19 @@ func parseKeyFile(data []byte) (kl *keyLine, isPEM bool, err error) {
 	return kl, false, nil
 }
 
+// pemBlock decodes the PEM block of a key file; pkid, which PEM does not
+// carry, must be given.
+func pemBlock(data []byte, pkid string) (*pem.Block, error) {
+	if pkid == "" {
+		return nil, fmt.Errorf("%w: give one", ErrNoKeyID)
+	}
+	blk, _ := pem.Decode(data)
+	if blk == nil {
+		return nil, fmt.Errorf("%w: bad PEM", ErrKeyFile)
+	}
+	return blk, nil
+}
+
 // ParsePublicKey parses a public key file (or PEM SPKI). A non-empty pkid
 // replaces the key id of the file; it is required for PEM, which has none.
 // Errors wrap ErrKeyFile, ErrUnsupportedAlg or ErrKeyID.
@@ -457,12 +470,9 @@ func ParsePublicKey(data []byte, pkid string) (*PublicKey, error) {
 		return nil, err
 	}
 	if isPEM {
-		if pkid == "" {
-			return nil, fmt.Errorf("%w: give one", ErrNoKeyID)
-		}
-		blk, _ := pem.Decode(data)
-		if blk == nil {
-			return nil, fmt.Errorf("%w: bad PEM", ErrKeyFile)
+		blk, err := pemBlock(data, pkid)
+		if err != nil {
+			return nil, err
 		}
 		switch blk.Type {
 		case "PUBLIC KEY":
@@ -508,12 +518,9 @@ func ParsePrivateKey(data []byte, pkid string) (*PrivateKey, error) {
 		return nil, err
 	}
 	if isPEM {
-		if pkid == "" {
-			return nil, fmt.Errorf("%w: give one", ErrNoKeyID)
-		}
-		blk, _ := pem.Decode(data)
-		if blk == nil {
-			return nil, fmt.Errorf("%w: bad PEM", ErrKeyFile)
+		blk, err := pemBlock(data, pkid)
+		if err != nil {
+			return nil, err
 		}
 		if blk.Type != "PRIVATE KEY" {
 			return nil, fmt.Errorf("%w: PEM block %q (want PKCS#8 PRIVATE KEY)", ErrKeyFile, blk.Type)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,12 +10,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
@@ -75,41 +76,27 @@ func addRelayFlags(fs *flag.FlagSet) relayFlags {
 
 func (rf relayFlags) base() string { return strings.TrimRight(*rf.url, "/") }
 
-// get fetches a JSON document from the relay.
+// client is the relay's API client for these flags.
+func (rf relayFlags) client() *client.Client {
+	return &client.Client{URL: rf.base(), Token: *rf.token}
+}
+
+// do sends a JSON request to the relay and decodes the answer into v;
+// reads are retried on network errors, 429 and 5xx.
 func (rf relayFlags) do(ctx context.Context, method, path, agent string, body io.Reader, v any) error {
-	req, err := http.NewRequestWithContext(ctx, method, rf.base()+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
+	rq := client.Request{Method: method, Path: path, Agent: agent, Retry: method == http.MethodGet}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return err
+		}
+		rq.Body = b
 	}
-	if *rf.token != "" {
-		req.Header.Set("Authorization", "Bearer "+*rf.token)
-	}
-	if agent != "" {
-		req.Header.Set("X-Crosstalk-Agent", agent)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
+	err := rf.client().Do(ctx, rq, v)
+	if errors.Is(err, client.ErrUnreachable) {
 		return withHint(err, "is the relay running? start it with `crosstalk relay` or pass --relay URL")
 	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if res.StatusCode != http.StatusOK {
-		var ae struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.Unmarshal(b, &ae) == nil && ae.Error.Code != "" {
-			return fmt.Errorf("relay: %s: %s", ae.Error.Code, ae.Error.Message)
-		}
-		return fmt.Errorf("relay answered %s", res.Status)
-	}
-	return json.Unmarshal(b, v)
+	return err
 }
 
 func runSend(ctx context.Context, e *env, args []string) error {
@@ -156,16 +143,22 @@ func runLog(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, `
 Log prints the relay's ledger: the events of a group with seq > --since, one line
 each (time, seq, kind, by, summary), or CCCS JSON with --json. With --follow it
-keeps printing new events as they arrive. Without --group it lists the groups.`)
+keeps printing new events as they arrive, reconnecting to a relay that went
+away for up to --reconnect; it exits 0 only when interrupted, 1 when the relay
+is gone or ends the stream with an error. Without --group it lists the groups.`)
 	rf := addRelayFlags(fs)
 	group := fs.String("group", "", "group to show")
 	since := fs.Int64("since", 0, "show events with seq greater than `N`")
-	follow := fs.Bool("follow", false, "keep printing new events")
+	follow := fs.Bool("follow", false, "keep printing new events; exits 1 when the relay is gone")
+	reconnect := fs.Duration("reconnect", client.DefaultReconnect, "with --follow, how long to try to reconnect to a lost relay (at most 30s)")
 	asJSON := fs.Bool("json", false, "print CCCS events as JSON Lines")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return usagef("log: unexpected argument %q", pos[0])
+	}
+	if *reconnect <= 0 || *reconnect > client.DefaultReconnect {
+		return usagef("log: --reconnect must be more than 0 and at most %s", client.DefaultReconnect)
 	}
 	if *group == "" && !*follow {
 		var gs struct {
@@ -221,52 +214,37 @@ keeps printing new events as they arrive. Without --group it lists the groups.`)
 		if !*follow {
 			return nil
 		}
-		return followGroup(ctx, rf, *group, next, print)
+		return followGroup(ctx, rf, *group, next, *reconnect, print)
 	}
 }
 
-// followGroup reads the group's SSE stream.
-func followGroup(ctx context.Context, rf relayFlags, group string, since int64, print func(ledger.Event) error) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", rf.base()+"/v1/groups/"+url.PathEscape(group)+"/stream?since_seq="+fmt.Sprint(since), nil)
-	if err != nil {
-		return err
+// followGroup prints the group's events from its SSE stream as they come,
+// resuming after the last one printed when the stream breaks. It returns
+// nil when ctx ends (the user's interrupt); an error when the relay sends
+// `event: error`, refuses the stream, or cannot be reached again within
+// reconnect.
+func followGroup(ctx context.Context, rf relayFlags, group string, since int64, reconnect time.Duration, print func(ledger.Event) error) error {
+	path := func() string {
+		return "/v1/groups/" + url.PathEscape(group) + "/stream?since_seq=" + strconv.FormatInt(since, 10)
 	}
-	if *rf.token != "" {
-		req.Header.Set("Authorization", "Bearer "+*rf.token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
+	err := rf.client().Follow(ctx, path, "", reconnect, func(event string, data []byte) error {
+		if event != "event" {
 			return nil
 		}
-		return err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("relay answered %s", res.Status)
-	}
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var event string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = line[len("event: "):]
-		case strings.HasPrefix(line, "data: ") && event == "event":
-			var ev ledger.Event
-			if err := json.Unmarshal([]byte(line[len("data: "):]), &ev); err != nil {
-				return err
-			}
-			if err := print(ev); err != nil {
-				return err
-			}
+		var ev ledger.Event
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return fmt.Errorf("bad event on the stream: %w", err)
 		}
+		if ev.Seq <= since {
+			return nil // seen before a reconnect
+		}
+		since = ev.Seq
+		return print(ev)
+	})
+	if errors.Is(err, client.ErrUnreachable) || errors.Is(err, client.ErrStreamEnded) {
+		return withHint(fmt.Errorf("following %s: %w", group, err), "the relay stopped; restart it and run the command again")
 	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	return sc.Err()
+	return err
 }
 
 // summarizeEvent is the one-line human form of an event.

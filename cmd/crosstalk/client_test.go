@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
-	"github.com/crosstalk-go/crosstalk/internal/relaytest"
+	"github.com/crosstalk-go/crosstalk/internal/testrelay"
 )
 
 // TestInboxJSONFlag runs `crosstalk inbox` against an in-process relay:
@@ -16,7 +16,7 @@ import (
 // print JSON only, and --json=false is the human form (the flag package
 // parses it, no command looks at the arguments itself).
 func TestInboxJSONFlag(t *testing.T) {
-	r := relaytest.Start(t, nil)
+	r := testrelay.Start(t, nil)
 	r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "Is the deploy blocked?", "deploy", "")
 	for _, tc := range []struct {
 		flag string

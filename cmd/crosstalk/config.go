@@ -121,7 +121,7 @@ type AgentConfig struct {
 }
 
 // DefaultListen is the relay's default address.
-const DefaultListen = "127.0.0.1:7777"
+const DefaultListen = server.DefaultListen
 
 // DefaultConfig returns the configuration used when no file is given.
 func DefaultConfig() Config {
@@ -148,7 +148,7 @@ func DefaultConfig() Config {
 
 // defaultShutdownTimeout is the default shutdown_timeout: well within
 // systemd's default TimeoutStopSec (90 s) and launchd's ExitTimeOut (20 s).
-const defaultShutdownTimeout = 15 * time.Second
+const defaultShutdownTimeout = server.DefaultShutdownTimeout
 
 // defaultDataDir is $XDG_DATA_HOME/crosstalk, ~/.local/share/crosstalk, or
 // the platform's equivalent.
@@ -213,7 +213,7 @@ func (c *Config) Validate() error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if len(tokens) == 0 && err == nil && !isLoopback(host) {
+	if len(tokens) == 0 && err == nil && !server.IsLoopback(host) {
 		errs = append(errs, fmt.Errorf("listen: %q is not loopback; without [[tokens]] the relay listens on loopback only", c.Listen))
 	}
 	if c.DataDir == "" {
@@ -272,14 +272,6 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // tokens reads the configured tokens (from files where given).
 func (c *Config) tokens() (map[string]string, error) {
 	out := map[string]string{}
@@ -311,9 +303,14 @@ func (c *Config) tokens() (map[string]string, error) {
 func (c *Config) book() (*gateway.AddressBook, error) {
 	agents := make([]gateway.Agent, len(c.Agents))
 	for i, a := range c.Agents {
-		agents[i] = gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat, A2A: a.A2A}
+		agents[i] = a.agent()
 	}
 	return gateway.NewAddressBook(agents)
+}
+
+// agent is the address book entry a configures.
+func (a AgentConfig) agent() gateway.Agent {
+	return gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat, A2A: a.A2A}
 }
 
 // trustFile is the configured trust store, or the one `crosstalk verify`

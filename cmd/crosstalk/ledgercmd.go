@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
-	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
 )
 
 var cmdLedger = &command{
@@ -77,7 +78,10 @@ relay and putting the copy in place of ledger.db (docs/operations.md).`)
 	if verb == "backup" {
 		return ledgerBackup(ctx, e, *spec, pos)
 	}
-	s, err := openLedger(ctx, *spec, *stream, *replicas, verb == "import")
+	s, err := server.OpenLedger(ctx, server.LedgerOptions{Spec: *spec, Stream: *stream, Replicas: *replicas, MustExist: verb != "import"})
+	if errors.Is(err, os.ErrNotExist) {
+		return withHint(err, "name the ledger with --ledger, or the data directory with --data")
+	}
 	if err != nil {
 		return err
 	}
@@ -113,18 +117,4 @@ relay and putting the copy in place of ledger.db (docs/operations.md).`)
 	n, err := ledger.Import(ctx, s, r)
 	fmt.Fprintf(e.stderr, "crosstalk: %d events imported or already present\n", n)
 	return err
-}
-
-// openLedger opens the ledger named by spec: a nats:// (or tls://) URL
-// list for JetStream, else a SQLite file, which must exist unless create.
-func openLedger(ctx context.Context, spec, stream string, replicas int, create bool) (ledger.Store, error) {
-	if strings.HasPrefix(spec, "nats://") || strings.HasPrefix(spec, "tls://") {
-		return jetstream.Open(ctx, spec, &jetstream.Options{Stream: stream, Replicas: replicas})
-	}
-	if !create {
-		if _, err := os.Stat(spec); err != nil {
-			return nil, withHint(err, "name the ledger with --ledger, or the data directory with --data")
-		}
-	}
-	return sqlite.Open(ctx, spec, nil)
 }

@@ -7,15 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
-	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/gateway/mcpserver"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -61,17 +58,20 @@ func (bf backendFlags) open(ctx context.Context, log *slog.Logger, transport str
 		return nil, nil, err
 	}
 	cfg.DataDir = *bf.data
-	book, err := cfg.book()
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, withHint(err, "fix the config file; docs/configuration.md lists every field")
+	}
+	opts, err := cfg.serverOptions(log)
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "ledger.db"), &sqlite.Options{Logger: log.With("component", "ledger")})
+	// The relay's own ledger, verifier and require_signatures: an agent
+	// served here sees and sends what it would through the relay.
+	core, err := server.OpenCore(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	relay := gateway.New(store, &gateway.Options{Logger: log.With("component", "relay"), Book: book, Groups: cfg.Groups,
-		Name: cfg.Name, ClaimTTL: time.Duration(cfg.ClaimTTL)})
-	return &c2a.Local{Relay: relay, Transport: transport}, func() { store.Close() }, nil
+	return &c2a.Local{Relay: core.Relay, Transport: transport}, func() { core.Close() }, nil
 }
 
 func runMCP(ctx context.Context, e *env, args []string) error {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,7 +16,7 @@ import (
 // listener or a connection, and prints what the relay would run with.
 func checkConfig(e *env, cfg Config, path string) error {
 	var errs []error
-	if _, _, err := newTrust(cfg, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := cfg.signingKeys(); err != nil {
 		errs = append(errs, err)
 	}
 	if m := cfg.Mail; m != nil && m.PasswordFile != "" {

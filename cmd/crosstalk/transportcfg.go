@@ -3,17 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/crosstalk-go/crosstalk/gateway/a2a"
-	"github.com/crosstalk-go/crosstalk/transports"
-	"github.com/crosstalk-go/crosstalk/transports/clipboard"
-	"github.com/crosstalk-go/crosstalk/transports/folder"
-	"github.com/crosstalk-go/crosstalk/transports/httpx"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
 	"github.com/crosstalk-go/crosstalk/transports/mail"
 )
 
@@ -104,76 +98,29 @@ func (c *Config) validateTransports() error {
 	return errors.Join(errs...)
 }
 
-// transportSet is what startRelay runs: receivers feeding the relay and
-// senders for the outbound dispatcher.
-type transportSet struct {
-	receivers map[string]transports.Receiver
-	senders   map[string]transports.Sender
-}
-
-// buildTransports makes the configured transports.
-func buildTransports(cfg Config, log *slog.Logger) (*transportSet, error) {
-	ts := &transportSet{
-		receivers: map[string]transports.Receiver{},
-		senders: map[string]transports.Sender{
-			"http": httpx.Sender{Client: &httpx.Client{Retries: -1}},
-			"a2a":  &a2a.Sender{}, // docs/agents.md, "A2A"
-			// The state file is the one `crosstalk clip` uses, so the relay
-			// never ingests what clip copy (or itself) put on the clipboard.
-			"clipboard": clipboard.New(&clipboard.Options{Logger: log.With("transport", "clipboard"), Fence: cfg.Clipboard.Fence, StateFile: defaultClipState()}),
-		},
+// mailOptions turns [mail] into the server's mail transport (nil when
+// absent), reading password_file.
+func (c *Config) mailOptions() (*server.MailOptions, error) {
+	m := c.Mail
+	if m == nil {
+		return nil, nil
 	}
-	if cfg.Clipboard.Watch {
-		ts.receivers["clipboard"] = ts.senders["clipboard"].(*clipboard.Clipboard)
+	password := m.Password
+	if m.PasswordFile != "" {
+		b, err := os.ReadFile(m.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("mail.password_file: %w", err)
+		}
+		password = strings.TrimSpace(string(b))
 	}
-	if !cfg.Folder.Disabled {
-		inbox, outbox := cfg.Folder.Inbox, cfg.Folder.Outbox
-		if inbox == "" {
-			inbox = filepath.Join(cfg.DataDir, "inbox")
-		}
-		if outbox == "" {
-			outbox = filepath.Join(cfg.DataDir, "outbox")
-		}
-		for _, d := range []string{inbox, outbox} {
-			if err := os.MkdirAll(d, 0o700); err != nil {
-				return nil, fmt.Errorf("folder: %w", err)
-			}
-		}
-		f := folder.New(inbox, &folder.Options{Logger: log.With("transport", "folder"), Outbox: outbox})
-		ts.receivers["folder"], ts.senders["folder"] = f, f
+	o := &server.MailOptions{Options: mail.Options{From: m.From, Mailbox: m.Mailbox, MoveTo: m.MoveTo, StateFile: m.StateFile}}
+	if m.SMTP != "" {
+		sec, _ := parseSecurity("smtp_security", m.SMTPSecurity) // validated
+		o.SMTP = &mail.Server{Addr: m.SMTP, Security: sec, Username: m.Username, Password: password}
 	}
-	if m := cfg.Mail; m != nil {
-		password := m.Password
-		if m.PasswordFile != "" {
-			b, err := os.ReadFile(m.PasswordFile)
-			if err != nil {
-				return nil, fmt.Errorf("mail.password_file: %w", err)
-			}
-			password = strings.TrimSpace(string(b))
-		}
-		state := m.StateFile
-		if state == "" {
-			state = filepath.Join(cfg.DataDir, "mail-state.json")
-		}
-		opts := &mail.Options{From: m.From, Mailbox: m.Mailbox, MoveTo: m.MoveTo, StateFile: state, Logger: log.With("transport", "mail")}
-		var sender *mail.Sender
-		if m.SMTP != "" {
-			sec, _ := parseSecurity("smtp_security", m.SMTPSecurity)
-			s, err := mail.NewSender(mail.Server{Addr: m.SMTP, Security: sec, Username: m.Username, Password: password}, opts)
-			if err != nil {
-				return nil, err
-			}
-			sender = s
-			ts.senders["mail"] = s
-		}
-		if m.IMAP != "" {
-			sec, _ := parseSecurity("imap_security", m.IMAPSecurity)
-			r, err := mail.NewReceiver(mail.Server{Addr: m.IMAP, Security: sec, Username: m.Username, Password: password}, sender, opts)
-			if err != nil {
-				return nil, err
-			}
-			ts.receivers["mail"] = r
-		}
+	if m.IMAP != "" {
+		sec, _ := parseSecurity("imap_security", m.IMAPSecurity)
+		o.IMAP = &mail.Server{Addr: m.IMAP, Security: sec, Username: m.Username, Password: password}
 	}
-	return ts, nil
+	return o, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
 	"github.com/crosstalk-go/crosstalk/internal/dnstest"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -46,11 +47,16 @@ func TestRelayVerifiesDNSKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	newRelay := func() *gateway.Relay {
-		v, _, err := newTrust(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		o, err := cfg.serverOptions(slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return gateway.New(memory.New(nil), &gateway.Options{Verifier: v})
+		o.Store = memory.New(nil)
+		c, err := server.OpenCore(t.Context(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Relay
 	}
 	relay := newRelay()
 	send := func(r *gateway.Relay, k *signing.PrivateKey, announce bool, body string) gateway.Outcome {

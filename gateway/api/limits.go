@@ -118,9 +118,6 @@ const (
 	DefaultIdleTimeout       = 2 * time.Minute
 	// maxHeaderBytes bounds a request's headers.
 	maxHeaderBytes = 64 << 10
-	// sseWriteTimeout bounds writing one stream event: a reader that
-	// takes no bytes for that long loses its stream.
-	sseWriteTimeout = time.Minute
 )
 
 // NewHTTPServer returns the http.Server that serves handler with the

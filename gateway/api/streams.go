@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/internal/sse"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -39,38 +39,14 @@ func (s *Server) groupStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	out, ok := StartSSE(w)
+	out, ok := sse.Start(w)
 	if !ok {
 		return
 	}
-	ch := make(chan Next[ledger.Event])
-	go func() {
-		defer close(ch)
-		Forward(ctx, s.relay.Store().Follow(ctx, r.PathValue("group"), since), ch)
-	}()
-	tick := time.NewTicker(s.heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case it, ok := <-ch:
-			if !ok {
-				return
-			}
-			if it.Err != nil {
-				out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: it.Err.Error()})
-				return
-			}
-			if out.JSON(strconv.FormatInt(it.V.Seq, 10), "event", it.V) != nil {
-				return
-			}
-		case <-tick.C:
-			if out.Comment("heartbeat") != nil {
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
-	}
+	sse.Pump(ctx, out, s.heartbeat, s.relay.Store().Follow(ctx, r.PathValue("group"), since),
+		func(ev ledger.Event) error { return out.JSON(strconv.FormatInt(ev.Seq, 10), "event", ev) },
+		func(err error) { out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: err.Error()}) },
+		nil)
 }
 
 // agentStream is GET /v1/agents/{agent}/stream: the agent's deliveries,
@@ -109,7 +85,7 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	out, ok := StartSSE(w)
+	out, ok := sse.Start(w)
 	if !ok {
 		return
 	}
@@ -119,35 +95,10 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 		seq = s.relay.FollowDeliveries(ctx, agent, only, since)
 		id = func(d gateway.Delivery) int64 { return d.Seq }
 	}
-	ch := make(chan Next[gateway.Delivery])
-	go func() {
-		defer close(ch)
-		Forward(ctx, seq, ch)
-	}()
-	tick := time.NewTicker(s.heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case it, ok := <-ch:
-			if !ok {
-				return
-			}
-			if it.Err != nil {
-				out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: it.Err.Error()})
-				return
-			}
-			if out.JSON(strconv.FormatInt(id(it.V), 10), "delivery", it.V) != nil {
-				return
-			}
-		case <-tick.C:
-			s.relay.Touch(agent)
-			if out.Comment("heartbeat") != nil {
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
-	}
+	sse.Pump(ctx, out, s.heartbeat, seq,
+		func(d gateway.Delivery) error { return out.JSON(strconv.FormatInt(id(d), 10), "delivery", d) },
+		func(err error) { out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: err.Error()}) },
+		func() { s.relay.Touch(agent) })
 }
 
 // parseResume parses the Last-Event-ID of an agent stream: a position

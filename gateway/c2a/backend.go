@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"strings"
-	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
@@ -283,14 +282,4 @@ func EventText(ctx context.Context, b Backend, group string, seq int64) (string,
 		text = d.Message
 	}
 	return text, evs[0], nil
-}
-
-// retryDelay is the backoff before attempt n (n ≥ 1) of a retried call:
-// base·2^(n-1), capped at max.
-func retryDelay(n int, base, limit time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	return min(d, limit)
 }

@@ -1,23 +1,20 @@
 package c2a
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -42,24 +39,13 @@ type Remote struct {
 var _ Backend = (*Remote)(nil)
 
 // errNotServed reports a 404 for an endpoint the relay may not mount.
-var errNotServed = errors.New("c2a: the relay does not serve this endpoint")
+var errNotServed = client.ErrNotServed
 
 // StatusError is an HTTP answer the relay gave without a JSON error body.
-type StatusError struct {
-	Status int
-	Body   string
-}
+type StatusError = client.StatusError
 
-// Error returns the relay's status and error.
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("c2a: relay answered %d: %s", e.Status, strings.TrimSpace(e.Body))
-}
-
-func (rm *Remote) client() *http.Client {
-	if rm.Client != nil {
-		return rm.Client
-	}
-	return http.DefaultClient
+func (rm *Remote) client() *client.Client {
+	return &client.Client{URL: rm.URL, Token: rm.Token, HTTP: rm.Client, Retries: rm.Retries, Logger: rm.Logger}
 }
 
 func (rm *Remote) log() *slog.Logger {
@@ -69,115 +55,20 @@ func (rm *Remote) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-type request struct {
-	method, path, agent string
-	body                []byte
-	contentType         string
-	idempotencyKey      string
-	retry               bool
-}
-
 // do performs a request and decodes a 200 JSON answer into out. Errors:
-// *gateway.ActionError for {"error":{code,message}} answers of /v1,
-// errNotServed for 404 without a JSON error, *StatusError otherwise.
-func (rm *Remote) do(ctx context.Context, rq request, out any) error {
-	retries := rm.Retries
-	if retries == 0 {
-		retries = 3
+// *gateway.Rejection for an envelope error code (E-…), *gateway.ActionError
+// for other {"error":{code,message}} answers, errNotServed for 404 without
+// a JSON error, *StatusError otherwise (client.Client.Do).
+func (rm *Remote) do(ctx context.Context, rq client.Request, out any) error {
+	err := rm.client().Do(ctx, rq, out)
+	var ce *client.Error
+	if !errors.As(err, &ce) {
+		return err
 	}
-	if !rq.retry || retries < 0 {
-		retries = 0
+	if envelope.Code(ce.Code).Valid() && ce.Status != http.StatusNotFound {
+		return &gateway.Rejection{Code: envelope.Code(ce.Code), Reason: ce.Message, Line: ce.Line}
 	}
-	var err error
-	for attempt := 1; ; attempt++ {
-		var status int
-		var body []byte
-		status, body, err = rm.once(ctx, rq)
-		retryable := err != nil || status == http.StatusTooManyRequests || status >= 500
-		if err == nil && !retryable {
-			return decodeAnswer(status, body, out)
-		}
-		if err == nil {
-			err = decodeAnswer(status, body, out)
-		}
-		if attempt > retries || ctx.Err() != nil {
-			return err
-		}
-		wait := retryDelay(attempt, 200*time.Millisecond, 5*time.Second)
-		rm.log().Warn("relay call failed; retrying", "path", rq.path, "attempt", attempt, "wait", wait, "err", err)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return fmt.Errorf("c2a: %s %s: %w", rq.method, rq.path, ctx.Err())
-		}
-	}
-}
-
-func (rm *Remote) once(ctx context.Context, rq request) (int, []byte, error) {
-	var body io.Reader
-	if rq.body != nil {
-		body = bytes.NewReader(rq.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, rq.method, strings.TrimRight(rm.URL, "/")+rq.path, body)
-	if err != nil {
-		return 0, nil, fmt.Errorf("c2a: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if rq.body != nil {
-		ct := rq.contentType
-		if ct == "" {
-			ct = "application/json"
-		}
-		req.Header.Set("Content-Type", ct)
-	}
-	if rm.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+rm.Token)
-	}
-	if rq.agent != "" {
-		req.Header.Set("X-Crosstalk-Agent", rq.agent)
-	}
-	if rq.idempotencyKey != "" {
-		req.Header.Set("Idempotency-Key", rq.idempotencyKey)
-	}
-	res, err := rm.client().Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("c2a: relay %s: %w", rm.URL, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
-	if err != nil {
-		return 0, nil, fmt.Errorf("c2a: reading the relay's answer: %w", err)
-	}
-	return res.StatusCode, b, nil
-}
-
-func decodeAnswer(status int, body []byte, out any) error {
-	if status == http.StatusOK {
-		if out == nil {
-			return nil
-		}
-		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("c2a: bad answer from the relay: %w", err)
-		}
-		return nil
-	}
-	var ae struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-			Line    int    `json:"line"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &ae) == nil && ae.Error.Code != "" {
-		if envelope.Code(ae.Error.Code).Valid() && status != http.StatusNotFound {
-			return &gateway.Rejection{Code: envelope.Code(ae.Error.Code), Reason: ae.Error.Message, Line: ae.Error.Line}
-		}
-		return &gateway.ActionError{Code: ae.Error.Code, Reason: ae.Error.Message}
-	}
-	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
-		return errNotServed
-	}
-	return &StatusError{Status: status, Body: string(body)}
+	return &gateway.ActionError{Code: ce.Code, Reason: ce.Message}
 }
 
 func esc(s string) string { return url.PathEscape(s) }
@@ -201,7 +92,7 @@ func (rm *Remote) Deliveries(ctx context.Context, agent, group string, sinceSeq 
 		var res struct {
 			Deliveries []gateway.Delivery `json:"deliveries"`
 		}
-		if err := rm.do(ctx, request{method: "GET", path: "/v1/agents/" + esc(agent) + "/deliveries?" + q.Encode(), agent: agent, retry: true}, &res); err != nil {
+		if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/deliveries?" + q.Encode(), Agent: agent, Retry: true}, &res); err != nil {
 			return nil, err
 		}
 		out = append(out, res.Deliveries...)
@@ -214,66 +105,39 @@ func (rm *Remote) Deliveries(ctx context.Context, agent, group string, sinceSeq 
 }
 
 // Follow reads the agent's SSE stream GET /v1/agents/{agent}/stream for
-// one group.
+// one group; its end, an `event: error` (*client.StreamError) or a refusal
+// is yielded as the last error.
 func (rm *Remote) Follow(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[gateway.Delivery, error] {
 	return func(yield func(gateway.Delivery, error) bool) {
 		q := url.Values{"group": {group}, "since_seq": {strconv.FormatInt(sinceSeq, 10)}}
-		req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(rm.URL, "/")+"/v1/agents/"+esc(agent)+"/stream?"+q.Encode(), nil)
-		if err != nil {
-			yield(gateway.Delivery{}, fmt.Errorf("c2a: %w", err))
-			return
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("X-Crosstalk-Agent", agent)
-		if rm.Token != "" {
-			req.Header.Set("Authorization", "Bearer "+rm.Token)
-		}
-		res, err := rm.client().Do(req)
-		if err != nil {
-			if ctx.Err() == nil {
-				yield(gateway.Delivery{}, fmt.Errorf("c2a: relay stream: %w", err))
+		stopped := errors.New("stopped")
+		err := rm.client().Stream(ctx, "/v1/agents/"+esc(agent)+"/stream?"+q.Encode(), agent, func(event string, data []byte) error {
+			if event != "delivery" {
+				return nil
 			}
-			return
-		}
-		defer res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-			yield(gateway.Delivery{}, decodeAnswer(res.StatusCode, b, nil))
-			return
-		}
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		var event string
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				event = ""
-			case strings.HasPrefix(line, "event: "):
-				event = line[len("event: "):]
-			case strings.HasPrefix(line, "data: ") && event == "delivery":
-				var d gateway.Delivery
-				if err := json.Unmarshal([]byte(line[len("data: "):]), &d); err != nil {
-					yield(gateway.Delivery{}, fmt.Errorf("c2a: bad delivery on the stream: %w", err))
-					return
-				}
-				if !yield(d, nil) {
-					return
-				}
-			case strings.HasPrefix(line, "data: ") && event == "error":
-				yield(gateway.Delivery{}, fmt.Errorf("c2a: relay stream error: %s", line[len("data: "):]))
-				return
+			var d gateway.Delivery
+			if err := json.Unmarshal(data, &d); err != nil {
+				return fmt.Errorf("c2a: bad delivery on the stream: %w", err)
 			}
-		}
-		if ctx.Err() != nil {
+			if !yield(d, nil) {
+				return stopped
+			}
+			return nil
+		})
+		if errors.Is(err, stopped) || ctx.Err() != nil {
 			return
 		}
-		err = sc.Err()
-		if err == nil {
-			err = io.ErrUnexpectedEOF
-		}
-		yield(gateway.Delivery{}, fmt.Errorf("c2a: relay stream ended: %w", err))
+		yield(gateway.Delivery{}, fmt.Errorf("c2a: relay stream: %w", rm.mapped(err)))
 	}
+}
+
+// mapped is err with the relay's error answers as do returns them.
+func (rm *Remote) mapped(err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		return &gateway.ActionError{Code: ce.Code, Reason: ce.Message}
+	}
+	return err
 }
 
 // Groups reads GET /v1/groups.
@@ -281,7 +145,7 @@ func (rm *Remote) Groups(ctx context.Context) ([]ledger.Group, error) {
 	var res struct {
 		Groups []ledger.Group `json:"groups"`
 	}
-	err := rm.do(ctx, request{method: "GET", path: "/v1/groups", retry: true}, &res)
+	err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/groups", Retry: true}, &res)
 	return res.Groups, err
 }
 
@@ -302,7 +166,7 @@ func (rm *Remote) Events(ctx context.Context, group string, sinceSeq int64, kind
 			Events  []ledger.Event `json:"events"`
 			NextSeq int64          `json:"next_seq"`
 		}
-		if err := rm.do(ctx, request{method: "GET", path: "/v1/groups/" + esc(group) + "/events?" + q.Encode(), retry: true}, &res); err != nil {
+		if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/groups/" + esc(group) + "/events?" + q.Encode(), Retry: true}, &res); err != nil {
 			return nil, err
 		}
 		out = append(out, res.Events...)
@@ -317,8 +181,8 @@ func (rm *Remote) Events(ctx context.Context, group string, sinceSeq int64, kind
 func (rm *Remote) Act(ctx context.Context, req gateway.ActionRequest) (gateway.ActionResult, error) {
 	body, _ := json.Marshal(map[string]string{"signal": req.Signal, "note": req.Note})
 	var res gateway.ActionResult
-	err := rm.do(ctx, request{method: "POST", path: "/v1/groups/" + esc(req.Group) + "/events/" + esc(req.EventID) + "/" + esc(string(req.Action)),
-		agent: req.Actor, body: body}, &res)
+	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/groups/" + esc(req.Group) + "/events/" + esc(req.EventID) + "/" + esc(string(req.Action)),
+		Agent: req.Actor, Body: body}, &res)
 	return res, err
 }
 
@@ -334,8 +198,8 @@ func (rm *Remote) Ingest(ctx context.Context, agent string, text []byte, idempot
 			Status    string `json:"status"`
 		} `json:"results"`
 	}
-	err := rm.do(ctx, request{method: "POST", path: "/crosstalk/receive", agent: agent, body: text,
-		contentType: "text/plain; charset=utf-8", idempotencyKey: idempotencyKey, retry: true}, &res)
+	err := rm.do(ctx, client.Request{Method: "POST", Path: "/crosstalk/receive", Agent: agent, Body: text,
+		ContentType: "text/plain; charset=utf-8", IdempotencyKey: idempotencyKey, Retry: true}, &res)
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -352,7 +216,7 @@ func (rm *Remote) Cursor(ctx context.Context, agent, group string) (int64, error
 	var res struct {
 		Cursors map[string]int64 `json:"cursors"`
 	}
-	err := rm.do(ctx, request{method: "GET", path: "/v1/agents/" + esc(agent) + "/cursors", agent: agent, retry: true}, &res)
+	err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/cursors", Agent: agent, Retry: true}, &res)
 	if err == nil {
 		return res.Cursors[group], nil
 	}
@@ -387,7 +251,7 @@ func (rm *Remote) Cursor(ctx context.Context, agent, group string) (int64, error
 // Touch posts POST /v1/agents/{agent}/heartbeat; on a relay without it,
 // it reads one delivery, which the relay counts as activity.
 func (rm *Remote) Touch(ctx context.Context, agent string) error {
-	err := rm.do(ctx, request{method: "POST", path: "/v1/agents/" + esc(agent) + "/heartbeat", agent: agent, body: []byte("{}")}, nil)
+	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/agents/" + esc(agent) + "/heartbeat", Agent: agent, Body: []byte("{}")}, nil)
 	if errors.Is(err, errNotServed) {
 		_, err = rm.Deliveries(ctx, agent, "", 0, 1)
 	}
@@ -399,7 +263,7 @@ func (rm *Remote) Agents(ctx context.Context) ([]gateway.AgentStatus, error) {
 	var res struct {
 		Agents []gateway.AgentStatus `json:"agents"`
 	}
-	err := rm.do(ctx, request{method: "GET", path: "/v1/agents", retry: true}, &res)
+	err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents", Retry: true}, &res)
 	if errors.Is(err, errNotServed) {
 		return nil, fmt.Errorf("c2a: %w: GET /v1/agents (the relay's owner mounts it with api.Server.MountAgents)", err)
 	}
@@ -410,7 +274,7 @@ func (rm *Remote) Agents(ctx context.Context) ([]gateway.AgentStatus, error) {
 // gets a log line here.
 func (rm *Remote) Notify(ctx context.Context, agent, group, eventID, kind, message string) error {
 	body, _ := json.Marshal(map[string]string{"group": group, "event_id": eventID, "kind": kind, "message": message})
-	err := rm.do(ctx, request{method: "POST", path: "/v1/agents/" + esc(agent) + "/notify", agent: agent, body: body}, nil)
+	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/agents/" + esc(agent) + "/notify", Agent: agent, Body: body}, nil)
 	if errors.Is(err, errNotServed) {
 		rm.log().Warn("relay cannot record a notice", "agent", agent, "group", group, "event", eventID, "kind", kind, "message", message)
 		return nil

@@ -17,7 +17,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/channel"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
-	"github.com/crosstalk-go/crosstalk/internal/relaytest"
+	"github.com/crosstalk-go/crosstalk/internal/testrelay"
 )
 
 // wsClient is a harness speaking the channel over a real WebSocket.
@@ -30,7 +30,7 @@ type wsClient struct {
 	seq   int
 }
 
-func dial(t *testing.T, r *relaytest.Relay, agent string) *wsClient {
+func dial(t *testing.T, r *testrelay.Relay, agent string) *wsClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -154,7 +154,7 @@ func (w *wsClient) close() {
 	}
 }
 
-func cursor(t *testing.T, r *relaytest.Relay, agent, group string) int64 {
+func cursor(t *testing.T, r *testrelay.Relay, agent, group string) int64 {
 	t.Helper()
 	c, err := r.Store.GetCursor(t.Context(), group, agent)
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -170,7 +170,7 @@ func cursor(t *testing.T, r *relaytest.Relay, agent, group string) int64 {
 // stream, drops the connection with deliveries in flight, reconnects and
 // gets exactly the unacknowledged events, then live ones.
 func TestResumeWithoutLossOrDuplicates(t *testing.T) {
-	r := relaytest.Start(t, nil)
+	r := testrelay.Start(t, nil)
 	var sent []string
 	var last int64
 	for i := range 10 {
@@ -264,7 +264,7 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 // event with growing attempts and backoff, then a cancellation; the
 // failure is in the ledger and nothing is acknowledged.
 func TestRedeliveryGivesUp(t *testing.T) {
-	r := relaytest.Start(t, &relaytest.Options{Agent: &api.AgentOptions{Channel: channel.Options{
+	r := testrelay.Start(t, &testrelay.Options{Agent: &api.AgentOptions{Channel: channel.Options{
 		AckTimeout: 60 * time.Millisecond, MaxAttempts: 3, Heartbeat: time.Hour}}})
 	ev := r.Send(t, "CHATGPT", "CLAUDE", "REQUEST", "are you there?", "", "")
 	h := dial(t, r, "claude")
@@ -311,7 +311,7 @@ func TestRedeliveryGivesUp(t *testing.T) {
 // TestBadInput: every malformed or refused message gets a JSON-RPC error
 // with a reason, and the channel stays usable.
 func TestBadInput(t *testing.T) {
-	r := relaytest.Start(t, &relaytest.Options{Agent: &api.AgentOptions{Channel: channel.Options{MaxMessage: 4096, Heartbeat: time.Hour}}})
+	r := testrelay.Start(t, &testrelay.Options{Agent: &api.AgentOptions{Channel: channel.Options{MaxMessage: 4096, Heartbeat: time.Hour}}})
 	ev := r.Send(t, "CHATGPT", "CLAUDE", "REQUEST", "hello", "", "")
 	h := dial(t, r, "claude")
 
@@ -386,7 +386,7 @@ func TestBadInput(t *testing.T) {
 // over their channels; exactly one wins, the other gets -32001 naming the
 // holder. A claim whose holder is evicted is released.
 func TestClaimRace(t *testing.T) {
-	r := relaytest.Start(t, &relaytest.Options{ClaimTTL: 2 * time.Hour, Agent: &api.AgentOptions{Channel: channel.Options{Heartbeat: time.Hour}}})
+	r := testrelay.Start(t, &testrelay.Options{ClaimTTL: 2 * time.Hour, Agent: &api.AgentOptions{Channel: channel.Options{Heartbeat: time.Hour}}})
 	ev := r.Send(t, "GEMINI", "@reviewer", "REQUEST", "who reviews PR 7?", "", "")
 	agents := []string{"claude", "chatgpt"}
 	clients := map[string]*wsClient{}

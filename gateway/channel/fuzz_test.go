@@ -13,7 +13,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/channel"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
-	"github.com/crosstalk-go/crosstalk/internal/relaytest"
+	"github.com/crosstalk-go/crosstalk/internal/testrelay"
 )
 
 // fuzzClock is the fixed time of the fuzz target's relays.
@@ -26,7 +26,7 @@ func fuzzLedger(f *testing.F) (export []byte, eventID string) {
 	f.Helper()
 	st := memory.New(fuzzClock)
 	defer st.Close()
-	book, err := gateway.NewAddressBook(relaytest.Agents)
+	book, err := gateway.NewAddressBook(testrelay.Agents)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func FuzzSession(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	book, err := gateway.NewAddressBook(relaytest.Agents)
+	book, err := gateway.NewAddressBook(testrelay.Agents)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/mcpserver"
 	"github.com/crosstalk-go/crosstalk/internal/nodetest"
-	"github.com/crosstalk-go/crosstalk/internal/relaytest"
+	"github.com/crosstalk-go/crosstalk/internal/testrelay"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -70,7 +70,7 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	node := nodetest.Node(t, dir, "@modelcontextprotocol/sdk")
 
-	r := relaytest.Start(t, &relaytest.Options{TrustFile: filepath.Join(t.TempDir(), "known_keys")})
+	r := testrelay.Start(t, &testrelay.Options{TrustFile: filepath.Join(t.TempDir(), "known_keys")})
 	key, err := signing.GenerateKey(signing.Ed25519, "claude@test")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,7 +59,7 @@ type obligations struct {
 // window is what obligations keeps of one group.
 type window struct {
 	read int64        // events up to this seq have been decided
-	open []obligation // by deadline, oldest first
+	open []obligation // in seq order
 }
 
 type obligation struct {
@@ -114,11 +115,10 @@ func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int,
 		if err := o.advance(ctx, g, w, now); err != nil {
 			return nil, err
 		}
-		i := 0
-		for i < len(w.open) && !now.Before(w.open[i].deadline) {
-			i++
-		}
-		w.open = w.open[i:]
+		// Deadlines follow the events' timestamps, which relays sharing a
+		// JetStream ledger stamp with their own clocks: drop every past
+		// one, not only a prefix.
+		w.open = slices.DeleteFunc(w.open, func(ob obligation) bool { return !now.Before(ob.deadline) })
 		for _, ob := range w.open {
 			counts[ob.agent]++
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,8 @@ type LedgerOptions struct {
 	// MustExist refuses a SQLite file that does not exist yet, for
 	// commands that read a ledger rather than start one.
 	MustExist bool
+	// Logger receives the backend's logs; nil discards them.
+	Logger *slog.Logger
 }
 
 // IsJetStream reports whether spec names a NATS JetStream ledger.
@@ -35,7 +38,7 @@ func IsJetStream(spec string) bool {
 // MustExist is an error wrapping fs.ErrNotExist.
 func OpenLedger(ctx context.Context, o LedgerOptions) (ledger.Store, error) {
 	if IsJetStream(o.Spec) {
-		return jetstream.Open(ctx, o.Spec, &jetstream.Options{Stream: o.Stream, Replicas: o.Replicas})
+		return jetstream.Open(ctx, o.Spec, &jetstream.Options{Stream: o.Stream, Replicas: o.Replicas, Logger: o.Logger})
 	}
 	if o.Spec == "" {
 		return nil, fmt.Errorf("server: no ledger named: want a SQLite file or nats:// URLs")
@@ -47,5 +50,5 @@ func OpenLedger(ctx context.Context, o LedgerOptions) (ledger.Store, error) {
 	} else if err := os.MkdirAll(filepath.Dir(o.Spec), 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	return sqlite.Open(ctx, o.Spec, nil)
+	return sqlite.Open(ctx, o.Spec, &sqlite.Options{Logger: o.Logger})
 }

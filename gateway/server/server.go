@@ -18,6 +18,8 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/a2a"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
+	"github.com/crosstalk-go/crosstalk/gateway/metrics"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
@@ -73,12 +75,23 @@ type Options struct {
 	// ClaimTTL is how long a claim lasts; gateway.DefaultClaimTTL when
 	// zero.
 	ClaimTTL time.Duration
+	// MaxBody bounds one intake in bytes, MaxEnvelopes its envelopes
+	// (gateway.Options); the package defaults when zero.
+	MaxBody      int
+	MaxEnvelopes int
+	// StreamLimit bounds the open streams of one principal, MaxStreams
+	// those of the relay (api.Options); the package defaults when zero.
+	StreamLimit int
+	MaxStreams  int
+	// Timeouts are the HTTP connection deadlines; api's defaults when
+	// zero.
+	Timeouts api.Timeouts
 	// Groups maps envelope contexts to ledger groups.
 	Groups map[string]string
 	// Tokens maps the API's bearer tokens to principals.
 	Tokens map[string]string
 	// Admins are the token principals that may change the trust store on
-	// the web inbox.
+	// the web inbox and revoke any key.
 	Admins []string
 	// SecureCookies marks the web inbox's session cookie Secure on plain
 	// HTTP too (behind a TLS-terminating proxy).
@@ -97,6 +110,17 @@ type Options struct {
 	// a name used by a built-in transport replaces it.
 	Receivers map[string]transports.Receiver
 	Senders   map[string]transports.Sender
+	// Store, when set, is the ledger instead of the one Ledger names
+	// (an in-memory one in tests); Shutdown closes it.
+	Store ledger.Store
+	// Now is the relay's clock; time.Now when nil.
+	Now func() time.Time
+	// Heartbeat is the interval of the comments that keep streams open;
+	// api.DefaultHeartbeat when zero.
+	Heartbeat time.Duration
+	// Channel bounds the agents' delivery channel (api.AgentOptions);
+	// nil is the defaults.
+	Channel *api.AgentOptions
 	// Logger receives the relay's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -154,6 +178,12 @@ type Core struct {
 // OpenCore opens the ledger and builds the relay over it, with the
 // verifier and address book of o. Close releases it.
 func OpenCore(ctx context.Context, o *Options) (*Core, error) {
+	return openCore(ctx, o, nil)
+}
+
+// openCore is OpenCore, with the ledger and the relay observed by mx when
+// not nil.
+func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, error) {
 	if o.DataDir == "" {
 		return nil, errors.New("server: Options.DataDir is empty")
 	}
@@ -174,15 +204,28 @@ func OpenCore(ctx context.Context, o *Options) (*Core, error) {
 		}
 		verifier = gateway.NewTrustVerifier(v)
 	}
-	store, err := OpenLedger(ctx, LedgerOptions{Spec: o.LedgerSpec(), Stream: o.LedgerStream, Replicas: o.LedgerReplicas})
-	if err != nil {
-		return nil, err
+	store := o.Store
+	if store == nil {
+		if store, err = OpenLedger(ctx, LedgerOptions{Spec: o.LedgerSpec(), Stream: o.LedgerStream, Replicas: o.LedgerReplicas, Logger: log.With("component", "ledger")}); err != nil {
+			return nil, err
+		}
 	}
-	relay := gateway.New(store, &gateway.Options{
+	gopts := &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
-		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name,
-		ClaimTTL: o.ClaimTTL, Admins: o.Admins,
-	})
+		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name, Admins: o.Admins,
+		ClaimTTL: o.ClaimTTL, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes, Now: o.Now,
+	}
+	observed := store
+	if mx != nil {
+		observed, gopts.Observer = mx.Store(store), mx
+	}
+	relay := gateway.New(observed, gopts)
+	if mx != nil {
+		mx.WatchRelay(relay)
+		if js, ok := store.(*jetstream.Store); ok {
+			mx.WatchJetStream(js.Conn(), o.LedgerStream)
+		}
+	}
 	return &Core{Relay: relay, Store: store, Trust: trust}, nil
 }
 
@@ -227,11 +270,12 @@ func Open(ctx context.Context, o *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	core, err := OpenCore(ctx, o)
+	mx := metrics.New(&metrics.Options{Logger: log.With("component", "metrics")})
+	core, err := openCore(ctx, o, mx)
 	if err != nil {
 		return nil, err
 	}
-	s, err := serve(ctx, o, core, listen, ts, log)
+	s, err := serve(ctx, o, core, mx, listen, ts, log)
 	if err != nil {
 		core.Close()
 		return nil, err
@@ -239,7 +283,7 @@ func Open(ctx context.Context, o *Options) (*Server, error) {
 	return s, nil
 }
 
-func serve(ctx context.Context, o *Options, core *Core, listen string, ts *transportSet, log *slog.Logger) (*Server, error) {
+func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, listen string, ts *transportSet, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
@@ -256,9 +300,10 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 	a := api.New(core.Relay, &api.Options{
 		Logger: log.With("component", "api"), Tokens: o.Tokens, Hosts: hosts,
 		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
-		Minted: minted,
+		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams, Minted: minted, Heartbeat: o.Heartbeat,
 	})
-	a.MountAgents(nil) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	a.MountAgents(o.Channel) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	a.Handle("GET /metrics", mx.Handler())
 	if s, ok := ts.senders["a2a"].(*a2a.Sender); ok {
 		s.Relay = core.Relay // record what A2A agents answer at once
 	}
@@ -266,20 +311,15 @@ func serve(ctx context.Context, o *Options, core *Core, listen string, ts *trans
 	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with A2A set (docs/agents.md)
 	site, err := web.New(core.Relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: core.Trust,
-		Admins: o.Admins, Secure: o.SecureCookies, Tokens: minted,
+		Admins: o.Admins, Secure: o.SecureCookies, Heartbeat: o.Heartbeat, Tokens: minted,
 	})
 	if err != nil {
+		bridge.Close()
 		a.Close()
 		ln.Close()
 		return nil, err
 	}
-	hs := &http.Server{
-		Handler:           site,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	hs := api.NewHTTPServer(mx.Middleware(site), o.Timeouts, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	s := &Server{core: core, url: "http://" + net.JoinHostPort("127.0.0.1", port), http: hs, api: a, a2a: bridge, handler: site, log: log, done: make(chan error, 1)}
 	if host, _, _ := net.SplitHostPort(listen); !IsLoopback(host) {
 		s.url = "http://" + ln.Addr().String()
@@ -317,26 +357,69 @@ func (s *Server) Relay() *gateway.Relay { return s.core.Relay }
 // Store is the ledger backend.
 func (s *Server) Store() ledger.Store { return s.core.Store }
 
-// Shutdown ends the streams, stops the transports and the outbound
-// dispatcher, stops accepting requests and waits, until ctx ends, for
-// in-flight ones (and so their appends) to finish, then closes the ledger.
-// Calling it again returns the first call's result.
+// Shutdown stops the relay within ctx (docs/operations.md): it ends the
+// open streams, stops accepting connections and waits for the requests in
+// flight — and so their appends — to finish while the background tasks
+// (outbound dispatcher, receivers) stop, then closes the ledger, which
+// commits the appends already queued. Draining may take three quarters of
+// the time ctx leaves (DefaultShutdownTimeout when it has no deadline);
+// past that the remaining connections are closed, and the ledger is closed
+// all the same. It returns an error naming what did not finish in time;
+// what was acknowledged is durable either way. Calling it again returns
+// the first call's result.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.shutOnce.Do(func() {
-		s.api.Close()
-		s.a2a.Close()
-		s.stop()
-		s.tasks.Wait()
-		err := s.http.Shutdown(ctx)
-		if serr := <-s.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		if cerr := s.core.Close(); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-		s.shutErr = err
-	})
+	s.shutOnce.Do(func() { s.shutErr = s.shutdown(ctx) })
 	return s.shutErr
+}
+
+// DefaultShutdownTimeout bounds Shutdown when its context has no deadline.
+const DefaultShutdownTimeout = 15 * time.Second
+
+func (s *Server) shutdown(ctx context.Context) error {
+	grace := DefaultShutdownTimeout
+	if d, ok := ctx.Deadline(); ok {
+		grace = time.Until(d)
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, grace)
+		defer cancel()
+	}
+	drain, cancelDrain := context.WithTimeout(ctx, grace*3/4)
+	defer cancelDrain()
+	s.api.Close()
+	s.a2a.Close()
+	s.stop()
+	var errs []error
+	if err := s.http.Shutdown(drain); err != nil {
+		errs = append(errs, fmt.Errorf("draining requests: %w", err))
+		s.http.Close()
+	}
+	if err := <-s.done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, err)
+	}
+	if !waitCtx(drain, s.tasks.Wait) {
+		errs = append(errs, errors.New("the outbound dispatcher or a receiver did not stop in time"))
+	}
+	var cerr error
+	if !waitCtx(ctx, func() { cerr = s.core.Close() }) {
+		errs = append(errs, errors.New("the ledger did not close in time"))
+	} else if cerr != nil {
+		errs = append(errs, fmt.Errorf("closing the ledger: %w", cerr))
+	}
+	return errors.Join(errs...)
+}
+
+// waitCtx runs f and reports whether it returned before ctx ended; f keeps
+// running in the background if not.
+func waitCtx(ctx context.Context, f func()) bool {
+	done := make(chan struct{})
+	go func() { f(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // keySigner signs for the agents whose keys the relay holds.

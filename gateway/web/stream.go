@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/internal/sse"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -47,52 +48,30 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	defer done()
-	out, ok := api.StartSSE(w)
+	out, ok := sse.Start(w)
 	if !ok {
 		return
 	}
 
-	ch := make(chan api.Next[ledger.Event])
-	go func() {
-		defer close(ch)
-		// From contextEvents before since, so that replies find
-		// recent parents without reading the whole group; only items
-		// after since are sent.
-		api.Forward(ctx, s.relay.Store().Follow(ctx, g, max(0, since-contextEvents)), ch)
-	}()
 	t := newTimeline()
-	tick := time.NewTicker(s.heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case n, ok := <-ch:
-			if !ok {
-				return
-			}
-			if n.Err != nil {
-				out.JSON("", "error", "the relay's ledger is unavailable")
-				return
-			}
-			it, show := t.add(n.V)
-			if !show || n.V.Seq <= since {
-				continue
+	// From contextEvents before since, so that replies find recent
+	// parents without reading the whole group; only items after since
+	// are sent.
+	sse.Pump(ctx, out, s.heartbeat, s.relay.Store().Follow(ctx, g, max(0, since-contextEvents)),
+		func(ev ledger.Event) error {
+			it, show := t.add(ev)
+			if !show || ev.Seq <= since {
+				return nil
 			}
 			b, err := s.renderItem(it)
 			if err != nil {
 				s.log.Error("rendering a live item", "err", err)
-				return
+				return err
 			}
-			if out.Event(strconv.FormatInt(it.Seq, 10), "item", b) != nil {
-				return
-			}
-		case <-tick.C:
-			if out.Comment("heartbeat") != nil {
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
-	}
+			return out.Event(strconv.FormatInt(it.Seq, 10), "item", b)
+		},
+		func(error) { out.JSON("", "error", "the relay's ledger is unavailable") },
+		nil)
 }
 
 // renderItem renders one item with the pages' item template, as the JSON
@@ -138,7 +117,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	defer done()
-	out, ok := api.StartSSE(w)
+	out, ok := sse.Start(w)
 	if !ok {
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/gateway/server"
+	"github.com/crosstalk-go/crosstalk/internal/cputime"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -134,7 +135,7 @@ func drive(ctx context.Context, hc *http.Client, url string, clients int, start 
 		mu       sync.Mutex
 		firstErr error
 	)
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	for range clients {
 		wg.Go(func() {
 			var (
@@ -177,7 +178,7 @@ func drive(ctx context.Context, hc *http.Client, url string, clients int, start 
 	}
 	wg.Wait()
 	m.mu.Lock()
-	m.cpu += processCPU() - cpu0
+	m.cpu += cputime.Process() - cpu0
 	m.mu.Unlock()
 	if firstErr != nil {
 		return firstErr

@@ -15,6 +15,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
 	"github.com/crosstalk-go/crosstalk/gateway/server"
+	"github.com/crosstalk-go/crosstalk/internal/cputime"
 	"github.com/crosstalk-go/crosstalk/internal/natstest"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -279,7 +280,7 @@ func (r *scaleRig) drive(ctx context.Context, hc *http.Client, clients int, slic
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	cpu0, wall0 := processCPU(), time.Now()
+	cpu0, wall0 := cputime.Process(), time.Now()
 	start := time.Now()
 	for i, rr := range r.relays {
 		share := clients / n
@@ -296,7 +297,7 @@ func (r *scaleRig) drive(ctx context.Context, hc *http.Client, clients int, slic
 	wg.Wait()
 	// Only the measured part of the slice is counted: the CPU time of the
 	// whole slice scaled to it is close enough, the load being steady.
-	cpu, wall := processCPU()-cpu0, time.Since(wall0)
+	cpu, wall := cputime.Process()-cpu0, time.Since(wall0)
 	measured := slice - slice/10
 	r.cpu += time.Duration(float64(cpu) * float64(measured) / float64(wall))
 	r.wall += measured

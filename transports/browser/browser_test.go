@@ -26,6 +26,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
+	"github.com/crosstalk-go/crosstalk/internal/nodetest"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -52,18 +53,15 @@ func missing(t *testing.T, why string) {
 }
 
 // needChromium returns node and Chromium, failing under CI=true and
-// skipping elsewhere when one (or playwright-core) is missing.
+// skipping elsewhere when one is missing; it installs playwright-core from
+// the lock file when it is missing (internal/nodetest).
 func needChromium(t *testing.T) (node, chromium string) {
 	t.Helper()
-	node = needNode(t)
 	chromium = chromiumPath()
 	if _, err := os.Stat(chromium); err != nil {
 		missing(t, "chromium is not installed at "+chromium)
 	}
-	if _, err := os.Stat(filepath.Join(driverDir, "node_modules", "playwright-core", "package.json")); err != nil {
-		missing(t, "playwright-core is not installed in "+driverDir)
-	}
-	return node, chromium
+	return nodetest.Node(t, driverDir, "playwright-core"), chromium
 }
 
 // countingRelay is an in-process relay — the production gateway and API
@@ -347,7 +345,7 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("node %s: %v, %v\nstdout: %s\nstderr: %s", driver, runErr, err, stdout.String(), stderr.String())
 	}
-	if len(res.Checks) < 18 {
+	if len(res.Checks) < 30 {
 		t.Errorf("only %d checks ran (stderr: %s)", len(res.Checks), stderr.String())
 	}
 	for _, c := range res.Checks {

@@ -191,3 +191,15 @@ func (o *options) tlsConfig(srv Server) *tls.Config {
 	}
 	return c
 }
+
+// check reports a Server without a usable host:port address; role and
+// proto name it in the error ("sender", "SMTP").
+func (s Server) check(role, proto string) error {
+	if s.Addr == "" {
+		return fmt.Errorf("mail: %s: no %s server address", role, proto)
+	}
+	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
+		return fmt.Errorf("mail: %s: %s address %q: %w", role, proto, s.Addr, err)
+	}
+	return nil
+}

@@ -40,11 +40,8 @@ var _ transports.Receiver = (*Receiver)(nil)
 // reply no mail can be answered.
 func NewReceiver(srv Server, reply *Sender, opts *Options) (*Receiver, error) {
 	o := newOptions(opts)
-	if srv.Addr == "" {
-		return nil, errors.New("mail: receiver: no IMAP server address")
-	}
-	if _, _, err := net.SplitHostPort(srv.Addr); err != nil {
-		return nil, fmt.Errorf("mail: receiver: IMAP address %q: %w", srv.Addr, err)
+	if err := srv.check("receiver", "IMAP"); err != nil {
+		return nil, err
 	}
 	if srv.Username == "" {
 		return nil, errors.New("mail: receiver: an IMAP username is required")

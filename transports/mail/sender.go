@@ -32,11 +32,8 @@ var _ transports.Sender = (*Sender)(nil)
 // required; nil opts is not enough.
 func NewSender(srv Server, opts *Options) (*Sender, error) {
 	o := newOptions(opts)
-	if srv.Addr == "" {
-		return nil, errors.New("mail: sender: no SMTP server address")
-	}
-	if _, _, err := net.SplitHostPort(srv.Addr); err != nil {
-		return nil, fmt.Errorf("mail: sender: SMTP address %q: %w", srv.Addr, err)
+	if err := srv.check("sender", "SMTP"); err != nil {
+		return nil, err
 	}
 	if o.From == "" {
 		return nil, errors.New("mail: sender: Options.From is required")

@@ -13,6 +13,7 @@ import (
 	"iter"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -232,41 +233,32 @@ func (s *Store) Groups(ctx context.Context) ([]ledger.Group, error) {
 
 // Follow implements ledger.Store.
 func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[ledger.Event, error] {
-	return func(yield func(ledger.Event, error) bool) {
-		last := sinceSeq
-		for {
-			if err := s.lock("follow"); err != nil {
-				yield(ledger.Event{}, err)
-				return
-			}
-			wake, ok := s.wake[group]
-			if !ok {
-				wake = make(chan struct{})
-				s.wake[group] = wake
-			}
-			s.mu.Unlock()
-			evs, err := s.Range(ctx, group, last, nil, followPage)
-			if err != nil {
-				yield(ledger.Event{}, err)
-				return
-			}
-			for _, ev := range evs {
-				if !yield(ev, nil) {
-					return
-				}
-				last = ev.Seq
-			}
-			if len(evs) == followPage {
-				continue
-			}
-			select {
-			case <-wake:
-			case <-ctx.Done():
-				return
-			case <-s.closing:
-				yield(ledger.Event{}, fmt.Errorf("memory: follow %q: %w", group, ledger.ErrClosed))
-				return
-			}
+	read := func(after int64) ([]ledger.Event, error) { return s.Range(ctx, group, after, nil, followPage) }
+	return ledger.Pages(ctx, sinceSeq, followPage, read, func(ev ledger.Event) int64 { return ev.Seq }, func() (func() error, error) {
+		if err := s.lock("follow"); err != nil {
+			return nil, err
+		}
+		wake, ok := s.wake[group]
+		if !ok {
+			wake = make(chan struct{})
+			s.wake[group] = wake
+		}
+		s.mu.Unlock()
+		return s.waiter(ctx, wake, "follow "+strconv.Quote(group)), nil
+	})
+}
+
+// waiter returns the wait of ledger.Pages on wake: nil when it fires,
+// ctx.Err() or ErrClosed.
+func (s *Store) waiter(ctx context.Context, wake <-chan struct{}, what string) func() error {
+	return func() error {
+		select {
+		case <-wake:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closing:
+			return fmt.Errorf("memory: %s: %w", what, ledger.ErrClosed)
 		}
 	}
 }
@@ -312,38 +304,15 @@ func (s *Store) LogBefore(ctx context.Context, before int64, limit int) ([]ledge
 
 // FollowLog implements ledger.Store.
 func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
-	return func(yield func(ledger.Logged, error) bool) {
-		for {
-			if err := s.lock("follow log"); err != nil {
-				yield(ledger.Logged{}, err)
-				return
-			}
-			wake := s.wakeLog
-			s.mu.Unlock()
-			page, err := s.Log(ctx, after, followPage)
-			if err != nil {
-				yield(ledger.Logged{}, err)
-				return
-			}
-			for _, l := range page {
-				if !yield(l, nil) {
-					return
-				}
-				after = l.Pos
-			}
-			if len(page) == followPage {
-				continue
-			}
-			select {
-			case <-wake:
-			case <-ctx.Done():
-				return
-			case <-s.closing:
-				yield(ledger.Logged{}, fmt.Errorf("memory: follow log: %w", ledger.ErrClosed))
-				return
-			}
+	read := func(after int64) ([]ledger.Logged, error) { return s.Log(ctx, after, followPage) }
+	return ledger.Pages(ctx, after, followPage, read, func(l ledger.Logged) int64 { return l.Pos }, func() (func() error, error) {
+		if err := s.lock("follow log"); err != nil {
+			return nil, err
 		}
-	}
+		wake := s.wakeLog
+		s.mu.Unlock()
+		return s.waiter(ctx, wake, "follow log"), nil
+	})
 }
 
 // eventSeq returns the seq of eventID in group; s.mu is held.

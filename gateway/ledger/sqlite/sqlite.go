@@ -541,35 +541,17 @@ func (s *Store) Groups(ctx context.Context) ([]ledger.Group, error) {
 // group (or Options.FollowPoll passes); the signal is taken before each
 // read, so a commit between the read and the wait is not missed.
 func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[ledger.Event, error] {
-	return func(yield func(ledger.Event, error) bool) {
-		last := sinceSeq
-		for {
-			wake := s.notes.wait(group)
-			evs, err := followRead(ctx, s, func() ([]ledger.Event, error) { return s.Range(ctx, group, last, nil, followPage) })
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				yield(ledger.Event{}, fmt.Errorf("sqlite: follow %q: %w", group, err))
-				return
-			}
-			for _, ev := range evs {
-				if !yield(ev, nil) {
-					return
-				}
-				last = ev.Seq
-			}
-			if len(evs) == followPage {
-				continue
-			}
-			if !s.waitFollow(ctx, wake) {
-				if ctx.Err() == nil {
-					yield(ledger.Event{}, fmt.Errorf("sqlite: follow %q: %w", group, ledger.ErrClosed))
-				}
-				return
-			}
+	what := fmt.Sprintf("sqlite: follow %q", group)
+	read := func(after int64) ([]ledger.Event, error) {
+		evs, err := followRead(ctx, s, func() ([]ledger.Event, error) { return s.Range(ctx, group, after, nil, followPage) })
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
+		return evs, nil
 	}
+	return ledger.Pages(ctx, sinceSeq, followPage, read, func(ev ledger.Event) int64 { return ev.Seq }, func() (func() error, error) {
+		return s.waiter(ctx, s.notes.wait(group), what), nil
+	})
 }
 
 // logWake is the notifier key of appends to any group (group ids are
@@ -652,34 +634,16 @@ func (r rowidScanner) Scan(dest ...any) error { return r.r.Scan(append([]any{r.p
 // FollowLog implements ledger.Store like Follow, woken by a commit to
 // any group.
 func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
-	return func(yield func(ledger.Logged, error) bool) {
-		for {
-			wake := s.notes.wait(logWake)
-			page, err := followRead(ctx, s, func() ([]ledger.Logged, error) { return s.Log(ctx, after, followPage) })
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				yield(ledger.Logged{}, fmt.Errorf("sqlite: follow log: %w", err))
-				return
-			}
-			for _, l := range page {
-				if !yield(l, nil) {
-					return
-				}
-				after = l.Pos
-			}
-			if len(page) == followPage {
-				continue
-			}
-			if !s.waitFollow(ctx, wake) {
-				if ctx.Err() == nil {
-					yield(ledger.Logged{}, fmt.Errorf("sqlite: follow log: %w", ledger.ErrClosed))
-				}
-				return
-			}
+	read := func(after int64) ([]ledger.Logged, error) {
+		page, err := followRead(ctx, s, func() ([]ledger.Logged, error) { return s.Log(ctx, after, followPage) })
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: follow log: %w", err)
 		}
+		return page, nil
 	}
+	return ledger.Pages(ctx, after, followPage, read, func(l ledger.Logged) int64 { return l.Pos }, func() (func() error, error) {
+		return s.waiter(ctx, s.notes.wait(logWake), "sqlite: follow log"), nil
+	})
 }
 
 // followRead runs a follower's page read in one of s.followReads.
@@ -695,20 +659,24 @@ func followRead[T any](ctx context.Context, s *Store, read func() ([]T, error)) 
 	return read()
 }
 
-// waitFollow waits for wake or the poll interval; it reports false when
-// ctx is done or the store is closing.
-func (s *Store) waitFollow(ctx context.Context, wake <-chan struct{}) bool {
-	t := time.NewTimer(s.poll)
-	defer t.Stop()
-	select {
-	case <-wake:
-	case <-t.C:
-	case <-ctx.Done():
-		return false
-	case <-s.closing:
-		return false
+// waiter returns the wait of ledger.Pages on wake: nil when it fires or
+// the poll interval passes (another process may have appended),
+// ctx.Err(), or ErrClosed once the store is closing.
+func (s *Store) waiter(ctx context.Context, wake <-chan struct{}, what string) func() error {
+	return func() error {
+		t := time.NewTimer(s.poll)
+		defer t.Stop()
+		select {
+		case <-wake:
+			return nil
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closing:
+			return fmt.Errorf("%s: %w", what, ledger.ErrClosed)
+		}
 	}
-	return true
 }
 
 // SetCursor implements ledger.Store.

@@ -30,11 +30,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/internal/cputime"
 )
 
 //go:embed driver.mjs
@@ -133,16 +133,6 @@ var goParsers = []struct {
 // sample is one measurement: wall and CPU time per envelope, in ns.
 type sample struct{ wall, cpu float64 }
 
-// cpuTime returns the CPU time the process has used (the garbage
-// collector's included).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // timeGo measures fn on in for about budget, with n calls when n > 0, else
 // with a number found by a warm-up, which it returns.
 func timeGo(in input, fn func([]byte) (*envelope.Envelope, error), n int, budget time.Duration) (sample, int, error) {
@@ -154,13 +144,13 @@ func timeGo(in input, fn func([]byte) (*envelope.Envelope, error), n int, budget
 		return sample{}, 0, fmt.Errorf("%s: body %q, want %q", in.name, e.Body, in.body)
 	}
 	loop := func(n int) (wall, cpu time.Duration) {
-		c0, t0 := cpuTime(), time.Now()
+		c0, t0 := cputime.Process(), time.Now()
 		for range n {
 			if _, err := fn(in.text); err != nil {
 				panic(err) // parsed a moment ago
 			}
 		}
-		return time.Since(t0), cpuTime() - c0
+		return time.Since(t0), cputime.Process() - c0
 	}
 	if n == 0 {
 		n = 1

@@ -1,14 +1,15 @@
 //go:build unix
 
-package bench
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the user and system CPU time of this process so far.
-func processCPU() time.Duration {
+// Process returns the user and system CPU time of this process so far
+// (the garbage collector's included).
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -1,16 +1,14 @@
-// Package relaytest starts a real relay in-process for tests of the agent
-// interfaces: gateway.Relay over an in-memory ledger, the HTTP API with
-// the agent endpoints mounted (api.Server.MountAgents), served by httptest
-// on loopback, and a settable clock.
+// Package testrelay starts a real relay in-process for tests of the agent
+// interfaces: the relay as `crosstalk relay` assembles it (server.Open),
+// over an in-memory ledger, on a free loopback port, with a settable clock.
 //
 // It does not fake anything: the relay, the API and the ledger are the
 // production code; only the store lives in memory.
-package relaytest
+package testrelay
 
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +19,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -29,8 +28,9 @@ type Relay struct {
 	URL   string
 	Relay *gateway.Relay
 	Store ledger.Store
-	API   *api.Server
-	Clock *Clock
+	// Server is the running relay (server.Open).
+	Server *server.Server
+	Clock  *Clock
 }
 
 // Clock is a settable clock, starting at the real time.
@@ -81,27 +81,28 @@ func Start(t testing.TB, opts *Options) *Relay {
 	if agents == nil {
 		agents = Agents
 	}
-	book, err := gateway.NewAddressBook(agents)
-	if err != nil {
-		t.Fatalf("NewAddressBook() = %v", err)
-	}
 	clock := &Clock{}
 	st := memory.New(clock.Now)
-	gopts := &gateway.Options{Book: book, Now: clock.Now, ClaimTTL: opts.ClaimTTL}
-	if opts.TrustFile != "" {
-		gopts.Verifier = gateway.NewTrustVerifier(&signing.Verifier{Store: signing.NewTrustStore(opts.TrustFile)})
+	so := &server.Options{
+		DataDir: t.TempDir(), Store: st, Now: clock.Now, Agents: agents, ClaimTTL: opts.ClaimTTL,
+		RateLimit: -1, Heartbeat: 200 * time.Millisecond, Channel: opts.Agent,
+		// Without a trust file nothing is pinned: signed envelopes are
+		// unknown-key.
+		Verifier: gateway.NewTrustVerifier(&signing.Verifier{}),
 	}
-	relay := gateway.New(st, gopts)
-	a := api.New(relay, &api.Options{Rate: -1, Heartbeat: 200 * time.Millisecond})
-	a.MountAgents(opts.Agent)
-	srv := httptest.NewServer(a)
+	if opts.TrustFile != "" {
+		so.TrustFile, so.Verifier = opts.TrustFile, nil
+	}
+	srv, err := server.Open(contextOf(t), so)
+	if err != nil {
+		t.Fatalf("server.Open() = %v", err)
+	}
 	t.Cleanup(func() {
-		a.Close()
-		srv.CloseClientConnections()
-		srv.Close()
-		st.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
 	})
-	return &Relay{URL: srv.URL, Relay: relay, Store: st, API: a, Clock: clock}
+	return &Relay{URL: srv.URL(), Relay: srv.Relay(), Store: st, Server: srv, Clock: clock}
 }
 
 // Send ingests an envelope from → to with intent and body (context and
