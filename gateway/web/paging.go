@@ -24,9 +24,6 @@ const (
 	// threads, a page of an old thread may show fewer items and an
 	// "older" link.
 	threadScan = 2000
-	// agentScan is how many ledger events one agent page reads at most,
-	// looking for the agent's deliveries.
-	agentScan = 2000
 	// contextEvents is how many events before a page (or a page stream)
 	// are read so that replies on the page find their parents.
 	contextEvents = 200

@@ -120,3 +120,30 @@ func TestPagesBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentsPageListsActors checks that an agent with mail but no live
+// connection and no address book entry is on the Agents page, with what
+// it owes, and that the page is paged by id.
+func TestAgentsPageListsActors(t *testing.T) {
+	h := newHarness(t, nil)
+	h.ingest(envText(t, "CHATGPT", "BOB", envelope.IntentRequest, "g", "your turn"))
+	for i := range 120 {
+		h.ingest(envText(t, "CHATGPT", fmt.Sprintf("HUMAN%03d", i), envelope.IntentRequest, "g", "fyi"))
+	}
+	_, body := h.get("/ui/agents")
+	row := regexp.MustCompile(`href="/ui/agents/bob"><bdi>bob</bdi></a></th>.*?</tr>`).FindString(body)
+	if row == "" || !strings.Contains(row, `<span class="count attn">1</span>`) || !strings.Contains(row, "never seen") {
+		t.Errorf("Agents page row of bob = %q, want bob listed, never seen, owing 1", row)
+	}
+	if n := strings.Count(body, `<th scope="row">`); n != 100 {
+		t.Errorf("Agents page = %d rows, want a page of 100", n)
+	}
+	m := olderHref.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("Agents page has no older link")
+	}
+	_, page2 := h.get(html.UnescapeString(m[1]))
+	if n := strings.Count(page2, `<th scope="row">`); n != 124-100 || !strings.Contains(page2, "human119") {
+		t.Errorf("second Agents page = %d rows, want %d with human119", n, 124-100)
+	}
+}
