@@ -11,7 +11,7 @@ import (
 // windowCatchUp is how many events before a window DeliveriesOf reads to
 // learn the threads the agent takes part in, past the relay's cache of
 // tracker states.
-const windowCatchUp = 1024
+const windowCatchUp = 128
 
 // DeliveriesOf returns what agent should see of evs, a window of the
 // ledger's log in log order (ledger.Store.Log or LogBefore reversed),

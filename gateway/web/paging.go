@@ -23,7 +23,7 @@ const (
 	// at most, looking for the thread's events: without an index of
 	// threads, a page of an old thread may show fewer items and an
 	// "older" link.
-	threadScan = 2000
+	threadScan = 1000
 	// contextEvents is how many events before a page (or a page stream)
 	// are read so that replies on the page find their parents.
 	contextEvents = 200
@@ -132,6 +132,6 @@ func (s *Server) groupLast(ctx context.Context, group string) (int64, error) {
 }
 
 // unreadCap bounds how many unread messages a page counts: it shows
-// "1000+" past it, and reading stops there, so a never-read group costs
+// "100+" past it, and reading stops there, so a never-read group costs
 // one page.
-const unreadCap = 1000
+const unreadCap = 100
