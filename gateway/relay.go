@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -117,6 +118,7 @@ const DefaultMaxEnvelopes = 1000
 // Relay is the relay core. It is safe for concurrent use.
 type Relay struct {
 	store    ledger.Store
+	cursorMu sync.Mutex // serialises advanceCursor's read and write
 	log      *slog.Logger
 	book     *AddressBook
 	verifier Verifier
@@ -135,6 +137,7 @@ type Relay struct {
 	lastSeen map[string]time.Time
 	trackers map[string]*trackerState // see resumeTracker
 	actors   actorIndex               // see Actors
+	work     chan struct{}            // see StreamWork
 }
 
 // New returns a relay that records into store.
@@ -157,6 +160,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		obs:      opts.Observer,
 		lastSeen: map[string]time.Time{},
 		trackers: map[string]*trackerState{},
+		work:     make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		admins:   map[string]bool{},
 	}
 	r.keeper, _ = opts.Verifier.(TrustKeeper)
@@ -411,6 +415,9 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 				return reject(envelope.CodeAddress, "poll target %v", err)
 			}
 		}
+	}
+	if err := r.checkObligation(env); err != nil {
+		return reject(envelope.CodeFormat, "%v", err)
 	}
 	o.Verification = r.verify(ctx, env)
 	v := &o.Verification

@@ -16,4 +16,7 @@ const (
 	// KindDelivery records the final state of delivering one envelope to
 	// one receiver over its transport: data.state "delivered" or "failed".
 	KindDelivery = "x.crosstalk.delivery"
+	// KindDischarge records that an obligation's author or delegate
+	// discharged it: data.event_id, data.actor_id (issue #14).
+	KindDischarge = "x.crosstalk.discharge"
 )
