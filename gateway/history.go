@@ -21,7 +21,8 @@ const windowCatchUp = 128
 // (resumeTracker) or from the windowCatchUp events before the window,
 // so a thread the agent joined longer ago than that, and never walked
 // since, counts as one it is not in. Acks count when they are in the
-// window after their message: a window is a page, not the history.
+// window after their message, and so do replies and discharges: a
+// window is a page, not the history.
 func (r *Relay) DeliveriesOf(ctx context.Context, agent string, evs []ledger.Logged) ([]Delivery, error) {
 	agent = r.book.ActorID(agent)
 	trs := map[string]*tracker{}
@@ -47,7 +48,8 @@ func (r *Relay) DeliveriesOf(ctx context.Context, agent string, evs []ledger.Log
 		}
 	}
 	for i := range out {
-		out[i].Acked = trs[groups[i]].acked[out[i].EventID]
+		tr, id := trs[groups[i]], out[i].EventID
+		out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], tr.discharged[id]
 	}
 	return out, nil
 }
