@@ -61,7 +61,7 @@ func walkPages(t *testing.T, h *harness, path string, attr *regexp.Regexp) []str
 // of HTML each, and that their older links reach every item once.
 func TestPagesBounded(t *testing.T) {
 	h := newHarness(t, nil)
-	const n = 800
+	const n = 400
 	body := strings.Repeat("A long review note. ", 100) // 2 KB
 	var batch strings.Builder
 	for i := range n {
