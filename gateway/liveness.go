@@ -13,16 +13,24 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
-// AgentStatus is one agent's presence (DESIGN §5.4; Beadboard §4): when
-// the relay last saw it over the API, MCP or a delivery channel, and what
-// that makes it now.
+// AgentStatus is one actor of the ledger or the address book with its
+// presence (DESIGN §5.4; Beadboard §4): when the relay last saw it over
+// the API, MCP or a delivery channel, and what that makes it now, a
+// column, not a filter (issue 13).
 type AgentStatus struct {
 	ID    string   `json:"agent"`
+	Names []string `json:"names,omitempty"`
 	Roles []string `json:"roles,omitempty"`
 	// LastSeen is zero when the relay has not seen the agent since it
 	// started (liveness is kept in memory).
 	LastSeen time.Time          `json:"last_seen,omitzero"`
 	Liveness attention.Liveness `json:"liveness"`
+	// Events, Addressed, Owes and LastTS are the actor's in the ledger
+	// (Actor).
+	Events    int64  `json:"events"`
+	Addressed int64  `json:"addressed"`
+	Owes      int    `json:"owes"`
+	LastTS    string `json:"last_ts,omitempty"`
 }
 
 // AgentLiveness returns an agent's last activity and its liveness now.
@@ -34,14 +42,27 @@ func (r *Relay) AgentLiveness(agent string) (time.Time, attention.Liveness) {
 	return seen, attention.LivenessOf(seen, r.now())
 }
 
-// Agents lists every agent of the address book and every other agent the
-// relay has seen, ordered by id, with liveness.
-func (r *Relay) Agents(_ context.Context) ([]AgentStatus, error) {
+// Agents lists every actor of the ledger (Actors), every agent of the
+// address book and every other agent the relay has seen, ordered by id,
+// with liveness.
+func (r *Relay) Agents(ctx context.Context) ([]AgentStatus, error) {
+	actors, err := r.Actors(ctx)
+	if err != nil {
+		return nil, err
+	}
 	seen := r.LastSeen()
 	now := r.now()
 	byID := map[string]*AgentStatus{}
+	for _, a := range actors {
+		byID[strings.ToLower(a.ID)] = &AgentStatus{ID: a.ID, Events: a.Events, Addressed: a.Addressed, Owes: a.Owes, LastTS: a.LastTS}
+	}
 	for _, a := range r.book.Agents() {
-		byID[strings.ToLower(a.ID)] = &AgentStatus{ID: a.ID, Roles: a.Roles}
+		st, ok := byID[strings.ToLower(a.ID)]
+		if !ok {
+			st = &AgentStatus{}
+			byID[strings.ToLower(a.ID)] = st
+		}
+		st.ID, st.Names, st.Roles = a.ID, a.Names, a.Roles
 	}
 	for id := range seen {
 		if _, ok := byID[id]; !ok {
@@ -54,7 +75,7 @@ func (r *Relay) Agents(_ context.Context) ([]AgentStatus, error) {
 		st.Liveness = attention.LivenessOf(st.LastSeen, now)
 		out = append(out, *st)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].ID) < strings.ToLower(out[j].ID) })
 	return out, nil
 }
 

@@ -136,6 +136,7 @@ type Relay struct {
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
 	trackers map[string]*trackerState // see resumeTracker
+	actors   actorIndex               // see Actors
 	work     chan struct{}            // see StreamWork
 }
 

@@ -2,6 +2,7 @@
 //
 //	crosstalk-bench ingest [--clients N] [--duration D] [--json] [--cpuprofile FILE]
 //	crosstalk-bench scale  [--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]
+//	crosstalk-bench history [--sizes 10000,100000] [--runs N] [--json]
 //
 // It is a separate binary so that the crosstalk binary does not carry the
 // embedded NATS servers scale needs. docs/performance.md explains the
@@ -18,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -41,11 +43,13 @@ const (
 
 const usage = `crosstalk-bench — measure the relay's ingest on this machine
 
-usage: crosstalk-bench ingest|scale [flags]
+usage: crosstalk-bench ingest|scale|history [flags]
 
   ingest  the relay against its ceilings (docs/performance.md, "Relay ingest")
   scale   SQLite against JetStream, one node and a 3-node cluster
           (docs/performance.md, "Relay scale-out"; docs/scaling.md)
+  history the relay's reads on ledgers of growing history, and ledger
+          import (docs/performance.md, "History")
 
 Run ` + "`crosstalk-bench ingest --help`" + ` for a command's flags.
 `
@@ -120,8 +124,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runIngest(ctx, args[1:], stdout, stderr)
 	case "scale":
 		err = runScale(ctx, args[1:], stdout, stderr)
+	case "history":
+		err = runHistory(ctx, args[1:], stdout, stderr)
 	default:
-		err = usagef("unknown command %q, want ingest or scale", args[0])
+		err = usagef("unknown command %q, want ingest, scale or history", args[0])
 	}
 	var ue *usageError
 	switch {
@@ -251,4 +257,52 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+const historyDoc = `
+History builds SQLite ledgers of each of --sizes events (a realistic mix:
+half the events in the group "big", the rest in seven others; requests that
+must be answered, broadcasts, replies, acks and dispositions between six
+agents that are not in the address book), imports each as crosstalk ledger
+import does (timed: events per second, generation of the JSON Lines
+included), starts the relay on it and times, over HTTP, each read of issue
+13: the web inbox (/, a group's newest and a middle page, a thread, the
+Agents page, an agent's page), the paged API reads (events, deliveries,
+agents). For each read it prints the p50 of --runs runs, the bytes of the
+answer and the ratio to the first size, then the process's RSS (the relay
+runs in it) after the reads. Use --sizes 10000,1000000 for the issue's
+comparison. Nothing is kept. See docs/performance.md ("History").`
+
+func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("history", "[--sizes 10000,100000] [--runs N] [--json]", historyDoc, stdout)
+	sizes := fs.String("sizes", "10000,100000", "comma-separated ledger `sizes` in events, smallest first")
+	runs := fs.Int("runs", 15, "timed runs of each read per size")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var ns []int
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 100 || n > 10_000_000 {
+			return usagef("history: --sizes wants numbers from 100 to 10000000, not %q", f)
+		}
+		ns = append(ns, n)
+	}
+	if *runs < 1 {
+		return usagef("history: --runs must be at least 1")
+	}
+	o := bench.HistoryOptions{Sizes: ns, Runs: *runs, Progress: stderr}
+	if *asJSON {
+		o.Progress = nil
+	}
+	res, err := bench.History(ctx, o)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, res)
+	}
+	res.Print(stdout)
+	return nil
 }

@@ -31,14 +31,14 @@ var cmdSend = &command{
 
 var cmdLog = &command{
 	name:    "log",
-	args:    "[--relay URL] [--group G] [--since N] [--follow] [--json]",
+	args:    "[--relay URL] [--group G] [--since N | --before N | --all] [--limit N] [--follow] [--json]",
 	summary: "show the relay's ledger",
 	run:     runLog,
 }
 
 var cmdInbox = &command{
 	name:    "inbox",
-	args:    "--agent A [--relay URL] [--group G] [--since N] [--owe | --waiting] [--json]",
+	args:    "--agent A [--relay URL] [--group G] [--since N | --before P | --all] [--limit N] [--owe | --waiting] [--json]",
 	summary: "show an agent's deliveries: must/may/must-not respond, injection",
 	run:     runInbox,
 }
@@ -148,14 +148,20 @@ Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 
 func runLog(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, `
-Log prints the relay's ledger: the events of a group with seq > --since, one line
-each (time, seq, kind, by, summary), or CCCS JSON with --json. With --follow it
+Log prints the relay's ledger: the last --limit events of a group (100), or
+those before seq --before, or with seq > --since, or with --all every one (read
+in pages), one line each (time, seq, kind, by, summary), or CCCS JSON with
+--json; a page that is not the whole group ends with the command for the older
+page on stderr. With --follow it
 keeps printing new events as they arrive, reconnecting to a relay that went
 away for up to --reconnect; it exits 0 only when interrupted, 1 when the relay
 is gone or ends the stream with an error. Without --group it lists the groups.`)
 	rf := addRelayFlags(fs)
 	group := fs.String("group", "", "group to show")
 	since := fs.Int64("since", 0, "show events with seq greater than `N`")
+	before := fs.Int64("before", 0, "show the --limit events before seq `N`")
+	limit := fs.Int("limit", 100, "how many events one page shows (at most 1000)")
+	all := fs.Bool("all", false, "show every event of the group, read in pages")
 	follow := fs.Bool("follow", false, "keep printing new events; exits 1 when the relay is gone")
 	reconnect := fs.Duration("reconnect", client.DefaultReconnect, "with --follow, how long to try to reconnect to a lost relay (at most 30s)")
 	asJSON := fs.Bool("json", false, "print CCCS events as JSON Lines")
@@ -166,6 +172,12 @@ is gone or ends the stream with an error. Without --group it lists the groups.`)
 	}
 	if *reconnect <= 0 || *reconnect > client.DefaultReconnect {
 		return usagef("log: --reconnect must be more than 0 and at most %s", client.DefaultReconnect)
+	}
+	if *limit < 1 || *limit > 1000 {
+		return usagef("log: --limit must be 1 to 1000")
+	}
+	if n := btoi(*since > 0) + btoi(*before > 0) + btoi(*all); n > 1 {
+		return usagef("log: give one of --since, --before and --all")
 	}
 	if *group == "" && !*follow {
 		var gs struct {
@@ -200,6 +212,33 @@ is gone or ends the stream with an error. Without --group it lists the groups.`)
 		return err
 	}
 	next := *since
+	if *since == 0 && !*all {
+		// The last page (before --before or the group's end): one read
+		// of --limit events, whatever the group's history.
+		var page struct {
+			Events []ledger.Event `json:"events"`
+			Prev   int64          `json:"prev_seq"`
+		}
+		q := url.Values{"before_seq": {fmt.Sprint(*before)}, "limit": {fmt.Sprint(*limit)}}
+		if err := rf.do(ctx, "GET", "/v1/groups/"+url.PathEscape(*group)+"/events?"+q.Encode(), "", nil, &page); err != nil {
+			return err
+		}
+		for _, ev := range page.Events {
+			if err := print(ev); err != nil {
+				return err
+			}
+			next = ev.Seq
+		}
+		if page.Prev > 0 && !*asJSON {
+			fmt.Fprintf(e.stderr, "older: crosstalk log --group %s --before %d (or --all)\n", *group, page.Prev)
+		}
+		if !*follow {
+			return nil
+		}
+		if *before == 0 && len(page.Events) > 0 {
+			return followGroup(ctx, rf, *group, next, *reconnect, print)
+		}
+	}
 	for {
 		var page struct {
 			Events  []ledger.Event `json:"events"`
@@ -310,7 +349,10 @@ func runInbox(ctx context.Context, e *env, args []string) error {
 Inbox shows what an agent should see of the ledger (C2A): for each event its
 directedness (to_me, to_my_role, to_other, ambient), response policy
 (must_respond, may_respond, must_not_respond), injection mode and — unless the
-event is only a knock — its content. must_respond items come first.
+event is only a knock — its content. must_respond items come first. Without
+--group or --since it shows one page: the agent's --limit newest deliveries over
+every group (100), or those before ledger position --before; --all shows every
+delivery of every group.
 --owe lists only what the agent owes: open obligations addressed to it and
 must_respond events it has neither acknowledged nor answered. --waiting lists
 the open obligations it authored (or is the delegate of), with who answered.`)
@@ -318,6 +360,9 @@ the open obligations it authored (or is the delegate of), with who answered.`)
 	agent := fs.String("agent", "", "agent `name` (required)")
 	group := fs.String("group", "", "only this group")
 	since := fs.Int64("since", 0, "only events with seq greater than `N` (with --group)")
+	before := fs.Int64("before", 0, "the page before ledger position `P` (an older page)")
+	limit := fs.Int("limit", 100, "how many deliveries one page shows (at most 1000)")
+	all := fs.Bool("all", false, "every delivery of every group, not a page")
 	asJSON := fs.Bool("json", false, "print JSON")
 	owe := fs.Bool("owe", false, "only what the agent owes")
 	waiting := fs.Bool("waiting", false, "the open obligations the agent authored or may discharge")
@@ -328,6 +373,9 @@ the open obligations it authored (or is the delegate of), with who answered.`)
 	}
 	if *agent == "" {
 		return usagef("inbox: --agent is required")
+	}
+	if *limit < 1 || *limit > 1000 {
+		return usagef("inbox: --limit must be 1 to 1000")
 	}
 	if *owe && *waiting {
 		return usagef("inbox: --owe and --waiting are two lists; ask for one")
@@ -342,9 +390,15 @@ the open obligations it authored (or is the delegate of), with who answered.`)
 	if *since > 0 {
 		q.Set("since_seq", fmt.Sprint(*since))
 	}
+	paged := *group == "" && *since == 0 && !*all && !*owe // --owe needs every group walked
+	if paged {
+		q.Set("before_pos", fmt.Sprint(*before))
+		q.Set("limit", fmt.Sprint(*limit))
+	}
 	var res struct {
 		Agent      string             `json:"agent"`
 		Deliveries []gateway.Delivery `json:"deliveries"`
+		Older      int64              `json:"older_pos,omitempty"`
 	}
 	if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(*agent)+"/deliveries?"+q.Encode(), *agent, nil, &res); err != nil {
 		return err
@@ -403,6 +457,9 @@ the open obligations it authored (or is the delegate of), with who answered.`)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if paged && res.Older > 0 {
+		fmt.Fprintf(e.stderr, "older: crosstalk inbox --agent %s --before %d\n", *agent, res.Older)
+	}
 	printLiveness(ctx, e, rf, *agent)
 	return nil
 }
@@ -444,6 +501,13 @@ func printWaiting(ctx context.Context, e *env, rf relayFlags, agent string, asJS
 			deadline, firstLine(w.Obligation.DefaultAction, 40), answered, w.EventID)
 	}
 	return tw.Flush()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // printLiveness ends the human output of `crosstalk inbox` with the

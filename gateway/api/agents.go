@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 
@@ -59,10 +60,27 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
 	}
+	// Pages by id: ?after=ID&limit=N (default and most 1000).
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	if limit == 0 || limit > maxPage {
+		limit = maxPage
+	}
+	after := strings.ToLower(r.URL.Query().Get("after"))
+	start := sort.Search(len(as), func(i int) bool { return after == "" || strings.ToLower(as[i].ID) > after })
+	as = as[start:]
+	next := ""
+	if int64(len(as)) > limit {
+		as = as[:limit]
+		next = as[len(as)-1].ID
+	}
 	if as == nil {
 		as = []gateway.AgentStatus{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agents": as})
+	writeJSON(w, http.StatusOK, map[string]any{"agents": as, "next": next})
 }
 
 // channel is GET /v1/agents/{agent}/channel: a WebSocket carrying the

@@ -176,6 +176,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if k := r.URL.Query().Get("kinds"); k != "" {
 		kinds = strings.Split(k, ",")
 	}
+	if r.URL.Query().Has("before_seq") {
+		s.eventsBefore(w, r, kinds, int(limit))
+		return
+	}
 	evs, err := s.relay.Store().Range(r.Context(), r.PathValue("group"), since, kinds, int(limit))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
@@ -188,6 +192,67 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		evs = []ledgerEvent{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"events": evs, "next_seq": next})
+}
+
+// beforeScan bounds how many events one before_seq page reads looking
+// for the kinds asked: past it the page is short and prev_seq continues.
+const beforeScan = 10 * maxPage
+
+// eventsBefore is GET /v1/groups/{group}/events?before_seq=N: the newest
+// limit events (of kinds) with seq < N, N = 0 meaning the group's end, in
+// seq order, and prev_seq, the before_seq of the next older page (0 at
+// the group's start). Seqs are dense, so it reads windows of seqs
+// backwards: O(page), or O(beforeScan) for rare kinds.
+func (s *Server) eventsBefore(w http.ResponseWriter, r *http.Request, kinds []string, limit int) {
+	group := r.PathValue("group")
+	before, err := queryInt(r, "before_seq")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	st := s.relay.Store()
+	if before == 0 {
+		gs, err := st.Groups(r.Context())
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+			return
+		}
+		for _, g := range gs {
+			if g.ID == group {
+				before = g.LastSeq + 1
+			}
+		}
+	}
+	var evs []ledgerEvent
+	end := max(before-1, 0) // the last seq still to read
+	for end > 0 && len(evs) < limit && before-1-end < beforeScan {
+		from := max(0, end-int64(max(limit, 256)))
+		win, err := st.Range(r.Context(), group, from, kinds, int(end-from))
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+			return
+		}
+		var keep []ledgerEvent
+		for _, ev := range win {
+			if ev.Seq <= end {
+				keep = append(keep, ev)
+			}
+		}
+		if n := limit - len(evs); len(keep) > n {
+			keep = keep[len(keep)-n:]
+			from = keep[0].Seq - 1
+		}
+		evs = append(keep, evs...)
+		end = from
+	}
+	if evs == nil {
+		evs = []ledgerEvent{}
+	}
+	prev := int64(0)
+	if end > 0 {
+		prev = end + 1
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": evs, "prev_seq": prev})
 }
 
 // agentOf returns the agent a request acts for: the path's agent (for
@@ -224,7 +289,12 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 		// `crosstalk inbox --agent`): that is activity (DESIGN §5.4).
 		s.relay.Touch(agent)
 	}
-	ds, err := s.relay.Deliveries(r.Context(), agent, r.URL.Query().Get("group"), since, int(limit))
+	q := r.URL.Query()
+	if q.Has("before_pos") || q.Has("after_pos") {
+		s.deliveryPage(w, r, agent, int(limit))
+		return
+	}
+	ds, err := s.relay.Deliveries(r.Context(), agent, q.Get("group"), since, int(limit))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
@@ -234,6 +304,39 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agent": s.relay.Book().ActorID(agent), "deliveries": ds})
 }
+
+// deliveryPage is GET /v1/agents/{agent}/deliveries?before_pos=N or
+// ?after_pos=N: one keyset page of the agent's deliveries over every
+// group by ledger position (Relay.DeliveriesFrom; before_pos=0 is the
+// newest page), with older_pos and newer_pos, the cursors of the pages
+// around it (0 when there is none).
+func (s *Server) deliveryPage(w http.ResponseWriter, r *http.Request, agent string, limit int) {
+	before, err := queryInt(r, "before_pos")
+	after, err2 := queryInt(r, "after_pos")
+	if err = errors.Join(err, err2); err != nil || r.URL.Query().Has("before_pos") && r.URL.Query().Has("after_pos") {
+		if err == nil {
+			err = errors.New("give before_pos or after_pos, not both")
+		}
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	if r.URL.Query().Get("limit") == "" {
+		limit = defaultDeliveryPage
+	}
+	p, err := s.relay.DeliveriesFrom(r.Context(), agent, gateway.LogCursor{Before: before, After: after}, limit)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+		return
+	}
+	ds := p.Deliveries
+	if ds == nil {
+		ds = []gateway.Delivery{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": s.relay.Book().ActorID(agent), "deliveries": ds, "older_pos": p.Older, "newer_pos": p.Newer})
+}
+
+// defaultDeliveryPage is a delivery page's size when limit is absent.
+const defaultDeliveryPage = 100
 
 // actionBody is the optional JSON body of an action.
 type actionBody struct {

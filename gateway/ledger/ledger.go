@@ -242,6 +242,12 @@ type Store interface {
 	// stored, then each new one as it is appended, without gaps or
 	// repeats, reading in pages. It ends like Follow.
 	FollowLog(ctx context.Context, after int64) iter.Seq2[Logged, error]
+	// LogBefore is Log read backwards, for pages that show the newest
+	// events first: the events at positions before position before (the
+	// whole log when before ≤ 0), newest first, at most limit of them
+	// (limit must be positive). A page's last position is the next
+	// page's before: keyset pagination, never an offset.
+	LogBefore(ctx context.Context, before int64, limit int) ([]Logged, error)
 
 	// SetCursor sets actor's read cursor in group to the event eventID,
 	// which must be an event of that group (else ErrNotFound). It

@@ -332,6 +332,13 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 			log.Error("outbound dispatcher stopped", "err", err)
 		}
 	})
+	s.tasks.Go(func() {
+		// The actor index reads the whole log once (gateway.Relay.Actors):
+		// do it now rather than in the first Agents page's request.
+		if _, err := core.Relay.Actors(bg); err != nil && bg.Err() == nil {
+			log.Warn("indexing the ledger's actors", "err", err)
+		}
+	})
 	for name, recv := range ts.receivers {
 		s.tasks.Go(func() {
 			log.Info("receiving", "transport", name)

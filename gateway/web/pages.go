@@ -16,10 +16,6 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
-// maxItems bounds the items of one group page; older ones are behind the
-// thread views.
-const maxItems = 300
-
 // groupRow is one line of the groups page.
 type groupRow struct {
 	ID        string
@@ -49,7 +45,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 		s.internal(w, r, c, err)
 		return
 	}
-	queue, err := s.queue(ctx, c.viewer)
+	queue, _, err := s.queue(ctx, c.viewer, cursor{})
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
@@ -75,7 +71,8 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 // unread counts the chat messages of group after viewer's read cursor
-// that viewer did not write.
+// that viewer did not write, up to unreadCap (the viewer's own messages
+// are skipped for at most four reads of unreadCap events).
 func (s *Server) unread(ctx context.Context, group, viewer string) (int, error) {
 	viewer = s.relay.Book().ActorID(viewer)
 	var since int64
@@ -86,45 +83,80 @@ func (s *Server) unread(ctx context.Context, group, viewer string) (int, error) 
 	case !errors.Is(err, ledger.ErrNotFound):
 		return 0, err
 	}
-	evs, err := s.relay.Store().Range(ctx, group, since, []string{gateway.KindMessage}, 0)
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, ev := range evs {
-		if !strings.EqualFold(ev.By, viewer) {
-			n++
+	for round := 0; n < unreadCap && round < 4; round++ {
+		evs, err := s.relay.Store().Range(ctx, group, since, []string{gateway.KindMessage}, unreadCap)
+		if err != nil {
+			return 0, err
 		}
+		for _, ev := range evs {
+			if !strings.EqualFold(ev.By, viewer) {
+				n++
+			}
+		}
+		if len(evs) < unreadCap {
+			break
+		}
+		since = evs[len(evs)-1].Seq
 	}
-	return n, nil
+	return min(n, unreadCap), nil
 }
 
 type groupData struct {
 	Group   string
 	Items   []item
-	Omitted int
-	LastSeq int64
+	LastSeq int64 // the group's last seq
 	Unread  int
+	// Live is set on the newest page: only it follows the group live.
+	Live bool
+	pageLinks
 }
 
-// group is one group's envelopes in order, live.
+// group is one page of a group's envelopes in order (docs/web.md
+// "Pagination"): the newest pageItems events, or those before ?before=
+// or after ?after= (seqs); the newest page is live.
 func (s *Server) group(w http.ResponseWriter, r *http.Request, c *call) {
 	g := r.PathValue("group")
-	items, err := s.groupItems(r.Context(), g)
+	cur, err := pageCursor(r)
+	if err != nil {
+		s.fail(w, r, c, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	last, err := s.groupLast(r.Context(), g)
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
 	}
-	if len(items) == 0 {
+	if last == 0 {
 		s.fail(w, r, c, http.StatusNotFound, "not_found", "no group "+g)
 		return
 	}
-	data := groupData{Group: g, LastSeq: items[len(items)-1].Seq}
-	if len(items) > maxItems {
-		data.Omitted = len(items) - maxItems
-		items = items[len(items)-maxItems:]
+	from, to := max(0, last-pageItems), last
+	switch {
+	case cur.After > 0:
+		from = min(cur.After, last)
+		to = min(last, from+pageItems)
+	case cur.Before > 0:
+		to = min(last, cur.Before-1)
+		from = max(0, to-pageItems)
 	}
-	data.Items = items
+	items, err := s.groupWindow(r.Context(), g, from, to)
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
+	}
+	items = trimToBudget(items)
+	if len(items) > 0 && items[0].Seq > from+1 {
+		from = items[0].Seq - 1 // the budget moved older items to the older page
+	}
+	data := groupData{Group: g, LastSeq: last, Live: to == last, Items: items}
+	base := "/ui/groups/" + url.PathEscape(g)
+	if from > 0 {
+		data.Older = link(base, "before", from+1)
+	}
+	if to < last {
+		data.Newer = link(base, "after", to)
+	}
 	if data.Unread, err = s.unread(r.Context(), g, c.viewer); err != nil {
 		s.internal(w, r, c, err)
 		return
@@ -137,20 +169,42 @@ type threadData struct {
 	Items         []item
 	LastSeq       int64
 	Last          item // the last envelope, for the reply button
+	Live          bool
+	// Scanned is the first seq this page looked at, when older events
+	// remain unread: the thread may have older items.
+	Scanned int64
+	pageLinks
 }
 
 // thread is one thread: its envelopes and the notes about them, indented
-// by reply chain, live.
+// by reply chain, live. Without an index of threads it reads the group
+// backwards from ?before= (a seq; the group's end when absent), at most
+// threadScan events, and shows the thread's last pageItems items among
+// them, with an "older" link when more history remains.
 func (s *Server) thread(w http.ResponseWriter, r *http.Request, c *call) {
 	g, th := r.PathValue("group"), r.PathValue("thread")
-	all, err := s.groupItems(r.Context(), g)
+	cur, err := pageCursor(r)
+	if err != nil {
+		s.fail(w, r, c, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	last, err := s.groupLast(r.Context(), g)
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
 	}
-	data := threadData{Group: g, Thread: th}
+	to := last
+	if cur.Before > 0 {
+		to = min(last, cur.Before-1)
+	}
+	from := max(0, to-threadScan)
+	all, err := s.groupWindow(r.Context(), g, from, to)
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
+	}
+	data := threadData{Group: g, Thread: th, LastSeq: last, Live: to == last}
 	for _, it := range all {
-		data.LastSeq = it.Seq
 		if it.Thread == th {
 			data.Items = append(data.Items, it)
 			if it.Card && it.Message != "" {
@@ -158,9 +212,22 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request, c *call) {
 			}
 		}
 	}
-	if len(data.Items) == 0 {
+	n := len(data.Items)
+	data.Items = trimToBudget(data.Items)
+	if len(data.Items) < n {
+		// Cut by the page size: the older page starts at the first item.
+		from = data.Items[0].Seq - 1
+	}
+	if len(data.Items) == 0 && from == 0 && cur.Before == 0 {
 		s.fail(w, r, c, http.StatusNotFound, "not_found", "no thread "+th+" in group "+g)
 		return
+	}
+	base := "/ui/groups/" + url.PathEscape(g) + "/threads/" + url.PathEscape(th)
+	if from > 0 {
+		data.Older, data.Scanned = link(base, "before", from+1), from+1
+	}
+	if to < last {
+		data.Newer = base
 	}
 	s.render(w, r, c, http.StatusOK, "thread", "Thread "+th, data)
 }
@@ -169,30 +236,22 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request, c *call) {
 func (s *Server) markRead(w http.ResponseWriter, r *http.Request, c *call) {
 	g := r.PathValue("group")
 	back := "/ui/groups/" + url.PathEscape(g)
-	evs, err := s.relay.Store().Range(r.Context(), g, max(0, s.lastSeq(r.Context(), g)-1), nil, 0)
+	last, err := s.groupLast(r.Context(), g)
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
+	}
+	evs, err := s.relay.Store().Range(r.Context(), g, max(0, last-1), nil, 1)
 	if err != nil || len(evs) == 0 {
 		s.redirect(w, r, c, back, "nothing to mark read")
 		return
 	}
-	last := evs[len(evs)-1]
-	if _, err := s.relay.Act(r.Context(), gateway.ActionRequest{Action: gateway.ActionRead, Group: g, EventID: last.ID, Actor: c.viewer}); err != nil {
+	ev := evs[len(evs)-1]
+	if _, err := s.relay.Act(r.Context(), gateway.ActionRequest{Action: gateway.ActionRead, Group: g, EventID: ev.ID, Actor: c.viewer}); err != nil {
 		s.actionFailed(w, r, c, err)
 		return
 	}
-	s.redirect(w, r, c, back, fmt.Sprintf("marked read up to #%d for %s", last.Seq, c.viewer))
-}
-
-func (s *Server) lastSeq(ctx context.Context, group string) int64 {
-	gs, err := s.relay.Store().Groups(ctx)
-	if err != nil {
-		return 0
-	}
-	for _, g := range gs {
-		if g.ID == group {
-			return g.LastSeq
-		}
-	}
-	return 0
+	s.redirect(w, r, c, back, fmt.Sprintf("marked read up to #%d for %s", ev.Seq, c.viewer))
 }
 
 // deliveryView is one C2A delivery on an agent's page.
@@ -209,18 +268,16 @@ type deliveryView struct {
 	CanSettle   bool
 }
 
-// queue returns agent's deliveries over every group: pending ones first
-// (oldest first), then the rest (newest first).
-func (s *Server) queue(ctx context.Context, agent string) ([]deliveryView, error) {
+// queue returns one page of agent's deliveries (agentPage): pending ones
+// first (oldest first), then the rest (newest first). Settlements count
+// when they are in the page's window of the ledger.
+func (s *Server) queue(ctx context.Context, agent string, cur cursor) ([]deliveryView, pageLinks, error) {
 	agent = s.relay.Book().ActorID(agent)
-	ds, err := s.relay.Deliveries(ctx, agent, "", 0, 0)
+	ds, win, links, err := s.agentPage(ctx, agent, cur)
 	if err != nil {
-		return nil, err
+		return nil, links, err
 	}
-	settled, err := s.settlements(ctx, agent)
-	if err != nil {
-		return nil, err
-	}
+	settled := settlements(win, agent)
 	out := make([]deliveryView, 0, len(ds))
 	for _, d := range ds {
 		v := deliveryView{Delivery: d, Time: humanTime(d.TS), StatusClass: statusClass(d.Verification)}
@@ -257,90 +314,139 @@ func (s *Server) queue(ctx context.Context, agent string) ([]deliveryView, error
 			return a.Pending
 		}
 		if a.Pending {
-			return a.TS < b.TS
+			return a.Position < b.Position
 		}
-		return a.TS > b.TS
+		return a.Position > b.Position
 	})
-	return out, nil
+	return out, links, nil
+}
+
+// fitPage returns how many of ds fit one page, taken from the start when
+// forward, else from the end: at most pageItems, and their estimated
+// size within pageBytes; at least one.
+func fitPage(ds []gateway.Delivery, forward bool) int {
+	total := 0
+	for n := range min(len(ds), pageItems) {
+		d := ds[len(ds)-1-n]
+		if forward {
+			d = ds[n]
+		}
+		total += len(d.Content) + 1536
+		if total > pageBytes && n > 0 {
+			return n
+		}
+	}
+	return min(len(ds), pageItems)
+}
+
+// agentPage returns one keyset page of agent's deliveries over every
+// group (Relay.DeliveriesFrom, docs/web.md "Pagination"), in log order,
+// at most pageItems of them and pageBytes of text, the window of the
+// ledger's log they were computed from, and the links to the older and
+// newer pages: by ledger position, before= the oldest or after= the
+// newest.
+func (s *Server) agentPage(ctx context.Context, agent string, cur cursor) ([]gateway.Delivery, []ledger.Logged, pageLinks, error) {
+	var links pageLinks
+	forward := cur.After > 0
+	p, err := s.relay.DeliveriesFrom(ctx, agent, gateway.LogCursor{Before: cur.Before, After: cur.After}, pageItems)
+	if err != nil {
+		return nil, nil, links, err
+	}
+	ds := p.Deliveries
+	if keep := fitPage(ds, forward); keep < len(ds) {
+		if forward {
+			ds = ds[:keep]
+			p.Newer = ds[len(ds)-1].Position
+		} else {
+			ds = ds[len(ds)-keep:]
+			p.Older = ds[0].Position
+		}
+	}
+	base := "/ui/agents/" + url.PathEscape(agent)
+	if p.Older > 0 {
+		links.Older = link(base, "before", p.Older)
+	}
+	if p.Newer > 0 {
+		links.Newer = link(base, "after", p.Newer)
+	}
+	return ds, p.Window, links, nil
 }
 
 func isAttention(p string) bool { return p == "attention" || p == "high" || p == "urgent" }
 
 // settlement is what an agent has done about events: dispositions and
-// reactions by event, and the messages it has answered.
+// reactions by event, and the messages it has answered, within a window
+// of the ledger (settlements).
 type settlement struct {
 	byEvent   map[string]attention.Disposition
 	responded map[string]bool // message ids the agent replied to
 }
 
-func (s *Server) settlements(ctx context.Context, agent string) (settlement, error) {
+func settlements(win []ledger.Logged, agent string) settlement {
 	st := settlement{byEvent: map[string]attention.Disposition{}, responded: map[string]bool{}}
-	gs, err := s.relay.Store().Groups(ctx)
-	if err != nil {
-		return st, err
-	}
-	kinds := []string{gateway.KindDisposition, gateway.KindReaction, gateway.KindMessage}
-	for _, g := range gs {
-		evs, err := s.relay.Store().Range(ctx, g.ID, 0, kinds, 0)
+	for _, l := range win {
+		ev := l.Event
+		switch ev.Kind {
+		case gateway.KindDisposition, gateway.KindReaction, gateway.KindMessage:
+		default:
+			continue
+		}
+		d, err := gateway.ParseData(ev)
 		if err != nil {
-			return st, err
+			continue
 		}
-		for _, ev := range evs {
-			d, err := gateway.ParseData(ev)
-			if err != nil {
-				continue
+		switch ev.Kind {
+		case gateway.KindDisposition:
+			if strings.EqualFold(ev.By, agent) && d.EventID != "" {
+				st.byEvent[d.EventID] = attention.Disposition(d.Disposition)
 			}
-			switch ev.Kind {
-			case gateway.KindDisposition:
-				if strings.EqualFold(ev.By, agent) && d.EventID != "" {
-					st.byEvent[d.EventID] = attention.Disposition(d.Disposition)
+		case gateway.KindReaction:
+			if strings.EqualFold(d.ActorID, agent) && d.EventID != "" {
+				if disp, ok := attention.Signal(d.Signal).Disposition(); ok {
+					st.byEvent[d.EventID] = disp
 				}
-			case gateway.KindReaction:
-				if strings.EqualFold(d.ActorID, agent) && d.EventID != "" {
-					if disp, ok := attention.Signal(d.Signal).Disposition(); ok {
-						st.byEvent[d.EventID] = disp
-					}
-				}
-			case gateway.KindMessage:
-				if x := d.X; x != nil && x.Envelope != nil && x.Envelope.Parent != "" && strings.EqualFold(x.Sender, agent) {
-					st.responded[x.Envelope.Parent] = true
-				}
+			}
+		case gateway.KindMessage:
+			if x := d.X; x != nil && x.Envelope != nil && x.Envelope.Parent != "" && strings.EqualFold(x.Sender, agent) {
+				st.responded[x.Envelope.Parent] = true
 			}
 		}
 	}
-	return st, nil
+	return st
 }
 
 type agentsData struct {
-	Agents []agentRow
+	Agents []gateway.AgentStatus
+	pageLinks
 }
 
-type agentRow struct {
-	ID       string
-	Names    []string
-	Roles    []string
-	Liveness string
-}
-
-// agents lists the address book and the agents seen.
+// agents lists every actor of the ledger and the address book
+// (Relay.Agents) with its liveness, events and what it owes, pageItems
+// at a time by id: ?after=ID (docs/web.md "Pagination").
 func (s *Server) agents(w http.ResponseWriter, r *http.Request, c *call) {
 	if a := strings.TrimSpace(r.URL.Query().Get("agent")); a != "" {
 		http.Redirect(w, r, "/ui/agents/"+url.PathEscape(a), http.StatusSeeOther)
 		return
 	}
-	seen := s.relay.LastSeen()
-	var data agentsData
-	have := map[string]bool{}
-	for _, a := range s.relay.Book().Agents() {
-		have[strings.ToLower(a.ID)] = true
-		data.Agents = append(data.Agents, agentRow{ID: a.ID, Names: a.Names, Roles: a.Roles, Liveness: liveness(seen, a.ID)})
+	all, err := s.relay.Agents(r.Context())
+	if err != nil {
+		s.internal(w, r, c, err)
+		return
 	}
-	for _, id := range s.knownAgents() {
-		if !have[strings.ToLower(id)] {
-			data.Agents = append(data.Agents, agentRow{ID: id, Liveness: liveness(seen, id)})
+	after := strings.ToLower(r.URL.Query().Get("after"))
+	start := sort.Search(len(all), func(i int) bool { return after == "" || strings.ToLower(all[i].ID) > after })
+	var data agentsData
+	if start > 0 {
+		data.Newer = "/ui/agents"
+		if start > pageItems {
+			data.Newer += "?" + url.Values{"after": {all[start-pageItems-1].ID}}.Encode()
 		}
 	}
-	sort.Slice(data.Agents, func(i, j int) bool { return data.Agents[i].ID < data.Agents[j].ID })
+	end := min(len(all), start+pageItems)
+	data.Agents = all[start:end]
+	if end < len(all) {
+		data.Older = "/ui/agents?" + url.Values{"after": {all[end-1].ID}}.Encode()
+	}
 	s.render(w, r, c, http.StatusOK, "agents", "Agents", data)
 }
 
@@ -359,6 +465,7 @@ type agentData struct {
 	Pending  []deliveryView
 	Others   []deliveryView
 	Liveness string
+	pageLinks
 }
 
 // agent is an agent's C2A queue: pending must-respond items first, with
@@ -376,16 +483,21 @@ func (s *Server) agent(w http.ResponseWriter, r *http.Request, c *call) {
 		s.internal(w, r, c, err)
 		return
 	}
-	q, err := s.queue(r.Context(), agent)
+	cur, err := pageCursor(r)
+	if err != nil {
+		s.fail(w, r, c, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
+	q, links, err := s.queue(r.Context(), agent, cur)
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
 	}
-	data := agentData{Version: version, Agent: agent, MayAct: s.mayActAs(c, agent), Liveness: liveness(s.relay.LastSeen(), agent)}
+	data := agentData{Version: version, Agent: agent, MayAct: s.mayActAs(c, agent), Liveness: liveness(s.relay.LastSeen(), agent), pageLinks: links}
 	for _, d := range q {
 		if d.Pending {
 			data.Pending = append(data.Pending, d)
-		} else if len(data.Others) < maxItems {
+		} else {
 			data.Others = append(data.Others, d)
 		}
 	}

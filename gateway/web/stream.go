@@ -54,9 +54,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 
 	t := newTimeline()
-	// From seq 0, so that replies find their parents; only items after
-	// since are sent.
-	sse.Pump(ctx, out, s.heartbeat, s.relay.Store().Follow(ctx, g, 0),
+	// From contextEvents before since, so that replies find recent
+	// parents without reading the whole group; only items after since
+	// are sent.
+	sse.Pump(ctx, out, s.heartbeat, s.relay.Store().Follow(ctx, g, max(0, since-contextEvents)),
 		func(ev ledger.Event) error {
 			it, show := t.add(ev)
 			if !show || ev.Seq <= since {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -210,20 +209,4 @@ func (t *timeline) add(ev ledger.Event) (item, bool) {
 		return item{}, false // chat.read, x.crosstalk.delivery, unknown kinds
 	}
 	return it, true
-}
-
-// groupItems returns the items of a group, in seq order.
-func (s *Server) groupItems(ctx context.Context, group string) ([]item, error) {
-	evs, err := s.relay.Store().Range(ctx, group, 0, nil, 0)
-	if err != nil {
-		return nil, err
-	}
-	t := newTimeline()
-	out := make([]item, 0, len(evs))
-	for _, ev := range evs {
-		if it, ok := t.add(ev); ok {
-			out = append(out, it)
-		}
-	}
-	return out, nil
 }

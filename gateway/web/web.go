@@ -100,7 +100,7 @@ func New(relay *gateway.Relay, a *api.Server, opts *Options) (*Server, error) {
 		s.admins[strings.ToLower(p)] = true
 	}
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/item.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/item.html", "templates/pagelinks.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: template %s: %w", name, err)
 		}
@@ -124,6 +124,7 @@ var funcs = template.FuncMap{
 	// show writes a user-supplied name with invisible and bidi characters
 	// visible; templates put it in <bdi> so it cannot reorder the page.
 	"show":       envelope.ShowInvisible,
+	"humanTime":  humanTime,
 	"threadLink": threadLink,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}

@@ -94,3 +94,74 @@ func (s *Store) followLogOnce(ctx context.Context, last *int64, yield func(ledge
 		progressed = true
 	}
 }
+
+// logBeforeWindow is how many stream sequences LogBefore asks for at
+// once: the stream also holds cursors and claims, so a window of
+// sequences can hold fewer events than the page needs.
+const logBeforeWindow = 256
+
+// LogBefore implements ledger.Store. A direct get reads forwards only,
+// so it reads windows of stream sequences backwards from before (from
+// the stream's last sequence when before ≤ 0), each in one batched
+// request, until it has limit events or reaches the first sequence.
+func (s *Store) LogBefore(ctx context.Context, before int64, limit int) ([]ledger.Logged, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("jetstream: log before: %w: limit %d is not positive", ledger.ErrInvalid, limit)
+	}
+	if err := s.check("log before"); err != nil {
+		return nil, err
+	}
+	end := uint64(max(before-1, 0)) // the last sequence to return
+	if before <= 0 {
+		info, err := s.stream.Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: log before: %w", err)
+		}
+		end = info.State.LastSeq
+	}
+	var out []ledger.Logged
+	for end >= 1 && len(out) < limit {
+		window := uint64(max(logBeforeWindow, limit-len(out)))
+		start := uint64(1)
+		if end > window {
+			start = end - window + 1
+		}
+		page, err := s.logWindow(ctx, start, end)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(page) - 1; i >= 0 && len(out) < limit; i-- {
+			out = append(out, page[i])
+		}
+		end = start - 1
+	}
+	return out, nil
+}
+
+// logWindow returns the events at stream sequences start to end, in
+// order, asking again after a batch that MaxBytes cut short.
+func (s *Store) logWindow(ctx context.Context, start, end uint64) ([]ledger.Logged, error) {
+	var page []ledger.Logged
+	for cur := start; cur <= end; {
+		msgs, err := s.directMany(ctx, getRequest{Seq: cur, NextFor: s.eventsFilter(), Batch: int(end - cur + 1), MaxBytes: 8 << 20})
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: log before: %w", err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			if m.seq > end {
+				return page, nil
+			}
+			ev, err := decodeEvent(m)
+			if err != nil {
+				return nil, err
+			}
+			s.rememberPos(ev.GroupID, ev.Seq, m.seq)
+			page = append(page, ledger.Logged{Pos: int64(m.seq), Event: ev})
+		}
+		cur = msgs[len(msgs)-1].seq + 1
+	}
+	return page, nil
+}

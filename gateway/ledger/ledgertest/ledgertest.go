@@ -657,6 +657,53 @@ func testLog(t *testing.T, s ledger.Store) {
 	if _, err := s.Log(ctx, 0, 0); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("Log(0, 0) error = %v, want ErrInvalid", err)
 	}
+	testLogBefore(t, s, all)
+}
+
+// testLogBefore checks LogBefore against the whole log all: pages of any
+// size, chained by their last position, give the log newest first.
+func testLogBefore(t *testing.T, s ledger.Store, all []ledger.Logged) {
+	ctx := testContext(t)
+	want := make([]string, len(all))
+	for i, l := range all {
+		want[len(all)-1-i] = l.ID
+	}
+	for _, page := range []int{1, 5, 1000} {
+		var got []string
+		var prev int64
+		for before := int64(0); ; {
+			p, err := s.LogBefore(ctx, before, page)
+			if err != nil {
+				t.Fatalf("LogBefore(%d, %d) error = %v", before, page, err)
+			}
+			if len(p) > page {
+				t.Fatalf("LogBefore(%d, %d) = %d events, more than the limit", before, page, len(p))
+			}
+			if len(p) == 0 {
+				break
+			}
+			for _, l := range p {
+				if prev != 0 && l.Pos >= prev {
+					t.Fatalf("LogBefore(%d, %d): position %d after %d, want falling", before, page, l.Pos, prev)
+				}
+				prev = l.Pos
+				got = append(got, l.ID)
+			}
+			before = p[len(p)-1].Pos
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("LogBefore in pages of %d = %v, want the log newest first %v", page, got, want)
+		}
+	}
+	if p, err := s.LogBefore(ctx, all[0].Pos, 10); err != nil || len(p) != 0 {
+		t.Errorf("LogBefore(the first) = %d events, %v; want none", len(p), err)
+	}
+	if p, err := s.LogBefore(ctx, all[7].Pos, 2); err != nil || len(p) != 2 || p[0].ID != all[6].ID || p[1].ID != all[5].ID || p[0].Pos != all[6].Pos {
+		t.Errorf("LogBefore(the 8th, 2) = %v, %v; want the 7th and 6th", p, err)
+	}
+	if _, err := s.LogBefore(ctx, 0, 0); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("LogBefore(0, 0) error = %v, want ErrInvalid", err)
+	}
 }
 
 // testFollowLog checks that FollowLog replays the log after a position and

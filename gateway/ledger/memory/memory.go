@@ -282,6 +282,26 @@ func (s *Store) Log(ctx context.Context, after int64, limit int) ([]ledger.Logge
 	return out, nil
 }
 
+// LogBefore implements ledger.Store.
+func (s *Store) LogBefore(ctx context.Context, before int64, limit int) ([]ledger.Logged, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("memory: log before: %w: limit %d is not positive", ledger.ErrInvalid, limit)
+	}
+	if err := s.lock("log before"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	end := int64(len(s.order)) // positions 1..end; before excludes itself
+	if before > 0 {
+		end = min(end, before-1)
+	}
+	out := make([]ledger.Logged, 0, min(int64(limit), max(end, 0)))
+	for pos := end; pos >= 1 && len(out) < limit; pos-- {
+		out = append(out, ledger.Logged{Pos: pos, Event: clone(s.order[pos-1])})
+	}
+	return out, nil
+}
+
 // FollowLog implements ledger.Store.
 func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
 	read := func(after int64) ([]ledger.Logged, error) { return s.Log(ctx, after, followPage) }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"math"
 	"net/url"
 	"path/filepath"
 	"runtime"
@@ -562,15 +563,29 @@ const logWake = ""
 // only grow. (VACUUM may renumber rowids of a table without an INTEGER
 // PRIMARY KEY; the store never runs it, and neither should an operator.)
 func (s *Store) Log(ctx context.Context, after int64, limit int) ([]ledger.Logged, error) {
+	return s.logRows(ctx, "log", `WHERE rowid > ? ORDER BY rowid`, after, limit)
+}
+
+// LogBefore implements ledger.Store: a descending walk of the rowid.
+func (s *Store) LogBefore(ctx context.Context, before int64, limit int) ([]ledger.Logged, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	return s.logRows(ctx, "log before", `WHERE rowid < ? ORDER BY rowid DESC`, before, limit)
+}
+
+// logRows reads at most limit events with their rowids, selected and
+// ordered by where (one ? for pos).
+func (s *Store) logRows(ctx context.Context, what, where string, pos int64, limit int) ([]ledger.Logged, error) {
 	if limit <= 0 {
-		return nil, fmt.Errorf("sqlite: log: %w: limit %d is not positive", ledger.ErrInvalid, limit)
+		return nil, fmt.Errorf("sqlite: %s: %w: limit %d is not positive", what, ledger.ErrInvalid, limit)
 	}
 	if s.isClosed() {
-		return nil, fmt.Errorf("sqlite: log: %w", ledger.ErrClosed)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrClosed)
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT rowid, `+eventCols+` FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?`, after, limit)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT rowid, `+eventCols+` FROM events `+where+` LIMIT ?`, pos, limit)
 	if err != nil {
-		return nil, s.readErr("log", err)
+		return nil, s.readErr(what, err)
 	}
 	defer rows.Close()
 	var out []ledger.Logged
@@ -578,13 +593,13 @@ func (s *Store) Log(ctx context.Context, after int64, limit int) ([]ledger.Logge
 		var l ledger.Logged
 		ev, err := scanEvent(rowidScanner{rows, &l.Pos})
 		if err != nil {
-			return nil, s.readErr("log", err)
+			return nil, s.readErr(what, err)
 		}
 		l.Event = ev
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.readErr("log", err)
+		return nil, s.readErr(what, err)
 	}
 	return out, nil
 }

@@ -1,0 +1,119 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
+)
+
+// TestPagedReads walks the keyset pages of the events, deliveries and
+// agents endpoints over a few hundred events and checks that each page
+// keeps to its limit and that the pages together give everything once.
+func TestPagedReads(t *testing.T) {
+	h := newHarness(t, nil)
+	const n = 300
+	for i := range n {
+		h.post(env("CHATGPT", "CLAUDE", "REQUEST", "g", fmt.Sprintf("q%d", i)))
+	}
+	h.post(env("CHATGPT", "BOB", "REQUEST", "other", "for bob"))
+
+	// Events, newest first by before_seq.
+	var seqs []int64
+	for before, pages := int64(0), 0; ; pages++ {
+		var out struct {
+			Events []struct {
+				Seq int64 `json:"seq"`
+			} `json:"events"`
+			Prev int64 `json:"prev_seq"`
+		}
+		h.json("GET", fmt.Sprintf("/v1/groups/g/events?before_seq=%d&limit=70", before), "", http.StatusOK, &out)
+		if len(out.Events) > 70 || pages > 10 {
+			t.Fatalf("before_seq=%d: %d events on page %d", before, len(out.Events), pages)
+		}
+		var page []int64
+		for _, e := range out.Events {
+			page = append(page, e.Seq)
+		}
+		seqs = append(page, seqs...)
+		if out.Prev == 0 {
+			break
+		}
+		before = out.Prev
+	}
+	if len(seqs) != n || !slices.IsSorted(seqs) || seqs[0] != 1 || seqs[n-1] != n {
+		t.Errorf("events by before_seq pages = %d seqs %v…, want 1..%d", len(seqs), seqs[:min(len(seqs), 5)], n)
+	}
+
+	// Deliveries, newest first by before_pos.
+	var got []string
+	for before, pages := int64(0), 0; ; pages++ {
+		var out struct {
+			Deliveries []gateway.Delivery `json:"deliveries"`
+			Older      int64              `json:"older_pos"`
+			Newer      int64              `json:"newer_pos"`
+		}
+		h.json("GET", fmt.Sprintf("/v1/agents/claude/deliveries?before_pos=%d&limit=40", before), "", http.StatusOK, &out)
+		if len(out.Deliveries) > 40 || pages > 20 {
+			t.Fatalf("before_pos=%d: %d deliveries on page %d", before, len(out.Deliveries), pages)
+		}
+		for _, d := range out.Deliveries {
+			got = append(got, d.Content)
+		}
+		if before > 0 && out.Newer == 0 {
+			t.Errorf("before_pos=%d: no newer_pos", before)
+		}
+		if out.Older == 0 {
+			break
+		}
+		before = out.Older
+	}
+	if len(got) != n+1 { // and the message to bob, not to claude
+		t.Errorf("deliveries by before_pos pages = %d, want %d", len(got), n+1)
+	}
+	if code, _ := h.do("GET", "/v1/agents/claude/deliveries?before_pos=1&after_pos=2", ""); code != http.StatusBadRequest {
+		t.Errorf("before_pos and after_pos = %d, want 400", code)
+	}
+
+	// Agents: bob has mail, no liveness and no book entry.
+	a := api.New(h.relay, nil)
+	a.MountAgents(nil)
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	defer a.Close()
+	var ids []string
+	for after, pages := "", 0; ; pages++ {
+		var out struct {
+			Agents []gateway.AgentStatus `json:"agents"`
+			Next   string                `json:"next"`
+		}
+		res, err := srv.Client().Get(srv.URL + "/v1/agents?limit=2&after=" + url.QueryEscape(after))
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET /v1/agents = %v, %v", res, err)
+		}
+		err = json.NewDecoder(res.Body).Decode(&out)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Agents) > 2 || pages > 10 {
+			t.Fatalf("after=%q: %d agents on page %d", after, len(out.Agents), pages)
+		}
+		for _, a := range out.Agents {
+			ids = append(ids, a.ID)
+		}
+		if out.Next == "" {
+			break
+		}
+		after = out.Next
+	}
+	if !slices.Contains(ids, "bob") || !slices.Contains(ids, "claude") || !slices.IsSorted(ids) {
+		t.Errorf("agents = %v, want every actor (bob, claude, …) in id order", ids)
+	}
+}

@@ -1,0 +1,359 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/signing"
+)
+
+// HistoryOptions configure History.
+type HistoryOptions struct {
+	// Sizes are the ledger sizes to build and read, in events, smallest
+	// first; the ratios are against the first.
+	Sizes []int
+	// Runs is how many times each read is timed per size (p50 of them).
+	Runs int
+	// Progress receives a line per step; nil discards them.
+	Progress io.Writer
+}
+
+// HistoryResult is the outcome of History (`crosstalk-bench history`).
+type HistoryResult struct {
+	Machine Machine       `json:"machine"`
+	Sizes   []HistorySize `json:"sizes"`
+}
+
+// HistorySize is one ledger size's measurement.
+type HistorySize struct {
+	Events int `json:"events"`
+	// ImportPerSec is `crosstalk ledger import`'s rate (ledger.Import of
+	// JSON Lines into SQLite), generation of the lines included.
+	ImportPerSec float64       `json:"import_events_per_second"`
+	Reads        []HistoryRead `json:"reads"`
+	// RSSMB is the process's resident memory after every read (the
+	// relay runs in this process), after a GC.
+	RSSMB float64 `json:"rss_mb"`
+}
+
+// HistoryRead is one read's timing at one size.
+type HistoryRead struct {
+	Name  string  `json:"name"`
+	P50ms float64 `json:"p50_ms"`
+	Bytes int     `json:"bytes"`
+	// Ratio is P50ms over the same read's at the first size.
+	Ratio float64 `json:"ratio,omitempty"`
+}
+
+// historyAgents are the actors of the generated ledger; none is in the
+// relay's address book, as for a copy-paste assistant or a person.
+var historyAgents = []string{"alice", "bob", "carol", "dave", "erin", "frank"}
+
+// History builds a SQLite ledger of each size with a realistic mix (the
+// group "big" holds half the events, seven others the rest; requests
+// that must be answered, broadcasts, replies, acks and dispositions
+// between six agents), imports it as `crosstalk ledger import` does,
+// starts the relay on it and times the reads of issue 13 over HTTP: the
+// web pages, the paged API reads and the agents list. See
+// docs/performance.md ("History").
+func History(ctx context.Context, o HistoryOptions) (*HistoryResult, error) {
+	if len(o.Sizes) == 0 {
+		return nil, errors.New("bench history: no sizes")
+	}
+	if o.Runs < 1 {
+		o.Runs = 15
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	tmp, err := os.MkdirTemp("", "crosstalk-bench-history-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	res := &HistoryResult{Machine: machine(tmp)}
+	key, err := signing.GenerateKey(signing.Ed25519, benchKeyID)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range o.Sizes {
+		dir := filepath.Join(tmp, strconv.Itoa(n))
+		fmt.Fprintf(progress, "bench history: importing %d events\n", n)
+		rate, err := importHistory(ctx, dir, n)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "bench history: %.0f events/s imported; reading\n", rate)
+		size := HistorySize{Events: n, ImportPerSec: rate}
+		if size.Reads, err = timeReads(ctx, dir, key.Public(), o.Runs); err != nil {
+			return nil, err
+		}
+		runtime.GC()
+		size.RSSMB = rssMB()
+		if i > 0 {
+			for j := range size.Reads {
+				if base := res.Sizes[0].Reads[j].P50ms; base > 0 {
+					size.Reads[j].Ratio = size.Reads[j].P50ms / base
+				}
+			}
+		}
+		res.Sizes = append(res.Sizes, size)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// importHistory writes n generated events as JSON Lines through a pipe
+// into ledger.Import on a new SQLite ledger in dir, and returns the
+// events per second.
+func importHistory(ctx context.Context, dir string, n int) (float64, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, err
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), nil)
+	if err != nil {
+		return 0, err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		bw := bufio.NewWriterSize(pw, 1<<20)
+		err := generateHistory(bw, n)
+		if err == nil {
+			err = bw.Flush()
+		}
+		pw.CloseWithError(err)
+	}()
+	start := time.Now()
+	got, err := ledger.Import(ctx, st, pr)
+	d := time.Since(start)
+	pr.Close()
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("bench history: import: %w", err)
+	}
+	if got != n {
+		return 0, fmt.Errorf("bench history: imported %d events, want %d", got, n)
+	}
+	return float64(n) / d.Seconds(), nil
+}
+
+// generateHistory writes n events as `crosstalk ledger export` would.
+func generateHistory(w io.Writer, n int) error {
+	groups := []string{"big", "g1", "g2", "g3", "g4", "g5", "g6", "g7"}
+	seqs := map[string]int64{}
+	type msg struct{ eventID, messageID, thread, from, to string }
+	last := map[string][]msg{} // per group, a ring of recent messages
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	enc := json.NewEncoder(w)
+	for i := range n {
+		g := "big"
+		if i%2 == 1 {
+			g = groups[1+(i/2)%7]
+		}
+		seqs[g]++
+		from := historyAgents[i%len(historyAgents)]
+		to := historyAgents[(i/len(historyAgents)+1+i)%len(historyAgents)]
+		if to == from {
+			to = historyAgents[(i+1)%len(historyAgents)]
+		}
+		ev := ledger.Event{V: ledger.Version, ID: envelope.NewID(), TS: t0.Add(time.Duration(i) * time.Millisecond).Format(ledger.TimeLayout),
+			Seq: seqs[g], GroupID: g, By: from}
+		recent := last[g]
+		var d gateway.EventData
+		switch k := i % 20; {
+		case k < 14 || len(recent) == 0: // a message: request, broadcast or reply
+			intent, toName := envelope.IntentRequest, strings.ToUpper(to)
+			switch {
+			case k >= 10 && k < 12:
+				intent, toName = envelope.IntentBroadcast, "*"
+			case k >= 12 && len(recent) > 0:
+				intent = envelope.IntentRespond
+			}
+			env := envelope.New(strings.ToUpper(from), toName, intent, fmt.Sprintf("history event %d: please look at the rollout of service %d before the window closes", i, i%97))
+			env.Context = g
+			if intent == envelope.IntentRespond {
+				p := recent[i%len(recent)]
+				env.Thread, env.Parent, env.To = p.thread, p.messageID, strings.ToUpper(p.from)
+				to = p.from
+			}
+			ev.Kind = gateway.KindMessage
+			d = gateway.EventData{Text: env.Body, Priority: "normal", X: &gateway.XCrosstalk{Envelope: env, Transport: "http", Sender: from, Verification: gateway.StatusUnsigned}}
+			if toName != "*" {
+				d.To = []string{to}
+			}
+			ev.DedupeKey = "msg:" + env.Message
+			recent = append(recent, msg{ev.ID, env.Message, env.Thread, from, to})
+			if len(recent) > 64 {
+				recent = recent[1:]
+			}
+			last[g] = recent
+		case k < 18: // the recipient acks a recent message
+			p := recent[i%len(recent)]
+			ev.Kind, ev.By = gateway.KindAck, p.to
+			d = gateway.EventData{ActorID: p.to, EventID: p.eventID}
+		default: // the recipient resolves one
+			p := recent[i%len(recent)]
+			ev.Kind, ev.By = gateway.KindDisposition, p.to
+			d = gateway.EventData{ActorID: p.to, EventID: p.eventID, Disposition: "resolved"}
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		ev.Data = b
+		if err := enc.Encode(struct {
+			ledger.Event
+			DedupeKey string `json:"x_dedupe_key,omitempty"`
+		}{ev, ev.DedupeKey}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// timeReads starts the relay on dir's ledger and times each read.
+func timeReads(ctx context.Context, dir string, pub *signing.PublicKey, runs int) ([]HistoryRead, error) {
+	rr, err := startRelay(ctx, dir, pub, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	defer shutdown(rr)
+	base := rr.URL()
+	hc := &http.Client{Timeout: 5 * time.Minute}
+	get := func(path string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		res, err := hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err == nil && res.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET %s: %s: %.200s", path, res.Status, b)
+		}
+		return b, err
+	}
+	// A thread and a middle page to read: from the group's last event.
+	var page struct {
+		Events []ledger.Event `json:"events"`
+	}
+	b, err := get("/v1/groups/big/events?before_seq=0&limit=1&kinds=chat.message")
+	if err == nil {
+		err = json.Unmarshal(b, &page)
+	}
+	if err != nil || len(page.Events) == 0 {
+		return nil, fmt.Errorf("bench history: the last event of big: %v", err)
+	}
+	thread := ""
+	if d, err := gateway.ParseData(page.Events[0]); err == nil && d.X != nil && d.X.Envelope != nil {
+		thread = d.X.Envelope.Thread
+	}
+	mid := page.Events[0].Seq / 2
+	reads := []struct{ name, path string }{
+		{"web /", "/"},
+		{"web /ui/groups/big", "/ui/groups/big"},
+		{"web /ui/groups/big?before=mid", "/ui/groups/big?before=" + strconv.FormatInt(mid, 10)},
+		{"web thread (last of big)", "/ui/groups/big/threads/" + thread},
+		{"web /ui/agents", "/ui/agents"},
+		{"web /ui/agents/bob", "/ui/agents/bob"},
+		{"api events before_seq limit 100", "/v1/groups/big/events?before_seq=0&limit=100"},
+		{"api events since_seq=mid limit 100", "/v1/groups/big/events?limit=100&since_seq=" + strconv.FormatInt(mid, 10)},
+		{"api deliveries bob before_pos limit 100", "/v1/agents/bob/deliveries?before_pos=0&limit=100"},
+		{"api agents", "/v1/agents"},
+	}
+	var out []HistoryRead
+	for _, r := range reads {
+		var lats []time.Duration
+		size := 0
+		for i := 0; i <= runs; i++ { // the first is a warm-up
+			start := time.Now()
+			b, err := get(r.path)
+			if err != nil {
+				return nil, err
+			}
+			if i > 0 {
+				lats = append(lats, time.Since(start))
+			}
+			size = max(size, len(b))
+		}
+		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+		out = append(out, HistoryRead{Name: r.name, P50ms: percentile(lats, 0.5), Bytes: size})
+	}
+	return out, nil
+}
+
+// rssMB is the process's resident set size in MB (Linux), 0 elsewhere.
+func rssMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// Print writes the result as a table.
+func (r *HistoryResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s\n\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "read")
+	for _, s := range r.Sizes {
+		fmt.Fprintf(tw, "\t%d events: p50 ms\tbytes\tratio", s.Events)
+	}
+	fmt.Fprintln(tw)
+	if len(r.Sizes) > 0 {
+		for j, rd := range r.Sizes[0].Reads {
+			fmt.Fprint(tw, rd.Name)
+			for _, s := range r.Sizes {
+				x := s.Reads[j]
+				ratio := "-"
+				if x.Ratio > 0 {
+					ratio = fmt.Sprintf("%.2f", x.Ratio)
+				}
+				fmt.Fprintf(tw, "\t%.2f\t%d\t%s", x.P50ms, x.Bytes, ratio)
+			}
+			fmt.Fprintln(tw)
+		}
+	}
+	fmt.Fprint(tw, "ledger import, events/s")
+	for _, s := range r.Sizes {
+		fmt.Fprintf(tw, "\t%.0f\t\t", s.ImportPerSec)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprint(tw, "process RSS after the reads, MB")
+	for _, s := range r.Sizes {
+		fmt.Fprintf(tw, "\t%.0f\t\t", s.RSSMB)
+	}
+	fmt.Fprintln(tw)
+	tw.Flush()
+}
