@@ -16,4 +16,8 @@ const (
 	// KindDelivery records the final state of delivering one envelope to
 	// one receiver over its transport: data.state "delivered" or "failed".
 	KindDelivery = "x.crosstalk.delivery"
+	// KindReservation records a scope reservation's grant, renewal,
+	// release or takeover (data.action; BeadBoard §4.4–§5, package
+	// gateway/reserve).
+	KindReservation = "x.crosstalk.reservation"
 )
