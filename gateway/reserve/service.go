@@ -29,6 +29,9 @@ type Service struct {
 
 	mu sync.Mutex
 	t  *Table
+	// beforeAppend, when set by tests, runs between a decision and its
+	// append: where another relay's decision can slip in.
+	beforeAppend func()
 }
 
 // Options configures a Service.
@@ -91,6 +94,9 @@ func (s *Service) Reserve(ctx context.Context, req Request) ([]Reservation, erro
 	plan, err := s.t.Decide(req, now, s.policy)
 	if err != nil {
 		return nil, err
+	}
+	if s.beforeAppend != nil {
+		s.beforeAppend()
 	}
 	res, err := s.store.Append(ctx, plan.Records(s.group))
 	if err != nil {
