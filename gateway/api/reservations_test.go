@@ -3,42 +3,28 @@ package api_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
-	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
-	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 )
 
-// newReserveHarness is newHarness with the reservation endpoints mounted.
-func newReserveHarness(t *testing.T, opts *api.Options) *harness {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), nil)
-	if err != nil {
-		t.Fatal(err)
+// mountReservations mounts the reservation endpoints over the
+// harness's ledger, as `crosstalk relay` does.
+func mountReservations(t *testing.T) func(*api.Server, ledger.Store) {
+	return func(a *api.Server, st ledger.Store) {
+		svc, err := reserve.NewService(context.Background(), st, reserve.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.MountReservations(svc)
 	}
-	relay := gateway.New(st, &gateway.Options{Book: testBook(t)})
-	svc, err := reserve.NewService(context.Background(), st, reserve.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := api.New(relay, opts)
-	a.MountReservations(svc)
-	srv := httptest.NewServer(a)
-	t.Cleanup(func() {
-		a.Close()
-		srv.Close()
-		st.Close()
-	})
-	return &harness{t: t, srv: srv, relay: relay, store: st}
 }
 
 func TestReservationsAPI(t *testing.T) {
 	const claudeTok, gptTok = "claude-token-0123456789", "chatgpt-token-0123456789"
-	h := newReserveHarness(t, &api.Options{Tokens: map[string]string{claudeTok: "claude", gptTok: "chatgpt"}})
+	h := newHarness(t, &api.Options{Tokens: map[string]string{claudeTok: "claude", gptTok: "chatgpt"}}, mountReservations(t))
 	asClaude := []string{"Authorization", "Bearer " + claudeTok}
 	asGPT := []string{"Authorization", "Bearer " + gptTok}
 

@@ -304,7 +304,7 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams, Minted: minted, Heartbeat: o.Heartbeat,
 	})
 	a.MountAgents(o.Channel) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
-	resv, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Policy: reserve.Policy{
+	resv, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Now: o.Now, Policy: reserve.Policy{
 		LastSeen: func(agent string) time.Time { t, _ := core.Relay.AgentLiveness(agent); return t },
 	}})
 	if err != nil {
