@@ -57,10 +57,8 @@ func Canonical(scope string) (string, error) {
 	if len(scope) > MaxScopeLen {
 		return bad(ErrBadScope, fmt.Sprintf("longer than %d bytes", MaxScopeLen))
 	}
-	for _, r := range scope {
-		if r < 0x20 || r == 0x7f {
-			return bad(ErrBadScope, "control character")
-		}
+	if strings.ContainsFunc(scope, isControl) {
+		return bad(ErrBadScope, "control character")
 	}
 	s := strings.ReplaceAll(scope, `\`, "/")
 	if strings.HasPrefix(s, "/") {
@@ -92,6 +90,8 @@ func Canonical(scope string) (string, error) {
 	}
 	return c, nil
 }
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // Class is how two scopes overlap (BeadBoard §5.2).
 type Class string

@@ -3,6 +3,7 @@ package reserve
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,6 +175,18 @@ func TestTTLRenewRelease(t *testing.T) {
 	for _, ttl := range []time.Duration{time.Millisecond, -time.Second, MaxTTL + time.Second} {
 		if _, err := f.svc.Reserve(ctx, Request{Agent: "a", Scopes: []string{"x"}, TTL: ttl}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ttl %v: err = %v", ttl, err)
+		}
+	}
+	for _, req := range []Request{
+		{Agent: "", Scopes: []string{"x"}},
+		{Agent: "a\nb", Scopes: []string{"x"}},
+		{Agent: strings.Repeat("a", MaxAgentLen+1), Scopes: []string{"x"}},
+		{Agent: "a", Scopes: []string{"x"}, Reason: strings.Repeat("r", MaxReasonLen+1)},
+		{Agent: "a"},
+		{Agent: "a", Scopes: make([]string, MaxScopes+1)},
+	} {
+		if _, err := f.svc.Reserve(ctx, req); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Reserve(%.40q…) err = %v, want ErrInvalid", req.Agent, err)
 		}
 	}
 	if _, err := f.svc.Reserve(ctx, Request{Agent: "a", Scopes: []string{"../x"}}); !errors.Is(err, ErrEscapesRoot) {

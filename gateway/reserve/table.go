@@ -19,6 +19,10 @@ const (
 	DefaultTTL = 30 * time.Minute
 	// MaxScopes bounds the scopes of one request.
 	MaxScopes = 64
+	// MaxReasonLen and MaxAgentLen bound a request's reason and agent
+	// name in bytes.
+	MaxReasonLen = 1024
+	MaxAgentLen  = 256
 )
 
 // Sentinel errors of Decide and Release.
@@ -217,8 +221,13 @@ func (t *Table) lastActive(agent string, p Policy) time.Time {
 // holder is never taken over. Decide changes nothing: apply the plan's
 // events to change the table.
 func (t *Table) Decide(req Request, now time.Time, p Policy) (Plan, error) {
-	if req.Agent == "" {
+	switch {
+	case req.Agent == "":
 		return Plan{}, fmt.Errorf("%w: no agent", ErrInvalid)
+	case len(req.Agent) > MaxAgentLen || strings.ContainsFunc(req.Agent, isControl):
+		return Plan{}, fmt.Errorf("%w: agent name longer than %d bytes or with control characters", ErrInvalid, MaxAgentLen)
+	case len(req.Reason) > MaxReasonLen:
+		return Plan{}, fmt.Errorf("%w: reason longer than %d bytes", ErrInvalid, MaxReasonLen)
 	}
 	ttl := req.TTL
 	if ttl == 0 {
