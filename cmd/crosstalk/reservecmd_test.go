@@ -50,3 +50,26 @@ func TestReserveCommands(t *testing.T) {
 		t.Fatalf("reserve without --agent = %d", code)
 	}
 }
+
+// TestReservationsSurviveRestart reserves on a relay, stops it, starts a
+// new one on the same data directory: the reservation is still held and
+// still refuses an overlap.
+func TestReservationsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	r := startTestRelay(t, dir, nil)
+	if out, errs, code := runCLI(t, "", "reserve", "--relay", r.url, "--agent", "claude", "src/*"); code != exitOK {
+		t.Fatalf("reserve = %d %q %q", code, out, errs)
+	}
+	if err := r.shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	r = startTestRelay(t, dir, nil)
+	defer r.shutdown()
+	out, _, code := runCLI(t, "", "reservations", "--relay", r.url, "--path", "src/main.go")
+	if code != exitOK || !strings.Contains(out, "claude") {
+		t.Fatalf("after restart: reservations = %d %q", code, out)
+	}
+	if out, _, code = runCLI(t, "", "reserve", "--relay", r.url, "--agent", "chatgpt", "src/main.go"); code != exitFailure || !strings.Contains(out, "held by claude") {
+		t.Fatalf("after restart: overlapping reserve = %d %q", code, out)
+	}
+}
