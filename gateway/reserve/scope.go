@@ -128,5 +128,5 @@ func base(s string) string {
 
 // within reports whether p is parent or equal to q.
 func within(p, q string) bool {
-	return p == Root || p == q || strings.HasPrefix(q, p+"/")
+	return p == Root || p == q || len(q) > len(p) && q[len(p)] == '/' && strings.HasPrefix(q, p)
 }

@@ -2,8 +2,10 @@ package reserve
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCanonical(t *testing.T) {
@@ -135,4 +137,31 @@ func FuzzCanonical(f *testing.F) {
 			t.Fatalf("Classify(%q, itself) != exact", c)
 		}
 	})
+}
+
+// TestIndexMatchesClassify checks the table's index against Classify over
+// every pair of a set of scopes: List(path) holds exactly the scopes that
+// are not disjoint from path.
+func TestIndexMatchesClassify(t *testing.T) {
+	scopes := []string{".", "*", "src", "src/*", "src/lib", "src/lib/parser.ts", "srcs", "docs/*", "docs/api.md", "a", "a/b/c/*"}
+	tb := NewTable()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, s := range scopes {
+		tb.add(Reservation{ID: fmt.Sprint(i), Agent: "a", Scope: s, ExpiresAt: now.Add(time.Hour)})
+	}
+	for _, p := range scopes {
+		rs, err := tb.List(now, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, r := range rs {
+			got[r.Scope] = true
+		}
+		for _, s := range scopes {
+			if want := Classify(p, s) != Disjoint; got[s] != want {
+				t.Errorf("List(%q) has %q = %v, want %v", p, s, got[s], want)
+			}
+		}
+	}
 }

@@ -119,15 +119,83 @@ type Plan struct {
 // Table is the projection of reservation events: the live reservations.
 // It is not safe for concurrent use.
 type Table struct {
-	res    map[string]Reservation // by id
-	voided map[string][]Conflict  // grants that lost to an earlier overlap
+	res map[string]Reservation // by id
+	// bySeg indexes res by the first segment of the scope's base ("" for
+	// the whole repository): only scopes sharing it, or covering the
+	// root, can overlap.
+	bySeg  map[string]map[string]bool
+	voided map[string][]Conflict // grants that lost to an earlier overlap
 	// Seq is the seq of the last event applied.
 	Seq int64
+	// applied counts the reservation events applied, for pruning.
+	applied int
 }
+
+// pruneEvery is how many events Apply folds between two prunes of
+// expired reservations (they are ignored anyway; pruning frees memory).
+const pruneEvery = 1024
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{res: map[string]Reservation{}, voided: map[string][]Conflict{}}
+	return &Table{res: map[string]Reservation{}, bySeg: map[string]map[string]bool{}, voided: map[string][]Conflict{}}
+}
+
+// seg is the index key of a canonical scope.
+func seg(scope string) string {
+	b := base(scope)
+	if b == Root {
+		return ""
+	}
+	first, _, _ := strings.Cut(b, "/")
+	return first
+}
+
+func (t *Table) add(r Reservation) {
+	t.res[r.ID] = r
+	k := seg(r.Scope)
+	if t.bySeg[k] == nil {
+		t.bySeg[k] = map[string]bool{}
+	}
+	t.bySeg[k][r.ID] = true
+}
+
+func (t *Table) remove(id string) {
+	r, ok := t.res[id]
+	if !ok {
+		return
+	}
+	delete(t.res, id)
+	k := seg(r.Scope)
+	delete(t.bySeg[k], id)
+	if len(t.bySeg[k]) == 0 {
+		delete(t.bySeg, k)
+	}
+}
+
+// overlapping calls f for each reservation live at now that may overlap
+// the canonical scope (same index key, or covering the root), then
+// f decides with Classify.
+func (t *Table) overlapping(scope string, now time.Time, f func(Reservation, Class)) {
+	visit := func(ids map[string]bool) {
+		for id := range ids {
+			r := t.res[id]
+			if !r.Live(now) {
+				continue
+			}
+			if cls := Classify(scope, r.Scope); cls != Disjoint {
+				f(r, cls)
+			}
+		}
+	}
+	k := seg(scope)
+	if k == "" {
+		for _, ids := range t.bySeg {
+			visit(ids)
+		}
+		return
+	}
+	visit(t.bySeg[k])
+	visit(t.bySeg[""])
 }
 
 // List returns the reservations live at now, ordered by scope then
@@ -143,13 +211,26 @@ func (t *Table) List(now time.Time, path string) ([]Reservation, error) {
 		p = c
 	}
 	var out []Reservation
-	for _, r := range t.res {
-		if r.Live(now) && (p == "" || Classify(p, r.Scope) != Disjoint) {
-			out = append(out, r)
+	if p != "" {
+		t.overlapping(p, now, func(r Reservation, _ Class) { out = append(out, r) })
+	} else {
+		for _, r := range t.res {
+			if r.Live(now) {
+				out = append(out, r)
+			}
 		}
 	}
 	sortRes(out)
 	return out, nil
+}
+
+func sortConflicts(cs []Conflict) {
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].Scope != cs[j].Scope {
+			return cs[i].Scope < cs[j].Scope
+		}
+		return cs[i].HeldScope < cs[j].HeldScope || cs[i].HeldScope == cs[j].HeldScope && cs[i].ReservationID < cs[j].ReservationID
+	})
 }
 
 func sortRes(rs []Reservation) {
@@ -198,21 +279,6 @@ func canonAll(scopes []string) ([]string, error) {
 	return out, nil
 }
 
-// lastActive is an agent's latest activity: Policy.LastSeen or its latest
-// grant or renewal in the table.
-func (t *Table) lastActive(agent string, p Policy) time.Time {
-	var last time.Time
-	if p.LastSeen != nil {
-		last = p.LastSeen(agent)
-	}
-	for _, r := range t.res {
-		if r.Agent == agent && r.RenewedAt.After(last) {
-			last = r.RenewedAt
-		}
-	}
-	return last
-}
-
 // Decide decides req at now against the live reservations (BeadBoard
 // §4.4, issue 15): the agent's own overlaps are allowed (an exact one is
 // renewed); another agent's overlapping reservation refuses the whole
@@ -243,36 +309,46 @@ func (t *Table) Decide(req Request, now time.Time, p Policy) (Plan, error) {
 	plan := Plan{Agent: req.Agent, Reason: req.Reason, ExpiresAt: now.Add(ttl)}
 	var conflicts []Conflict
 	taken := map[string]bool{}
-	live := t.liveSorted(now)
+	active := map[string]time.Time{} // holders' latest grant or renewal
+	for _, r := range t.res {
+		if r.Live(now) && r.RenewedAt.After(active[r.Agent]) {
+			active[r.Agent] = r.RenewedAt
+		}
+	}
 	for _, s := range scopes {
-		renewed := false
-		for _, r := range live {
-			cls := Classify(s, r.Scope)
-			switch {
-			case cls == Disjoint:
-				continue
-			case r.Agent == req.Agent:
-				if cls == Exact && !renewed {
-					renewed = true
-					plan.Renewals = append(plan.Renewals, r)
+		var renew *Reservation
+		t.overlapping(s, now, func(r Reservation, cls Class) {
+			if r.Agent == req.Agent {
+				if cls == Exact && (renew == nil || r.ID < renew.ID) {
+					renew = &r
 				}
-				continue
+				return
 			}
-			lv := attention.LivenessAfter(t.lastActive(r.Agent, p), now, p.StaleAfter)
+			last := active[r.Agent]
+			if p.LastSeen != nil {
+				if seen := p.LastSeen(r.Agent); seen.After(last) {
+					last = seen
+				}
+			}
+			lv := attention.LivenessAfter(last, now, p.StaleAfter)
 			if req.TakeoverStale && lv != attention.Active {
 				if !taken[r.ID] {
 					taken[r.ID] = true
 					plan.Takeovers = append(plan.Takeovers, r)
 				}
-				continue
+				return
 			}
 			conflicts = append(conflicts, Conflict{Scope: s, Holder: r.Agent, HeldScope: r.Scope, Class: cls, ReservationID: r.ID, Liveness: lv})
-		}
-		if !renewed {
+		})
+		if renew != nil {
+			plan.Renewals = append(plan.Renewals, *renew)
+		} else {
 			plan.Grants = append(plan.Grants, s)
 		}
 	}
+	sortRes(plan.Takeovers)
 	if len(conflicts) > 0 {
+		sortConflicts(conflicts)
 		return Plan{}, &ConflictError{Conflicts: conflicts}
 	}
 	return plan, nil
@@ -384,7 +460,9 @@ func (t *Table) Apply(ev ledger.Event) error {
 	if err != nil {
 		return err
 	}
-	t.prune(at)
+	if t.applied++; t.applied%pruneEvery == 0 {
+		t.prune(at)
+	}
 	switch d.Action {
 	case ActionGrant:
 		exp, err := time.Parse(time.RFC3339Nano, d.ExpiresAt)
@@ -396,16 +474,17 @@ func (t *Table) Apply(ev ledger.Event) error {
 			return fmt.Errorf("reserve: grant %s: bad scope %q or agent %q", ev.ID, d.Scope, d.Agent)
 		}
 		var cs []Conflict
-		for _, r := range t.liveSorted(at) {
-			if cls := Classify(scope, r.Scope); cls != Disjoint && r.Agent != d.Agent {
+		t.overlapping(scope, at, func(r Reservation, cls Class) {
+			if r.Agent != d.Agent {
 				cs = append(cs, Conflict{Scope: scope, Holder: r.Agent, HeldScope: r.Scope, Class: cls, ReservationID: r.ID, Liveness: attention.Active})
 			}
-		}
+		})
 		if len(cs) > 0 {
+			sortConflicts(cs)
 			t.voided[ev.ID] = cs
 			return nil
 		}
-		t.res[ev.ID] = Reservation{ID: ev.ID, Agent: d.Agent, Scope: scope, Reason: d.Reason, GrantedAt: at, RenewedAt: at, ExpiresAt: exp}
+		t.add(Reservation{ID: ev.ID, Agent: d.Agent, Scope: scope, Reason: d.Reason, GrantedAt: at, RenewedAt: at, ExpiresAt: exp})
 	case ActionRenew:
 		r, ok := t.res[d.ReservationID]
 		exp, err := time.Parse(time.RFC3339Nano, d.ExpiresAt)
@@ -418,10 +497,10 @@ func (t *Table) Apply(ev ledger.Event) error {
 		}
 	case ActionRelease:
 		if r, ok := t.res[d.ReservationID]; ok && r.Agent == ev.By {
-			delete(t.res, r.ID)
+			t.remove(r.ID)
 		}
 	case ActionTakeover:
-		delete(t.res, d.ReservationID)
+		t.remove(d.ReservationID)
 	default:
 		return fmt.Errorf("reserve: event %s: unknown action %q", ev.ID, d.Action)
 	}
@@ -433,7 +512,7 @@ func (t *Table) Apply(ev ledger.Event) error {
 func (t *Table) prune(now time.Time) {
 	for id, r := range t.res {
 		if !r.Live(now) {
-			delete(t.res, id)
+			t.remove(id)
 		}
 	}
 }
