@@ -52,7 +52,51 @@ const (
 	ActionClaim   Action = "claim"
 	ActionDefer   Action = "defer"
 	ActionResolve Action = "resolve"
+	// ActionDelivered moves the actor's delivery cursor: the position an
+	// agent channel resumes from, advanced only by the channel's delivery
+	// acks and never moved backwards. It records no ledger event and is
+	// independent of the read cursor (issue #14: reading a newer event
+	// must not skip older unacknowledged ones on resume).
+	ActionDelivered Action = "delivered"
+	// ActionDischarge discharges an obligation (`meta: obligation`): only
+	// its author or delegate may, once (issue #14). An ACK envelope from
+	// them whose parent is the obligation's message does the same.
+	ActionDischarge Action = "discharge"
 )
+
+// deliveredActor is the cursor key of actor's delivery cursor in the
+// ledger's cursor table, beside its read cursor (keyed by the actor id).
+// The prefix holds a space, which no actor id does.
+func deliveredActor(actor string) string { return "delivered to " + actor }
+
+// DeliveryCursor returns actor's delivery cursor in group: the last event
+// its agent channel confirmed, in a contiguous run from the start (see
+// ActionDelivered). A group the actor never confirmed anything in gives
+// ledger.ErrNotFound.
+func (r *Relay) DeliveryCursor(ctx context.Context, group, actor string) (ledger.Cursor, error) {
+	c, err := r.store.GetCursor(ctx, group, deliveredActor(r.book.ActorID(actor)))
+	c.Actor = r.book.ActorID(actor)
+	return c, err
+}
+
+// shownTo reports whether actor was shown ev (with data d): a message or
+// notice addressed to it (by id, role, @all or broadcast) or its own; the
+// human user is shown every one. Other kinds (reactions, acks, claims,
+// dispositions) address nobody and are shown to every member of the group
+// as notes. chat.read of a message or notice aimed only at others is
+// refused (CCCS §6.3: "reject watermarks for events that are not
+// addressed to actor_id").
+func (r *Relay) shownTo(ev ledger.Event, d EventData, actor string) bool {
+	switch {
+	case ev.Kind != KindMessage && ev.Kind != KindNotify:
+		return true
+	case actor == "user", strings.EqualFold(ev.By, actor):
+		return true
+	case ev.Kind == KindNotify:
+		return d.TargetActorID == "" || strings.EqualFold(d.TargetActorID, actor)
+	}
+	return r.addressedTo(d.To, actor)
+}
 
 // ActionRequest is an action by Actor (the calling principal) on the event
 // EventID of Group.
@@ -100,24 +144,39 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 	case ActionAck:
 		switch {
 		case target.Kind == KindNotify && td.RequiresAck:
-			rec.Kind, d = KindNotifyAck, EventData{ActorID: req.Actor}
-			rec.Data = mustJSON(map[string]string{"notify_event_id": target.ID, "actor_id": req.Actor})
+			if td.TargetActorID != "" && !strings.EqualFold(td.TargetActorID, req.Actor) {
+				return res, actionErr(CodePermission, "notice %s is for %s; a principal acks only for itself (CCCS §7.2)", target.ID, td.TargetActorID)
+			}
+			rec.Kind, d = KindNotifyAck, EventData{ActorID: req.Actor, NotifyEventID: target.ID}
 		case target.Kind != KindMessage || td.Priority != "attention":
 			return res, actionErr(CodeNotAttention, "event %s is not an attention message; only those are acknowledged (CCCS §6.2)", target.ID)
 		case !r.addressedTo(td.To, req.Actor):
 			return res, actionErr(CodePermission, "event %s is not addressed to %s; a principal acks only for itself (CCCS §6.2)", target.ID, req.Actor)
 		default:
-			rec.Kind = KindAck
+			// Addressed to the asker, like an ACK envelope (C2A "Thanks or
+			// acknowledgement").
+			rec.Kind, d.To = KindAck, []string{target.By}
 		}
-		rec.DedupeKey = "ack:" + req.Group + ":" + req.Actor + ":" + target.ID
+		rec.DedupeKey = ackDedupeKey(req.Group, req.Actor, target.ID)
 	case ActionRead:
+		if !r.shownTo(target, td, req.Actor) {
+			return res, actionErr(CodePermission, "event %s is not addressed to %s; a read watermark names an event the reader was shown (CCCS §6.3)", target.ID, req.Actor)
+		}
 		rec.Kind = KindRead
+	case ActionDelivered:
+		c, err := r.advanceCursor(ctx, req.Group, deliveredActor(req.Actor), target)
+		if err != nil {
+			return res, fmt.Errorf("gateway: delivery cursor: %w", err)
+		}
+		c.Actor = req.Actor
+		res.Cursor = &c
+		return res, nil
 	case ActionReact:
 		sig, err := attention.ParseSignal(req.Signal)
 		if err != nil {
 			return res, actionErr(CodeInvalid, "react: %v", err)
 		}
-		rec.Kind, d.Signal, d.Emoji = KindReaction, string(sig), sig.Glyph()
+		rec.Kind, d.Signal, d.Emoji, d.To = KindReaction, string(sig), sig.Glyph(), []string{target.By}
 	case ActionClaim:
 		ae := AttentionEvent(target, td)
 		ag := attention.Agent{ID: req.Actor}
@@ -141,6 +200,14 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 		}
 		res.Claim = &c
 		rec.Kind, d.ExpiresAt = KindClaim, ledger.FormatTime(c.ExpiresAt)
+	case ActionDischarge:
+		switch {
+		case target.Kind != KindMessage || td.Obligation == nil:
+			return res, actionErr(CodeInvalid, "event %s carries no obligation to discharge", target.ID)
+		case !td.Obligation.CanDischarge(target.By, req.Actor):
+			return res, actionErr(CodePermission, "only %s (the author) or its delegate discharges the obligation of %s, not %s", target.By, target.ID, req.Actor)
+		}
+		rec.Kind, rec.DedupeKey = KindDischarge, dischargeDedupeKey(req.Group, target.ID)
 	case ActionDefer, ActionResolve:
 		disp, _ := attention.DispositionForAction(string(req.Action))
 		rec.Kind, d.Disposition, d.Note = KindDisposition, string(disp), oneLineNote(req.Note)
@@ -156,13 +223,32 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 	}
 	res.Event, res.Duplicate = out[0].Event, out[0].Duplicate
 	if req.Action == ActionRead {
-		c, err := r.store.SetCursor(ctx, req.Group, req.Actor, target.ID)
+		c, err := r.advanceCursor(ctx, req.Group, req.Actor, target)
 		if err != nil {
 			return res, fmt.Errorf("gateway: read cursor: %w", err)
 		}
 		res.Cursor = &c
 	}
 	return res, nil
+}
+
+// advanceCursor moves the cursor key of group to target unless it already
+// stands at or past it: cursors never move backwards, whatever order
+// events are marked in. It returns the cursor as it stands. Moves are
+// serialised within the relay; relays sharing a JetStream ledger may still
+// race, and the loser's cursor can then stand behind: a redelivery, never
+// a skipped event.
+func (r *Relay) advanceCursor(ctx context.Context, group, key string, target ledger.Event) (ledger.Cursor, error) {
+	r.cursorMu.Lock()
+	defer r.cursorMu.Unlock()
+	cur, err := r.store.GetCursor(ctx, group, key)
+	switch {
+	case err == nil && cur.Seq >= target.Seq:
+		return cur, nil
+	case err != nil && !errors.Is(err, ledger.ErrNotFound):
+		return ledger.Cursor{}, err
+	}
+	return r.store.SetCursor(ctx, group, key, target.ID)
 }
 
 func oneLineNote(s string) string {

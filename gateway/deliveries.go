@@ -32,8 +32,17 @@ type Delivery struct {
 	Content      string `json:"content,omitempty"`
 	Verification string `json:"verification,omitempty"`
 	// Acked reports that the agent has acknowledged this attention
-	// message (chat.ack).
+	// message (chat.ack) or notice (system.notify_ack).
 	Acked bool `json:"acked,omitempty"`
+	// Obligation is the event's obligation (`meta: obligation`), if any.
+	Obligation *attention.Obligation `json:"obligation,omitempty"`
+	// Discharged reports that the obligation's author or delegate
+	// discharged it: only then is it settled.
+	Discharged bool `json:"discharged,omitempty"`
+	// Responded reports that the agent replied to the event (a message
+	// whose parent it is) or recorded a defer or resolve disposition. For
+	// an obligation that is evidence for its author, not discharge.
+	Responded bool `json:"responded,omitempty"`
 	// ClaimedBy is the holder of a claim in force on the event.
 	ClaimedBy string `json:"claimed_by,omitempty"`
 	// Liveness is the agent's liveness now (DESIGN §5.4).
@@ -48,7 +57,7 @@ type Delivery struct {
 // read backwards): author, recipients, intent, thread and priorities from
 // data and data.x_crosstalk.
 func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
-	ae := attention.Event{ID: ev.ID, Seq: ev.Seq, Group: ev.GroupID, Kind: ev.Kind, From: ev.By, To: d.To, Priority: d.Priority}
+	ae := attention.Event{ID: ev.ID, Seq: ev.Seq, Group: ev.GroupID, Kind: ev.Kind, From: ev.By, To: d.To, Priority: d.Priority, Obligation: d.Obligation}
 	if t, err := ev.Time(); err == nil {
 		ae.CreatedAt = t
 	}
@@ -144,9 +153,11 @@ func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceS
 	if last > from {
 		r.saveTracker(group, last, tr)
 	}
-	// Acks can come after the message: mark them at the end.
+	// Acks, replies and discharges come after the message: mark them at
+	// the end.
 	for i := range out {
-		out[i].Acked = tr.acked[out[i].EventID]
+		id := out[i].EventID
+		out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], tr.discharged[id]
 	}
 	return out, nil
 }
@@ -272,6 +283,9 @@ type tracker struct {
 	agent   attention.Agent
 	threads *threadSet
 	acked   map[string]bool
+	// responded and discharged hold the events the agent answered and
+	// the obligations discharged, as far as the walk went.
+	responded, discharged map[string]bool
 	// claimed holds the events that have an x.crosstalk.claim event: only
 	// those can have a claim in the store, so only those are looked up.
 	claimed map[string]bool
@@ -284,7 +298,7 @@ func (r *Relay) newTracker(agent string) *tracker {
 	if entry, ok := r.book.Agent(agent); ok {
 		a.Roles = entry.Roles
 	}
-	return &tracker{r: r, agent: a, threads: newThreadSet(), acked: map[string]bool{}, claimed: map[string]bool{}, now: r.now(), seen: r.LastSeen()}
+	return &tracker{r: r, agent: a, threads: newThreadSet(), acked: map[string]bool{}, responded: map[string]bool{}, discharged: map[string]bool{}, claimed: map[string]bool{}, now: r.now(), seen: r.LastSeen()}
 }
 
 // learnClaims notes which of evs were ever claimed, from their claim
@@ -313,6 +327,20 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	ae := AttentionEvent(ev, d)
 	if ev.Kind == KindAck && t.acked != nil && strings.EqualFold(d.ActorID, t.agent.ID) {
 		t.acked[d.EventID] = true
+	}
+	if ev.Kind == KindNotifyAck && t.acked != nil && strings.EqualFold(d.ActorID, t.agent.ID) {
+		t.acked[d.NotifyEventID] = true // closes a notice's requires_ack (CCCS §7.2)
+	}
+	if t.responded != nil && strings.EqualFold(ev.By, t.agent.ID) {
+		switch {
+		case ev.Kind == KindMessage && d.ReplyTo != "":
+			t.responded[d.ReplyTo] = true
+		case ev.Kind == KindDisposition && d.EventID != "":
+			t.responded[d.EventID] = true
+		}
+	}
+	if ev.Kind == KindDischarge && t.discharged != nil {
+		t.discharged[d.EventID] = true
 	}
 	if ev.Kind == KindClaim && t.claimed != nil {
 		t.claimed[d.EventID] = true
@@ -345,7 +373,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	}
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
-		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy,
+		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
 		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
 	}
 	if x := d.X; x != nil {
@@ -428,12 +456,12 @@ func (r *Relay) FollowAgent(ctx context.Context, agent string, after int64) iter
 				yield(Delivery{}, err)
 				return
 			}
-			tr, err := trs.get(ctx, agent, l.GroupID, l.Seq)
+			release, err := r.StreamWork(ctx)
 			if err != nil {
-				yield(Delivery{}, err)
-				return
+				return // ctx ended
 			}
-			d, ok, err := tr.emit(ctx, l.Event)
+			d, ok, err := trs.emit(ctx, agent, l)
+			release()
 			if err != nil {
 				yield(Delivery{}, err)
 				return
@@ -447,6 +475,29 @@ func (r *Relay) FollowAgent(ctx context.Context, agent string, after int64) iter
 				return
 			}
 		}
+	}
+}
+
+// emit returns the delivery of l to agent, with the tracker of its group.
+func (l *trackerLRU) emit(ctx context.Context, agent string, ev ledger.Logged) (Delivery, bool, error) {
+	tr, err := l.get(ctx, agent, ev.GroupID, ev.Seq)
+	if err != nil {
+		return Delivery{}, false, err
+	}
+	return tr.emit(ctx, ev.Event)
+}
+
+// StreamWork takes one of the relay's slots for the work of a stream
+// (decoding an event, deciding and encoding its delivery) and returns its
+// release. There are GOMAXPROCS-1 slots (at least one): however many
+// streams replay history at once, a CPU stays free for the other requests
+// (a health check, an intake). It fails only when ctx ends.
+func (r *Relay) StreamWork(ctx context.Context) (release func(), err error) {
+	select {
+	case r.work <- struct{}{}:
+		return func() { <-r.work }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 

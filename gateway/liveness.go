@@ -103,7 +103,7 @@ func (r *Relay) ReleaseEvictedClaim(ctx context.Context, group, eventID string) 
 // released claims.
 func (r *Relay) NotifyAgent(ctx context.Context, agent, group, eventID, kind, message string) error {
 	d := EventData{Kind: kind, Title: kind + " for " + agent, Message: oneLineNote(message),
-		TargetActorID: r.book.ActorID(agent), RelatedEventID: eventID, Priority: "normal"}
+		TargetActorID: r.book.ActorID(agent), RelatedEventID: eventID, Priority: "normal", RequiresAck: true}
 	if _, err := r.store.Append(ctx, []ledger.Record{{Kind: KindNotify, GroupID: group, By: "system", Data: mustJSON(d)}}); err != nil {
 		return fmt.Errorf("gateway: recording %s: %w", kind, err)
 	}

@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -24,6 +27,7 @@ const (
 	KindNotifyAck   = ledger.KindNotifyAck
 	KindClaim       = ledger.KindClaim
 	KindDisposition = ledger.KindDisposition
+	KindDischarge   = ledger.KindDischarge
 )
 
 // XCrosstalk is data.x_crosstalk of every event made from an envelope
@@ -54,6 +58,9 @@ type EventData struct {
 	To       []string `json:"to,omitempty"`
 	ReplyTo  string   `json:"reply_to,omitempty"`
 	ClientID string   `json:"client_id,omitempty"`
+	// Obligation is the message's `meta: obligation`, its Delegate an
+	// actor id.
+	Obligation *attention.Obligation `json:"obligation,omitempty"`
 	// chat.ack, chat.read, chat.reaction, claims, dispositions
 	ActorID string `json:"actor_id,omitempty"`
 	EventID string `json:"event_id,omitempty"`
@@ -66,6 +73,8 @@ type EventData struct {
 	TargetActorID  string `json:"target_actor_id,omitempty"`
 	RelatedEventID string `json:"related_event_id,omitempty"`
 	RequiresAck    bool   `json:"requires_ack,omitempty"`
+	// system.notify_ack
+	NotifyEventID string `json:"notify_event_id,omitempty"`
 	// x.crosstalk.*
 	Disposition string `json:"disposition,omitempty"`
 	State       string `json:"state,omitempty"` // x.crosstalk.delivery: delivered or failed
@@ -143,15 +152,29 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 	parentEvent := r.lookupParent(ctx, env.Parent)
 
 	switch env.Intent {
-	case envelope.IntentAck:
-		if pe, ok := parentEvent.(ledger.Event); ok && r.isAttentionFor(pe, x.Sender) {
-			rec.Kind, d.ActorID, d.EventID = KindAck, x.Sender, pe.ID // self-only ack (CCCS §6.2)
+	case envelope.IntentAck, envelope.IntentNack:
+		// The directed answer to the asker (C2A "Thanks or
+		// acknowledgement"): addressed to the author of parent.
+		pe, known := parentEvent.(ledger.Event)
+		d.ActorID, d.EventID = x.Sender, eventID(parentEvent)
+		if known && pe.By != "" {
+			d.To = []string{pe.By}
+		}
+		if ob := obligationOf(pe, known); env.Intent == envelope.IntentAck && ob != nil && ob.CanDischarge(pe.By, x.Sender) {
+			// The author's (or delegate's) ACK of its own obligation
+			// discharges it; anyone else's is evidence (below).
+			rec.Kind, rec.DedupeKey = KindDischarge, dischargeDedupeKey(rec.GroupID, pe.ID)
 			break
 		}
-		rec.Kind, d.ActorID, d.Signal, d.Emoji = KindReaction, x.Sender, "agree", "👍"
-		d.EventID = eventID(parentEvent)
-	case envelope.IntentNack:
-		rec.Kind, d.ActorID, d.Signal, d.Emoji, d.EventID = KindReaction, x.Sender, "declined", "👎", eventID(parentEvent)
+		if env.Intent == envelope.IntentAck && known && r.isAttentionFor(pe, x.Sender) {
+			rec.Kind = KindAck // self-only ack (CCCS §6.2)
+			// One chat.ack per (group, actor, event) whatever the path
+			// (CCCS §6.2): the API's ack uses the same key.
+			rec.DedupeKey = ackDedupeKey(rec.GroupID, x.Sender, pe.ID)
+			break
+		}
+		sig, _ := attention.SignalForIntent(attention.Intent(env.Intent))
+		rec.Kind, d.Signal, d.Emoji = KindReaction, string(sig), sig.Glyph()
 	case envelope.IntentError:
 		rec.Kind, d.Kind, d.RelatedEventID = KindNotify, "error", eventID(parentEvent)
 		code, _ := env.MetaValue("error", "Code")
@@ -170,6 +193,12 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		// unknown intents: a chat message.
 		rec.Kind, d.Text, d.Format, d.Priority = KindMessage, env.Body, "plain", "normal"
 		d.To = r.book.Recipients(env.To)
+		if envelope.IsBroadcast(env.To) {
+			// ALL with an intent that asks something is a group
+			// mention: to_my_role for every member (C2A "Role or group
+			// mention"). BROADCAST stays ambient (below).
+			d.To = []string{"@all"}
+		}
 		if env.Intent == envelope.IntentPoll {
 			d.To = appendUnique(d.To, r.pollTargets(env)...)
 		}
@@ -187,6 +216,9 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		}
 		d.ReplyTo = eventID(parentEvent)
 		d.ClientID = dedupe
+		if ob, ok, _ := r.obligation(env); ok {
+			d.Obligation = &ob
+		}
 	}
 	rec.Data = mustJSON(d)
 	return rec
@@ -244,6 +276,65 @@ func (r *Relay) lookupParent(ctx context.Context, parent string) any {
 		return nil
 	}
 	return ev
+}
+
+// obligation parses env's `meta: obligation`, the delegate mapped to an
+// actor id; ok is false when it has none. checkEnvelope refuses the
+// envelope when err is set.
+func (r *Relay) obligation(env *envelope.Envelope) (ob attention.Obligation, ok bool, err error) {
+	if !slices.ContainsFunc(env.Meta, func(m envelope.Meta) bool { return m.Namespace == metaObligation }) {
+		return ob, false, nil
+	}
+	field := func(k string) string { v, _ := env.MetaValue(metaObligation, k); return v }
+	ob, err = attention.ParseObligation(field("Blocks"), field("Default-Action"), field("Delegate"), field("Deadline"), r.now())
+	if err != nil {
+		return ob, false, err
+	}
+	if ob.Delegate != "" {
+		ob.Delegate = r.book.ActorID(ob.Delegate)
+	}
+	return ob, true, nil
+}
+
+// checkObligation refuses a bad `meta: obligation`, or one on an intent
+// that asks nothing.
+func (r *Relay) checkObligation(env *envelope.Envelope) error {
+	_, ok, err := r.obligation(env)
+	if err != nil {
+		return fmt.Errorf("meta: obligation: %w", err)
+	}
+	if ok {
+		switch env.Intent {
+		case envelope.IntentAck, envelope.IntentNack, envelope.IntentBroadcast, envelope.IntentRevoke, envelope.IntentError:
+			return fmt.Errorf("meta: obligation on a %s: only a message that asks something can oblige its receivers", env.Intent)
+		}
+	}
+	return nil
+}
+
+// metaObligation is the META namespace of an obligation (docs/format.md).
+const metaObligation = "obligation"
+
+// obligationOf returns the obligation of a chat.message, or nil.
+func obligationOf(ev ledger.Event, known bool) *attention.Obligation {
+	if !known || ev.Kind != KindMessage {
+		return nil
+	}
+	d, err := ParseData(ev)
+	if err != nil {
+		return nil
+	}
+	return d.Obligation
+}
+
+// dischargeDedupeKey makes one discharge per obligation, whoever and
+// whatever path discharges it.
+func dischargeDedupeKey(group, eventID string) string { return "discharge:" + group + ":" + eventID }
+
+// ackDedupeKey is the de-duplication key of a chat.ack: one per group,
+// actor and event (CCCS §6.2), whether the API or an ACK envelope asks.
+func ackDedupeKey(group, actor, eventID string) string {
+	return "ack:" + group + ":" + actor + ":" + eventID
 }
 
 func eventID(parent any) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -293,7 +294,7 @@ func (o *outbound) plan(ev ledger.Event) []*delivery {
 	}
 	var targets []Agent
 	book := o.r.book
-	if len(d.To) == 0 {
+	if len(d.To) == 0 || slices.Contains(d.To, "@all") {
 		targets = book.Agents()
 	} else {
 		for _, t := range d.To {
@@ -453,7 +454,7 @@ func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause 
 		}
 		reason := fmt.Sprintf("could not deliver to %s via %s: %v", d.receiver, d.transport, cause)
 		recs = append(recs, ledger.Record{Kind: KindNotify, GroupID: d.group, By: "system", DedupeKey: "delivery-failed:" + d.key,
-			Data: mustJSON(EventData{Kind: "error", Priority: "high", Title: string(code) + " delivering " + d.messageID, Message: reason, TargetActorID: d.sender, RelatedEventID: d.event.ID})})
+			Data: mustJSON(EventData{Kind: "error", Priority: "high", Title: string(code) + " delivering " + d.messageID, Message: reason, TargetActorID: d.sender, RelatedEventID: d.event.ID, RequiresAck: true})})
 		o.bounce(ctx, d, code, reason)
 	}
 	if _, err := o.r.store.Append(ctx, recs); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -117,6 +118,7 @@ const DefaultMaxEnvelopes = 1000
 // Relay is the relay core. It is safe for concurrent use.
 type Relay struct {
 	store    ledger.Store
+	cursorMu sync.Mutex // serialises advanceCursor's read and write
 	log      *slog.Logger
 	book     *AddressBook
 	verifier Verifier
@@ -134,6 +136,7 @@ type Relay struct {
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
 	trackers map[string]*trackerState // see resumeTracker
+	work     chan struct{}            // see StreamWork
 }
 
 // New returns a relay that records into store.
@@ -156,6 +159,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		obs:      opts.Observer,
 		lastSeen: map[string]time.Time{},
 		trackers: map[string]*trackerState{},
+		work:     make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		admins:   map[string]bool{},
 	}
 	r.keeper, _ = opts.Verifier.(TrustKeeper)
@@ -410,6 +414,9 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 				return reject(envelope.CodeAddress, "poll target %v", err)
 			}
 		}
+	}
+	if err := r.checkObligation(env); err != nil {
+		return reject(envelope.CodeFormat, "%v", err)
 	}
 	o.Verification = r.verify(ctx, env)
 	v := &o.Verification

@@ -15,6 +15,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/internal/testrelay"
 )
 
 // testBook is the address book of newRelay's default relay: claude and
@@ -45,19 +46,8 @@ func newRelay(t *testing.T, opts *gateway.Options) *gateway.Relay {
 	return gateway.New(st, opts)
 }
 
-// env composes an envelope text.
-func env(from, to, intent, ctx, body string, mod ...func(*envelope.Envelope)) string {
-	e := envelope.New(from, to, intent, body)
-	e.Context = ctx
-	for _, m := range mod {
-		m(e)
-	}
-	b, err := envelope.Marshal(e)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
+// env composes an envelope text (testrelay.Envelope).
+var env = testrelay.Envelope
 
 func ingest(t *testing.T, r *gateway.Relay, principal, text string) []gateway.Outcome {
 	t.Helper()
@@ -93,7 +83,7 @@ func TestIngestMapsIntents(t *testing.T) {
 		{"HANDOFF", "CLAUDE", gateway.KindMessage, "attention", []string{"claude"}},
 		{"ESCALATE", "CLAUDE", gateway.KindMessage, "attention", []string{"claude", "@user"}},
 		{"BROADCAST", "CLAUDE", gateway.KindMessage, "normal", nil},
-		{"REQUEST", "ALL", gateway.KindMessage, "normal", nil},
+		{"REQUEST", "ALL", gateway.KindMessage, "normal", []string{"@all"}},
 		{"WIBBLE", "CLAUDE", gateway.KindMessage, "normal", []string{"claude"}},
 		{"NACK", "CLAUDE", gateway.KindReaction, "", nil},
 		{"ACK", "CLAUDE", gateway.KindReaction, "", nil},
@@ -286,7 +276,7 @@ func TestDeliveriesMatrix(t *testing.T) {
 		{attention.MustRespond, attention.Buffered, true},
 		{attention.MustNotRespond, attention.ToolMailbox, true},
 		{attention.MustNotRespond, attention.Digest, true},
-		{attention.MustNotRespond, attention.Notify, false},
+		{attention.MayRespond, attention.Notify, false}, // may_respond after claim (C2A)
 		{attention.MustRespond, attention.Immediate, true},
 	}
 	ds, err := r.Deliveries(context.Background(), "CLAUDE", "", 0, 0)

@@ -38,7 +38,7 @@ var cmdLog = &command{
 
 var cmdInbox = &command{
 	name:    "inbox",
-	args:    "--agent A [--relay URL] [--group G] [--since N] [--json]",
+	args:    "--agent A [--relay URL] [--group G] [--since N] [--owe | --waiting] [--json]",
 	summary: "show an agent's deliveries: must/may/must-not respond, injection",
 	run:     runInbox,
 }
@@ -55,6 +55,13 @@ var cmdClaim = &command{
 	args:    "--agent A --group G EVENT-ID",
 	summary: "claim an event (a role request) as an agent",
 	run:     func(ctx context.Context, e *env, args []string) error { return runAction(ctx, e, "claim", args) },
+}
+
+var cmdDischarge = &command{
+	name:    "discharge",
+	args:    "--agent A --group G EVENT-ID",
+	summary: "discharge an obligation you authored (or are the delegate of)",
+	run:     func(ctx context.Context, e *env, args []string) error { return runAction(ctx, e, "discharge", args) },
 }
 
 // relayFlags are the flags of every command that talks to a relay.
@@ -303,12 +310,17 @@ func runInbox(ctx context.Context, e *env, args []string) error {
 Inbox shows what an agent should see of the ledger (C2A): for each event its
 directedness (to_me, to_my_role, to_other, ambient), response policy
 (must_respond, may_respond, must_not_respond), injection mode and — unless the
-event is only a knock — its content. must_respond items come first.`)
+event is only a knock — its content. must_respond items come first.
+--owe lists only what the agent owes: open obligations addressed to it and
+must_respond events it has neither acknowledged nor answered. --waiting lists
+the open obligations it authored (or is the delegate of), with who answered.`)
 	rf := addRelayFlags(fs)
 	agent := fs.String("agent", "", "agent `name` (required)")
 	group := fs.String("group", "", "only this group")
 	since := fs.Int64("since", 0, "only events with seq greater than `N` (with --group)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	owe := fs.Bool("owe", false, "only what the agent owes")
+	waiting := fs.Bool("waiting", false, "the open obligations the agent authored or may discharge")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -316,6 +328,12 @@ event is only a knock — its content. must_respond items come first.`)
 	}
 	if *agent == "" {
 		return usagef("inbox: --agent is required")
+	}
+	if *owe && *waiting {
+		return usagef("inbox: --owe and --waiting are two lists; ask for one")
+	}
+	if *waiting {
+		return printWaiting(ctx, e, rf, *agent, *asJSON)
 	}
 	q := url.Values{}
 	if *group != "" {
@@ -331,6 +349,15 @@ event is only a knock — its content. must_respond items come first.`)
 	if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(*agent)+"/deliveries?"+q.Encode(), *agent, nil, &res); err != nil {
 		return err
 	}
+	if *owe {
+		kept := res.Deliveries[:0]
+		for _, d := range res.Deliveries {
+			if d.Owes() {
+				kept = append(kept, d)
+			}
+		}
+		res.Deliveries = kept
+	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetEscapeHTML(false)
@@ -341,9 +368,17 @@ event is only a knock — its content. must_respond items come first.`)
 		printLiveness(ctx, e, rf, *agent)
 		return nil
 	}
+	// Acknowledged items are settled: they owe nothing and come last
+	// (issue #14), whatever their policy was.
 	rank := map[string]int{"must_respond": 0, "ack_only": 1, "may_respond": 2, "must_not_respond": 3}
+	rankOf := func(d gateway.Delivery) int {
+		if d.Acked {
+			return len(rank)
+		}
+		return rank[string(d.Policy)]
+	}
 	ds := res.Deliveries
-	sortStable(ds, func(a, b gateway.Delivery) bool { return rank[string(a.Policy)] < rank[string(b.Policy)] })
+	sortStable(ds, func(a, b gateway.Delivery) bool { return rankOf(a) < rankOf(b) })
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tSEQ\tPOLICY\tDIRECTED\tINJECTION\tFROM\tINTENT\tCONTENT\tEVENT")
 	for _, d := range ds {
@@ -352,8 +387,13 @@ event is only a knock — its content. must_respond items come first.`)
 			content = "knock: " + d.Knock.Topic + " (pull with " + d.Knock.PullWith + ")"
 		}
 		policy := string(d.Policy)
-		if d.Acked {
-			policy += " (acked)"
+		switch {
+		case d.Obligation != nil && d.Discharged:
+			policy = "settled (discharged)"
+		case d.Obligation != nil:
+			policy += " (obligation, blocks " + string(d.Obligation.Blocks) + ")"
+		case d.Acked:
+			policy = "settled (acknowledged)"
 		}
 		if d.ClaimedBy != "" {
 			policy += " (claimed by " + d.ClaimedBy + ")"
@@ -365,6 +405,45 @@ event is only a knock — its content. must_respond items come first.`)
 	}
 	printLiveness(ctx, e, rf, *agent)
 	return nil
+}
+
+// printWaiting prints GET /v1/agents/{agent}/waiting: the open
+// obligations agent authored or may discharge.
+func printWaiting(ctx context.Context, e *env, rf relayFlags, agent string, asJSON bool) error {
+	var res struct {
+		Agent   string            `json:"agent"`
+		Waiting []gateway.Waiting `json:"waiting"`
+	}
+	if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(agent)+"/waiting", agent, nil, &res); err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(res)
+	}
+	if len(res.Waiting) == 0 {
+		fmt.Fprintf(e.stdout, "%s: waiting on nothing\n", res.Agent)
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSEQ\tTO\tBLOCKS\tDEADLINE\tDEFAULT ACTION\tANSWERED BY\tEVENT")
+	for _, w := range res.Waiting {
+		deadline := "-"
+		if !w.Obligation.Deadline.IsZero() {
+			deadline = w.Obligation.Deadline.UTC().Format(time.RFC3339)
+			if w.Lapsed {
+				deadline += " (lapsed)"
+			}
+		}
+		answered := strings.Join(w.Evidence, ",")
+		if answered == "" {
+			answered = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", w.Group, w.Seq, strings.Join(w.To, ","), w.Obligation.Blocks,
+			deadline, firstLine(w.Obligation.DefaultAction, 40), answered, w.EventID)
+	}
+	return tw.Flush()
 }
 
 // printLiveness ends the human output of `crosstalk inbox` with the

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/internal/testrelay"
 )
 
@@ -41,5 +42,81 @@ func TestInboxJSONFlag(t *testing.T) {
 		if !strings.Contains(out, "must_respond") || !strings.Contains(out, "liveness: chatgpt is ") {
 			t.Errorf("run(%q) = %q, want the table and the liveness line", args, out)
 		}
+	}
+}
+
+// TestInboxSettled: an acknowledged attention message is listed as
+// settled, after what is still owed, not as "must_respond (acked)".
+func TestInboxSettled(t *testing.T) {
+	r := testrelay.Start(t, nil)
+	owed := r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "Still open?", "deploy", "")
+	done := r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentHandoff, "Take the deploy", "deploy", "")
+	if _, err := r.Relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionAck, Group: done.GroupID, EventID: done.ID, Actor: "chatgpt"}); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"inbox", "--agent", "chatgpt", "--relay", r.URL}
+	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("run(%q) = %d; stderr: %s", args, code, stderr.String())
+	}
+	out := stdout.String()
+	o, d := strings.Index(out, owed.ID), strings.Index(out, done.ID)
+	if strings.Contains(out, "(acked)") || !strings.Contains(out, "settled (acknowledged)") || o < 0 || d < o {
+		t.Errorf("inbox = %q, want the open request first and the acknowledged handoff listed as settled after it", out)
+	}
+}
+
+// TestInboxOweWaiting: --owe lists the open obligation and the unanswered
+// request, --waiting lists the author's open obligation with who answered.
+func TestInboxOweWaiting(t *testing.T) {
+	r := testrelay.Start(t, nil)
+	env := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "Review before I ship")
+	env.Context = "deploy"
+	env.Meta = []envelope.Meta{{Namespace: "obligation", Fields: []envelope.Field{{Key: "Blocks", Value: "halted"}, {Key: "Default-Action", Value: "ship anyway"}}}}
+	text, err := envelope.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := r.Relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: bytes.NewReader(text)})
+	if err != nil || !outs[0].Accepted() {
+		t.Fatalf("Ingest = %+v, %v", outs, err)
+	}
+	ob := outs[0].Event
+	open := r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentRequest, "Unanswered?", "deploy", "")
+	r.Send(t, "CLAUDE", "CHATGPT", envelope.IntentRespond, "FYI", "deploy", "")
+	inbox := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		args = append([]string{"inbox", "--relay", r.URL}, args...)
+		if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+			t.Fatalf("run(%q) = %d; stderr: %s", args, code, stderr.String())
+		}
+		return stdout.String()
+	}
+	out := inbox("--agent", "chatgpt", "--owe")
+	if !strings.Contains(out, ob.ID) || !strings.Contains(out, open.ID) || strings.Contains(out, "FYI") || !strings.Contains(out, "obligation, blocks halted") {
+		t.Errorf("inbox --owe = %q, want the obligation and the open request only", out)
+	}
+	out = inbox("--agent", "claude", "--waiting")
+	if !strings.Contains(out, ob.ID) || !strings.Contains(out, "halted") || !strings.Contains(out, `"ship anyway"`) {
+		t.Errorf("inbox --waiting = %q, want claude's open obligation", out)
+	}
+	if out = inbox("--agent", "chatgpt", "--waiting", "--json"); !strings.Contains(out, `"waiting":[]`) {
+		t.Errorf("inbox --waiting --json for chatgpt = %q, want an empty list", out)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"discharge", "--relay", r.URL, "--agent", "chatgpt", "--group", ob.GroupID, ob.ID}
+	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code == exitOK {
+		t.Errorf("run(%q) = ok, want the recipient refused", args)
+	}
+	args[4] = "claude"
+	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("run(%q) = %d; stderr: %s", args, code, stderr.String())
+	}
+	if out = inbox("--agent", "claude", "--waiting"); !strings.Contains(out, "waiting on nothing") {
+		t.Errorf("inbox --waiting after the discharge = %q", out)
+	}
+	if out = inbox("--agent", "chatgpt", "--owe"); strings.Contains(out, ob.ID) || !strings.Contains(out, open.ID) {
+		t.Errorf("inbox --owe after the discharge = %q, want only the open request", out)
 	}
 }

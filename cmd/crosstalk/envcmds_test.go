@@ -130,7 +130,7 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("crosstalk %v stdout = %q, want nothing", args, stdout)
 		}
 	}
-	for _, cmd := range []string{"parse", "fmt", "new", "reply", "validate", "relay", "send", "log", "inbox", "ack", "claim"} {
+	for _, cmd := range []string{"parse", "fmt", "new", "reply", "validate", "relay", "send", "log", "inbox", "ack", "claim", "discharge"} {
 		out, _, code := runCLI(t, "", cmd, "--help")
 		if code != 0 || !strings.HasPrefix(out, "usage: crosstalk "+cmd) {
 			t.Errorf("crosstalk %s --help = %d %q", cmd, code, out)

@@ -56,7 +56,7 @@ type command struct {
 // each other (an initialisation cycle).
 var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
-	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim,
+	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim, cmdDischarge,
 	cmdReserve, cmdRelease, cmdReservations,
 	cmdKeygen, cmdSign, cmdVerify, cmdTrust, cmdToken,
 	cmdMCP, cmdHarness,

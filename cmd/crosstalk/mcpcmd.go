@@ -36,8 +36,8 @@ type backendFlags struct {
 func addBackendFlags(fs *flag.FlagSet) backendFlags {
 	return backendFlags{
 		relay:    addRelayFlags(fs),
-		data:     fs.String("data", "", "open the ledger in data `dir` (DIR/ledger.db) instead of talking to a relay"),
-		config:   fs.String("config", "", "relay config `file` for --data (address book, groups)"),
+		data:     fs.String("data", "", "open the relay's ledger in data `dir` (or the config's ledger) instead of talking to a relay"),
+		config:   fs.String("config", "", "relay config `file` for --data (ledger, address book, groups, trust, require_signatures)"),
 		logLevel: fs.String("log-level", "warn", "debug, info, warn or error (logs go to standard error)"),
 		fs:       fs,
 	}

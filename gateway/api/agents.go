@@ -47,6 +47,7 @@ func (s *Server) MountAgents(opts *AgentOptions) {
 	s.mux.HandleFunc("GET /v1/agents", s.agents)
 	s.mux.HandleFunc("GET /v1/agents/{agent}/channel", func(w http.ResponseWriter, r *http.Request) { s.channel(w, r, ch) })
 	s.mux.HandleFunc("GET /v1/agents/{agent}/cursors", s.cursors)
+	s.mux.HandleFunc("GET /v1/agents/{agent}/waiting", s.waiting)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/heartbeat", s.heartbeatAgent)
 	s.mux.HandleFunc("POST /v1/agents/{agent}/notify", s.notifyAgent)
 }
@@ -97,7 +98,9 @@ func (s *Server) channel(w http.ResponseWriter, r *http.Request, tmpl channel.Op
 }
 
 // cursors is GET /v1/agents/{agent}/cursors: {"agent", "cursors":
-// {group: seq}} — where a channel resumes.
+// {group: seq}, "delivered": {group: seq}} — the read cursors (CCCS §6.3,
+// what `clip copy` starts after) and the delivery cursors, where a channel
+// resumes (gateway.ActionDelivered). They move independently.
 func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 	agent, err := s.agentOf(r, r.PathValue("agent"))
 	if err != nil {
@@ -110,18 +113,47 @@ func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
 	}
-	out := map[string]int64{}
+	read, delivered := map[string]int64{}, map[string]int64{}
 	for _, g := range gs {
-		c, err := s.relay.Store().GetCursor(r.Context(), g.ID, agent)
-		switch {
-		case err == nil:
-			out[g.ID] = c.Seq
-		case !errors.Is(err, ledger.ErrNotFound):
-			writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
-			return
+		for _, c := range []struct {
+			get func() (ledger.Cursor, error)
+			out map[string]int64
+		}{
+			{func() (ledger.Cursor, error) { return s.relay.Store().GetCursor(r.Context(), g.ID, agent) }, read},
+			{func() (ledger.Cursor, error) { return s.relay.DeliveryCursor(r.Context(), g.ID, agent) }, delivered},
+		} {
+			cur, err := c.get()
+			switch {
+			case err == nil:
+				c.out[g.ID] = cur.Seq
+			case !errors.Is(err, ledger.ErrNotFound):
+				writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+				return
+			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "cursors": out})
+	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "cursors": read, "delivered": delivered})
+}
+
+// waiting is GET /v1/agents/{agent}/waiting: {"agent", "waiting":
+// [gateway.Waiting]} — the open obligations the agent authored or may
+// discharge as delegate (docs/agents.md "Obligations").
+func (s *Server) waiting(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agentOf(r, r.PathValue("agent"))
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	agent = s.relay.Book().ActorID(agent)
+	ws, err := s.relay.Waiting(r.Context(), agent)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+		return
+	}
+	if ws == nil {
+		ws = []gateway.Waiting{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "waiting": ws})
 }
 
 // heartbeatAgent is POST /v1/agents/{agent}/heartbeat.

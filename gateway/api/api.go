@@ -12,7 +12,13 @@
 // gets 403/401 E-PERM or 429 E-RATE — as an ERROR envelope on the envelope
 // endpoint, as {"error":{…}} on /v1.
 //
-// It does not listen: the caller owns the http.Server (cmd/crosstalk), and
+// Streams (SSE, the channel WebSocket) are bounded per principal and in
+// total (Options.StreamLimit, MaxStreams; 429 E-RATE over them); the agent
+// stream resumes from one ledger position (docs/agents.md). Every bound
+// and its default is listed in docs/security.md ("Limits").
+//
+// It does not listen: the caller owns the http.Server, and should build it
+// with NewHTTPServer, whose read deadlines streams lift for themselves; it
 // must only listen on loopback when no tokens are configured.
 package api
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -96,7 +97,20 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 		id = func(d gateway.Delivery) int64 { return d.Seq }
 	}
 	sse.Pump(ctx, out, s.heartbeat, seq,
-		func(d gateway.Delivery) error { return out.JSON(strconv.FormatInt(id(d), 10), "delivery", d) },
+		func(d gateway.Delivery) error {
+			// Encoding is stream work too (Relay.StreamWork); the
+			// write, which may wait for the client, is not.
+			release, err := s.relay.StreamWork(ctx)
+			if err != nil {
+				return err
+			}
+			b, err := json.Marshal(d)
+			release()
+			if err != nil {
+				return err
+			}
+			return out.Event(strconv.FormatInt(id(d), 10), "delivery", b)
+		},
 		func(err error) { out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: err.Error()}) },
 		func() { s.relay.Touch(agent) })
 }

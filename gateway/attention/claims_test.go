@@ -150,8 +150,10 @@ func TestRoleEventOneClaimant(t *testing.T) {
 		}
 		return may, holder
 	}
-	if n, _ := count(t0); n != 0 {
-		t.Errorf("before any claim, %d agents may respond, want 0", n)
+	// C2A "may_respond after claim": before a claim every holder of the
+	// role may respond, by claiming first; the first claim wins.
+	if n, _ := count(t0); n != len(agents) {
+		t.Errorf("before any claim, %d agents may respond, want %d", n, len(agents))
 	}
 	for _, a := range []string{"B", "A", "C"} { // B's request is applied first
 		st.Claims = ApplyClaim(st.Claims, DecideClaim(st, ClaimRequest{Agent: a, Event: "E1", Thread: "T1"}, t0))
@@ -169,8 +171,8 @@ func TestRoleEventOneClaimant(t *testing.T) {
 			t.Errorf("Decide(%s, %s).Injection = %s, want %s", describe(e), a.ID, d.Injection, want)
 		}
 	}
-	if n, _ := count(t0.Add(DefaultClaimTTL)); n != 0 {
-		t.Errorf("after the claim expired, %d agents may respond, want 0 (claim again)", n)
+	if n, _ := count(t0.Add(DefaultClaimTTL)); n != len(agents) {
+		t.Errorf("after the claim expired, %d agents may respond, want %d (claim again)", n, len(agents))
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
 // DefaultResponseDeadline is how long a must_respond or ack_only event stays
@@ -42,6 +44,11 @@ type Event struct {
 	// when the priority is not "attention": a system.notify with
 	// requires_ack (CCCS §7.1), a Beadboard HANDOFF or BLOCKED (§6.2).
 	RequiresAck bool `json:"requires_ack,omitempty"`
+	// Obligation, when set, makes the event must_respond for every
+	// addressee until it is Discharged (see Obligation).
+	Obligation *Obligation `json:"obligation,omitempty"`
+	// Discharged says the author or the delegate discharged Obligation.
+	Discharged bool `json:"discharged,omitempty"`
 }
 
 // Agent is one agent (or the human user) the relay computes attention for.
@@ -181,7 +188,10 @@ func directedness(ev Event, a Agent, st State, now time.Time) (Directedness, via
 		case isMe(tok, a):
 			me = true
 		case tok == selectorAll:
+			// @all is a group mention: every member holds it (C2A
+			// "Role or group mention").
 			all++
+			role = true
 			continue
 		case holdsRole(tok, a):
 			role = true
@@ -217,10 +227,11 @@ func directedness(ev Event, a Agent, st State, now time.Time) (Directedness, via
 //
 //  1. intent BROADCAST → ambient;
 //  2. a recipient token is a's id (case-insensitive) → to_me;
-//  3. a token is a selector or role a holds (not @all) → to_my_role;
+//  3. a token is a selector or role a holds, or @all / ALL / * (a group
+//     mention every member holds) → to_my_role;
 //  4. a holds a claim in force on the event or its thread, or participates
 //     in the thread → to_my_role;
-//  5. no recipients, or only @all / ALL / * → ambient;
+//  5. no recipients → ambient;
 //  6. otherwise → to_other.
 func DirectednessOf(ev Event, a Agent, st State, now time.Time) Directedness {
 	d, _ := directedness(ev, a, st, now)
@@ -238,6 +249,17 @@ func policy(ev Event, a Agent, st State, now time.Time, d Directedness, v via) (
 		return MustNotRespond, ReasonOwnEvent
 	case bookkeeping(ev.Kind):
 		return MustNotRespond, ReasonBookkeeping
+	case ev.Obligation != nil && !ev.Discharged && (d == ToMe || v == viaRole):
+		// An open obligation is owed by every addressee; of a role, by
+		// its claimant once someone claims it.
+		if c, ok := ClaimHolder(st, ev.ID, ev.Thread, now); ok && d == ToMyRole && c.Holder != a.ID {
+			return MustNotRespond, ReasonClaimedByOther
+		}
+		return MustRespond, ReasonObligation
+	case ev.Kind == ledger.KindNotify && ev.RequiresAck && d == ToMe:
+		// A notice that asks for system.notify_ack and nothing more
+		// (CCCS §7.1, §7.2).
+		return AckOnly, ReasonAttentionAck
 	}
 	// Intents that never call for a reply (DESIGN §5.4), whatever the
 	// directedness; an attention event to_me still owes its chat.ack.
@@ -253,7 +275,12 @@ func policy(ev Event, a Agent, st State, now time.Time, d Directedness, v via) (
 		quiet = ReasonRevocation
 	}
 	if quiet != "" {
-		if d == ToMe && ackOwed(ev) && in != IntentACK && in != IntentNACK {
+		switch {
+		case d == ToMe && (in == IntentACK || in == IntentNACK):
+			// A directed answer to the asker: C2A's "Thanks or
+			// acknowledgement" row.
+			return AckOnly, ReasonAcknowledgement
+		case d == ToMe && ackOwed(ev):
 			return AckOnly, ReasonAttentionAck
 		}
 		return MustNotRespond, quiet
@@ -288,7 +315,9 @@ func policy(ev Event, a Agent, st State, now time.Time, d Directedness, v via) (
 		if v == viaParticipant {
 			return MayRespond, ReasonThreadParticipant
 		}
-		return MustNotRespond, ReasonClaimRequired
+		// C2A "may_respond after claim": every holder of the role may
+		// answer, after claiming; the reason says the claim comes first.
+		return MayRespond, ReasonClaimRequired
 	case ToOther:
 		return MustNotRespond, ReasonAddressedToOther
 	}
@@ -300,15 +329,23 @@ func policy(ev Event, a Agent, st State, now time.Time, d Directedness, v via) (
 //
 //   - a's own events, and bookkeeping kinds (chat.read, system.notify_ack,
 //     x.crosstalk.claim, x.crosstalk.disposition): must_not_respond;
-//   - ACK, NACK, BROADCAST, CLOSE, REVOKE: must_not_respond — except that a
-//     to_me CLOSE or REVOKE with priority "attention" or RequiresAck
-//     is ack_only, since its chat.ack is still owed (CCCS §6.2);
+//   - an open (not Discharged) Obligation, to_me or to a role or @all a
+//     holds: must_respond (obligation), injected immediately, never stale;
+//     claimed_by_other once another agent claimed a role's obligation;
+//   - a system.notify with RequiresAck to_me: ack_only (attention_ack),
+//     closed by its system.notify_ack;
+//   - ACK, NACK to_me (a directed answer to the asker): ack_only with
+//     reason acknowledgement (C2A "Thanks or acknowledgement");
+//   - ACK, NACK otherwise, BROADCAST, CLOSE, REVOKE: must_not_respond —
+//     except that a to_me CLOSE or REVOKE with priority "attention" or
+//     RequiresAck is ack_only, since its chat.ack is still owed (CCCS §6.2);
 //   - to_me: REQUEST, ESCALATE, HANDOFF, POLL → must_respond; RESPOND,
 //     ERROR, unknown → may_respond;
 //   - to_my_role: may_respond for the holder of a claim in force,
 //     must_not_respond (claimed_by_other) for everyone else;
-//     unclaimed: may_respond in a thread a participates in, otherwise
-//     must_not_respond with claim_required;
+//     unclaimed: may_respond, with reason thread_participant in a thread a
+//     participates in, otherwise claim_required (C2A "may_respond after
+//     claim": every holder of the role may answer once it claims);
 //   - to_other, ambient: must_not_respond.
 //
 // A must_respond event whose deadline has passed at now is downgraded to
@@ -328,8 +365,11 @@ func high(ev Event) bool {
 
 func injection(ev Event, d Directedness, p Policy, r Reason) Injection {
 	in := intentOf(ev)
-	if r == ReasonOwnEvent || r == ReasonBookkeeping {
+	switch r {
+	case ReasonOwnEvent, ReasonBookkeeping:
 		return Silent
+	case ReasonObligation:
+		return Immediate // never buffered, digested or silenced
 	}
 	switch d {
 	case ToMe:
@@ -472,6 +512,8 @@ func Decide(ev Event, a Agent, st State, now time.Time) Delivery {
 	}
 	if p == MustRespond || p == AckOnly {
 		switch {
+		case r == ReasonObligation:
+			del.Deadline = ev.Obligation.Deadline // none: it never goes stale
 		case !ev.Deadline.IsZero():
 			del.Deadline = ev.Deadline
 		case !ev.CreatedAt.IsZero():
@@ -479,7 +521,7 @@ func Decide(ev Event, a Agent, st State, now time.Time) Delivery {
 		}
 		if !del.Deadline.IsZero() && !now.Before(del.Deadline) {
 			del.Expired = true
-			if p == MustRespond {
+			if p == MustRespond && r != ReasonObligation { // a lapsed obligation is still owed
 				p = MayRespond
 				del.Policy = p
 			}

@@ -58,11 +58,15 @@ func TestDefaultMatrix(t *testing.T) {
 		{"DM to this session", ev(IntentRequest, "claude"), State{},
 			want{ToMe, MustRespond, ReasonDirectMessage, Buffered}, false},
 		// C2A matrix: "Thanks or acknowledgement | to_me | ack_only | notify or silent".
-		// DESIGN §5.4 makes ACK must_not_respond; the injection is notify.
+		// An ACK or NACK is the directed answer to its asker (issue #14).
 		{"thanks or acknowledgement (ACK)", ev(IntentACK, "claude"), State{},
-			want{ToMe, MustNotRespond, ReasonAcknowledgement, Notify}, false},
+			want{ToMe, AckOnly, ReasonAcknowledgement, Notify}, false},
+		{"refusal (NACK)", ev(IntentNACK, "claude"), State{},
+			want{ToMe, AckOnly, ReasonAcknowledgement, Notify}, false},
 		{"thanks or acknowledgement (chat.ack kind)", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindAck }), State{},
-			want{ToMe, MustNotRespond, ReasonAcknowledgement, Notify}, false},
+			want{ToMe, AckOnly, ReasonAcknowledgement, Notify}, false},
+		{"thanks or acknowledgement (chat.reaction kind)", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindReaction }), State{},
+			want{ToMe, AckOnly, ReasonAcknowledgement, Notify}, false},
 		{"acknowledgement owed (attention CLOSE)", ev(IntentClose, "claude").with(func(e *Event) { e.Priority = "attention" }), State{},
 			want{ToMe, AckOnly, ReasonAttentionAck, Notify}, false},
 		// C2A matrix: "Direct @mention | to_me | must_respond | buffered + thread context".
@@ -81,9 +85,13 @@ func TestDefaultMatrix(t *testing.T) {
 		// C2A matrix: "Role or group mention | to_my_role | may_respond after claim |
 		// notify, then claimant gets buffered".
 		{"role mention, unclaimed", ev(IntentRequest, "@backend"), State{},
-			want{ToMyRole, MustNotRespond, ReasonClaimRequired, Notify}, false},
+			want{ToMyRole, MayRespond, ReasonClaimRequired, Notify}, false},
 		{"group mention, unclaimed", ev(IntentRequest, "@peers"), State{},
-			want{ToMyRole, MustNotRespond, ReasonClaimRequired, Notify}, false},
+			want{ToMyRole, MayRespond, ReasonClaimRequired, Notify}, false},
+		{"@all, unclaimed", ev(IntentRequest, "@all"), State{},
+			want{ToMyRole, MayRespond, ReasonClaimRequired, Notify}, false},
+		{"@all, claimed by other", ev(IntentRequest, "@all"), claimBy("codex"),
+			want{ToMyRole, MustNotRespond, ReasonClaimedByOther, ToolMailbox}, false},
 		{"role mention, claimed by me", ev(IntentRequest, "@backend"), claimBy("claude"),
 			want{ToMyRole, MayRespond, ReasonClaimed, Buffered}, false},
 		{"role mention, claimed by other", ev(IntentRequest, "@backend"), claimBy("codex"),
@@ -166,12 +174,14 @@ func TestIntentDirectedness(t *testing.T) {
 		r Reason
 		i Injection
 	}) row {
-		return row{toMe, mnr(ReasonClaimRequired, Notify), mnr(ReasonAddressedToOther, ToolMailbox), mnr(ReasonAmbient, ToolMailbox)}
+		return row{toMe, pri(MayRespond, ReasonClaimRequired, Notify), mnr(ReasonAddressedToOther, ToolMailbox), mnr(ReasonAmbient, ToolMailbox)}
 	}
 	quiet := func(r Reason, toMe Injection) row {
 		return row{mnr(r, toMe), mnr(r, Notify), mnr(r, ToolMailbox), mnr(r, ToolMailbox)}
 	}
 	bc := mnr(ReasonBroadcast, Digest)
+	ackRow := quiet(ReasonAcknowledgement, Notify)
+	ackRow[0] = pri(AckOnly, ReasonAcknowledgement, Notify)
 	tests := []struct {
 		intent Intent
 		want   row
@@ -185,8 +195,8 @@ func TestIntentDirectedness(t *testing.T) {
 		{"FROBNICATE", roleRest(pri(MayRespond, ReasonUnknownIntent, Buffered))},
 		{"", roleRest(pri(MustRespond, ReasonDirectMessage, Buffered))}, // plain chat.message
 		{"question", roleRest(pri(MustRespond, ReasonDirectMessage, Buffered))},
-		{IntentACK, quiet(ReasonAcknowledgement, Notify)},
-		{IntentNACK, quiet(ReasonAcknowledgement, Notify)},
+		{IntentACK, ackRow},
+		{IntentNACK, ackRow},
 		{IntentClose, quiet(ReasonClosed, Notify)},
 		{IntentRevoke, quiet(ReasonRevocation, Immediate)},
 		{IntentBroadcast, row{bc, bc, bc, bc}},
@@ -284,9 +294,9 @@ func TestDirectednessTokens(t *testing.T) {
 		{"bare role", me, ev(IntentRequest, "backend"), State{}, ToMyRole},
 		{"@role upper case", me, ev(IntentRequest, "@BACKEND"), State{}, ToMyRole},
 		{"role and other", me, ev(IntentRequest, "chatgpt", "@backend"), State{}, ToMyRole},
-		{"@all", me, ev(IntentRequest, "@all"), State{}, Ambient},
-		{"ALL", me, ev(IntentRequest, "ALL"), State{}, Ambient},
-		{"star", me, ev(IntentRequest, "*"), State{}, Ambient},
+		{"@all", me, ev(IntentRequest, "@all"), State{}, ToMyRole},
+		{"ALL", me, ev(IntentRequest, "ALL"), State{}, ToMyRole},
+		{"star", me, ev(IntentRequest, "*"), State{}, ToMyRole},
 		{"empty to", me, ev(IntentRequest), State{}, Ambient},
 		{"only blank tokens", me, ev(IntentRequest, " "), State{}, Ambient},
 		{"BROADCAST naming me", me, ev(IntentBroadcast, "claude"), State{}, Ambient},
@@ -333,16 +343,22 @@ func TestSpecialPolicies(t *testing.T) {
 			want{Ambient, MustNotRespond, ReasonBookkeeping, Silent}},
 		{"notify ack", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindNotifyAck }),
 			want{ToMe, MustNotRespond, ReasonBookkeeping, Silent}},
-		{"reaction", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindReaction }),
-			want{ToMe, MustNotRespond, ReasonAcknowledgement, Notify}},
+		{"reaction to me", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindReaction }),
+			want{ToMe, AckOnly, ReasonAcknowledgement, Notify}},
+		{"reaction to another", ev("", "chatgpt").with(func(e *Event) { e.Kind = ledger.KindReaction }),
+			want{ToOther, MustNotRespond, ReasonAcknowledgement, ToolMailbox}},
 		{"system.notify without intent", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindNotify }),
 			want{ToMe, MayRespond, ReasonUnknownIntent, Buffered}},
+		{"notice requiring ack to me", ev("", "claude").with(func(e *Event) { e.Kind = ledger.KindNotify; e.RequiresAck = true }),
+			want{ToMe, AckOnly, ReasonAttentionAck, Notify}},
+		{"notice requiring ack to another", ev("", "chatgpt").with(func(e *Event) { e.Kind = ledger.KindNotify; e.RequiresAck = true }),
+			want{ToOther, MustNotRespond, ReasonAddressedToOther, ToolMailbox}},
 		{"attention REVOKE to me", ev(IntentRevoke, "claude").with(func(e *Event) { e.Priority = "attention" }),
 			want{ToMe, AckOnly, ReasonAttentionAck, Immediate}},
 		{"RequiresAck CLOSE to me", ev(IntentClose, "claude").with(func(e *Event) { e.RequiresAck = true }),
 			want{ToMe, AckOnly, ReasonAttentionAck, Notify}},
-		{"attention ACK to me stays quiet", ev(IntentACK, "claude").with(func(e *Event) { e.Priority = "attention" }),
-			want{ToMe, MustNotRespond, ReasonAcknowledgement, Notify}},
+		{"attention ACK to me asks no reply", ev(IntentACK, "claude").with(func(e *Event) { e.Priority = "attention" }),
+			want{ToMe, AckOnly, ReasonAcknowledgement, Notify}},
 		{"attention CLOSE to role", ev(IntentClose, "@backend").with(func(e *Event) { e.Priority = "attention" }),
 			want{ToMyRole, MustNotRespond, ReasonClosed, Notify}},
 		{"lower-case intent", ev("request", "claude"),
@@ -397,7 +413,7 @@ func TestKnock(t *testing.T) {
 	})
 	d := Decide(e, me, State{}, t0)
 	want := &Knock{
-		From: "gemini", Where: "thread:deploy-migration", Directedness: ToMyRole, Policy: MustNotRespond,
+		From: "gemini", Where: "thread:deploy-migration", Directedness: ToMyRole, Policy: MayRespond,
 		Priority: "urgent", Topic: "request about rollback step", PullWith: "chat.read_thread",
 	}
 	if !reflect.DeepEqual(d.Knock, want) {
@@ -437,7 +453,7 @@ func TestTopic(t *testing.T) {
 }
 
 func TestIdempotencyKeyAndJSON(t *testing.T) {
-	d := Decide(ev(IntentRequest, "@backend"), me, State{}, t0)
+	d := Decide(ev(IntentRequest, "chatgpt"), me, State{}, t0)
 	if d.IdempotencyKey != "01JEVT:claude" {
 		t.Errorf("Decide().IdempotencyKey = %q, want %q", d.IdempotencyKey, "01JEVT:claude")
 	}
@@ -445,8 +461,8 @@ func TestIdempotencyKeyAndJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{`"directedness":"to_my_role"`, `"policy":"must_not_respond"`, `"reason":"claim_required"`,
-		`"injection":"notify"`, `"idempotency_key":"01JEVT:claude"`, `"pull_with":"chat.list_events"`} {
+	for _, s := range []string{`"directedness":"to_other"`, `"policy":"must_not_respond"`, `"reason":"addressed_to_other"`,
+		`"injection":"tool_mailbox"`, `"idempotency_key":"01JEVT:claude"`} {
 		if !strings.Contains(string(b), s) {
 			t.Errorf("json.Marshal(Decide()) = %s, want it to contain %s", b, s)
 		}

@@ -39,22 +39,25 @@
 //  1. Precedence of directedness: BROADCAST is ambient whoever it names;
 //     then a token naming the agent (to_me); then a selector/role it holds
 //     (to_my_role); then a claim it holds or a thread it participates in
-//     (to_my_role); then no recipients or only @all (ambient); else
+//     (to_my_role); then no recipients (ambient); else
 //     to_other. So a reply addressed to another agent in a thread this agent
 //     participates in is to_my_role (DESIGN §5.4, C2A matrix row "Thread
 //     reply where this agent participates"), not to_other.
 //  2. Tokens match case-insensitively. "user" means @user, and "ALL", "*"
 //     mean @all (CCCS §5.1, DESIGN §5.2). Selectors map to roles:
 //     @peers→"peer", @foreman→"foreman", @user→"user", any other "@x" or bare
-//     "x" → role "x". @all never makes an event to_my_role.
+//     "x" → role "x". @all is a group mention every member holds: it makes
+//     an event to_my_role for each of them (issue #14).
 //  3. DM versus mention: to_me with the agent as the only named receiver is
 //     direct_message, otherwise direct_mention. POLL, HANDOFF and ESCALATE
 //     to_me carry poll_target, assignment, escalation.
-//  4. ack_only: DESIGN §5.4 makes ACK, NACK, BROADCAST, CLOSE and REVOKE
-//     must_not_respond, and C2A's "Thanks or acknowledgement" row says
-//     ack_only. We follow DESIGN, except that a to_me CLOSE or REVOKE whose
-//     priority is "attention" (or RequiresAck) is ack_only:
-//     CCCS §6.2 still asks the receiver for a chat.ack, and nothing more.
+//  4. ack_only: an ACK or NACK to_me — the directed answer to the asker,
+//     addressed by the relay to the author of its parent — is ack_only
+//     (C2A's "Thanks or acknowledgement" row), as is a to_me CLOSE or
+//     REVOKE whose priority is "attention" (or RequiresAck): CCCS §6.2
+//     still asks the receiver for a chat.ack, and nothing more. BROADCAST,
+//     and ACK, NACK, CLOSE and REVOKE aimed elsewhere, stay
+//     must_not_respond (DESIGN §5.4).
 //  5. Injection for to_me events with nothing to answer (ACK, NACK, CLOSE,
 //     ack_only) is notify, not buffered: C2A's matrix says "notify or
 //     silent" for acknowledgements and C2A "Reaction Signals" says inbound
@@ -63,8 +66,9 @@
 //     priority "attention" does not, because DESIGN §5.2 sets it for every
 //     HANDOFF and ESCALATE and it means "needs chat.ack", not "interrupt".
 //     X-Priority low changes nothing.
-//  7. Roles and claims: an unclaimed role event is must_not_respond with
-//     reason claim_required and a knock; once this agent holds a claim in
+//  7. Roles and claims: an unclaimed role event is may_respond for every
+//     holder of the role, with reason claim_required (claim, then answer)
+//     and a knock (C2A "may_respond after claim"); once this agent holds a claim in
 //     force it is may_respond (reason claimed) and injected buffered
 //     (immediate for high/urgent/ESCALATE) — C2A "then claimant gets
 //     buffered"; once another agent holds it, must_not_respond

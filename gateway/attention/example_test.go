@@ -40,8 +40,8 @@ func ExampleDecide() {
 		fmt.Println(a.ID, d.Policy, d.Reason, d.Injection, d.IdempotencyKey)
 	}
 	// Output:
-	// claude to_my_role must_not_respond claim_required notify
-	// codex to_my_role must_not_respond claim_required notify
+	// claude to_my_role may_respond claim_required notify
+	// codex to_my_role may_respond claim_required notify
 	// chatgpt to_other must_not_respond addressed_to_other tool_mailbox
 	// knock: gemini in thread:01JX7P0000000000000000000T: "request about rollback step", pull with chat.read_thread
 	// claim by claude granted

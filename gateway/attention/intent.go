@@ -61,7 +61,7 @@ const (
 // act on them.
 func bookkeeping(kind string) bool {
 	switch kind {
-	case ledger.KindRead, ledger.KindNotifyAck, ledger.KindClaim, ledger.KindDisposition:
+	case ledger.KindRead, ledger.KindNotifyAck, ledger.KindClaim, ledger.KindDisposition, ledger.KindDischarge:
 		return true
 	}
 	return false

@@ -94,6 +94,7 @@ const (
 	ReasonOwnEvent          Reason = "own_event"          // this agent wrote the event
 	ReasonBookkeeping       Reason = "bookkeeping"        // read cursors, claims, dispositions, notify acks
 	ReasonUnknownIntent     Reason = "unknown_intent"     // intent this package does not know
+	ReasonObligation        Reason = "obligation"         // an open obligation addressed to this agent
 )
 
 // Liveness is an agent's presence state derived from its last activity

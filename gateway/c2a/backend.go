@@ -24,6 +24,10 @@ type Backend interface {
 	// Follow yields agent's deliveries of one group with seq > sinceSeq,
 	// stored then live, until ctx ends or an error (yielded last).
 	Follow(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[gateway.Delivery, error]
+	// FollowAll yields agent's deliveries of every group after the ledger
+	// position afterPos, in ledger order, stored then live, each with its
+	// Position, until ctx ends or an error (yielded last).
+	FollowAll(ctx context.Context, agent string, afterPos int64) iter.Seq2[gateway.Delivery, error]
 	// Groups lists the ledger's groups.
 	Groups(ctx context.Context) ([]ledger.Group, error)
 	// Events returns group's ledger events with seq > sinceSeq, of kinds
@@ -35,7 +39,9 @@ type Backend interface {
 	// Ingest records envelope text sent by agent; idempotencyKey is the
 	// transport retry key. A refused envelope is a *gateway.Rejection.
 	Ingest(ctx context.Context, agent string, text []byte, idempotencyKey string) (SendResult, error)
-	// Cursor returns agent's read cursor seq in group, 0 when it has none.
+	// Cursor returns agent's delivery cursor seq in group (where its
+	// channel resumes; gateway.ActionDelivered), 0 when it has none. It is
+	// not the read cursor: reading never moves it.
 	Cursor(ctx context.Context, agent, group string) (int64, error)
 	// Touch records agent's activity.
 	Touch(ctx context.Context, agent string) error
@@ -76,6 +82,12 @@ func (l *Local) Deliveries(ctx context.Context, agent, group string, sinceSeq in
 func (l *Local) Follow(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[gateway.Delivery, error] {
 	l.Relay.Touch(l.Relay.Book().ActorID(agent))
 	return l.Relay.FollowDeliveries(ctx, agent, group, sinceSeq)
+}
+
+// FollowAll calls Relay.FollowAgent.
+func (l *Local) FollowAll(ctx context.Context, agent string, afterPos int64) iter.Seq2[gateway.Delivery, error] {
+	l.Relay.Touch(l.Relay.Book().ActorID(agent))
+	return l.Relay.FollowAgent(ctx, agent, afterPos)
 }
 
 // Groups lists the ledger's groups.
@@ -119,9 +131,9 @@ func (l *Local) Ingest(ctx context.Context, agent string, text []byte, idempoten
 		Seq: o.Event.Seq, Duplicate: o.Duplicate, Status: o.Verification.Status}, nil
 }
 
-// Cursor reads agent's read cursor.
+// Cursor reads agent's delivery cursor.
 func (l *Local) Cursor(ctx context.Context, agent, group string) (int64, error) {
-	c, err := l.Relay.Store().GetCursor(ctx, group, l.Relay.Book().ActorID(agent))
+	c, err := l.Relay.DeliveryCursor(ctx, group, agent)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return 0, nil
 	}
@@ -165,6 +177,18 @@ type Outbound struct {
 	// IdempotencyKey makes the message id stable: the same key (for the
 	// same sender) always gives the same id, so a retry records once.
 	IdempotencyKey string
+	// Obligation, when set, is written as `meta: obligation`
+	// (docs/format.md); the relay checks its values.
+	Obligation *OutboundObligation
+}
+
+// OutboundObligation is the `meta: obligation` of an Outbound: each
+// field as written in the envelope, empty ones left out.
+type OutboundObligation struct {
+	Blocks        string `json:"blocks,omitempty" jsonschema:"what your work is until it is discharged: halted, degraded or none (default)"`
+	DefaultAction string `json:"defaultAction,omitempty" jsonschema:"what you will do if nobody answers in time"`
+	Delegate      string `json:"delegate,omitempty" jsonschema:"an agent that may discharge it besides you"`
+	Deadline      string `json:"deadline,omitempty" jsonschema:"an RFC 3339 time or a duration from receipt such as 30m"`
 }
 
 // MaxBody bounds an outbound body: what fits in one envelope.
@@ -237,6 +261,19 @@ func Compose(o Outbound) ([]byte, *envelope.Envelope, error) {
 	}
 	if p := strings.ToLower(o.Priority); p == "high" || p == "urgent" {
 		env.Meta = append(env.Meta, envelope.Meta{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Priority", Value: p}}})
+	}
+	if ob := o.Obligation; ob != nil {
+		var fs []envelope.Field
+		for _, f := range []envelope.Field{{Key: "Blocks", Value: ob.Blocks}, {Key: "Default-Action", Value: ob.DefaultAction},
+			{Key: "Delegate", Value: ob.Delegate}, {Key: "Deadline", Value: ob.Deadline}} {
+			if f.Value = strings.TrimSpace(f.Value); f.Value != "" {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			fs = []envelope.Field{{Key: "Blocks", Value: "none"}}
+		}
+		env.Meta = append(env.Meta, envelope.Meta{Namespace: "obligation", Fields: fs})
 	}
 	text, err := envelope.Marshal(env)
 	if err != nil {

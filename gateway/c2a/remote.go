@@ -105,11 +105,21 @@ func (rm *Remote) Deliveries(ctx context.Context, agent, group string, sinceSeq 
 }
 
 // Follow reads the agent's SSE stream GET /v1/agents/{agent}/stream for
-// one group; its end, an `event: error` (*client.StreamError) or a refusal
-// is yielded as the last error.
+// one group.
 func (rm *Remote) Follow(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[gateway.Delivery, error] {
+	return rm.stream(ctx, agent, url.Values{"group": {group}, "since_seq": {strconv.FormatInt(sinceSeq, 10)}})
+}
+
+// FollowAll reads the agent's SSE stream GET /v1/agents/{agent}/stream
+// over every group, after a ledger position.
+func (rm *Remote) FollowAll(ctx context.Context, agent string, afterPos int64) iter.Seq2[gateway.Delivery, error] {
+	return rm.stream(ctx, agent, url.Values{"since_pos": {strconv.FormatInt(afterPos, 10)}})
+}
+
+// stream reads GET /v1/agents/{agent}/stream?q; its end, an `event:
+// error` (*client.StreamError) or a refusal is yielded as the last error.
+func (rm *Remote) stream(ctx context.Context, agent string, q url.Values) iter.Seq2[gateway.Delivery, error] {
 	return func(yield func(gateway.Delivery, error) bool) {
-		q := url.Values{"group": {group}, "since_seq": {strconv.FormatInt(sinceSeq, 10)}}
 		stopped := errors.New("stopped")
 		err := rm.client().Stream(ctx, "/v1/agents/"+esc(agent)+"/stream?"+q.Encode(), agent, func(event string, data []byte) error {
 			if event != "delivery" {
@@ -210,15 +220,21 @@ func (rm *Remote) Ingest(ctx context.Context, agent string, text []byte, idempot
 	return SendResult{Message: r.Message, EventID: r.EventID, Group: r.GroupID, Seq: r.Seq, Duplicate: r.Duplicate, Status: r.Status}, nil
 }
 
-// Cursor reads GET /v1/agents/{agent}/cursors; on a relay without it, it
-// finds the agent's last chat.read event of the group.
+// Cursor reads the delivery cursor of GET /v1/agents/{agent}/cursors; a
+// relay older than delivery cursors resumed channels at the read cursor,
+// and so does this; on a relay without the endpoint, it finds the agent's
+// last chat.read event of the group.
 func (rm *Remote) Cursor(ctx context.Context, agent, group string) (int64, error) {
 	var res struct {
-		Cursors map[string]int64 `json:"cursors"`
+		Cursors   map[string]int64 `json:"cursors"`
+		Delivered map[string]int64 `json:"delivered"`
 	}
 	err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/cursors", Agent: agent, Retry: true}, &res)
 	if err == nil {
-		return res.Cursors[group], nil
+		if res.Delivered == nil {
+			return res.Cursors[group], nil
+		}
+		return res.Delivered[group], nil
 	}
 	if !errors.Is(err, errNotServed) {
 		return 0, err

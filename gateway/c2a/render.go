@@ -2,6 +2,7 @@ package c2a
 
 import (
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
@@ -59,6 +60,19 @@ func Render(d gateway.Delivery) string {
 	field("in_reply_to", d.EventID)
 	if d.ClaimedBy != "" {
 		field("claimed_by", d.ClaimedBy)
+	}
+	if ob := d.Obligation; ob != nil {
+		v := "blocks " + string(ob.Blocks)
+		if !ob.Deadline.IsZero() {
+			v += ", deadline " + ob.Deadline.UTC().Format(time.RFC3339)
+		}
+		if d.Discharged {
+			v += ", discharged by its author"
+		} else {
+			v += ", open until its author discharges it"
+		}
+		field("obligation", v)
+		field("default_action", ob.DefaultAction) // the author's words: cleaned like every header
 	}
 	if d.Expired {
 		field("expired", "true (deadline passed; check the thread before replying)")

@@ -154,9 +154,11 @@ func (w *wsClient) close() {
 	}
 }
 
+// cursor returns agent's delivery cursor in group: where its channel
+// resumes.
 func cursor(t *testing.T, r *testrelay.Relay, agent, group string) int64 {
 	t.Helper()
-	c, err := r.Store.GetCursor(t.Context(), group, agent)
+	c, err := r.Relay.DeliveryCursor(t.Context(), group, agent)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return 0
 	}
@@ -213,7 +215,7 @@ func TestResumeWithoutLossOrDuplicates(t *testing.T) {
 	h.close() // deliveries 5..10 stay unacknowledged
 
 	if got, want := cursor(t, r, "claude", "default"), int64(4); got != want {
-		t.Fatalf("read cursor after session 1 = %d, want %d", got, want)
+		t.Fatalf("delivery cursor after session 1 = %d, want %d", got, want)
 	}
 	for i := 10; i < 13; i++ { // live traffic while disconnected
 		ev := r.Send(t, "CHATGPT", "CLAUDE", "REQUEST", fmt.Sprintf("question %d", i), "", "")
@@ -245,7 +247,64 @@ func TestResumeWithoutLossOrDuplicates(t *testing.T) {
 	if _, _, ok := h2.delivery(300 * time.Millisecond); ok {
 		t.Errorf("extra delivery after every event was acknowledged")
 	}
-	waitFor(t, func() bool { return cursor(t, r, "claude", "default") == last }, "read cursor at the last event")
+	waitFor(t, func() bool { return cursor(t, r, "claude", "default") == last }, "delivery cursor at the last event")
+	h2.close()
+}
+
+// TestReadNeverSkipsDeliveries: a harness that marks events read in any
+// order (newest first, then older ones) still receives every
+// unacknowledged must_respond event after reconnecting: reading moves the
+// read cursor only, forwards only, and never the delivery cursor (issue
+// #14).
+func TestReadNeverSkipsDeliveries(t *testing.T) {
+	r := testrelay.Start(t, nil)
+	var sent []ledger.Event
+	for i := range 6 {
+		sent = append(sent, r.Send(t, "CHATGPT", "CLAUDE", "REQUEST", fmt.Sprintf("question %d", i), "", ""))
+	}
+	h := dial(t, r, "claude")
+	h.initialize()
+	for i := range sent {
+		m, ev, ok := h.delivery(5 * time.Second)
+		if !ok || ev.EventID != sent[i].ID {
+			t.Fatalf("session 1 delivery %d = %s %v, want %s", i, ev.EventID, ok, sent[i].ID)
+		}
+		if i < 2 {
+			h.ack(m, map[string]any{})
+		}
+	}
+	waitFor(t, func() bool { return cursor(t, r, "claude", "default") == sent[1].Seq }, "the delivery cursor at the second event")
+	read := func(ev ledger.Event) {
+		t.Helper()
+		if _, err := r.Relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionRead, Group: "default", EventID: ev.ID, Actor: "claude"}); err != nil {
+			t.Fatalf("read %d = %v", ev.Seq, err)
+		}
+	}
+	for _, i := range []int{5, 2, 0, 3} { // any order, newest first
+		read(sent[i])
+	}
+	if c, err := r.Store.GetCursor(t.Context(), "default", "claude"); err != nil || c.Seq != sent[5].Seq {
+		t.Errorf("read cursor after reading 6, 3, 1, 4 = %+v, %v, want seq %d (never backwards)", c, err, sent[5].Seq)
+	}
+	h.close()
+	if got := cursor(t, r, "claude", "default"); got != sent[1].Seq {
+		t.Fatalf("delivery cursor after the reads = %d, want %d: reading must not move it", got, sent[1].Seq)
+	}
+
+	h2 := dial(t, r, "claude")
+	if res := h2.initialize(); res.Resume["default"] != sent[1].Seq {
+		t.Errorf("second initialize resume = %v, want default:%d", res.Resume, sent[1].Seq)
+	}
+	for _, want := range sent[2:] {
+		m, ev, ok := h2.delivery(5 * time.Second)
+		if !ok || ev.EventID != want.ID || ev.Attention.Policy != "must_respond" {
+			t.Fatalf("session 2 delivery = %s %s %v, want %s must_respond", ev.EventID, ev.Attention.Policy, ok, want.ID)
+		}
+		h2.ack(m, map[string]any{})
+	}
+	if _, _, ok := h2.delivery(300 * time.Millisecond); ok {
+		t.Errorf("extra delivery after every event was acknowledged")
+	}
 	h2.close()
 }
 
@@ -298,7 +357,7 @@ func TestRedeliveryGivesUp(t *testing.T) {
 		return err == nil && len(evs) == 1 && strings.Contains(string(evs[0].Data), "delivery_failed")
 	}, "one system.notify delivery_failed")
 	if c := cursor(t, r, "claude", "default"); c != 0 {
-		t.Errorf("read cursor = %d, want 0: nothing was acknowledged", c)
+		t.Errorf("delivery cursor = %d, want 0: nothing was acknowledged", c)
 	}
 	// Nothing is lost: the next connection gets the event again.
 	h2 := dial(t, r, "claude")

@@ -24,15 +24,17 @@
 //     after MaxAttempts it sends `notifications/cancelled`, records a
 //     system.notify (kind delivery_failed) in the ledger and closes the
 //     channel. Nothing is lost: the event stays unacknowledged.
-//   - resume: an acknowledgement moves the agent's CCCS read cursor
-//     (chat.read, CCCS §6.3) of the group to the highest event below which
-//     every delivery is acknowledged; a new connection starts after it.
+//   - resume: an acknowledgement moves the agent's delivery cursor
+//     (gateway.ActionDelivered) of the group to the highest event below
+//     which every delivery is acknowledged; a new connection starts after
+//     it. The delivery cursor is not the CCCS read cursor (chat.read,
+//     §6.3): marking events read, in any order, never moves it.
 //     So a disconnect mid-stream redelivers exactly the unacknowledged
 //     events, and never an acknowledged one.
 //   - dispositions: acknowledged (reaction seen, and chat.ack for an
 //     attention message to the agent), deferred, responded (resolve) and
 //     claimed are recorded in the ledger through the relay's actions;
-//     ignored is the read cursor alone; failed is a system.notify. The
+//     ignored is the delivery cursor alone; failed is a system.notify. The
 //     harness may also send `chat/react`, `chat/claim`, `chat/defer`,
 //     `chat/resolve` requests for any event delivered to its agent.
 //   - `notifications/cancelled` from the host withdraws a pending delivery
@@ -54,5 +56,5 @@
 // -32603 internal.
 //
 // What it does not do: it decides no attention (the relay does), and it
-// keeps no state across connections beyond the ledger's read cursors.
+// keeps no state across connections beyond the ledger's delivery cursors.
 package channel

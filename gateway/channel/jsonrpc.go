@@ -87,7 +87,7 @@ type InitializeResult struct {
 	Capabilities    Capabilities   `json:"capabilities"`
 	// Instructions are the standing C2A response rules.
 	Instructions string `json:"instructions"`
-	// Resume is the seq each group resumes after (the read cursor).
+	// Resume is the seq each group resumes after (the delivery cursor).
 	Resume map[string]int64 `json:"resume"`
 	// Limits are the channel's bounds.
 	Limits Limits `json:"limits"`

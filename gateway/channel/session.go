@@ -485,7 +485,12 @@ func (s *session) start() error {
 			}
 			s.backlog += len(ds)
 		}
-		s.follow(g, st)
+		if s.opts.Group != "" {
+			s.follow(g, st)
+		}
+	}
+	if s.opts.Group == "" {
+		s.followAll()
 	}
 	s.backlogAll = s.backlog
 	if s.progress != nil && s.backlogAll > 0 {
@@ -495,6 +500,10 @@ func (s *session) start() error {
 	return nil
 }
 
+// discover adds the state of groups created since the session began. A
+// channel over every group receives their deliveries from followAll, which
+// creates the state itself (onFeed); discover only learns their cursors
+// early.
 func (s *session) discover() error {
 	ids, err := s.groupIDs()
 	if err != nil {
@@ -508,11 +517,43 @@ func (s *session) discover() error {
 		if err != nil {
 			return err
 		}
-		st := &groupState{acked: map[string]bool{}, queued: seq}
-		s.groups[g] = st
-		s.follow(g, st)
+		s.groups[g] = &groupState{acked: map[string]bool{}, queued: seq}
 	}
 	return nil
+}
+
+// followAll starts the one goroutine of a channel over every group: it
+// feeds the agent's deliveries of every group in ledger order
+// (Backend.FollowAll) from the start of the ledger, and the session drops
+// those at or below each group's cursor. One stream, read in pages,
+// whatever the number of groups: a follower per group held a page of
+// each group and, over a remote relay, one HTTP stream each (over the
+// relay's stream_limit beyond 32 groups). When the stream fails it
+// follows again from the last position it passed on, after a pause.
+func (s *session) followAll() {
+	go func() {
+		var pos int64
+		for s.ctx.Err() == nil {
+			for d, err := range s.opts.Backend.FollowAll(s.ctx, s.opts.Agent, pos) {
+				if err != nil {
+					if s.ctx.Err() == nil {
+						s.log.Warn("delivery stream failed; following again", "after_position", pos, "err", err)
+					}
+					break
+				}
+				select {
+				case s.feed <- feedItem{group: d.Group, d: d}:
+					pos = d.Position
+				case <-s.ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-time.After(time.Second):
+			case <-s.ctx.Done():
+			}
+		}
+	}()
 }
 
 // follow starts a goroutine feeding the group's deliveries after
@@ -551,6 +592,14 @@ func (s *session) follow(group string, st *groupState) {
 
 func (s *session) onFeed(it feedItem) error {
 	st := s.groups[it.group]
+	if st == nil { // a group created since discover last looked
+		seq, err := s.opts.Backend.Cursor(s.ctx, s.opts.Agent, it.group)
+		if err != nil {
+			return fmt.Errorf("channel: reading the resume point of %s: %w", it.group, err)
+		}
+		st = &groupState{acked: map[string]bool{}, queued: seq}
+		s.groups[it.group] = st
+	}
 	d := it.d
 	if d.Seq <= st.queued || s.done[d.EventID] || s.pending[d.EventID] != nil {
 		return nil // already handled in this session
@@ -704,8 +753,8 @@ func (s *session) ack(p *pending, res AckResult) error {
 	return s.settle(p)
 }
 
-// settle marks p done and moves the group's read cursor over every
-// leading settled delivery.
+// settle marks p done and moves the group's delivery cursor (never the
+// read cursor) over every leading settled delivery.
 func (s *session) settle(p *pending) error {
 	st := s.groups[p.d.Group]
 	st.acked[p.d.EventID] = true
@@ -724,7 +773,7 @@ func (s *session) settle(p *pending) error {
 	if last == nil {
 		return nil
 	}
-	if _, err := s.opts.Backend.Act(s.ctx, gateway.ActionRequest{Action: gateway.ActionRead, Group: last.d.Group,
+	if _, err := s.opts.Backend.Act(s.ctx, gateway.ActionRequest{Action: gateway.ActionDelivered, Group: last.d.Group,
 		EventID: last.d.EventID, Actor: s.opts.Agent}); err != nil {
 		return err
 	}
@@ -776,7 +825,7 @@ func (s *session) disposition(d gateway.Delivery, res AckResult) error {
 	case attention.Failed:
 		return s.opts.Backend.Notify(s.ctx, s.opts.Agent, d.Group, d.EventID, "harness_failed", "the harness could not process the event: "+res.Note)
 	}
-	return nil // ignored, superseded: the read cursor says it all
+	return nil // ignored, superseded: the delivery cursor says it all
 }
 
 func (s *session) action(method string, raw json.RawMessage) (any, *Error) {

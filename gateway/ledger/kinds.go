@@ -20,4 +20,7 @@ const (
 	// release or takeover (data.action; BeadBoard §4.4–§5, package
 	// gateway/reserve).
 	KindReservation = "x.crosstalk.reservation"
+	// KindDischarge records that an obligation's author or delegate
+	// discharged it: data.event_id, data.actor_id (issue #14).
+	KindDischarge = "x.crosstalk.discharge"
 )

@@ -284,17 +284,18 @@ func (s *server) findThreadGroup(ctx context.Context, thread string) (string, er
 }
 
 type sendIn struct {
-	To             string          `json:"to" jsonschema:"receiver: one agent (CLAUDE), a role (@reviewers), or ALL for a broadcast"`
-	Directedness   outDirectedness `json:"directedness" jsonschema:"the directedness the receivers will get; must agree with to and intent"`
-	Intent         sendIntent      `json:"intent" jsonschema:"REQUEST asks for work, RESPOND answers, HANDOFF assigns, ESCALATE raises to the user, POLL asks several, BROADCAST shares context"`
-	Body           string          `json:"body" jsonschema:"the message text"`
-	InReplyTo      string          `json:"inReplyTo,omitempty" jsonschema:"the eventId you answer (sets thread, parent and context)"`
-	Thread         string          `json:"thread,omitempty" jsonschema:"thread id (default: inReplyTo's thread, else a new one)"`
-	Context        string          `json:"context,omitempty" jsonschema:"topic; the relay files the message under the group of this context"`
-	Priority       priority        `json:"priority,omitempty" jsonschema:"routing priority"`
-	Visibility     visibility      `json:"visibility,omitempty" jsonschema:"the surface: dm, thread or channel"`
-	IdempotencyKey string          `json:"idempotencyKey,omitempty" jsonschema:"stable key for this semantic message; reuse it on every retry (default: a new one, returned)"`
-	Unsigned       bool            `json:"unsigned,omitempty" jsonschema:"send unsigned even when a signing key is configured"`
+	To             string                  `json:"to" jsonschema:"receiver: one agent (CLAUDE), a role (@reviewers), or ALL for a broadcast"`
+	Directedness   outDirectedness         `json:"directedness" jsonschema:"the directedness the receivers will get; must agree with to and intent"`
+	Intent         sendIntent              `json:"intent" jsonschema:"REQUEST asks for work, RESPOND answers, HANDOFF assigns, ESCALATE raises to the user, POLL asks several, BROADCAST shares context"`
+	Body           string                  `json:"body" jsonschema:"the message text"`
+	InReplyTo      string                  `json:"inReplyTo,omitempty" jsonschema:"the eventId you answer (sets thread, parent and context)"`
+	Thread         string                  `json:"thread,omitempty" jsonschema:"thread id (default: inReplyTo's thread, else a new one)"`
+	Context        string                  `json:"context,omitempty" jsonschema:"topic; the relay files the message under the group of this context"`
+	Priority       priority                `json:"priority,omitempty" jsonschema:"routing priority"`
+	Visibility     visibility              `json:"visibility,omitempty" jsonschema:"the surface: dm, thread or channel"`
+	IdempotencyKey string                  `json:"idempotencyKey,omitempty" jsonschema:"stable key for this semantic message; reuse it on every retry (default: a new one, returned)"`
+	Unsigned       bool                    `json:"unsigned,omitempty" jsonschema:"send unsigned even when a signing key is configured"`
+	Obligation     *c2a.OutboundObligation `json:"obligation,omitempty" jsonschema:"make the message an obligation: its receivers owe an answer until you discharge it (chat.discharge)"`
 }
 
 type sendOut struct {
@@ -308,7 +309,8 @@ func (s *server) sendMessage(ctx context.Context, in sendIn) (*mcp.CallToolResul
 	var out sendOut
 	dir := attention.Directedness(in.Directedness)
 	o := c2a.Outbound{From: s.opts.Agent, To: strings.TrimSpace(in.To), Directedness: dir, Intent: string(in.Intent),
-		Body: in.Body, Context: in.Context, Thread: in.Thread, Priority: string(in.Priority), IdempotencyKey: in.IdempotencyKey}
+		Body: in.Body, Context: in.Context, Thread: in.Thread, Priority: string(in.Priority), IdempotencyKey: in.IdempotencyKey,
+		Obligation: in.Obligation}
 	if strings.TrimSpace(in.Body) == "" {
 		return nil, out, errors.New("body is empty")
 	}
@@ -483,6 +485,26 @@ func (s *server) claim(ctx context.Context, in claimIn) (*mcp.CallToolResult, Ac
 		return nil, out, err
 	}
 	return textResult(fmt.Sprintf("%s holds the claim on %s until %s: you may reply", out.Holder, d.EventID, out.ExpiresAt)), out, nil
+}
+
+type dischargeIn struct {
+	EventID string `json:"eventId" jsonschema:"the event of the obligation you authored (chat.send_message's eventId)"`
+	Group   string `json:"group,omitempty" jsonschema:"the obligation's group (chat.send_message's group; default: default)"`
+}
+
+// discharge closes an obligation the agent authored or is the delegate
+// of. Its own messages are not delivered to it, so the group is given,
+// not found from its deliveries.
+func (s *server) discharge(ctx context.Context, in dischargeIn) (*mcp.CallToolResult, ActionOut, error) {
+	g := in.Group
+	if g == "" {
+		g = gateway.DefaultGroup
+	}
+	out, err := s.act(ctx, gateway.Delivery{Delivery: attention.Delivery{EventID: in.EventID, Group: g}}, gateway.ActionDischarge, "", "")
+	if err != nil {
+		return nil, out, err
+	}
+	return textResult(fmt.Sprintf("%s discharged the obligation of %s (recorded as %s, seq %d)", s.opts.Agent, in.EventID, out.Recorded, out.Seq)), out, nil
 }
 
 type deferIn struct {

@@ -18,6 +18,8 @@
 //   - chat.react — a typed reaction signal (C2A "Reaction Signals");
 //   - chat.claim, chat.defer, chat.resolve — C2A "Coordination And
 //     Claims", "Event Disposition";
+//   - chat.discharge — close an obligation the agent sent (chat.send_message
+//     with obligation) or is the delegate of (docs/agents.md "Obligations");
 //   - envelope.parse, envelope.compose, envelope.verify — the envelope
 //     toolkit (DESIGN §3, §4).
 //

@@ -285,6 +285,10 @@ func (s *server) register(srv *mcp.Server) error {
 			Description: "Claim responsibility for replying to an event aimed at you or your role (first claim wins, TTL 10 min by " +
 				"default; claim again to renew). If another agent holds the claim, this fails and you must not reply."},
 			map[string]func(*jsonschema.Schema){"eventId": minLen(1)}, s.claim),
+		addTool(srv, s, &mcp.Tool{Name: "chat.discharge", Title: "Discharge an obligation", Annotations: idem,
+			Description: "Close an obligation you sent (chat.send_message with obligation) or are the delegate of: its " +
+				"receivers owe nothing more. Their replies are evidence; only you discharge it."},
+			map[string]func(*jsonschema.Schema){"eventId": minLen(1)}, s.discharge),
 		addTool(srv, s, &mcp.Tool{Name: "chat.defer", Title: "Defer an event", Annotations: idem,
 			Description: "Record that you accept a must_respond event but need more time or input, with the reason."},
 			map[string]func(*jsonschema.Schema){"eventId": minLen(1), "reason": lenRange(1, 1000)}, s.deferEvent),

@@ -101,15 +101,16 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Fatalf("node client.mjs = %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	var summary struct {
-		Tools []string       `json:"tools"`
-		Calls map[string]int `json:"calls"`
-		Sent  c2a.SendResult `json:"sent"`
+		Tools      []string       `json:"tools"`
+		Calls      map[string]int `json:"calls"`
+		Sent       c2a.SendResult `json:"sent"`
+		Obligation string         `json:"obligation"`
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &summary); err != nil {
 		t.Fatalf("client summary %q: %v", stdout.String(), err)
 	}
 	for _, tool := range []string{"chat.list_events", "chat.read_thread", "chat.send_message", "chat.react", "chat.claim",
-		"chat.defer", "chat.resolve", "envelope.parse", "envelope.compose", "envelope.verify"} {
+		"chat.defer", "chat.resolve", "chat.discharge", "envelope.parse", "envelope.compose", "envelope.verify"} {
 		if summary.Calls[tool] == 0 {
 			t.Errorf("the client never called %s", tool)
 		}
@@ -132,12 +133,19 @@ func TestTypeScriptClient(t *testing.T) {
 			counts["reply"]++
 		case ev.Kind == gateway.KindDisposition:
 			counts[ev.By+" "+d.Disposition]++
+		case ev.Kind == gateway.KindDischarge:
+			counts[ev.By+" discharged "+d.EventID]++
+		case ev.Kind == gateway.KindMessage && ev.ID == summary.Obligation:
+			if d.Obligation == nil || d.Obligation.Blocks != attention.BlocksHalted || d.Obligation.DefaultAction != "ship without the review" || d.Obligation.Deadline.IsZero() {
+				t.Errorf("obligation sent through MCP = %+v", d.Obligation)
+			}
 		case ev.Kind == gateway.KindReaction, ev.Kind == gateway.KindClaim:
 			counts[ev.By+" "+ev.Kind+" "+d.Signal]++
 		}
 	}
 	want := map[string]int{"reply": 1, "claude deferred": 2, "claude responded": 1,
-		"claude chat.reaction queued": 1, "claude x.crosstalk.claim ": 1, "chatgpt x.crosstalk.claim ": 1}
+		"claude chat.reaction queued": 1, "claude x.crosstalk.claim ": 1, "chatgpt x.crosstalk.claim ": 1,
+		"claude discharged " + summary.Obligation: 1}
 	for k, n := range want {
 		if counts[k] != n {
 			t.Errorf("ledger has %d × %q, want %d (all: %v)", counts[k], k, n, counts)

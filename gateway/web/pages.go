@@ -227,7 +227,13 @@ func (s *Server) queue(ctx context.Context, agent string) ([]deliveryView, error
 		if d.Verification == "" {
 			v.StatusClass = ""
 		}
-		if disp, ok := settled.byEvent[d.EventID]; ok && attention.Settles(d.Policy, disp) {
+		if d.Reason == attention.ReasonObligation {
+			// Only its author or delegate settles an obligation: a
+			// reply or a disposition is evidence (docs/agents.md).
+			if d.Discharged {
+				v.Settled = "discharged"
+			}
+		} else if disp, ok := settled.byEvent[d.EventID]; ok && attention.Settles(d.Policy, disp) {
 			v.Settled = string(disp)
 		} else if d.MessageID != "" && settled.responded[d.MessageID] {
 			v.Settled = string(attention.Responded)
@@ -235,8 +241,10 @@ func (s *Server) queue(ctx context.Context, agent string) ([]deliveryView, error
 			v.Settled = string(attention.Acknowledged)
 		}
 		attentionMsg := d.Kind == gateway.KindMessage && d.Directedness == attention.ToMe && isAttention(d.Priority)
-		owes := d.Policy == attention.MustRespond || d.Policy == attention.AckOnly || (attentionMsg && !d.Acked)
-		v.Pending = owes && v.Settled == "" && !d.Expired && (d.ClaimedBy == "" || strings.EqualFold(d.ClaimedBy, agent))
+		// An ACK or NACK answering the agent is ack_only but owes nothing.
+		owes := d.Policy == attention.MustRespond || d.Policy == attention.AckOnly && d.Reason != attention.ReasonAcknowledgement ||
+			(attentionMsg && !d.Acked)
+		v.Pending = owes && v.Settled == "" && (!d.Expired || d.Reason == attention.ReasonObligation) && (d.ClaimedBy == "" || strings.EqualFold(d.ClaimedBy, agent))
 		v.CanAck = attentionMsg && !d.Acked
 		v.CanClaim = d.Kind == gateway.KindMessage && d.Policy != attention.MustNotRespond &&
 			(d.Directedness == attention.ToMe || d.Directedness == attention.ToMyRole) && !strings.EqualFold(d.ClaimedBy, agent)

@@ -610,3 +610,26 @@ func TestPagesIsolateNames(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentPageObligation: an obligation stays waiting on the addressee's
+// page after its reply and its defer (evidence, not discharge), leaves it
+// once the author discharges it, and an ACK answering the author is not
+// an item the author owes (issue #14).
+func TestAgentPageObligation(t *testing.T) {
+	h := newHarness(t, nil)
+	ob := h.ingest(envText(t, "CHATGPT", "CLAUDE", envelope.IntentRequest, "ops", "review before I ship", func(e *envelope.Envelope) {
+		e.Meta = []envelope.Meta{{Namespace: "obligation", Fields: []envelope.Field{{Key: "Blocks", Value: "halted"}}}}
+	}))[0].Event
+	msg := func() string { d, _ := gateway.ParseData(ob); return d.X.Envelope.Message }()
+	h.ingest(envText(t, "CLAUDE", "CHATGPT", envelope.IntentAck, "ops", "on it", func(e *envelope.Envelope) { e.Parent = msg }))
+	if res, body := h.post("/ui/agents/claude/act", url.Values{"action": {"defer"}, "group": {"ops"}, "event": {ob.ID}}); res.StatusCode != 303 {
+		t.Fatalf("defer = %d\n%s", res.StatusCode, body)
+	}
+	_, body := h.get("/ui/agents/claude")
+	mustContain(t, "claude's page after reply and defer", body, "Waiting for <bdi>claude</bdi> (1)")
+	_, body = h.get("/ui/agents/chatgpt")
+	mustContain(t, "chatgpt's page with claude's ACK", body, "Waiting for <bdi>chatgpt</bdi> (0)")
+	h.ingest(envText(t, "CHATGPT", "CLAUDE", envelope.IntentAck, "ops", "thanks, done", func(e *envelope.Envelope) { e.Parent = msg }))
+	_, body = h.get("/ui/agents/claude")
+	mustContain(t, "claude's page after the discharge", body, "Waiting for <bdi>claude</bdi> (0)")
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -191,5 +192,50 @@ func TestAgentStreamManyGroups(t *testing.T) {
 	}
 	if got := r.count(); got != total {
 		t.Fatalf("ledger holds %d events, want %d", got, total)
+	}
+}
+
+// TestRemoteFollowAll follows an agent over 40 groups through the HTTP
+// client a remote harness uses (c2a.Remote, `crosstalk harness --relay`),
+// with a stream limit of 2: one stream carries every group (a stream per
+// group would be refused past the limit), and it resumes after a
+// position.
+func TestRemoteFollowAll(t *testing.T) {
+	const groups = 40
+	r := start(t, config{api: api.Options{StreamLimit: 2}})
+	body := envelopes(t, groups, func(i int) string { return fmt.Sprintf("g%02d", i) })
+	if status, code := r.post("chatgpt", body); status != http.StatusOK {
+		t.Fatalf("POST = %d %s", status, code)
+	}
+	rm := &c2a.Remote{URL: r.url, Token: tokens["claude"]}
+	read := func(after int64, n int) []gateway.Delivery {
+		ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+		defer cancel()
+		var out []gateway.Delivery
+		for d, err := range rm.FollowAll(ctx, "claude", after) {
+			if err != nil {
+				t.Fatalf("FollowAll(%d) after %d deliveries: %v", after, len(out), err)
+			}
+			out = append(out, d)
+			if len(out) == n {
+				break
+			}
+		}
+		return out
+	}
+	all := read(0, groups)
+	seen := map[string]bool{}
+	for i, d := range all {
+		seen[d.Group] = true
+		if d.Position <= 0 || i > 0 && d.Position <= all[i-1].Position {
+			t.Fatalf("delivery %d: position %d after %d, want growing", i, d.Position, all[max(i-1, 0)].Position)
+		}
+	}
+	if len(seen) != groups {
+		t.Errorf("FollowAll reached %d groups, want %d", len(seen), groups)
+	}
+	rest := read(all[groups/2-1].Position, groups/2)
+	if rest[0].EventID != all[groups/2].EventID {
+		t.Errorf("resumed at %s, want %s", rest[0].EventID, all[groups/2].EventID)
 	}
 }

@@ -109,16 +109,27 @@ func Start(t testing.TB, opts *Options) *Relay {
 // thread optional, "" for none) and returns its ledger event.
 func (r *Relay) Send(t testing.TB, from, to, intent, body, context, thread string) ledger.Event {
 	t.Helper()
-	env := envelope.New(from, to, intent, body)
-	env.Context = context
-	if thread != "" {
-		env.Thread = thread
+	return r.Ingest(t, Envelope(from, to, intent, context, body, func(e *envelope.Envelope) {
+		if thread != "" {
+			e.Thread = thread
+		}
+	}))
+}
+
+// Envelope composes the canonical text of an envelope from → to with
+// intent, context and body and fresh ids, changed by mods. It panics if
+// the envelope cannot be written: tests pass valid ones.
+func Envelope(from, to, intent, context, body string, mods ...func(*envelope.Envelope)) string {
+	e := envelope.New(from, to, intent, body)
+	e.Context = context
+	for _, m := range mods {
+		m(e)
 	}
-	text, err := envelope.Marshal(env)
+	b, err := envelope.Marshal(e)
 	if err != nil {
-		t.Fatalf("Marshal() = %v", err)
+		panic(err)
 	}
-	return r.Ingest(t, string(text))
+	return string(b)
 }
 
 // Ingest runs envelope text through the relay and returns the event of

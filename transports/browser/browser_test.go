@@ -43,6 +43,41 @@ func chromiumPath() string {
 	return "/usr/lib/chromium/chromium"
 }
 
+// siteHost is a chat site that is not loopback, for the content script the
+// extension registers for the sites of its options: the browsers resolve it
+// to 127.0.0.1 (Chromium --host-resolver-rules, Firefox
+// network.dns.localDomains).
+const siteHost = "chat.example"
+
+// withSite returns a copy of the built extension in dir whose manifest
+// already holds the host permissions of host (http and https), as if the
+// user had granted them when the options page asked: headless browsers
+// cannot show that prompt.
+func withSite(t *testing.T, dir, host string) string {
+	t.Helper()
+	out := t.TempDir()
+	if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(out, "manifest.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["host_permissions"] = append(m["host_permissions"].([]any), "http://"+host+"/*", "https://"+host+"/*")
+	if b, err = json.MarshalIndent(m, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // missing fails the test under CI=true and skips it elsewhere.
 func missing(t *testing.T, why string) {
 	t.Helper()
@@ -168,7 +203,7 @@ func TestExtension(t *testing.T) {
 		t.Skip("browser test in -short mode")
 	}
 	node, chromium := needChromium(t)
-	runScenarios(t, node, "ext.mjs", "CHROMIUM="+chromium)
+	runScenarios(t, node, "ext.mjs", "CHROMIUM="+chromium, "RESOLVE=MAP "+siteHost+" 127.0.0.1")
 }
 
 // TestExtensionFirefox runs the same scenarios in Debian's headless
@@ -200,7 +235,7 @@ func TestExtensionFirefox(t *testing.T) {
 // becomes a subtest, and the relay's ledger and request counts are checked
 // afterwards.
 func runScenarios(t *testing.T, node, driver string, env ...string) {
-	ext := buildExtension(t)
+	ext := withSite(t, buildExtension(t), siteHost)
 	minted := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
 	token, _, err := minted.New(api.LocalUser)
 	if err != nil {
@@ -324,7 +359,7 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Env = append(os.Environ(),
 		"EXT="+ext, "RELAY_URL="+relay.url, "TOKEN="+token,
-		"PAGES="+srv.URL, "PAGES_AUTO=http://localhost:"+port,
+		"PAGES="+srv.URL, "PAGES_AUTO=http://localhost:"+port, "PAGES_SITE=http://"+siteHost+":"+port,
 		"USER_DATA_DIR="+t.TempDir(), "SCREENSHOTS="+shots, "SEED="+string(seedJSON))
 	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer

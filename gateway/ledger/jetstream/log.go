@@ -46,45 +46,9 @@ func (s *Store) Log(ctx context.Context, after int64, limit int) ([]ledger.Logge
 // again after a lost server, skipping what it has yielded.
 func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
 	return func(yield func(ledger.Logged, error) bool) {
-		if err := s.check("follow log"); err != nil {
-			yield(ledger.Logged{}, err)
-			return
-		}
-		fctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-s.closing:
-				cancel()
-			case <-fctx.Done():
-			}
-		}()
 		last := max(after, 0)
-		failures := 0
-		for {
-			progressed, err := s.followLogOnce(fctx, &last, yield)
-			if err == nil && !progressed {
-				return // the caller stopped
-			}
-			switch {
-			case ctx.Err() != nil:
-				return
-			case s.check("follow log") != nil:
-				yield(ledger.Logged{}, fmt.Errorf("jetstream: follow log: %w", ledger.ErrClosed))
-				return
-			}
-			if progressed {
-				failures = 0
-			}
-			if failures++; failures > 20 {
-				yield(ledger.Logged{}, fmt.Errorf("jetstream: follow log: %w", err))
-				return
-			}
-			s.log.Debug("follow log: consumer ended, starting again", "after", last, "err", err)
-			if sleepCtx(fctx, time.Duration(failures)*50*time.Millisecond) != nil {
-				continue // the switch above ends it
-			}
-		}
+		s.follow(ctx, "follow log", func(err error) { yield(ledger.Logged{}, err) },
+			func(fctx context.Context) (bool, error) { return s.followLogOnce(fctx, &last, yield) })
 	}
 }
 

@@ -248,44 +248,54 @@ func (s *Store) Groups(ctx context.Context) ([]ledger.Group, error) {
 // over from that seq. A slow follower only slows its own consumer.
 func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[ledger.Event, error] {
 	return func(yield func(ledger.Event, error) bool) {
-		if err := s.check("follow"); err != nil {
-			yield(ledger.Event{}, err)
+		last := max(sinceSeq, 0)
+		s.follow(ctx, fmt.Sprintf("follow %q", group), func(err error) { yield(ledger.Event{}, err) },
+			func(fctx context.Context) (bool, error) { return s.followOnce(fctx, group, &last, yield) })
+	}
+}
+
+// follow runs consumers one after the other (once) for Follow and
+// FollowLog until the caller stops (once returns false, nil), ctx ends,
+// the store closes (fail gets ErrClosed) or 20 consumers in a row end
+// without progress (fail gets the last error). what names the follower
+// in errors and logs.
+func (s *Store) follow(ctx context.Context, what string, fail func(error), once func(context.Context) (progressed bool, err error)) {
+	if err := s.check(what); err != nil {
+		fail(err)
+		return
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-fctx.Done():
+		}
+	}()
+	failures := 0
+	for {
+		progressed, err := once(fctx)
+		if err == nil && !progressed {
+			return // the caller stopped
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case s.check(what) != nil:
+			fail(fmt.Errorf("jetstream: %s: %w", what, ledger.ErrClosed))
 			return
 		}
-		fctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-s.closing:
-				cancel()
-			case <-fctx.Done():
-			}
-		}()
-		last := max(sinceSeq, 0)
-		failures := 0
-		for {
-			progressed, err := s.followOnce(fctx, group, &last, yield)
-			if err == nil && !progressed {
-				return // the caller stopped
-			}
-			switch {
-			case ctx.Err() != nil:
-				return
-			case s.check("follow") != nil:
-				yield(ledger.Event{}, fmt.Errorf("jetstream: follow %q: %w", group, ledger.ErrClosed))
-				return
-			}
-			if progressed {
-				failures = 0
-			}
-			if failures++; failures > 20 {
-				yield(ledger.Event{}, fmt.Errorf("jetstream: follow %q: %w", group, err))
-				return
-			}
-			s.log.Debug("follow: consumer ended, starting again", "group", group, "after_seq", last, "err", err)
-			if sleepCtx(fctx, time.Duration(failures)*50*time.Millisecond) != nil {
-				continue // the switch above ends it
-			}
+		if progressed {
+			failures = 0
+		}
+		if failures++; failures > 20 {
+			fail(fmt.Errorf("jetstream: %s: %w", what, err))
+			return
+		}
+		s.log.Debug("consumer ended, starting again", "follower", what, "err", err)
+		if sleepCtx(fctx, time.Duration(failures)*50*time.Millisecond) != nil {
+			continue // the switch above ends it
 		}
 	}
 }

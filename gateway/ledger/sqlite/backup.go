@@ -94,10 +94,7 @@ func Backup(ctx context.Context, src, dest string) (BackupInfo, error) {
 	}
 	done = true
 	os.Remove(tmpName)
-	if err := syncFile(filepath.Dir(info.Path)); err != nil {
-		return info, fmt.Errorf("sqlite: backup to %s: %w", info.Path, err)
-	}
-	return info, nil
+	return info, syncDir(filepath.Dir(info.Path))
 }
 
 // checkLedger refuses a database that is not a ledger this program reads.
@@ -143,7 +140,7 @@ func verifyBackup(ctx context.Context, path string, info *BackupInfo) error {
 	return nil
 }
 
-// syncFile fsyncs a file or directory by name.
+// syncFile fsyncs a file by name.
 func syncFile(name string) error {
 	f, err := os.Open(name)
 	if err != nil {

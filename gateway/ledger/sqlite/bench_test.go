@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/internal/cputime"
 )
 
 // benchClients is the number of concurrent clients of
@@ -38,13 +38,7 @@ func benchRecord(i int64) ledger.Record {
 // cpuTime is the CPU time the process has used: the writer's work is on
 // other goroutines than the benchmark's, and on a shared machine CPU per
 // append is steadier than time per append.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func cpuTime() time.Duration { return cputime.Process() }
 
 func reportCommits(b *testing.B, s *sqlite.Store, cpu0 time.Duration) {
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")

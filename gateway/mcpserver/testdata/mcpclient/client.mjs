@@ -33,7 +33,7 @@ const { tools } = await client.listTools();
 const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
 summary.tools = tools.map((t) => t.name).sort();
 const want = ["chat.list_events", "chat.read_thread", "chat.send_message", "chat.react", "chat.claim",
-  "chat.defer", "chat.resolve", "envelope.parse", "envelope.compose", "envelope.verify"];
+  "chat.defer", "chat.resolve", "chat.discharge", "envelope.parse", "envelope.compose", "envelope.verify"];
 for (const name of want) {
   assert.ok(byName[name], `tool ${name} listed`);
   assert.equal(byName[name].inputSchema.type, "object", `${name} input schema`);
@@ -128,6 +128,16 @@ assert.equal(res.structuredContent.disposition, "deferred");
 res = await ok("chat.resolve", { eventId: scenario.request, note: "answered" });
 assert.equal(res.structuredContent.disposition, "responded");
 
+// An obligation: sent with chat.send_message, closed with chat.discharge.
+res = await ok("chat.send_message", { to: "GEMINI", directedness: "to_me", intent: "REQUEST", body: "Review PR 9 before I ship.",
+  idempotencyKey: "oblige-1", obligation: { blocks: "halted", defaultAction: "ship without the review", deadline: "30m" } });
+const obligation = res.structuredContent;
+res = await ok("chat.discharge", { eventId: obligation.eventId, group: obligation.group });
+assert.ok(res.structuredContent.recorded);
+res = await ok("chat.discharge", { eventId: obligation.eventId, group: obligation.group });
+assert.equal(res.structuredContent.duplicate, true, "one discharge per obligation");
+summary.obligation = obligation.eventId;
+
 // Envelope tools.
 res = await ok("envelope.compose", { to: "GEMINI", intent: "REQUEST", body: "hi", context: "ops", sign: true });
 const composed = res.structuredContent.text;
@@ -154,6 +164,8 @@ summary.refusals = [
   await refused("chat.send_message", { to: "CHATGPT", directedness: "to_me", intent: "REQUEST", body: "x".repeat(1100000) }, /body: maxLength[^]*more than 1032192/),
   await refused("chat.read_thread", {}, /eventId or thread/),
   await refused("envelope.parse", { text: "no envelope here" }, /no envelope/),
+  await refused("chat.discharge", { eventId: scenario.request }, /carries no obligation/),
+  await refused("chat.send_message", { to: "GEMINI", directedness: "to_me", intent: "REQUEST", body: "x", obligation: { blocks: "stuck" } }, /Blocks/),
 ];
 let unknown;
 try {

@@ -34,7 +34,7 @@ const ctx = await chromium.launchPersistentContext(env.USER_DATA_DIR, {
   executablePath: env.CHROMIUM || '/usr/lib/chromium/chromium',
   headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
-    '--disable-sync', '--disable-extensions-except=' + env.EXT, '--load-extension=' + env.EXT],
+    '--disable-sync', '--disable-extensions-except=' + env.EXT, '--load-extension=' + env.EXT, '--host-resolver-rules=' + env.RESOLVE],
   viewport: { width: 1100, height: 900 },
 });
 const started = Date.now();
@@ -50,7 +50,7 @@ try {
     await page.fill('input[name=relay]', env.RELAY_URL);
     // The default sites need host permissions (a prompt); these tests use loopback only.
     while (await page.locator('#sites .remove').count()) { await page.locator('#sites .remove').first().click(); }
-    const rows = [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true]];
+    const rows = [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true], [hostOf(env.PAGES_SITE), 'gemini', false]];
     for (const [site, agent, auto] of rows) {
       await page.click('#add');
       const row = page.locator('#sites tr').last();
@@ -69,9 +69,27 @@ try {
     await page.click('button[type=submit]');
     await page.waitForFunction(() => document.getElementById('saved').textContent !== '');
     const stored = await sw.evaluate(() => chrome.storage.local.get(['relay', 'token', 'sites']));
-    check('options saved in storage.local', stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 2 &&
+    check('options saved in storage.local', stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 3 &&
       stored.sites[0].agent === 'CHATGPT' && stored.sites[1].auto === true, JSON.stringify(stored));
     await page.screenshot({ path: env.SCREENSHOTS + '/extension-options.png' }); // docs/extension-options.png
+    await page.close();
+  });
+
+  await step('a site of the options that is not loopback gets the content script', async () => {
+    const want = 'http://' + new URL(env.PAGES_SITE).hostname + '/*';
+    const registered = await sw.evaluate(async (want) => {
+      for (const deadline = Date.now() + 10000; Date.now() < deadline;) {
+        const cs = await chrome.scripting.getRegisteredContentScripts();
+        if (cs.some((c) => c.matches.includes(want))) { return true; }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return JSON.stringify(await chrome.scripting.getRegisteredContentScripts());
+    }, want);
+    check('content script registered for the site', registered === true, registered);
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES_SITE + '/strict.html');
+    await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
+    check('enabled site: status', await page.locator('[data-crosstalk-envelope]').getAttribute('data-crosstalk-status') === 'unsigned', '');
     await page.close();
   });
 
@@ -267,6 +285,16 @@ try {
     await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-scan-ms'));
     metrics.long_scan_ms = +(await page.evaluate(() => document.documentElement.getAttribute('data-crosstalk-scan-ms')));
     check('all controls unsigned', await page.evaluate(() => [...document.querySelectorAll('[data-crosstalk-envelope]')].every((e) => e.getAttribute('data-crosstalk-status') === 'unsigned')), '');
+    await page.close();
+  });
+
+  await step('send every envelope of the page (command)', async () => {
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES + '/strict.html');
+    await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
+    await sw.evaluate(() => runCommand('send-all'));
+    await page.waitForSelector('[data-crosstalk-sent="ok"]', { timeout: 5000 });
+    check('send-all sent the page\'s envelope', true, '');
     await page.close();
   });
 

@@ -70,7 +70,8 @@ const started = Date.now();
 try {
   m = await Marionette.launch({
     binary: env.FIREFOX || 'firefox-esr', profile: env.USER_DATA_DIR,
-    prefs: { 'extensions.webextensions.uuids': JSON.stringify({ [ID]: uuid }), 'dom.events.testing.asyncClipboard': true },
+    prefs: { 'extensions.webextensions.uuids': JSON.stringify({ [ID]: uuid }), 'dom.events.testing.asyncClipboard': true,
+      'network.dns.localDomains': new URL(env.PAGES_SITE).hostname },
   });
   await m.cmd('Addon:Install', { path: env.EXT, temporary: true });
 
@@ -84,7 +85,7 @@ try {
     };
     await type('input[name=relay]', env.RELAY_URL);
     while (await m.script('return document.querySelectorAll("#sites .remove").length')) { await m.click(await m.find('#sites .remove')); }
-    for (const [site, agent, auto] of [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true]]) {
+    for (const [site, agent, auto] of [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true], [hostOf(env.PAGES_SITE), 'gemini', false]]) {
       await m.click(await m.find('#add'));
       await type('#sites tr:last-child input[name=site]', site);
       await type('#sites tr:last-child input[name=agent]', agent);
@@ -100,8 +101,20 @@ try {
     await m.click(await m.find('button[type=submit]'));
     await m.waitFor('return document.getElementById("saved").textContent !== ""');
     const stored = await asyncScript('const done = arguments[arguments.length - 1]; chrome.storage.local.get(["relay", "token", "sites"]).then(done, (e) => done(String(e)));').catch((e) => String(e));
-    check('options saved in storage.local', stored && stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 2 &&
+    check('options saved in storage.local', stored && stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 3 &&
       stored.sites[1].auto === true, JSON.stringify(stored));
+  });
+
+  await step('a site of the options that is not loopback gets the content script', async () => {
+    const want = 'http://' + new URL(env.PAGES_SITE).hostname + '/*';
+    const registered = await inExtension('const want = arguments[0]; const done = arguments[arguments.length - 1]; const deadline = Date.now() + 10000;' +
+      'const poll = () => chrome.scripting.getRegisteredContentScripts().then((cs) => cs.some((c) => c.matches.includes(want)) ? done(true) :' +
+      ' Date.now() > deadline ? done(JSON.stringify(cs)) : setTimeout(poll, 50), (e) => done(String(e)));' +
+      'poll();', [want]);
+    check('content script registered for the site', registered === true, registered);
+    await go(env.PAGES_SITE + '/strict.html');
+    await m.waitFor('return document.querySelector("[data-crosstalk-envelope]")', [], 15000, 'a control on the enabled site');
+    check('enabled site: status', await attr('[data-crosstalk-envelope]', 'data-crosstalk-status') === 'unsigned', '');
   });
 
   await step('detection: code block, <br> paragraph, quote, pre-wrap text; statuses', async () => {

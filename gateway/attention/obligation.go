@@ -1,0 +1,84 @@
+package attention
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Blocks says what an open obligation holds up (issue #14, after C2A's
+// later draft): the asker is halted, degraded, or not blocked at all.
+type Blocks string
+
+// Blocks values.
+const (
+	BlocksHalted   Blocks = "halted"
+	BlocksDegraded Blocks = "degraded"
+	BlocksNone     Blocks = "none"
+)
+
+// ErrObligation is wrapped by ParseObligation's errors.
+var ErrObligation = errors.New("attention: bad obligation")
+
+// maxObligationText bounds Default-Action and Delegate.
+const maxObligationText = 500
+
+// Obligation is what an event's author is owed (`meta: obligation`,
+// docs/format.md): an answer its addressees must give until the author or
+// the delegate discharges it. A recipient's reply or reaction is evidence
+// shown to the author, never discharge; read state is never an input.
+type Obligation struct {
+	// Blocks is what the author's work is while the obligation is open.
+	Blocks Blocks `json:"blocks"`
+	// DefaultAction is what the author will do if the obligation lapses.
+	DefaultAction string `json:"default_action,omitempty"`
+	// Delegate is the actor id that may discharge it besides the author.
+	Delegate string `json:"delegate,omitempty"`
+	// Deadline is when it lapses; zero for none.
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// ParseObligation reads the fields of `meta: obligation`: Blocks (halted,
+// degraded or none; none when empty), Default-Action and Delegate (one
+// line each, at most 500 bytes), and Deadline, an RFC 3339 time or a
+// positive duration ("30m", "2h") counted from receivedAt. Errors wrap
+// ErrObligation and name the field.
+func ParseObligation(blocks, defaultAction, delegate, deadline string, receivedAt time.Time) (Obligation, error) {
+	var o Obligation
+	switch b := Blocks(strings.ToLower(strings.TrimSpace(blocks))); b {
+	case "":
+		o.Blocks = BlocksNone
+	case BlocksHalted, BlocksDegraded, BlocksNone:
+		o.Blocks = b
+	default:
+		return o, fmt.Errorf("%w: Blocks %q is not halted, degraded or none", ErrObligation, blocks)
+	}
+	for _, f := range []struct {
+		name string
+		v    string
+		to   *string
+	}{{"Default-Action", defaultAction, &o.DefaultAction}, {"Delegate", delegate, &o.Delegate}} {
+		v := strings.TrimSpace(f.v)
+		if len(v) > maxObligationText || strings.ContainsAny(v, "\r\n") {
+			return o, fmt.Errorf("%w: %s must be one line of at most %d bytes", ErrObligation, f.name, maxObligationText)
+		}
+		*f.to = v
+	}
+	if d := strings.TrimSpace(deadline); d != "" {
+		if t, err := time.Parse(time.RFC3339, d); err == nil {
+			o.Deadline = t.UTC()
+		} else if dur, err := time.ParseDuration(d); err == nil && dur > 0 {
+			o.Deadline = receivedAt.Add(dur).UTC()
+		} else {
+			return o, fmt.Errorf("%w: Deadline %q is neither an RFC 3339 time nor a positive duration such as 30m", ErrObligation, deadline)
+		}
+	}
+	return o, nil
+}
+
+// CanDischarge reports whether actor may discharge the obligation of an
+// event written by author: only the author or the delegate may.
+func (o Obligation) CanDischarge(author, actor string) bool {
+	return actor != "" && (strings.EqualFold(actor, author) || o.Delegate != "" && strings.EqualFold(actor, o.Delegate))
+}

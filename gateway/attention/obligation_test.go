@@ -1,0 +1,81 @@
+package attention
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestParseObligation(t *testing.T) {
+	tests := []struct {
+		blocks, action, delegate, deadline string
+		want                               Obligation
+		err                                bool
+	}{
+		{"halted", "ship without the review", "lead", "2026-12-01T12:00:00Z",
+			Obligation{Blocks: BlocksHalted, DefaultAction: "ship without the review", Delegate: "lead", Deadline: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}, false},
+		{" Degraded ", "", "", "30m", Obligation{Blocks: BlocksDegraded, Deadline: t0.Add(30 * time.Minute)}, false},
+		{"", "", "", "", Obligation{Blocks: BlocksNone}, false},
+		{"stuck", "", "", "", Obligation{}, true},
+		{"none", "", "", "-5m", Obligation{}, true},
+		{"none", "", "", "tomorrow", Obligation{}, true},
+		{"none", "two\nlines", "", "", Obligation{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseObligation(tt.blocks, tt.action, tt.delegate, tt.deadline, t0)
+		if tt.err {
+			if !errors.Is(err, ErrObligation) {
+				t.Errorf("ParseObligation(%q, %q, %q, %q) error = %v, want ErrObligation", tt.blocks, tt.action, tt.delegate, tt.deadline, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseObligation(%q, %q, %q, %q) = %+v, %v, want %+v", tt.blocks, tt.action, tt.delegate, tt.deadline, got, err, tt.want)
+		}
+	}
+}
+
+// TestObligationPolicy: an open obligation is must_respond and immediate
+// for every addressee, never stale; once discharged the ordinary rules
+// apply; bystanders and the author are unaffected.
+func TestObligationPolicy(t *testing.T) {
+	ob := &Obligation{Blocks: BlocksHalted, Deadline: t0.Add(time.Minute)}
+	with := func(e Event) Event { e.Obligation = ob; return e }
+	claimBy := func(holder string) State {
+		return State{Claims: []Claim{{Event: "01JEVT", Holder: holder, ClaimedAt: t0, ExpiresAt: t0.Add(DefaultClaimTTL)}}}
+	}
+	tests := []struct {
+		name string
+		ev   Event
+		st   State
+		now  time.Time
+		want want
+	}{
+		{"to me", with(ev(IntentRespond, "claude")), State{}, t0, want{ToMe, MustRespond, ReasonObligation, Immediate}},
+		{"to my role", with(ev(IntentRequest, "@backend")), State{}, t0, want{ToMyRole, MustRespond, ReasonObligation, Immediate}},
+		{"to @all", with(ev(IntentRequest, "@all")), State{}, t0, want{ToMyRole, MustRespond, ReasonObligation, Immediate}},
+		{"role claimed by another", with(ev(IntentRequest, "@backend")), claimBy("codex"), t0, want{ToMyRole, MustNotRespond, ReasonClaimedByOther, ToolMailbox}},
+		{"lapsed: still owed", with(ev(IntentRequest, "claude")), State{}, t0.Add(time.Hour), want{ToMe, MustRespond, ReasonObligation, Immediate}},
+		{"to another", with(ev(IntentRequest, "chatgpt")), State{}, t0, want{ToOther, MustNotRespond, ReasonAddressedToOther, ToolMailbox}},
+		{"my own", with(ev(IntentRequest, "chatgpt")).with(func(e *Event) { e.From = "claude" }), State{}, t0, want{ToOther, MustNotRespond, ReasonOwnEvent, Silent}},
+		{"discharged", with(ev(IntentRequest, "claude")).with(func(e *Event) { e.Discharged = true }), State{}, t0, want{ToMe, MustRespond, ReasonDirectMessage, Buffered}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(tt.ev, me, tt.st, tt.now)
+			if g := got(d); g != tt.want {
+				t.Errorf("Decide(%s) = %v, want %v", describe(tt.ev), g, tt.want)
+			}
+			if tt.want.r == ReasonObligation && (!d.Deadline.Equal(ob.Deadline) || d.Expired != tt.now.After(ob.Deadline)) {
+				t.Errorf("Decide(%s) deadline %v expired %v, want %v, %v", describe(tt.ev), d.Deadline, d.Expired, ob.Deadline, tt.now.After(ob.Deadline))
+			}
+		})
+	}
+	if !ob.CanDischarge("gemini", "GEMINI") || ob.CanDischarge("gemini", "claude") {
+		t.Errorf("CanDischarge: only the author (or the delegate) may discharge")
+	}
+	dl := Obligation{Delegate: "lead"}
+	if !dl.CanDischarge("gemini", "lead") || dl.CanDischarge("gemini", "") {
+		t.Errorf("CanDischarge: the delegate may discharge")
+	}
+}

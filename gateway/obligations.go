@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
+)
+
+// Waiting is one open obligation an agent authored (or may discharge as
+// the delegate): what it waits on, and the evidence so far.
+type Waiting struct {
+	Group      string               `json:"group"`
+	EventID    string               `json:"event_id"`
+	Seq        int64                `json:"seq"`
+	MessageID  string               `json:"message,omitempty"`
+	Author     string               `json:"author"`
+	To         []string             `json:"to,omitempty"`
+	TS         string               `json:"ts"`
+	Obligation attention.Obligation `json:"obligation"`
+	// Evidence is who answered so far (a reply, a reaction, an ack or a
+	// disposition): shown to the author, never discharge.
+	Evidence []string `json:"evidence,omitempty"`
+	// Lapsed is set once the deadline has passed.
+	Lapsed bool `json:"lapsed,omitempty"`
+}
+
+// waitingKinds are the kinds Waiting reads.
+var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, KindDisposition}
+
+// Waiting returns the open obligations agent authored or is the delegate
+// of, over every group, oldest first (issue #14 "what I am blocking /
+// waiting on"). Discharged obligations are left out.
+func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
+	agent = r.book.ActorID(agent)
+	gs, err := r.store.Groups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listing groups: %w", err)
+	}
+	now := r.now()
+	var out []Waiting
+	for _, g := range gs {
+		open := map[string]int{} // event id → index in out
+		for after := int64(0); ; {
+			evs, err := r.store.Range(ctx, g.ID, after, waitingKinds, inboxPage)
+			if err != nil {
+				return nil, fmt.Errorf("gateway: reading group %q: %w", g.ID, err)
+			}
+			for _, ev := range evs {
+				d, err := ParseData(ev)
+				if err != nil {
+					continue
+				}
+				switch ev.Kind {
+				case KindMessage:
+					if ob := d.Obligation; ob != nil && ob.CanDischarge(ev.By, agent) {
+						w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
+							Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline)}
+						if d.X != nil && d.X.Envelope != nil {
+							w.MessageID = d.X.Envelope.Message
+						}
+						open[ev.ID] = len(out)
+						out = append(out, w)
+					}
+					if i, ok := open[d.ReplyTo]; ok && d.ReplyTo != "" {
+						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
+					}
+				case KindDischarge:
+					if i, ok := open[d.EventID]; ok {
+						out[i].EventID = "" // removed below
+						delete(open, d.EventID)
+					}
+				default:
+					if i, ok := open[d.EventID]; ok {
+						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
+					}
+				}
+			}
+			if len(evs) < inboxPage {
+				break
+			}
+			after = evs[len(evs)-1].Seq
+		}
+	}
+	kept := out[:0]
+	for _, w := range out {
+		if w.EventID != "" {
+			kept = append(kept, w)
+		}
+	}
+	return kept, nil
+}
+
+func appendEvidence(s []string, actor string) []string {
+	for _, x := range s {
+		if strings.EqualFold(x, actor) {
+			return s
+		}
+	}
+	return append(s, actor)
+}
+
+// Owes reports whether d is something its agent still owes (issue #14
+// "what I owe"): an open obligation addressed to it (must_respond until
+// its author discharges it, whatever the agent replied), or another
+// must_respond event it has neither acknowledged nor answered.
+func (d Delivery) Owes() bool {
+	if d.Policy != attention.MustRespond {
+		return false
+	}
+	if d.Obligation != nil && d.Reason == attention.ReasonObligation {
+		return !d.Discharged
+	}
+	return !d.Acked && !d.Responded
+}
