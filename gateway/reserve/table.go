@@ -354,11 +354,6 @@ func (t *Table) Decide(req Request, now time.Time, p Policy) (Plan, error) {
 	return plan, nil
 }
 
-func (t *Table) liveSorted(now time.Time) []Reservation {
-	rs, _ := t.List(now, "")
-	return rs
-}
-
 // Held returns the agent's live reservations of the given scopes, for a
 // release; a scope the agent does not hold is ErrNotHeld.
 func (t *Table) Held(agent string, scopes []string, now time.Time) ([]Reservation, error) {
@@ -369,15 +364,16 @@ func (t *Table) Held(agent string, scopes []string, now time.Time) ([]Reservatio
 	var out []Reservation
 	for _, s := range cs {
 		n := len(out)
-		for _, r := range t.liveSorted(now) {
-			if r.Agent == agent && r.Scope == s {
+		t.overlapping(s, now, func(r Reservation, cls Class) {
+			if r.Agent == agent && cls == Exact {
 				out = append(out, r)
 			}
-		}
+		})
 		if len(out) == n {
 			return nil, fmt.Errorf("%w: %s does not hold %s", ErrNotHeld, agent, s)
 		}
 	}
+	sortRes(out)
 	return out, nil
 }
 
