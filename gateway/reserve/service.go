@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -87,6 +88,12 @@ func (s *Service) sync(ctx context.Context) error {
 func (s *Service) Reserve(ctx context.Context, req Request) ([]Reservation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.reserve(ctx, req, 3)
+}
+
+// reserve is Reserve with s.mu held; tries bounds the retries after a
+// renewal that did not take (its reservation lapsed meanwhile).
+func (s *Service) reserve(ctx context.Context, req Request, tries int) ([]Reservation, error) {
 	if err := s.sync(ctx); err != nil {
 		return nil, err
 	}
@@ -116,6 +123,30 @@ func (s *Service) Reserve(ctx context.Context, req Request) ([]Reservation, erro
 			granted = append(granted, rv)
 		}
 	}
+	lapsed := false
+	for _, r := range plan.Renewals {
+		// A renewal took when the reservation now lasts as planned
+		// (events keep milliseconds).
+		if rv, ok := s.t.Get(r.ID); ok && rv.Agent == req.Agent && !rv.ExpiresAt.Before(plan.ExpiresAt.Truncate(time.Millisecond)) {
+			got = append(got, rv)
+			continue
+		}
+		// Taken over or expired between the decision and the append.
+		lapsed = true
+		s.t.overlapping(r.Scope, now, func(o Reservation, cls Class) {
+			if o.Agent != req.Agent {
+				lost = append(lost, Conflict{Scope: r.Scope, Holder: o.Agent, HeldScope: o.Scope, Class: cls, ReservationID: o.ID, Liveness: attention.Active})
+			}
+		})
+	}
+	if lapsed && len(lost) == 0 && tries > 1 {
+		// Only expired: decide again, which renews what this request
+		// just got and grants the lapsed scopes afresh.
+		return s.reserve(ctx, req, tries-1)
+	}
+	if lapsed && len(lost) == 0 {
+		return nil, fmt.Errorf("reserve: reservations of %s kept lapsing while renewing; try again", req.Agent)
+	}
 	if len(lost) > 0 {
 		// All or nothing: give back what this request was granted.
 		if len(granted) > 0 {
@@ -128,12 +159,7 @@ func (s *Service) Reserve(ctx context.Context, req Request) ([]Reservation, erro
 		}
 		return nil, &ConflictError{Conflicts: lost}
 	}
-	got = granted
-	for _, r := range plan.Renewals {
-		if rv, ok := s.t.Get(r.ID); ok {
-			got = append(got, rv)
-		}
-	}
+	got = append(got, granted...)
 	sortRes(got)
 	return got, nil
 }

@@ -339,3 +339,43 @@ func TestLostRaceIsVoided(t *testing.T) {
 		}
 	}
 }
+
+// TestRenewalRace: a renewal whose reservation was taken over between
+// the decision and the append is refused with the taker; one that merely
+// expired meanwhile is granted afresh.
+func TestRenewalRace(t *testing.T) {
+	ctx := context.Background()
+	t.Run("taken over", func(t *testing.T) {
+		f := newFixture(t)
+		other := f.open(t)
+		f.reserve(t, "alice", false, "src")
+		f.clk.Add(20 * time.Minute) // alice is stale
+		f.svc.beforeAppend = func() {
+			f.svc.beforeAppend = nil
+			if _, err := other.Reserve(ctx, Request{Agent: "bob", Scopes: []string{"src/x"}, TakeoverStale: true}); err != nil {
+				t.Errorf("bob's takeover: %v", err)
+			}
+		}
+		_, err := f.reserve(t, "alice", false, "src", "docs")
+		cs := mustConflict(t, err)
+		if len(cs) != 1 || cs[0].Holder != "bob" || cs[0].Scope != "src" || cs[0].HeldScope != "src/x" {
+			t.Fatalf("conflicts = %+v", cs)
+		}
+		if rs, _ := f.svc.List(ctx, ""); len(rs) != 1 || rs[0].Agent != "bob" {
+			t.Fatalf("after the race: %+v (alice's docs grant must be released)", rs)
+		}
+	})
+	t.Run("expired", func(t *testing.T) {
+		f := newFixture(t)
+		old, _ := f.svc.Reserve(ctx, Request{Agent: "alice", Scopes: []string{"src"}, TTL: time.Second})
+		f.clk.Add(500 * time.Millisecond)
+		f.svc.beforeAppend = func() {
+			f.svc.beforeAppend = nil
+			f.clk.Add(time.Second)
+		}
+		got, err := f.svc.Reserve(ctx, Request{Agent: "alice", Scopes: []string{"src"}, TTL: time.Minute})
+		if err != nil || len(got) != 1 || got[0].ID == old[0].ID || got[0].Scope != "src" {
+			t.Fatalf("renewal after expiry = %+v, %v", got, err)
+		}
+	})
+}
