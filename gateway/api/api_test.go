@@ -47,7 +47,7 @@ func testBook(t *testing.T) *gateway.AddressBook {
 	return book
 }
 
-func newHarness(t *testing.T, opts *api.Options) *harness {
+func newHarness(t *testing.T, opts *api.Options, mounts ...func(*api.Server, ledger.Store)) *harness {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), nil)
 	if err != nil {
@@ -55,6 +55,9 @@ func newHarness(t *testing.T, opts *api.Options) *harness {
 	}
 	relay := gateway.New(st, &gateway.Options{Book: testBook(t)})
 	a := api.New(relay, opts)
+	for _, mount := range mounts {
+		mount(a, st)
+	}
 	srv := httptest.NewServer(a)
 	t.Cleanup(func() {
 		a.Close()

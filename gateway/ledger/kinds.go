@@ -16,6 +16,10 @@ const (
 	// KindDelivery records the final state of delivering one envelope to
 	// one receiver over its transport: data.state "delivered" or "failed".
 	KindDelivery = "x.crosstalk.delivery"
+	// KindReservation records a scope reservation's grant, renewal,
+	// release or takeover (data.action; BeadBoard §4.4–§5, package
+	// gateway/reserve).
+	KindReservation = "x.crosstalk.reservation"
 	// KindDischarge records that an obligation's author or delegate
 	// discharged it: data.event_id, data.actor_id (issue #14).
 	KindDischarge = "x.crosstalk.discharge"

@@ -20,6 +20,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
 	"github.com/crosstalk-go/crosstalk/gateway/metrics"
+	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
@@ -303,6 +304,15 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams, Minted: minted, Heartbeat: o.Heartbeat,
 	})
 	a.MountAgents(o.Channel) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
+	resv, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Now: o.Now, Policy: reserve.Policy{
+		LastSeen: func(agent string) time.Time { t, _ := core.Relay.AgentLiveness(agent); return t },
+	}})
+	if err != nil {
+		a.Close()
+		ln.Close()
+		return nil, fmt.Errorf("reservations: %w", err)
+	}
+	a.MountReservations(resv) // scope reservations (docs/agents.md "Reservations")
 	a.Handle("GET /metrics", mx.Handler())
 	if s, ok := ts.senders["a2a"].(*a2a.Sender); ok {
 		s.Relay = core.Relay // record what A2A agents answer at once

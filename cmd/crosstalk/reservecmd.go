@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/reserve"
+)
+
+var cmdReserve = &command{
+	name:    "reserve",
+	args:    "--agent A [--ttl 30m] [--reason R] [--takeover-stale] [--json] SCOPE...",
+	summary: "reserve path scopes for an agent (exit 1 when another agent holds an overlap)",
+	run:     runReserve,
+}
+
+var cmdRelease = &command{
+	name:    "release",
+	args:    "--agent A [--json] SCOPE...",
+	summary: "release an agent's reserved path scopes",
+	run:     runRelease,
+}
+
+var cmdReservations = &command{
+	name:    "reservations",
+	args:    "[--path P] [--json]",
+	summary: "list live reservations, or who holds a path",
+	run:     runReservations,
+}
+
+func runReserve(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, `
+Reserve asks the relay to reserve each SCOPE (a path relative to the
+repository root: "src/auth/*", "docs/api.md", "src") for the agent, per
+BeadBoard §4.4–§5 (docs/agents.md "Reservations"). Reserving a scope the agent
+already holds renews it. Another agent's overlapping reservation refuses the
+whole request unless its holder is stale or evicted and --takeover-stale is
+given. With tokens configured, --agent must be the token's principal.
+
+Exit status: 0 when granted; 1 when refused, printing per conflict the holder,
+its scope and the overlap class (exact or partial).`)
+	rf := addRelayFlags(fs)
+	agent := fs.String("agent", "", "agent `name` reserving (required)")
+	ttl := fs.Duration("ttl", reserve.DefaultTTL, "how long the reservation lasts (at least 1s)")
+	reason := fs.String("reason", "", "why, shown to other agents")
+	takeover := fs.Bool("takeover-stale", false, "take over overlapping reservations of stale or evicted holders")
+	asJSON := fs.Bool("json", false, "print the answer as JSON")
+	scopes, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if *agent == "" || len(scopes) == 0 {
+		return usagef("reserve: want --agent A SCOPE...")
+	}
+	body, err := json.Marshal(api.ReserveBody{Agent: *agent, Scopes: scopes, TTL: ttl.String(), Reason: *reason, TakeoverStale: *takeover})
+	if err != nil {
+		return err
+	}
+	var ans api.ReserveAnswer
+	if err := rf.do(ctx, "POST", "/v1/reservations", *agent, strings.NewReader(string(body)), &ans); err != nil {
+		return err
+	}
+	if *asJSON {
+		if err := json.NewEncoder(e.stdout).Encode(ans); err != nil {
+			return err
+		}
+	} else if ans.Granted {
+		printReservations(e, ans.Reservations)
+	} else {
+		for _, c := range ans.Conflicts {
+			fmt.Fprintf(e.stdout, "refused %s: held by %s as %s (%s; holder %s)\n", c.Scope, c.Holder, c.HeldScope, c.Class, c.Liveness)
+		}
+	}
+	if !ans.Granted {
+		return failedError{}
+	}
+	return nil
+}
+
+func runRelease(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, `
+Release gives back the agent's reservations of each SCOPE. A scope the agent
+does not hold is an error and nothing is released.`)
+	rf := addRelayFlags(fs)
+	agent := fs.String("agent", "", "agent `name` releasing (required)")
+	asJSON := fs.Bool("json", false, "print the released reservations as JSON")
+	scopes, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if *agent == "" || len(scopes) == 0 {
+		return usagef("release: want --agent A SCOPE...")
+	}
+	q := url.Values{"agent": {*agent}, "scope": scopes}
+	var ans struct {
+		Released []reserve.Reservation `json:"released"`
+	}
+	if err := rf.do(ctx, "DELETE", "/v1/reservations?"+q.Encode(), *agent, nil, &ans); err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(ans)
+	}
+	for _, r := range ans.Released {
+		fmt.Fprintf(e.stdout, "released %s\n", r.Scope)
+	}
+	return nil
+}
+
+func runReservations(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, `
+Reservations lists the live reservations: agent, scope, since, until, reason.
+With --path, only those overlapping the path ("who holds this path").`)
+	rf := addRelayFlags(fs)
+	path := fs.String("path", "", "only reservations overlapping this `path`")
+	asJSON := fs.Bool("json", false, "print as JSON")
+	if rest, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return usagef("reservations: unexpected argument %q", rest[0])
+	}
+	p := "/v1/reservations"
+	if *path != "" {
+		p += "?" + url.Values{"path": {*path}}.Encode()
+	}
+	var ans struct {
+		Reservations []reserve.Reservation `json:"reservations"`
+	}
+	if err := rf.do(ctx, "GET", p, "", nil, &ans); err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(ans)
+	}
+	printReservations(e, ans.Reservations)
+	return nil
+}
+
+func printReservations(e *env, rs []reserve.Reservation) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSCOPE\tSINCE\tUNTIL\tREASON")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Agent, r.Scope, r.GrantedAt.Local().Format(time.DateTime), r.ExpiresAt.Local().Format(time.DateTime), r.Reason)
+	}
+	tw.Flush()
+}
