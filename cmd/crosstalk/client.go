@@ -146,7 +146,14 @@ Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 	return nil
 }
 
-func runLog(ctx context.Context, e *env, args []string) error {
+func runLog(ctx context.Context, e *env, args []string) (err error) {
+	defer func() {
+		// --follow ends only by the user's interrupt: whatever it was
+		// doing then (a page read, connecting the stream), that is exit 0.
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			err = nil
+		}
+	}()
 	fs := newFlags(e, `
 Log prints the relay's ledger: the last --limit events of a group (100), or
 those before seq --before, or with seq > --since, or with --all every one (read
