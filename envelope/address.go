@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// AddressKind classifies an address (spec "Addressing Scheme", DESIGN §3.3).
+// AddressKind classifies an address (spec "Addressing Scheme", docs/design.md §3.3).
 type AddressKind int
 
 // The address kinds.
@@ -121,7 +121,7 @@ func ParseAddress(s string) (Address, error) {
 }
 
 // IsBroadcast reports whether a receiver means every actor: ALL, * or @all
-// (DESIGN §5.2).
+// (docs/design.md §5.2).
 func IsBroadcast(to string) bool {
 	return to == "*" || strings.EqualFold(to, "ALL") || strings.EqualFold(to, "@all")
 }

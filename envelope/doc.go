@@ -1,7 +1,7 @@
 // Package envelope finds, parses, validates, formats and composes AI
 // Crosstalk envelopes — the `[[SENDER→RECEIVER v1]] … [[END]]` text blocks
-// of the AI Crosstalk protocol v1.1 (shared/seeds/ai-crosstalk-protocol-v1.1.md;
-// the grammar as implemented is docs/format.md, DESIGN §3).
+// of the AI Crosstalk protocol v1.1 (docs/spec/ai-crosstalk-protocol-v1.1.md;
+// the grammar as implemented is docs/format.md, docs/design.md §3).
 //
 // A Reader finds every envelope in noisy text — a chat transcript, a mail
 // body, a clipboard — and returns them one at a time: lenient outside an
@@ -18,7 +18,7 @@
 // intents; ParseAddress classifies senders and receivers.
 //
 // What it does not do: verify or make signatures (package signing), assign
-// ids to v1.0 envelopes that lack them (the relay does, DESIGN §5.3), or
+// ids to v1.0 envelopes that lack them (the relay does, docs/design.md §5.3), or
 // interpret META namespaces beyond keeping them in order. It imports only the
 // standard library.
 //

@@ -9,7 +9,7 @@ import (
 // one from a Reader, Unmarshal, New, NewReply or NewError.
 //
 // String fields hold the values as read (trimmed); an empty string means the
-// field is absent. JSON encoding gives the form of DESIGN §3.4 /
+// field is absent. JSON encoding gives the form of docs/design.md §3.4 /
 // docs/format.md §11.
 type Envelope struct {
 	From    string `json:"from"`
@@ -82,7 +82,7 @@ func (m Meta) MarshalJSON() ([]byte, error) {
 // to the [[END]] line (or the last line read, for an incomplete envelope):
 // line ends turned into LF, the quote prefix and surrounding fence removed,
 // every line LF-terminated, nothing else changed. Signatures are computed
-// from these bytes (DESIGN §4.1), never from a re-serialization. It is nil
+// from these bytes (docs/design.md §4.1), never from a re-serialization. It is nil
 // for envelopes that were not read from text. The caller must not modify it.
 func (e *Envelope) Source() []byte { return e.source }
 

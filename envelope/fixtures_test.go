@@ -19,7 +19,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files (testdata/golden) from the current output")
 
 // parseAll runs a Reader over in and returns one JSON value per envelope or
-// error, in the form of `crosstalk parse --json` (DESIGN §3.4).
+// error, in the form of `crosstalk parse --json` (docs/design.md §3.4).
 func parseAll(t testing.TB, in []byte, strict bool) []any {
 	t.Helper()
 	r := envelope.NewReader(bytes.NewReader(in))
@@ -193,7 +193,7 @@ func format(t *testing.T, in []byte) ([]byte, []*envelope.Envelope) {
 // assertSameValue compares two envelopes as values: everything but the
 // input position, completeness, source bytes and warnings, and the v1.0
 // spellings (legacy intent, response form) that the canonical v1.1 form
-// does not keep by design (DESIGN §3.1).
+// does not keep by design (docs/design.md §3.1).
 func assertSameValue(t *testing.T, got, want *envelope.Envelope) {
 	t.Helper()
 	g, w := *got, *want

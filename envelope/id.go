@@ -71,7 +71,7 @@ func encodeULID(b [16]byte) string {
 
 // IDFromHash returns a deterministic ULID-shaped id made from the first 16
 // bytes of a digest. It is used for v1.0 envelopes that carry no message id
-// (DESIGN §5.3): the same payload always gets the same id. Its time part is
+// (docs/design.md §5.3): the same payload always gets the same id. Its time part is
 // not meaningful.
 func IDFromHash(sum []byte) string {
 	var b [16]byte

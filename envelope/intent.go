@@ -23,7 +23,7 @@ var Intents = []string{
 	IntentAck, IntentNack, IntentError, IntentBroadcast, IntentRevoke, IntentClose,
 }
 
-// legacyIntents maps the deprecated v1.0 intents to v1.1 (DESIGN §3.1).
+// legacyIntents maps the deprecated v1.0 intents to v1.1 (docs/design.md §3.1).
 var legacyIntents = map[string]string{
 	"QUESTION": IntentRequest,
 	"ANSWER":   IntentRespond,

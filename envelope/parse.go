@@ -19,7 +19,7 @@ const (
 	modeAfterSig                  // after sig:, waiting for [[END]]
 )
 
-// The known top-level keys (DESIGN §3.1). body and response share a slot.
+// The known top-level keys (docs/design.md §3.1). body and response share a slot.
 const (
 	keyUser = iota
 	keySession
@@ -169,7 +169,7 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 		}
 		if st.endsFence(c) || maybeHeader(c) && parseHeader(c).kind != notHeader {
 			// The closing fence or a new header ends an envelope that
-			// had no [[END]] (lenient mode, DESIGN §3.1).
+			// had no [[END]] (lenient mode, docs/design.md §3.1).
 			r.unread(line, long, no)
 			return st.finish(false)
 		}
@@ -286,7 +286,7 @@ func (st *envState) line(c []byte, no, col int) *SyntaxError {
 		}
 		if key, _, ok := topField(c); !ok || knownKey(key) < 0 {
 			// Column-0 text that is not a known key is body text
-			// (DESIGN §3.1).
+			// (docs/design.md §3.1).
 			st.addBody(c)
 			return nil
 		}
@@ -307,7 +307,7 @@ func (st *envState) line(c []byte, no, col int) *SyntaxError {
 	if bytes.HasPrefix(c, sigPrefix) {
 		// Any column-0 line starting with "sig:" is the sig line, with or
 		// without a blank after the colon: the signed bytes end there
-		// (DESIGN §4.1), so the parser must end there too.
+		// (docs/design.md §4.1), so the parser must end there too.
 		return st.known(keySig, sigPrefix[:3], trimBlanks(c[4:]), no, col)
 	}
 	sc := st.sc
@@ -386,7 +386,7 @@ func (st *envState) known(k int, key, val []byte, no, col int) *SyntaxError {
 // the body.
 func (st *envState) addBody(c []byte) {
 	if len(c) >= 2 && c[0] == ' ' && c[1] == ' ' {
-		c = c[2:] // one two-space indent (DESIGN §3.1); anything else verbatim
+		c = c[2:] // one two-space indent (docs/design.md §3.1); anything else verbatim
 	}
 	off := 0
 	if len(c) > 0 {
@@ -492,7 +492,7 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 	env.source = st.src
 	env.Body = st.body(st.src)
 	if len(intent) == 0 {
-		env.Intent = IntentRespond // v1.0 answer form (DESIGN §3.1)
+		env.Intent = IntentRespond // v1.0 answer form (docs/design.md §3.1)
 	} else {
 		in, legacy, known := NormalizeIntent(get(st.vals[keyIntent]))
 		if !known {

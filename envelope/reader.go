@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Limits bound what the Reader accepts (DESIGN §3.1). Passing one is an
+// Limits bound what the Reader accepts (docs/design.md §3.1). Passing one is an
 // E-TOO-LARGE error for that envelope.
 type Limits struct {
 	Envelope   int // bytes of source from header to [[END]]
@@ -100,7 +100,7 @@ func (r *Reader) readLine() (line []byte, long bool, no int, ok bool) {
 	}
 	line, long, ok = r.sc.next()
 	if ok && r.sc.line == 1 {
-		line = bytes.TrimPrefix(line, []byte("\ufeff")) // BOM (DESIGN §3.1)
+		line = bytes.TrimPrefix(line, []byte("\ufeff")) // BOM (docs/design.md §3.1)
 	}
 	return line, long, r.sc.line, ok
 }
@@ -175,7 +175,7 @@ func (r *Reader) next() (*Envelope, error) {
 	}
 }
 
-// stripQuote removes one level of "> " quoting (DESIGN §3.1).
+// stripQuote removes one level of "> " quoting (docs/design.md §3.1).
 func stripQuote(line []byte) ([]byte, bool) {
 	if len(line) == 0 || line[0] != '>' {
 		return line, false
@@ -237,7 +237,7 @@ var arrows = []string{"→", "->", "=>"}
 // that fail it are not headers.
 func maybeHeader(line []byte) bool { return len(line) >= 5 && line[0] == '[' && line[1] == '[' }
 
-// parseHeader recognises `[[SENDER→RECEIVER vN]]` (DESIGN §3.1). Lines that
+// parseHeader recognises `[[SENDER→RECEIVER vN]]` (docs/design.md §3.1). Lines that
 // do not have that shape at all are notHeader; lines that have it but a bad
 // part are headerMalformed or headerBadVersion, so that a broken envelope is
 // reported rather than skipped.

@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// lineScanner splits input into lines at LF, CRLF or a lone CR (DESIGN §3.1:
+// lineScanner splits input into lines at LF, CRLF or a lone CR (docs/design.md §3.1:
 // chat UIs and clipboards on other systems produce all three). It never holds
 // more than maxLine bytes of one line: the rest of a longer line is read and
 // thrown away, and the line is reported as too long. Memory is therefore

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Writer writes envelopes in canonical form (DESIGN §3.2, docs/format.md
+// Writer writes envelopes in canonical form (docs/design.md §3.2, docs/format.md
 // §10), separated by one blank line. Like go-imap's encoder it keeps the
 // first error: once a write fails, every later Write returns that error.
 //

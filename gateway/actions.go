@@ -41,7 +41,7 @@ func actionErr(code, format string, args ...any) error {
 	return &ActionError{Code: code, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Action is one of the agent actions on an event (DESIGN §5.6).
+// Action is one of the agent actions on an event (docs/design.md §5.6).
 type Action string
 
 // The actions of POST /v1/groups/{group}/events/{id}/{action}.
@@ -119,7 +119,7 @@ type ActionResult struct {
 
 // Act performs an action, enforcing the CCCS rules: acks are self-only and
 // only for attention messages addressed to the actor (§6.2), read cursors
-// are independent of acks (§6.3), the first claim wins (DESIGN §5.4).
+// are independent of acks (§6.3), the first claim wins (docs/design.md §5.4).
 func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error) {
 	if req.Actor == "" {
 		return ActionResult{}, actionErr(CodePermission, "no principal")
@@ -186,7 +186,7 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 		if !attention.Claimable(ae, ag, attention.State{}, r.now()) {
 			return res, actionErr(CodePermission, "event %s is not for %s to claim (it is aimed at someone else or asks for no reply)", target.ID, req.Actor)
 		}
-		// Claims of evicted agents are released first (DESIGN §5.4); the
+		// Claims of evicted agents are released first (docs/design.md §5.4); the
 		// ledger's claims only know their TTL.
 		if _, _, err := r.ReleaseEvictedClaim(ctx, req.Group, target.ID); err != nil {
 			return res, err
@@ -259,7 +259,7 @@ func oneLineNote(s string) string {
 	return s
 }
 
-// SendRequest composes an envelope for POST /v1/send (DESIGN §5.6).
+// SendRequest composes an envelope for POST /v1/send (docs/design.md §5.6).
 type SendRequest struct {
 	From    string          `json:"from,omitempty"` // default: the principal
 	To      string          `json:"to"`

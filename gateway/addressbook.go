@@ -43,7 +43,7 @@ type Agent struct {
 // CompatV10 is the Agent.Compat value for v1.0 readers.
 const CompatV10 = "v1.0"
 
-// AddressBook maps envelope addresses and key ids to actors (DESIGN §5.2).
+// AddressBook maps envelope addresses and key ids to actors (docs/design.md §5.2).
 // The zero value is an empty book in which every simple name is its own
 // actor. It is read-only after construction and safe for concurrent use.
 type AddressBook struct {

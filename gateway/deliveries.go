@@ -45,7 +45,7 @@ type Delivery struct {
 	Responded bool `json:"responded,omitempty"`
 	// ClaimedBy is the holder of a claim in force on the event.
 	ClaimedBy string `json:"claimed_by,omitempty"`
-	// Liveness is the agent's liveness now (DESIGN §5.4).
+	// Liveness is the agent's liveness now (docs/design.md §5.4).
 	Liveness attention.Liveness `json:"liveness"`
 	// Position is the event's position in the ledger's append order
 	// (ledger.Store.Log), set on deliveries of FollowAgent: the one
@@ -53,7 +53,7 @@ type Delivery struct {
 	Position int64 `json:"position,omitempty"`
 }
 
-// AttentionEvent returns the attention view of a ledger event (DESIGN §5.2
+// AttentionEvent returns the attention view of a ledger event (docs/design.md §5.2
 // read backwards): author, recipients, intent, thread and priorities from
 // data and data.x_crosstalk.
 func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
@@ -393,7 +393,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 
 // FollowDeliveries yields what agent should see of group's events with seq
 // > sinceSeq, first those stored and then live ones as they are appended,
-// until ctx ends (DESIGN §5.6 agent stream). Like Deliveries it leaves out
+// until ctx ends (docs/design.md §5.6 agent stream). Like Deliveries it leaves out
 // silent ones. It reads the group in pages (ledger.Store.Follow), so what
 // it holds does not grow with the group's history.
 func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {

@@ -3,11 +3,11 @@
 // for every agent whether it must, may or must not respond (C2A), and
 // exposes all of it to the HTTP API (gateway/api) and the command line.
 //
-// The pipeline (DESIGN §5.1) for one intake — an HTTP POST, a mail, a file,
+// The pipeline (docs/design.md §5.1) for one intake — an HTTP POST, a mail, a file,
 // a clipboard change — is:
 //
-//	size limit → envelope.Reader → validate → verify signature (DESIGN §4.3)
-//	→ de-duplication key (DESIGN §5.3) → CCCS events (DESIGN §5.2)
+//	size limit → envelope.Reader → validate → verify signature (docs/design.md §4.3)
+//	→ de-duplication key (docs/design.md §5.3) → CCCS events (docs/design.md §5.2)
 //	→ durable append (ledger, group commit) → receipt to the transport
 //
 // Attention is not stored: deliveries are a pure function of the ledger,

@@ -14,7 +14,7 @@ import (
 )
 
 // AgentStatus is one actor of the ledger or the address book with its
-// presence (DESIGN §5.4; Beadboard §4): when the relay last saw it over
+// presence (docs/design.md §5.4; Beadboard §4): when the relay last saw it over
 // the API, MCP or a delivery channel, and what that makes it now, a
 // column, not a filter (issue 13).
 type AgentStatus struct {
@@ -80,7 +80,7 @@ func (r *Relay) Agents(ctx context.Context) ([]AgentStatus, error) {
 }
 
 // ReleaseEvictedClaim releases the claim on an event when its holder is
-// evicted (DESIGN §5.4: claims of evicted agents are released), so the
+// evicted (docs/design.md §5.4: claims of evicted agents are released), so the
 // next claim can win. The ledger's claims only know their TTL; this adds
 // liveness. As in package attention, making the claim counts as activity,
 // so a holder is judged by the later of its last activity and its claim

@@ -31,7 +31,7 @@ const (
 )
 
 // XCrosstalk is data.x_crosstalk of every event made from an envelope
-// (DESIGN §5.2): the envelope's JSON form, its raw text, how it came and
+// (docs/design.md §5.2): the envelope's JSON form, its raw text, how it came and
 // how it was checked.
 type XCrosstalk struct {
 	Envelope       *envelope.Envelope `json:"envelope"`
@@ -102,7 +102,7 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// DedupeKey returns the de-duplication key of an envelope (DESIGN §5.3):
+// DedupeKey returns the de-duplication key of an envelope (docs/design.md §5.3):
 // "msg:" + its message id, or "sha256:" + the hex SHA-256 of its
 // signed-bytes payload when it has none.
 func DedupeKey(env *envelope.Envelope) string {
@@ -135,7 +135,7 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 	}
 	if env.Message == "" {
 		// v1.0: assign the deterministic id the dedupe key is made of
-		// (DESIGN §3.1, §5.3), and start a thread named after it.
+		// (docs/design.md §3.1, §5.3), and start a thread named after it.
 		sum := sha256.Sum256(signing.PayloadOf(o.Envelope.Source()))
 		env.Message = envelope.IDFromHash(sum[:])
 		x.AssignedIDs = true

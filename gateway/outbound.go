@@ -28,7 +28,7 @@ type OutboundOptions struct {
 	Senders map[string]transports.Sender
 	// MinBackoff and MaxBackoff bound the delay between attempts: it
 	// starts at MinBackoff (1 s) and doubles up to MaxBackoff (16 s), then
-	// stays there (DESIGN §5.5).
+	// stays there (docs/design.md §5.5).
 	MinBackoff, MaxBackoff time.Duration
 	// MaxAttempts is how many attempts are made before the delivery fails
 	// for good (DefaultMaxAttempts when zero).
@@ -89,7 +89,7 @@ type outbound struct {
 
 // RunOutbound delivers every recorded envelope whose receiver has a
 // transport in the address book, until ctx ends. It is the durable outbox
-// of DESIGN §5.1: what is pending is derived from the ledger — a message
+// of docs/design.md §5.1: what is pending is derived from the ledger — a message
 // event without a final x.crosstalk.delivery event for a receiver — so a
 // restart resumes every unfinished delivery. Sends are at-least-once with
 // the envelope's message id as idempotency key (receivers de-duplicate);
@@ -360,7 +360,7 @@ func textFor(a Agent, text []byte) []byte {
 }
 
 // outboundText is the text sent onward: a signed envelope exactly as
-// received (its signed lines must not change, DESIGN §4.2); an unsigned
+// received (its signed lines must not change, docs/design.md §4.2); an unsigned
 // one with this relay appended to its X-Route hops.
 func (r *Relay) outboundText(x *XCrosstalk) []byte {
 	env, err := envelope.Unmarshal([]byte(x.Raw))

@@ -16,7 +16,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
-// Verification statuses (DESIGN §4.3). A Verifier returns one of them.
+// Verification statuses (docs/design.md §4.3). A Verifier returns one of them.
 // They are package signing's statuses, defined there, as the strings the
 // ledger records.
 const (
@@ -104,7 +104,7 @@ type Options struct {
 // DefaultGroup is the group of envelopes without a context.
 const DefaultGroup = "default"
 
-// DefaultClaimTTL is C2A's default claim lifetime (DESIGN §5.4).
+// DefaultClaimTTL is C2A's default claim lifetime (docs/design.md §5.4).
 const DefaultClaimTTL = 10 * time.Minute
 
 // MaxIntake is the default bound of one intake (an HTTP body, a mail, a

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// decodeB64 decodes any of the four base64 flavours (DESIGN §4.2): the
+// decodeB64 decodes any of the four base64 flavours (docs/design.md §4.2): the
 // standard or the URL alphabet, with or without padding. Mixing the two
 // alphabets, characters outside them (line breaks included, which
 // encoding/base64 would skip), wrong padding and non-zero trailing bits are

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// DNSNames returns the TXT names to query for pkid, in order (DESIGN §4.3):
+// DNSNames returns the TXT names to query for pkid, in order (docs/design.md §4.3):
 // for `name@domain`, `name._crosstalk-key.domain.` then
 // `_crosstalk-key.domain.`; for a bare domain, `_crosstalk-key.domain.`.
 // A name part that is not a DNS label is skipped. It returns nil when pkid

@@ -1,5 +1,5 @@
 // Package signing signs and verifies AI Crosstalk envelopes and keeps track
-// of whom to trust (DESIGN §4, docs/signing.md).
+// of whom to trust (docs/design.md §4, docs/signing.md).
 //
 // What it does:
 //
@@ -7,13 +7,13 @@
 //     ([envelope.Envelope.Source]), never from a re-serialization: line ends
 //     made LF, fences and quote prefixes removed (by the Reader), NFC, the
 //     lines from the header up to, not including, the first column-0 `sig:`
-//     or `[[END]]` line, each LF-terminated ([Payload], DESIGN §4.1);
+//     or `[[END]]` line, each LF-terminated ([Payload], docs/design.md §4.1);
 //   - signs the detached-JWS signing input
 //     b64url(protected) "." b64url(payload) with Ed25519 (alg EdDSA) or
 //     ECDSA P-256 (ES256, r‖s), using the fixed protected headers of
 //     [ProtectedHeader]; the published canon-v1.1-rc1 vectors pass bit for
 //     bit and are reproduced by re-signing;
-//   - reads and writes the `sig:` line forms of DESIGN §4.2 ([ParseSig],
+//   - reads and writes the `sig:` line forms of docs/design.md §4.2 ([ParseSig],
 //     [Sig.String]) and replaces or adds the `sig:` line of an envelope
 //     ([Sign], [SignEnvelope]), optionally announcing the public key in a
 //     signed `meta: signing` block;
@@ -26,7 +26,7 @@
 //
 // What it does not do: it does not parse envelopes (package envelope does),
 // does not use a generic JOSE library (they reject the `crit` header of
-// DESIGN §4.1), does not do DID-based trust (the spec's "future extension"),
+// docs/design.md §4.1), does not do DID-based trust (the spec's "future extension"),
 // and never logs or prints private keys.
 //
 // Domain separation: the STYLE guide asks for a fixed context prefix like
@@ -41,6 +41,6 @@
 // "base64" signatures; this package writes unpadded base64url and accepts
 // all four base64 flavours. The seed's canonicalization appendix says
 // "header order strict" and "two-space body indent"; this package signs the
-// lines verbatim as received (DESIGN §4.1), so an envelope in any field
+// lines verbatim as received (docs/design.md §4.1), so an envelope in any field
 // order verifies, and nothing is re-indented.
 package signing

@@ -10,12 +10,12 @@ import (
 // lacks (the key id, the file, the line); test with errors.Is.
 var (
 	// ErrMalformedSig: the sig: value does not follow the grammar of
-	// DESIGN §4.2 (docs/signing.md §3).
+	// docs/design.md §4.2 (docs/signing.md §3).
 	ErrMalformedSig = errors.New("signing: malformed sig value")
 	// ErrUnsupportedAlg: an algorithm other than ed25519 and secp256r1.
 	ErrUnsupportedAlg = errors.New("signing: unsupported algorithm")
 	// ErrProtectedHeader: a JWS whose protected header is not byte-equal
-	// to the fixed header for its algorithm (DESIGN §4.2).
+	// to the fixed header for its algorithm (docs/design.md §4.2).
 	ErrProtectedHeader = errors.New("signing: protected header is not the crosstalk header")
 	// ErrBadSignature: the signature does not verify under the key tried.
 	ErrBadSignature = errors.New("signing: signature does not verify")
@@ -31,7 +31,7 @@ var (
 	// `sig: none`).
 	ErrNotSigned = errors.New("signing: envelope is not signed")
 	// ErrNoSource: the envelope was not read from text, so there are no
-	// source bytes to verify (DESIGN §4.1).
+	// source bytes to verify (docs/design.md §4.1).
 	ErrNoSource = errors.New("signing: envelope has no source text")
 	// ErrUnsignedLines: lines other than sig:, blank lines and [[END]]
 	// follow the signed part, so they would not be covered.

@@ -25,7 +25,7 @@ import (
 // Alg is a signature algorithm, named as in the sig: line.
 type Alg string
 
-// The supported algorithms (DESIGN §4.2).
+// The supported algorithms (docs/design.md §4.2).
 const (
 	// Ed25519 is EdDSA over Curve25519 (JOSE "EdDSA"), the default.
 	Ed25519 Alg = "ed25519"

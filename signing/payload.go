@@ -12,7 +12,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// The fixed JWS protected headers (DESIGN §4.1, docs/signing.md §2):
+// The fixed JWS protected headers (docs/design.md §4.1, docs/signing.md §2):
 // minified JSON with sorted keys. A JWS whose header is not byte-equal to
 // the one for its algorithm does not verify.
 const (
@@ -39,7 +39,7 @@ func ProtectedHeader(alg Alg) string {
 	return ""
 }
 
-// Payload returns the signed bytes of env (DESIGN §4.1): its source text
+// Payload returns the signed bytes of env (docs/design.md §4.1): its source text
 // with line ends made LF and fences and quote prefixes removed (as the
 // Reader returns it), NFC-normalized, from the header line up to, not
 // including, the first column-0 line starting with `sig:` or equal to
@@ -77,7 +77,7 @@ func PayloadOf(src []byte) []byte {
 }
 
 // SigningInput returns b64url(protected) "." b64url(payload) for alg, the
-// bytes that are signed (DESIGN §4.1). It returns nil for an unsupported
+// bytes that are signed (docs/design.md §4.1). It returns nil for an unsupported
 // algorithm.
 func SigningInput(alg Alg, payload []byte) []byte {
 	return appendSigningInput(nil, alg, payload)

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// SigForm is the shape of a sig: value (DESIGN §4.2, docs/signing.md §3).
+// SigForm is the shape of a sig: value (docs/design.md §4.2, docs/signing.md §3).
 type SigForm int
 
 // The sig: value forms.
@@ -143,7 +143,7 @@ func (s *Sig) String() string {
 // isJWSShape reports whether v looks like a compact JWS rather than an
 // alg-tagged value or bare base64: it has a '.' and no ':', ';' or blank.
 // parseJWS then checks the exact shape `<base64url>..<base64url>` with an
-// empty middle part (DESIGN §4.2).
+// empty middle part (docs/design.md §4.2).
 func isJWSShape(v string) bool {
 	return strings.Contains(v, ".") && !strings.ContainsAny(v, ":; \t")
 }

@@ -15,7 +15,7 @@ import (
 type SignOptions struct {
 	// Announce adds a `meta: signing` block with `Public-Key:
 	// alg:<base64url>` to the signed part, so a receiver that has never
-	// seen the key can pin it on first use (DESIGN §4.3). An existing
+	// seen the key can pin it on first use (docs/design.md §4.3). An existing
 	// Public-Key line in a `meta: signing` block is replaced.
 	Announce bool
 	// Form is the sig: value form to write (FormPlain by default). With

@@ -21,7 +21,7 @@ type KeySource string
 // also say explicit (a key given to the Verifier).
 const (
 	SourceTOFU     KeySource = "tofu"     // pinned on first use from a signed announcement
-	SourceDNS      KeySource = "dns"      // published in DNS (DESIGN §4.3)
+	SourceDNS      KeySource = "dns"      // published in DNS (docs/design.md §4.3)
 	SourceManual   KeySource = "manual"   // added or re-pinned by the user
 	SourceExplicit KeySource = "explicit" // given for this verification only (verify --key)
 )
@@ -38,7 +38,7 @@ type TrustEntry struct {
 	Sender string
 }
 
-// TrustStore is the known-keys file (DESIGN §4.3), like ssh's known_hosts:
+// TrustStore is the known-keys file (docs/design.md §4.3), like ssh's known_hosts:
 // one line per key id,
 //
 //	pkid alg key source first-seen state [sender=ADDRESS]

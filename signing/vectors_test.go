@@ -94,7 +94,7 @@ func readEnv(t testing.TB, text string) *envelope.Envelope {
 }
 
 // TestPublishedVectors checks the canon-v1.1-rc1 vectors bit for bit
-// (DESIGN §4.1): payload bytes, SHA-256, verification in every sig line
+// (docs/design.md §4.1): payload bytes, SHA-256, verification in every sig line
 // form, and re-signing reproducing the published signatures.
 func TestPublishedVectors(t *testing.T) {
 	priv, pub := canonKeys(t)

@@ -10,7 +10,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 )
 
-// Status is the outcome of verifying an envelope (DESIGN §4.3). What the
+// Status is the outcome of verifying an envelope (docs/design.md §4.3). What the
 // user sees for each is in docs/signing.md §5.
 type Status string
 
@@ -77,7 +77,7 @@ type Result struct {
 
 // Verifier verifies envelope signatures under a trust policy: explicit
 // keys, a trust store with first-use pinning, DNS keys, revocations
-// (DESIGN §4.3, docs/signing.md §5). The zero value verifies nothing but
+// (docs/design.md §4.3, docs/signing.md §5). The zero value verifies nothing but
 // reports unsigned envelopes and unknown keys; a Verifier is safe for
 // concurrent use if its Store is.
 type Verifier struct {
@@ -380,7 +380,7 @@ func (v *Verifier) finish(env *envelope.Envelope, res Result) Result {
 }
 
 // applyRevoke marks res.Key revoked when env is a REVOKE signed by the key
-// it names (DESIGN §4.3). A REVOKE naming another key id changes nothing.
+// it names (docs/design.md §4.3). A REVOKE naming another key id changes nothing.
 func (v *Verifier) applyRevoke(env *envelope.Envelope, res Result) Result {
 	if v.Store == nil || v.NoRevoke || !strings.EqualFold(env.Intent, envelope.IntentRevoke) {
 		return res

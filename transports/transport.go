@@ -1,6 +1,6 @@
 // Package transports holds the one small interface every medium that moves
 // envelopes implements — HTTP (httpx), watched folders (folder), the
-// clipboard (clipboard) and email (mail) — in both directions (DESIGN
+// clipboard (clipboard) and email (mail) — in both directions (docs/design.md
 // §5.5, spec "Transport Bindings"). Each medium lives in its own
 // subpackage, so a program that only parses never links IMAP code.
 //

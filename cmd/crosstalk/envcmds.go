@@ -48,7 +48,7 @@ var cmdValidate = &command{
 	run:     runValidate,
 }
 
-// jsonError is the JSON Lines form of a malformed envelope (DESIGN §3.4).
+// jsonError is the JSON Lines form of a malformed envelope (docs/design.md §3.4).
 type jsonError struct {
 	Error struct {
 		Code    envelope.Code `json:"code"`

@@ -50,7 +50,7 @@ func jsonLines(t *testing.T, s string) []any {
 }
 
 // TestParseJSONContract runs `crosstalk parse --json` (and --strict) on every
-// fixture file and checks the JSON Lines contract of DESIGN §3.4 and the exit
+// fixture file and checks the JSON Lines contract of docs/design.md §3.4 and the exit
 // code: 0 when every envelope parsed, 1 when any failed.
 func TestParseJSONContract(t *testing.T) {
 	names, err := fixtures.Envelopes()

@@ -15,7 +15,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
-// The signing commands (DESIGN §4, docs/signing.md).
+// The signing commands (docs/design.md §4, docs/signing.md).
 
 var cmdKeygen = &command{
 	name:    "keygen",

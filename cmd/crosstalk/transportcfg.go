@@ -11,7 +11,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/transports/mail"
 )
 
-// FolderConfig is the relay's watched folder (DESIGN §5.5). It is on by
+// FolderConfig is the relay's watched folder (docs/design.md §5.5). It is on by
 // default: DataDir/inbox is watched, DataDir/outbox/<receiver>/ written.
 type FolderConfig struct {
 	// Disabled turns the folder transport off.

@@ -76,7 +76,7 @@ Watch runs until interrupted.`)
 }
 
 // envelopePrinter prints the envelopes of inbound texts the way `parse`
-// does: a summary each, or JSON Lines (DESIGN §3.4) with {"error":…} in
+// does: a summary each, or JSON Lines (docs/design.md §3.4) with {"error":…} in
 // place of a malformed envelope. It is safe for concurrent use.
 type envelopePrinter struct {
 	mu     sync.Mutex

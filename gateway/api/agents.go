@@ -26,7 +26,7 @@ type AgentOptions struct {
 
 var mountOnce sync.Map // *Server → struct{}
 
-// MountAgents adds the agent endpoints of DESIGN §5.6 / docs/agents.md to
+// MountAgents adds the agent endpoints of docs/design.md §5.6 / docs/agents.md to
 // the API, behind the same gate (Host, Origin, token, rate limit) as every
 // other endpoint:
 //

@@ -1,4 +1,4 @@
-// Package api is the relay's HTTP interface (DESIGN §5.5, §5.6): the
+// Package api is the relay's HTTP interface (docs/design.md §5.5, §5.6): the
 // envelope endpoint POST /crosstalk/receive and the JSON API under /v1 —
 // group events and their Server-Sent-Events stream, agent deliveries (C2A)
 // and their stream, the agent actions (ack, read, react, claim, defer,
@@ -349,7 +349,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]apiError{"error": {Code: code, Message: msg}})
 }
 
-// statusOf maps an error code to the HTTP status of DESIGN §5.5.
+// statusOf maps an error code to the HTTP status of docs/design.md §5.5.
 func statusOf(code envelope.Code) int {
 	switch code {
 	case envelope.CodeTooLarge:

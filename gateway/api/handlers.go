@@ -15,7 +15,7 @@ import (
 )
 
 // Result is one envelope's entry in the JSON answer of POST
-// /crosstalk/receive and POST /v1/send (DESIGN §5.6).
+// /crosstalk/receive and POST /v1/send (docs/design.md §5.6).
 type Result struct {
 	Message   string    `json:"message,omitempty"`
 	EventID   string    `json:"event_id,omitempty"`
@@ -30,7 +30,7 @@ func wantsJSON(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "application/json")
 }
 
-// receive is POST /crosstalk/receive (DESIGN §5.5): one or more envelopes
+// receive is POST /crosstalk/receive (docs/design.md §5.5): one or more envelopes
 // as text; 200 with receipt envelopes (or JSON) when every envelope was
 // recorded, else the status of the first rejection with every receipt.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
@@ -286,7 +286,7 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, authenticated := principal(r); authenticated || r.Header.Get("X-Crosstalk-Agent") != "" {
 		// The agent itself asks (its token, or the local hint of
-		// `crosstalk inbox --agent`): that is activity (DESIGN §5.4).
+		// `crosstalk inbox --agent`): that is activity (docs/design.md §5.4).
 		s.relay.Touch(agent)
 	}
 	q := r.URL.Query()

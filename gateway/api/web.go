@@ -9,7 +9,7 @@ import (
 )
 
 // This file is the hook for the relay's browser pages (package
-// gateway/web, DESIGN §5.6, issue 8): they are served on the API's
+// gateway/web, docs/design.md §5.6, issue 8): they are served on the API's
 // listener, behind the same gate.
 
 // PagePrefix is the path prefix of the browser pages; the page at "/"

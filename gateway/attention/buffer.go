@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Buffering defaults (DESIGN §5.4: quiet 3 s, at most 30 s; C2A "buffered":
+// Buffering defaults (docs/design.md §5.4: quiet 3 s, at most 30 s; C2A "buffered":
 // wait 2 to 5 s after the latest message, merge same-author fragments for
 // up to 30 s).
 const (

@@ -36,7 +36,7 @@ func restIDs(fs []Fragment) string {
 	return strings.Join(s, " ")
 }
 
-// TestMerge covers DESIGN §5.4 "Buffered: merge same-author, same-thread
+// TestMerge covers docs/design.md §5.4 "Buffered: merge same-author, same-thread
 // fragments (quiet 3 s, at most 30 s)" and C2A "buffered".
 func TestMerge(t *testing.T) {
 	sec := time.Second

@@ -3,12 +3,12 @@ package attention
 import "time"
 
 // DefaultClaimTTL is a claim's lifetime when the request names none
-// (DESIGN §5.4).
+// (docs/design.md §5.4).
 const DefaultClaimTTL = 10 * time.Minute
 
 // Claim says that Holder owns the reply to one event or one thread until
 // ExpiresAt (C2A "Coordination And Claims"; recorded in the ledger as
-// x.crosstalk.claim, DESIGN §5.2).
+// x.crosstalk.claim, docs/design.md §5.2).
 //
 // A claim with Event set covers that event; Thread is then the event's
 // thread, kept for information. A claim with Event empty covers every event
@@ -87,7 +87,7 @@ func holderLiveness(st State, c Claim, now time.Time) Liveness {
 }
 
 // inForce reports whether c still counts at now: not expired, holder not
-// evicted (an evicted agent's claims are released, DESIGN §5.4).
+// evicted (an evicted agent's claims are released, docs/design.md §5.4).
 func inForce(st State, c Claim, now time.Time) bool {
 	return now.Before(c.ExpiresAt) && holderLiveness(st, c, now) != Evicted
 }
@@ -121,7 +121,7 @@ func ClaimHolder(st State, eventID, thread string, now time.Time) (Claim, bool) 
 }
 
 // DecideClaim decides a claim request against the claims in st at now
-// (C2A "Coordination And Claims"; DESIGN §5.4; Beadboard §4.4):
+// (C2A "Coordination And Claims"; docs/design.md §5.4; Beadboard §4.4):
 //
 //   - first claim wins: a claim in force by another agent denies the
 //     request, unless its holder is stale and req.TakeoverStale is set;

@@ -45,7 +45,7 @@ func runClaims(t *testing.T, steps []claimStep) []Claim {
 	return st.Claims
 }
 
-// TestClaimRaces expresses DESIGN §5.4 / C2A "Coordination And Claims" /
+// TestClaimRaces expresses docs/design.md §5.4 / C2A "Coordination And Claims" /
 // Beadboard §4.4 as sequences of decisions.
 func TestClaimRaces(t *testing.T) {
 	m := time.Minute
@@ -130,7 +130,7 @@ func TestClaimRaces(t *testing.T) {
 }
 
 // TestRoleEventOneClaimant: a role event goes to at most one claimant
-// (DESIGN §5.4; C2A "the host SHOULD select one responder or require a
+// (docs/design.md §5.4; C2A "the host SHOULD select one responder or require a
 // successful claim").
 func TestRoleEventOneClaimant(t *testing.T) {
 	agents := []Agent{

@@ -18,7 +18,7 @@ const maxTopicRunes = 64
 
 // Event is the view of one ledger event that the attention rules read. The
 // relay fills it from the CCCS event and, for envelopes, from
-// data.x_crosstalk (DESIGN §5.2). It is independent of the ledger and
+// data.x_crosstalk (docs/design.md §5.2). It is independent of the ledger and
 // envelope packages on purpose. The body is deliberately absent: nothing
 // here may depend on untrusted text (C2A "notify").
 type Event struct {
@@ -136,7 +136,7 @@ var selectorRoles = map[string]string{
 
 // normToken canonicalises a recipient token: trimmed, and the CCCS
 // compatibility spellings "user" → "@user", "ALL"/"*" → "@all" (CCCS §5.1;
-// DESIGN §5.2).
+// docs/design.md §5.2).
 func normToken(t string) string {
 	t = strings.TrimSpace(t)
 	switch {
@@ -222,7 +222,7 @@ func directedness(ev Event, a Agent, st State, now time.Time) (Directedness, via
 	return ToOther, viaNone
 }
 
-// DirectednessOf says whether ev is aimed at agent a (DESIGN §5.4; C2A
+// DirectednessOf says whether ev is aimed at agent a (docs/design.md §5.4; C2A
 // "Directedness"). Precedence, first match wins:
 //
 //  1. intent BROADCAST → ambient;
@@ -261,7 +261,7 @@ func policy(ev Event, a Agent, st State, now time.Time, d Directedness, v via) (
 		// (CCCS §7.1, §7.2).
 		return AckOnly, ReasonAttentionAck
 	}
-	// Intents that never call for a reply (DESIGN §5.4), whatever the
+	// Intents that never call for a reply (docs/design.md §5.4), whatever the
 	// directedness; an attention event to_me still owes its chat.ack.
 	var quiet Reason
 	switch in {
@@ -324,7 +324,7 @@ func policy(ev Event, a Agent, st State, now time.Time, d Directedness, v via) (
 	return MustNotRespond, ReasonAmbient
 }
 
-// PolicyOf returns the response policy of ev for agent a and why (DESIGN
+// PolicyOf returns the response policy of ev for agent a and why (docs/design.md
 // §5.4; C2A "Response Policy", "Default Matrix"). The rules, in order:
 //
 //   - a's own events, and bookkeeping kinds (chat.read, system.notify_ack,
@@ -401,7 +401,7 @@ func injection(ev Event, d Directedness, p Policy, r Reason) Injection {
 	return ToolMailbox
 }
 
-// InjectionOf returns how ev is shown to agent a (DESIGN §5.4; C2A
+// InjectionOf returns how ev is shown to agent a (docs/design.md §5.4; C2A
 // "Injection Modes"):
 //
 //   - to_me: buffered; immediate for X-Priority high/urgent, ESCALATE and

@@ -42,7 +42,7 @@ func describe(e Event) string {
 }
 
 // TestDefaultMatrix walks every row of C2A "Default Matrix", as adapted by
-// DESIGN §5.4 (see doc.go decisions 4, 5 and 7 where they differ).
+// docs/design.md §5.4 (see doc.go decisions 4, 5 and 7 where they differ).
 func TestDefaultMatrix(t *testing.T) {
 	claimBy := func(holder string) State {
 		return State{Claims: []Claim{{Event: "01JEVT", Holder: holder, ClaimedAt: t0, ExpiresAt: t0.Add(DefaultClaimTTL)}}}
@@ -140,7 +140,7 @@ func TestDefaultMatrix(t *testing.T) {
 }
 
 // TestIntentDirectedness covers every intent against every directedness
-// (DESIGN §5.4 Policy and Injection rules).
+// (docs/design.md §5.4 Policy and Injection rules).
 func TestIntentDirectedness(t *testing.T) {
 	type row [4]struct {
 		p Policy
@@ -229,7 +229,7 @@ func TestIntentDirectedness(t *testing.T) {
 }
 
 // TestPriorityEscalation: only X-Priority high/urgent (and ESCALATE, REVOKE)
-// make an injection immediate (DESIGN §5.4; doc.go decision 6).
+// make an injection immediate (docs/design.md §5.4; doc.go decision 6).
 func TestPriorityEscalation(t *testing.T) {
 	claimed := State{Claims: []Claim{{Event: "01JEVT", Holder: "claude", ClaimedAt: t0, ExpiresAt: t0.Add(time.Hour)}}}
 	tests := []struct {

@@ -1,6 +1,6 @@
 // Package attention implements the relay's attention policy: the C2A
-// Chat-to-Agents protocol (draft 2026-06-02, shared/seeds/
-// c2a-chat-to-agents-protocol.txt) as DESIGN §5.4 adapts it to Crosstalk.
+// Chat-to-Agents protocol (draft 2026-06-02, docs/spec/
+// c2a-chat-to-agents-protocol.txt) as docs/design.md §5.4 adapts it to Crosstalk.
 //
 // For every ledger event and every agent, [Decide] answers C2A's three
 // questions ("Attention Model") and returns a [Delivery]:
@@ -28,7 +28,7 @@
 // deliver anything, or read message bodies: [Event] has no body field, so
 // no decision and no knock can depend on untrusted text. It imports neither
 // the envelope nor the ledger package; the relay fills [Event] from the
-// CCCS event and data.x_crosstalk (DESIGN §5.2).
+// CCCS event and data.x_crosstalk (docs/design.md §5.2).
 //
 // All enumerations are string types whose values are spelled exactly as the
 // specs spell them ("to_me", "must_respond", "tool_mailbox", "stale",
@@ -41,10 +41,10 @@
 //     (to_my_role); then a claim it holds or a thread it participates in
 //     (to_my_role); then no recipients (ambient); else
 //     to_other. So a reply addressed to another agent in a thread this agent
-//     participates in is to_my_role (DESIGN §5.4, C2A matrix row "Thread
+//     participates in is to_my_role (docs/design.md §5.4, C2A matrix row "Thread
 //     reply where this agent participates"), not to_other.
 //  2. Tokens match case-insensitively. "user" means @user, and "ALL", "*"
-//     mean @all (CCCS §5.1, DESIGN §5.2). Selectors map to roles:
+//     mean @all (CCCS §5.1, docs/design.md §5.2). Selectors map to roles:
 //     @peers→"peer", @foreman→"foreman", @user→"user", any other "@x" or bare
 //     "x" → role "x". @all is a group mention every member holds: it makes
 //     an event to_my_role for each of them (issue #14).
@@ -57,13 +57,13 @@
 //     REVOKE whose priority is "attention" (or RequiresAck): CCCS §6.2
 //     still asks the receiver for a chat.ack, and nothing more. BROADCAST,
 //     and ACK, NACK, CLOSE and REVOKE aimed elsewhere, stay
-//     must_not_respond (DESIGN §5.4).
+//     must_not_respond (docs/design.md §5.4).
 //  5. Injection for to_me events with nothing to answer (ACK, NACK, CLOSE,
 //     ack_only) is notify, not buffered: C2A's matrix says "notify or
 //     silent" for acknowledgements and C2A "Reaction Signals" says inbound
-//     reactions are notify. REVOKE stays immediate (DESIGN).
+//     reactions are notify. REVOKE stays immediate (docs/design.md).
 //  6. Only X-Priority high or urgent makes an injection immediate; CCCS
-//     priority "attention" does not, because DESIGN §5.2 sets it for every
+//     priority "attention" does not, because docs/design.md §5.2 sets it for every
 //     HANDOFF and ESCALATE and it means "needs chat.ack", not "interrupt".
 //     X-Priority low changes nothing.
 //  7. Roles and claims: an unclaimed role event is may_respond for every
@@ -77,7 +77,7 @@
 //     in a thread one is already in. Claims never limit to_me events: a
 //     POLL or a REQUEST naming two agents asks both.
 //  8. No default responder is picked for role events: the first claim wins
-//     (DESIGN §5.4 answers C2A's open question). An event claim beats a
+//     (docs/design.md §5.4 answers C2A's open question). An event claim beats a
 //     thread claim; another agent's live thread claim blocks an event claim
 //     in that thread.
 //  9. Stale claimants: taking over needs ClaimRequest.TakeoverStale, as
@@ -92,7 +92,7 @@
 //     x.crosstalk.disposition) are must_not_respond, silent.
 //  11. Events without an intent: a chat.message (or no kind) reads as
 //     REQUEST (C2A's "DM to this session" row), chat.ack and chat.reaction
-//     as ACK. v1.0 legacy intents are mapped as in DESIGN §3.1. Any other
+//     as ACK. v1.0 legacy intents are mapped as in docs/design.md §3.1. Any other
 //     intent is unknown: to_me may_respond (reason unknown_intent), never
 //     forced and never muted; to_my_role follows the claim rules.
 //  12. Deadlines: must_respond and ack_only events get Event.Deadline, or

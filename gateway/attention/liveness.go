@@ -3,7 +3,7 @@ package attention
 import "time"
 
 // Liveness thresholds (Beadboard Operative Protocol §4.1: stale after
-// BB_AGENT_STALE_MINUTES, default 15; evicted after twice that; DESIGN §5.4).
+// BB_AGENT_STALE_MINUTES, default 15; evicted after twice that; docs/design.md §5.4).
 const (
 	StaleAfter = 15 * time.Minute
 	EvictAfter = 2 * StaleAfter

@@ -5,7 +5,7 @@ import "strings"
 // signalTable is C2A "Reaction Signals": default glyph and the disposition
 // each signal records. unclear records none ("-" in the spec).
 //
-// The copy of the spec in shared/seeds lost the glyphs of claimed, done and
+// The copy of the spec in docs/spec lost the glyphs of claimed, done and
 // unclear; ✋, ✅ and ❓ are this package's choice.
 var signalTable = map[Signal]struct {
 	glyph string
@@ -50,7 +50,7 @@ func SignalForGlyph(glyph string) (Signal, bool) {
 }
 
 // SignalForIntent returns the signal an envelope intent is recorded as when
-// it becomes a chat.reaction (DESIGN §5.2): ACK is agree, NACK is declined.
+// it becomes a chat.reaction (docs/design.md §5.2): ACK is agree, NACK is declined.
 func SignalForIntent(i Intent) (Signal, bool) {
 	switch i.Canonical() {
 	case IntentACK:
@@ -61,7 +61,7 @@ func SignalForIntent(i Intent) (Signal, bool) {
 	return "", false
 }
 
-// DispositionForAction maps the relay's event actions (DESIGN §5.6
+// DispositionForAction maps the relay's event actions (docs/design.md §5.6
 // .../{ack,read,react,claim,defer,resolve}; C2A chat.claim, chat.defer,
 // chat.resolve) to the disposition they record. react depends on its
 // signal (see Signal.Disposition) and read records none: a read cursor is

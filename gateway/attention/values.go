@@ -11,7 +11,7 @@ import (
 var ErrUnknown = errors.New("attention: unknown value")
 
 // Directedness says whether an event is aimed at an agent (C2A "Directedness";
-// DESIGN §5.4).
+// docs/design.md §5.4).
 type Directedness string
 
 // Directedness values, spelled as in C2A.
@@ -98,7 +98,7 @@ const (
 )
 
 // Liveness is an agent's presence state derived from its last activity
-// (Beadboard Operative Protocol §4.3; DESIGN §5.4).
+// (Beadboard Operative Protocol §4.3; docs/design.md §5.4).
 type Liveness string
 
 // Liveness values, spelled as in the Beadboard protocol.

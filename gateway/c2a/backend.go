@@ -16,7 +16,7 @@ import (
 
 // Backend is a relay as agent interfaces see it. [Local] and [Remote]
 // implement it. Every method that names an agent counts as that agent's
-// activity (liveness, DESIGN §5.4).
+// activity (liveness, docs/design.md §5.4).
 type Backend interface {
 	// Deliveries returns agent's deliveries of group (all groups when
 	// "") with seq > sinceSeq, oldest first, at most limit (all when ≤ 0).

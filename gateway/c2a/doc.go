@@ -1,4 +1,4 @@
-// Package c2a is what agent interfaces share (DESIGN §5.6): the C2A
+// Package c2a is what agent interfaces share (docs/design.md §5.6): the C2A
 // "Event Envelope" as it travels to a harness ([Event], C2A "Event
 // Envelope"), its model-visible form in the C2A "Prompt Injection Format"
 // ([Render], [ResponseRules]), and one [Backend] interface over a relay —

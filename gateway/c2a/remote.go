@@ -18,7 +18,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
-// Remote is a Backend over a relay's HTTP API (DESIGN §5.6). Reads and
+// Remote is a Backend over a relay's HTTP API (docs/design.md §5.6). Reads and
 // envelope sends are retried on network errors, 429 and 5xx with backoff
 // (a send keeps its Idempotency-Key and message id, so it records once);
 // actions are not retried.

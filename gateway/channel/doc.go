@@ -1,5 +1,5 @@
 // Package channel is the relay's push delivery channel for agent harnesses
-// (DESIGN §5.6 "agent stream", C2A "Lifecycle", "Event Envelope",
+// (docs/design.md §5.6 "agent stream", C2A "Lifecycle", "Event Envelope",
 // "Reliability", "Cancellation And Progress"): JSON-RPC 2.0 over a
 // WebSocket (served by gateway/api at /v1/agents/{agent}/channel) or over
 // stdio (`crosstalk harness`), one agent per connection.
@@ -46,7 +46,7 @@
 //     which counts as activity.
 //   - heartbeats: the host sends `ping` every Heartbeat and closes the
 //     channel after three unanswered; either side may ping. Every message
-//     from the harness marks the agent seen (liveness, DESIGN §5.4).
+//     from the harness marks the agent seen (liveness, docs/design.md §5.4).
 //
 // Errors are JSON-RPC errors with a reason in message and data: -32700
 // parse error, -32600 invalid request (also an oversized message), -32601

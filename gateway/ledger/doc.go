@@ -1,6 +1,6 @@
 // Package ledger defines the relay's durable event ledger: the CCCS v1
 // event envelope (see the CCCS standard, §4), the Store interface every
-// ledger implementation provides (DESIGN §6), and JSON Lines export and
+// ledger implementation provides (docs/design.md §6), and JSON Lines export and
 // import. Implementations live in subpackages: sqlite (the durable
 // default), jetstream (several relays on one NATS JetStream ledger) and
 // memory (for tests; everything but durability). ledgertest holds the conformance suite each of them runs.
@@ -29,7 +29,7 @@
 //   - Idempotency forever. A record with a DedupeKey that was appended
 //     before (in any group, at any time, including earlier in the same
 //     batch) is not appended again: Append returns the first event with
-//     Duplicate set (DESIGN §5.3). This replaces CCCS §6.1's bounded
+//     Duplicate set (docs/design.md §5.3). This replaces CCCS §6.1's bounded
 //     client_id window with an unbounded one. Dedupe keys are global to the
 //     store, not per group.
 //   - Follow is lossless. A follower sees every event of its group with

@@ -176,7 +176,7 @@ type Cursor struct {
 	Seq int64 `json:"seq"`
 }
 
-// Claim is an actor's time-limited claim on an event (DESIGN §5.4): while
+// Claim is an actor's time-limited claim on an event (docs/design.md §5.4): while
 // it is unexpired, no other actor can claim the event.
 type Claim struct {
 	// GroupID is the group of the claimed event.

@@ -1,9 +1,9 @@
-// Package mcpserver is the relay's MCP interface (DESIGN §5.6): an MCP
+// Package mcpserver is the relay's MCP interface (docs/design.md §5.6): an MCP
 // server, built on the official Go SDK (github.com/modelcontextprotocol/go-sdk),
 // that lets one agent read its C2A inbox and answer by envelope through
 // tools. `crosstalk mcp` runs it over stdio.
 //
-// Tools (C2A "Chat Tools"; names as in DESIGN §5.6 — the SDK accepts dots):
+// Tools (C2A "Chat Tools"; names as in docs/design.md §5.6 — the SDK accepts dots):
 //
 //   - chat.list_events — the agent's deliveries, newest last, each in the
 //     C2A prompt injection format (C2A "Prompt Injection Format"); with
@@ -21,7 +21,7 @@
 //   - chat.discharge — close an obligation the agent sent (chat.send_message
 //     with obligation) or is the delegate of (docs/agents.md "Obligations");
 //   - envelope.parse, envelope.compose, envelope.verify — the envelope
-//     toolkit (DESIGN §3, §4).
+//     toolkit (docs/design.md §3, §4).
 //
 // Every input schema is complete — required fields, enums for intents,
 // signals, policies and directedness, bounds on sizes — and every result

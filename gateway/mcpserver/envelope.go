@@ -19,7 +19,7 @@ type parseIn struct {
 	Strict bool   `json:"strict,omitempty" jsonschema:"strict mode: an envelope without [[END]] is an error"`
 }
 
-// ParseError is a malformed envelope (DESIGN §3.4).
+// ParseError is a malformed envelope (docs/design.md §3.4).
 type ParseError struct {
 	Code    string `json:"code"`
 	Line    int    `json:"line"`

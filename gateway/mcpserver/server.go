@@ -38,7 +38,7 @@ type Options struct {
 	// Version is reported as the server's version.
 	Version string
 	// Heartbeat is how often the agent is marked seen while a client is
-	// connected (liveness, DESIGN §5.4); DefaultHeartbeat when zero,
+	// connected (liveness, docs/design.md §5.4); DefaultHeartbeat when zero,
 	// never when negative.
 	Heartbeat time.Duration
 }

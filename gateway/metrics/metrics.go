@@ -2,7 +2,7 @@
 // (docs/operations.md lists every one): envelopes received by transport
 // and outcome, rejections by error code, verification statuses, ingest and
 // ledger append latency, outbound deliveries and their backlog, open
-// must_respond obligations per agent (C2A "Response Policy", DESIGN §5.4),
+// must_respond obligations per agent (C2A "Response Policy", docs/design.md §5.4),
 // open SSE and WebSocket streams, and — on a JetStream ledger — how far
 // the stream's followers lag.
 //

@@ -1,4 +1,4 @@
-// Package relaytest holds the relay's reliability tests (DESIGN §5.1,
+// Package relaytest holds the relay's reliability tests (docs/design.md §5.1,
 // §5.3, §5.6; issue 4 item 6). It has no API of its own: everything is in
 // its test files.
 //
@@ -12,7 +12,7 @@
 //   - hostile input: the corpus of fixtures/hostile, plus inputs too large
 //     to keep as files, rate limiting and signature failures, against an
 //     in-process relay; each is refused with the right status and code,
-//     recorded where DESIGN says so, and the relay keeps serving.
+//     recorded where docs/design.md says so, and the relay keeps serving.
 //   - end to end (issue 5): one signed envelope goes clipboard → relay →
 //     mail (real Dovecot and Postfix) → relay → folder → HTTP → relay, once,
 //     byte for byte; and a relay killed mid-delivery delivers every pending

@@ -113,7 +113,7 @@ func TestHostileCorpus(t *testing.T) {
 			}
 			for _, ev := range recorded {
 				// by is set by the relay: always the principal whose
-				// token sent the request (DESIGN §5.2).
+				// token sent the request (docs/design.md §5.2).
 				if ev.By != c.Token {
 					t.Errorf("%s: event %s by = %q, want the principal %q", name, ev.Kind, ev.By, c.Token)
 				}
@@ -328,7 +328,7 @@ func TestHostileSignatures(t *testing.T) {
 // in a shared chat, a mail): the second envelope has other content and
 // another sender, so it is not a retry. It must be recorded as its own
 // event or refused — never answered 200 "already recorded" with the first
-// principal's event, which drops it silently (DESIGN §5.1).
+// principal's event, which drops it silently (docs/design.md §5.1).
 func TestHostileMessageIDSquatting(t *testing.T) {
 	r := newRelay(t, nil, &api.Options{Tokens: map[string]string{tokens["claude"]: "claude", tokens["gemini"]: "gemini"}})
 	id := envelope.NewID()

@@ -16,7 +16,7 @@ import (
 )
 
 // dresses are the forms chat UIs and mail give one envelope. Every dress
-// of an envelope has the same de-duplication key (DESIGN §3.1, §5.3).
+// of an envelope has the same de-duplication key (docs/design.md §3.1, §5.3).
 var dresses = []struct {
 	name string
 	wear func(text string) string

@@ -1,4 +1,4 @@
-// Package web is the relay's page for people (DESIGN §5.6, issue 8): a web
+// Package web is the relay's page for people (docs/design.md §5.6, issue 8): a web
 // inbox served on the relay's own listener, at "/" and under /ui/, behind
 // the same gate as the HTTP API (gateway/api.Server.Mount).
 //

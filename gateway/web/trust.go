@@ -124,7 +124,7 @@ func (s *Server) trustEvents(ctx context.Context) ([]trustEvent, error) {
 }
 
 // announcedKey returns the key an envelope announced in `meta: signing`
-// Public-Key (DESIGN §4.3), under the key id its signature named.
+// Public-Key (docs/design.md §4.3), under the key id its signature named.
 func announcedKey(x *gateway.XCrosstalk) (*signing.PublicKey, error) {
 	if x.Envelope == nil || x.Pkid == "" {
 		return nil, fmt.Errorf("web: no signed envelope")

@@ -27,7 +27,7 @@ type item struct {
 	Intent   string
 	TS       string // the ledger's timestamp, RFC 3339
 	Time     string // the same for people: "2006-01-02 15:04:05Z"
-	// Status is the verification status (DESIGN §4.3), StatusClass its
+	// Status is the verification status (docs/design.md §4.3), StatusClass its
 	// colour: ok, warn, bad or plain.
 	Status, StatusClass string
 	Message, Thread     string
@@ -43,8 +43,8 @@ type item struct {
 	Rejected            string // why the relay refused it; "" when accepted
 	Note                string // the text of a note
 	// Copy is the envelope to paste into a chat: the raw text of a signed
-	// envelope (never re-serialized, DESIGN §4.2), the canonical form of an
-	// unsigned one; CopyFenced the same in a ``` fence (DESIGN §3.2).
+	// envelope (never re-serialized, docs/design.md §4.2), the canonical form of an
+	// unsigned one; CopyFenced the same in a ``` fence (docs/design.md §3.2).
 	Copy, CopyFenced string
 }
 

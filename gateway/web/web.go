@@ -57,7 +57,7 @@ type Options struct {
 }
 
 // Server is the relay's listener with the pages: the API and, at "/" and
-// under /ui/, the web inbox (DESIGN §5.6, issue 8). It is an http.Handler.
+// under /ui/, the web inbox (docs/design.md §5.6, issue 8). It is an http.Handler.
 type Server struct {
 	relay     *gateway.Relay
 	handler   http.Handler
@@ -170,7 +170,7 @@ type call struct {
 	sess      session
 	principal string // "" when not logged in (tokens configured)
 	bearer    bool   // authenticated by an Authorization header
-	local     bool   // no tokens: the local user (DESIGN §5.6)
+	local     bool   // no tokens: the local user (docs/design.md §5.6)
 	viewer    string // the agent whose cursors, queue and acks the pages show
 	flash     string
 }

@@ -287,7 +287,7 @@ func (r *relay) accepted(principal, text string) result {
 }
 
 // refused posts text and requires status and code, and that the ledger
-// gained nothing but the rejection notice (DESIGN §5.1).
+// gained nothing but the rejection notice (docs/design.md §5.1).
 func (r *relay) refused(principal, text string, status int, code string) answer {
 	r.t.Helper()
 	before := r.events()

@@ -19,7 +19,7 @@ import (
 const MaxText = 4 << 20
 
 // parseError is the JSON Lines form of a malformed envelope, as `crosstalk
-// parse --json` prints it (DESIGN §3.4).
+// parse --json` prints it (docs/design.md §3.4).
 type parseError struct {
 	Error struct {
 		Code    envelope.Code `json:"code"`

@@ -1,5 +1,5 @@
 // Package clipboard is the clipboard binding of the envelope protocol
-// (DESIGN §5.5): a Receiver that polls the system clipboard and hands new
+// (docs/design.md §5.5): a Receiver that polls the system clipboard and hands new
 // text holding an envelope header to the relay, and a Sender that places
 // an envelope on the clipboard for a human to paste into a chat.
 //

@@ -1,5 +1,5 @@
 // Package folder is the watched-folder binding of the envelope protocol
-// (DESIGN §5.5, spec "Transport Bindings"): a Receiver that picks up
+// (docs/design.md §5.5, spec "Transport Bindings"): a Receiver that picks up
 // `*.crosstalk` and `*.aict` files dropped into a directory, and a Sender
 // that writes envelopes to `outbox/<receiver>/<message>.crosstalk`.
 //

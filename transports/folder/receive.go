@@ -404,7 +404,7 @@ func inspect(data []byte) (complete bool, why string, p parsed) {
 
 // endsWithEnd reports whether the last non-blank line of data, not
 // counting closing fence lines, is [[END]] at column 0 (after one level of
-// "> " quoting, which the envelope Reader allows; DESIGN §3.1). Trailing
+// "> " quoting, which the envelope Reader allows; docs/design.md §3.1). Trailing
 // blanks and any line ending (LF, CRLF, CR) are fine.
 func endsWithEnd(data []byte) bool {
 	lines := strings.FieldsFunc(string(data), func(r rune) bool { return r == '\n' || r == '\r' })

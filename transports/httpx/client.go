@@ -1,5 +1,5 @@
 // Package httpx is the HTTP binding of the envelope protocol (spec
-// "Transport Bindings: HTTP", DESIGN §5.5) from the sending side: it POSTs
+// "Transport Bindings: HTTP", docs/design.md §5.5) from the sending side: it POSTs
 // envelopes as text/plain to a receiver's /crosstalk/receive URL and reads
 // the receipt envelopes (or the ERROR envelope) back, retrying with backoff
 // under the same Idempotency-Key.
@@ -37,7 +37,7 @@ type Client struct {
 	// negative.
 	Retries int
 	// MinBackoff and MaxBackoff bound the exponential backoff between
-	// tries: 1 s doubling to 16 s by default (DESIGN §5.5). A 429's
+	// tries: 1 s doubling to 16 s by default (docs/design.md §5.5). A 429's
 	// Retry-After is honoured up to MaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
 	// Logger receives a line per retry; nil discards.

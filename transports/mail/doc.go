@@ -1,5 +1,5 @@
 // Package mail is the email binding of the envelope protocol (spec
-// "Transport Bindings: Email", DESIGN §5.5): a Sender that submits
+// "Transport Bindings: Email", docs/design.md §5.5): a Sender that submits
 // envelopes by SMTP and a Receiver that reads them from an IMAP mailbox,
 // implementing transports.Sender and transports.Receiver.
 //
@@ -95,7 +95,7 @@
 // again and skips mail that carries the keyword or a remembered
 // Message-ID. Whatever still gets offered twice (a crash between the
 // Handler's success and the flag) is harmless: the relay de-duplicates by
-// envelope message id (DESIGN §5.3), and at worst a receipt is mailed
+// envelope message id (docs/design.md §5.3), and at worst a receipt is mailed
 // twice. A mail with a Message-ID seen before — a Sender's retry after an
 // unclear failure — is marked without being offered again.
 //
@@ -104,7 +104,7 @@
 // It does not parse or check envelopes (the relay does), retry sends (the
 // relay's outbound dispatcher does), or host a mail server. It does not
 // add the spec's "meta: email" block to envelopes: a relay never edits a
-// signed envelope (DESIGN §4.2), so Message-ID and In-Reply-To live in the
+// signed envelope (docs/design.md §4.2), so Message-ID and In-Reply-To live in the
 // mail headers only. DSNs (bounces) are not parsed for the failed
 // envelope; they reach the Handler as text without envelope.
 package mail

@@ -52,7 +52,7 @@ type extraction struct {
 	Notes []string
 }
 
-// extract finds the texts of a raw mail (DESIGN §5.5, spec "Transport
+// extract finds the texts of a raw mail (docs/design.md §5.5, spec "Transport
 // Bindings: Email": the envelope is in the body).
 //
 //   - text/plain parts, in order; in multipart/alternative the
@@ -69,7 +69,7 @@ type extraction struct {
 //     says the envelope looks split.
 //
 // Quoted replies need nothing here: the envelope Reader strips one level
-// of "> " quoting (DESIGN §3.1).
+// of "> " quoting (docs/design.md §3.1).
 func extract(raw []byte) extraction {
 	var x extraction
 	msg, err := netmail.ReadMessage(bytes.NewReader(raw))

@@ -19,7 +19,7 @@ import (
 )
 
 // SubjectPrefix starts the subject of every mail the Sender writes
-// (spec "Transport Bindings: Email", DESIGN §5.5).
+// (spec "Transport Bindings: Email", docs/design.md §5.5).
 const SubjectPrefix = "[AI Crosstalk]"
 
 // maxHeaderText bounds the context and intent copied into a Subject, in
@@ -72,7 +72,7 @@ func (o *outgoing) fromText(host string) error {
 }
 
 // parseRecipient turns an address into a mail address: "email:a@b",
-// "mailto:a@b?subject=x" and bare "a@b" or "Name <a@b>" (DESIGN §3.3).
+// "mailto:a@b?subject=x" and bare "a@b" or "Name <a@b>" (docs/design.md §3.3).
 // Anything else is a permanent error.
 func parseRecipient(to string) (*netmail.Address, error) {
 	s := strings.TrimSpace(to)
@@ -99,7 +99,7 @@ func parseRecipient(to string) (*netmail.Address, error) {
 //
 // Quoted-printable, always: it keeps every byte of the envelope through
 // any relay (long lines are soft-broken and rejoined, trailing blanks —
-// which signed lines keep, DESIGN §4.2 — are encoded, "From " lines
+// which signed lines keep, docs/design.md §4.2 — are encoded, "From " lines
 // cannot be mangled), so a signed envelope verifies after the trip.
 func compose(from *netmail.Address, host string, o *outgoing) []byte {
 	var b bytes.Buffer

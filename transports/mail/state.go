@@ -50,7 +50,7 @@ func loadState(path string) (*state, error) {
 	}
 	if err := json.Unmarshal(data, st); err != nil {
 		// Refuse rather than start over: starting over could process
-		// every mail in the mailbox again (DESIGN §5.5: nothing twice).
+		// every mail in the mailbox again (docs/design.md §5.5: nothing twice).
 		return nil, fmt.Errorf("mail: state file %s is damaged (fix or remove it; processed mail carries its keyword either way): %w", path, err)
 	}
 	if st.Version != stateVersion {

@@ -1,5 +1,5 @@
 // Package jetstream is a ledger.Store on NATS JetStream, for running
-// several relays on one shared ledger (DESIGN §6, scale-out). It gives
+// several relays on one shared ledger (docs/design.md §6, scale-out). It gives
 // every guarantee of the ledger package (see its documentation) to any
 // number of Stores in any number of processes sharing one stream, and it
 // passes the same conformance suite (ledgertest) as the SQLite store.
@@ -62,7 +62,7 @@
 //     itself, not in a separate KV bucket, because an atomic batch covers
 //     one stream: the event and its index entries are committed together,
 //     and no crash can leave an event without its index. The event also
-//     carries Nats-Msg-Id = its dedupe key (DESIGN §6); JetStream's own
+//     carries Nats-Msg-Id = its dedupe key (docs/design.md §6); JetStream's own
 //     duplicate window (Options.DuplicateWindow) is a second line of
 //     defence, not the one relied on.
 //   - Atomic batches: one Append is one atomic batch, or part of one.

@@ -1,5 +1,5 @@
 // Package ledgertest is the conformance suite every ledger.Store
-// implementation runs (DESIGN §6: one suite, every implementation). It
+// implementation runs (docs/design.md §6: one suite, every implementation). It
 // checks the guarantees listed in the ledger package comment: dense seq
 // under concurrency, idempotency forever, atomic batches, Range, Follow,
 // cursors, claims and export/import.

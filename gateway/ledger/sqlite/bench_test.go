@@ -14,7 +14,7 @@ import (
 )
 
 // benchClients is the number of concurrent clients of
-// BenchmarkAppendGroupCommit, the relay's design load (DESIGN §6).
+// BenchmarkAppendGroupCommit, the relay's design load (docs/design.md §6).
 const benchClients = 64
 
 func benchStore(b *testing.B) *sqlite.Store {

@@ -1,5 +1,5 @@
 // Package sqlite is the relay's default ledger.Store: one SQLite file in
-// the data dir, through the pure-Go driver modernc.org/sqlite (DESIGN §6).
+// the data dir, through the pure-Go driver modernc.org/sqlite (docs/design.md §6).
 //
 // # Durability and group commit
 //

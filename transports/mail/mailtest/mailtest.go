@@ -1,8 +1,7 @@
 // Package mailtest starts a throwaway mail system on loopback for tests:
 // a real Dovecot (IMAP with STARTTLS and implicit TLS, LMTP, SMTP
 // submission with STARTTLS or implicit TLS, and AUTH) and a real Postfix that delivers into Dovecot over LMTP. It
-// follows the verified recipe in shared/recipes/test-servers.md (recipes
-// C + D): every file lives in a temp directory, every port is a free
+// runs both from a configuration of its own: every file lives in a temp directory, every port is a free
 // 127.0.0.1 port, and Close stops both servers by their own process ids.
 //
 // Any user name at Domain exists, with the password Password, so each test
