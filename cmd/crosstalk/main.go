@@ -167,8 +167,12 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "\ncommands:")
 	cmds := allCommands()
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	width := 0
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun `crosstalk COMMAND --help` for a command's flags.")
 }
