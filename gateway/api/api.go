@@ -151,11 +151,11 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	m.HandleFunc("POST /crosstalk/receive", s.receive)
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /v1/groups", s.groups)
-	m.HandleFunc("GET /v1/groups/{group}/events", names(s.events))
-	m.HandleFunc("GET /v1/groups/{group}/stream", names(s.groupStream))
-	m.HandleFunc("GET /v1/agents/{agent}/deliveries", names(s.deliveries))
-	m.HandleFunc("GET /v1/agents/{agent}/stream", names(s.agentStream))
-	m.HandleFunc("POST /v1/groups/{group}/events/{id}/{action}", names(s.act))
+	m.HandleFunc("GET /v1/groups/{group}/events", s.names(s.events))
+	m.HandleFunc("GET /v1/groups/{group}/stream", s.names(s.groupStream))
+	m.HandleFunc("GET /v1/agents/{agent}/deliveries", s.names(s.deliveries))
+	m.HandleFunc("GET /v1/agents/{agent}/stream", s.names(s.agentStream))
+	m.HandleFunc("POST /v1/groups/{group}/events/{id}/{action}", s.names(s.act))
 	m.HandleFunc("POST /v1/send", s.send)
 	s.mux = m
 	return s

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -13,6 +14,10 @@ import (
 func TestPathNames(t *testing.T) {
 	h := newHarness(t, nil)
 	h.post(env("CLAUDE", "CHATGPT", "REQUEST", "caf\u00e9", "question"))
+	// A group recorded before names were checked stays readable.
+	if _, err := h.store.Append(t.Context(), []ledger.Record{{Kind: gateway.KindMessage, GroupID: "pro\u200bj", By: "claude", Data: []byte(`{"text":"old"}`)}}); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		path   string
 		status int
@@ -21,6 +26,8 @@ func TestPathNames(t *testing.T) {
 		{"/v1/groups/caf%C3%A9/events", http.StatusOK, 1},                      // NFC
 		{"/v1/groups/cafe%CC%81/events", http.StatusOK, 1},                     // NFD
 		{"/v1/groups/caf%E2%80%8B%C3%A9/events", http.StatusBadRequest, 0},     // zero-width space
+		{"/v1/groups/pro%E2%80%8Bj/events", http.StatusOK, 1},                  // recorded before the check
+		{"/v1/groups/pr%E2%80%8Boj/events", http.StatusBadRequest, 0},          // not recorded
 		{"/v1/groups/%E2%80%AEcaf%C3%A9/stream", http.StatusBadRequest, 0},     // RLO
 		{"/v1/agents/chat%E2%80%8Bgpt/deliveries", http.StatusBadRequest, 0},   // zero-width space
 		{"/v1/agents/chatgpt%00/stream", http.StatusBadRequest, 0},             // NUL
