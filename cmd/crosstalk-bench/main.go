@@ -206,14 +206,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		o.Progress = nil
 	}
 	res, err := bench.Ingest(ctx, o)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, res)
-	}
-	res.Print(stdout)
-	return nil
+	return report(stdout, res, err, *asJSON)
 }
 
 func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -243,10 +236,16 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		o.Progress = nil
 	}
 	res, err := bench.Scale(ctx, o)
+	return report(stdout, res, err, *asJSON)
+}
+
+// report prints a bench's result: as indented JSON with --json, else as
+// its table.
+func report[R interface{ Print(io.Writer) }](stdout io.Writer, res R, err error, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(stdout, res)
 	}
 	res.Print(stdout)
@@ -297,12 +296,5 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		o.Progress = nil
 	}
 	res, err := bench.History(ctx, o)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, res)
-	}
-	res.Print(stdout)
-	return nil
+	return report(stdout, res, err, *asJSON)
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
-	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
 
 var cmdSend = &command{
@@ -114,27 +113,28 @@ retried with the same Idempotency-Key, so sending twice records once.
 
 Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 	rf := addRelayFlags(fs)
-	retries := fs.Int("retries", httpx.DefaultRetries, "retries on network errors and 429/5xx")
+	retries := fs.Int("retries", 5, "retries on network errors and 429/5xx (0: none)")
 	files, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	client := &httpx.Client{Token: *rf.token, Retries: *retries}
+	relay := rf.client()
+	relay.Retries = max(*retries, 0)
+	if relay.Retries == 0 {
+		relay.Retries = -1 // client.Client reads 0 as its default
+	}
 	failed := false
 	err = eachInput(e, files, func(in input) error {
 		text, err := readLimited(in.r, gateway.MaxIntake, in.name)
 		if err != nil {
 			return err
 		}
-		resp, err := client.Post(ctx, rf.base()+"/crosstalk/receive", text, "")
-		var se *httpx.StatusError
-		switch {
-		case errors.As(err, &se):
-			failed = true
-		case err != nil:
+		rc, err := relay.Receive(ctx, text)
+		if err != nil && rc == nil {
 			return withHint(err, "is the relay running? start it with `crosstalk relay` or pass --relay URL")
 		}
-		_, werr := e.stdout.Write(resp.Body)
+		failed = failed || err != nil
+		_, werr := e.stdout.Write(rc.Body)
 		return werr
 	})
 	if err != nil {

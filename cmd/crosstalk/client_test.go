@@ -120,3 +120,37 @@ func TestInboxOweWaiting(t *testing.T) {
 		t.Errorf("inbox --owe after the discharge = %q, want only the open request", out)
 	}
 }
+
+// TestSend runs `crosstalk send` against an in-process relay: the receipt
+// envelopes on stdout, exit 0 when every envelope was recorded, 1 with the
+// ERROR receipt when one was refused, and a relay that is not there an
+// error with the hint (no retries with --retries 0).
+func TestSend(t *testing.T) {
+	r := testrelay.Start(t, nil)
+	ok := testrelay.Envelope("CLAUDE", "CHATGPT", envelope.IntentRequest, "deploy", "Is the deploy blocked?")
+	for _, tc := range []struct {
+		name, stdin, relay string
+		code               int
+		stdout, stderr     string
+	}{
+		{"recorded", ok, r.URL, exitOK, "Event-ID", ""},
+		{"again, recorded once", ok, r.URL, exitOK, "Event-ID", ""},
+		{"refused", "[[CLAUDE→CHATGPT v1]]\nno header\n[[END]]\n", r.URL, exitFailure, "E-", ""},
+		{"no relay", ok, "http://127.0.0.1:1", exitFailure, "", "is the relay running?"},
+	} {
+		stdout, stderr, code := runCLI(t, tc.stdin, "send", "--relay", tc.relay, "--retries", "0")
+		if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
+			t.Errorf("%s: send = %d, stdout %q, stderr %q; want %d, %q, %q", tc.name, code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+		}
+	}
+	evs, err := r.Store.Log(context.Background(), 0, 100)
+	messages := 0
+	for _, ev := range evs {
+		if ev.Kind == gateway.KindMessage {
+			messages++
+		}
+	}
+	if err != nil || messages != 1 {
+		t.Errorf("ledger after sending twice: %d messages (%v), want 1", messages, err)
+	}
+}

@@ -11,12 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/folder"
-	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
 
 var cmdWatch = &command{
@@ -129,18 +128,16 @@ func displayName(in transports.Inbound) string {
 // forwarder is a transports.Handler that posts inbound text to a relay's
 // POST /crosstalk/receive and prints the receipts.
 type forwarder struct {
-	client *httpx.Client
-	url    string
-	out    *envelopePrinter
+	relay *client.Client
+	out   *envelopePrinter
 }
 
 func newForwarder(relay, token string, out *envelopePrinter) *forwarder {
 	return &forwarder{
 		// The receivers retry failed texts themselves; a couple of quick
 		// retries here ride out a relay restart.
-		client: &httpx.Client{Token: token, Retries: 2, MinBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second},
-		url:    strings.TrimRight(relay, "/") + "/crosstalk/receive",
-		out:    out,
+		relay: &client.Client{URL: strings.TrimRight(relay, "/"), Token: token, Retries: 2},
+		out:   out,
 	}
 }
 
@@ -150,12 +147,11 @@ func newForwarder(relay, token string, out *envelopePrinter) *forwarder {
 // else — the relay unreachable, 5xx, a refused token — is an error, and
 // the receiver keeps the text for another try.
 func (f *forwarder) handle(ctx context.Context, in transports.Inbound) ([]byte, error) {
-	resp, err := f.client.Post(ctx, f.url, in.Data, "")
-	var se *httpx.StatusError
+	resp, err := f.relay.Receive(ctx, in.Data)
 	switch {
 	case err == nil:
-	case errors.As(err, &se) && recorded(resp):
-	case errors.As(err, &se):
+	case resp != nil && recorded(resp):
+	case resp != nil:
 		return nil, fmt.Errorf("relay refused %s without recording it: %w", displayName(in), err)
 	default:
 		return nil, fmt.Errorf("forwarding %s: %w", displayName(in), err)
@@ -166,7 +162,7 @@ func (f *forwarder) handle(ctx context.Context, in transports.Inbound) ([]byte, 
 
 // recorded reports whether a relay's answer shows the intake recorded: a
 // receipt or ERROR envelope naming a ledger event.
-func recorded(resp *httpx.Response) bool {
+func recorded(resp *client.Receipts) bool {
 	if resp == nil {
 		return false
 	}

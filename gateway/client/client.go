@@ -1,8 +1,9 @@
 // Package client is the HTTP client of a relay's API (docs/api.md): JSON
 // requests with retries where they are idempotent, the relay's error
 // answers as typed errors carrying its error code, and Server-Sent Events
-// streams followed across reconnects for a bounded time. The crosstalk
-// commands, c2a.Remote (and so crosstalk mcp and harness) use it.
+// streams followed across reconnects for a bounded time, and envelope
+// text posted to the relay's own POST /crosstalk/receive (Receive). The
+// crosstalk commands, c2a.Remote (and so crosstalk mcp and harness) use it.
 //
 // It is not the transport that forwards envelopes to other relays'
 // POST /crosstalk/receive (transports/httpx), and it knows nothing of C2A:
@@ -80,6 +81,8 @@ type Request struct {
 	Body           []byte
 	ContentType    string
 	IdempotencyKey string
+	// Accept is the media type asked for; application/json when empty.
+	Accept string
 	// Retry allows retries on network errors, 429 and 5xx: set it for
 	// reads and for requests the relay deduplicates.
 	Retry bool
@@ -106,6 +109,12 @@ func (c *Client) url(path string) string { return strings.TrimRight(c.URL, "/") 
 // 404 or 405 without one, *StatusError for other answers, ErrUnreachable
 // (wrapped) when there was none.
 func (c *Client) Do(ctx context.Context, rq Request, out any) error {
+	return c.retry(ctx, rq, func(status int, body []byte) error { return decode(status, body, out) })
+}
+
+// retry sends rq, hands each answer to check, and retries (when rq.Retry)
+// while there is no answer or it is a 429 or 5xx that check refused.
+func (c *Client) retry(ctx context.Context, rq Request, check func(status int, body []byte) error) error {
 	retries := c.Retries
 	if retries == 0 {
 		retries = 3
@@ -116,7 +125,7 @@ func (c *Client) Do(ctx context.Context, rq Request, out any) error {
 	for attempt := 1; ; attempt++ {
 		status, body, err := c.once(ctx, rq)
 		if err == nil {
-			err = decode(status, body, out)
+			err = check(status, body)
 		}
 		retryable := status == 0 || status == http.StatusTooManyRequests || status >= 500
 		if err == nil || !retryable || attempt > retries || ctx.Err() != nil {
@@ -157,7 +166,11 @@ func (c *Client) once(ctx context.Context, rq Request) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Accept", "application/json")
+	accept := rq.Accept
+	if accept == "" {
+		accept = "application/json"
+	}
+	req.Header.Set("Accept", accept)
 	if rq.Body != nil {
 		ct := rq.ContentType
 		if ct == "" {
