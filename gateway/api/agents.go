@@ -46,11 +46,11 @@ func (s *Server) MountAgents(opts *AgentOptions) {
 	}
 	ch := opts.Channel
 	s.mux.HandleFunc("GET /v1/agents", s.agents)
-	s.mux.HandleFunc("GET /v1/agents/{agent}/channel", func(w http.ResponseWriter, r *http.Request) { s.channel(w, r, ch) })
-	s.mux.HandleFunc("GET /v1/agents/{agent}/cursors", s.cursors)
-	s.mux.HandleFunc("GET /v1/agents/{agent}/waiting", s.waiting)
-	s.mux.HandleFunc("POST /v1/agents/{agent}/heartbeat", s.heartbeatAgent)
-	s.mux.HandleFunc("POST /v1/agents/{agent}/notify", s.notifyAgent)
+	s.mux.HandleFunc("GET /v1/agents/{agent}/channel", s.names(func(w http.ResponseWriter, r *http.Request) { s.channel(w, r, ch) }))
+	s.mux.HandleFunc("GET /v1/agents/{agent}/cursors", s.names(s.cursors))
+	s.mux.HandleFunc("GET /v1/agents/{agent}/waiting", s.names(s.waiting))
+	s.mux.HandleFunc("POST /v1/agents/{agent}/heartbeat", s.names(s.heartbeatAgent))
+	s.mux.HandleFunc("POST /v1/agents/{agent}/notify", s.names(s.notifyAgent))
 }
 
 // agents is GET /v1/agents.

@@ -100,6 +100,7 @@ type Server struct {
 	minted    TokenLookup
 	hosts     map[string]bool
 	limiter   *limiter
+	refusals  *refusalLog
 	signer    gateway.Signer
 	heartbeat time.Duration
 	slots     *streamSlots
@@ -121,6 +122,7 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	if s.heartbeat <= 0 {
 		s.heartbeat = DefaultHeartbeat
 	}
+	s.refusals = &refusalLog{log: s.log, now: time.Now, reasons: map[string]*refusalWindow{}}
 	s.slots = &streamSlots{per: map[string]int{}, perMax: opts.StreamLimit, totalMax: opts.MaxStreams}
 	if s.slots.perMax <= 0 {
 		s.slots.perMax = DefaultStreamLimit
@@ -149,11 +151,11 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	m.HandleFunc("POST /crosstalk/receive", s.receive)
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /v1/groups", s.groups)
-	m.HandleFunc("GET /v1/groups/{group}/events", s.events)
-	m.HandleFunc("GET /v1/groups/{group}/stream", s.groupStream)
-	m.HandleFunc("GET /v1/agents/{agent}/deliveries", s.deliveries)
-	m.HandleFunc("GET /v1/agents/{agent}/stream", s.agentStream)
-	m.HandleFunc("POST /v1/groups/{group}/events/{id}/{action}", s.act)
+	m.HandleFunc("GET /v1/groups/{group}/events", s.names(s.events))
+	m.HandleFunc("GET /v1/groups/{group}/stream", s.names(s.groupStream))
+	m.HandleFunc("GET /v1/agents/{agent}/deliveries", s.names(s.deliveries))
+	m.HandleFunc("GET /v1/agents/{agent}/stream", s.names(s.agentStream))
+	m.HandleFunc("POST /v1/groups/{group}/events/{id}/{action}", s.names(s.act))
 	m.HandleFunc("POST /v1/send", s.send)
 	s.mux = m
 	return s
@@ -161,7 +163,11 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 
 // Close ends every open stream, so that http.Server.Shutdown can finish.
 // In-flight appends are not interrupted.
-func (s *Server) Close() { s.stop() }
+// It also logs the count of gate refusals not yet reported.
+func (s *Server) Close() {
+	s.stop()
+	s.refusals.flush()
+}
 
 type ctxKey int
 
@@ -204,7 +210,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // passes with an empty principal (the pages authenticate it by session
 // cookie) and is rate limited by remote address; a wrong token is refused.
 func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authInfo, bool) {
-	fail := func(status int, code envelope.Code, msg string) (authInfo, bool) {
+	fail := func(reason string, status int, code envelope.Code, msg string) (authInfo, bool) {
+		s.refusals.refused(r, reason, status, code)
 		if r.URL.Path == "/crosstalk/receive" {
 			s.errorEnvelope(w, r, status, code, msg)
 		} else {
@@ -213,7 +220,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 		return authInfo{}, false
 	}
 	if !s.hostAllowed(r.Host) {
-		return fail(http.StatusForbidden, envelope.CodePerm, fmt.Sprintf("host %q is not one of the relay's names", r.Host))
+		return fail("host", http.StatusForbidden, envelope.CodePerm, fmt.Sprintf("host %q is not one of the relay's names", r.Host))
 	}
 	h := r.Header.Get("Authorization")
 	tok, bearer := strings.CutPrefix(h, "Bearer ")
@@ -223,10 +230,10 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	// the method (docs/web.md, "Browser extension").
 	if isExtensionOrigin(r.Header.Get("Origin")) {
 		if !bearer || !known {
-			return fail(http.StatusForbidden, envelope.CodePerm, "cross-origin request refused: a browser extension needs a valid bearer token")
+			return fail("origin", http.StatusForbidden, envelope.CodePerm, "cross-origin request refused: a browser extension needs a valid bearer token")
 		}
 	} else if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
-		return fail(http.StatusForbidden, envelope.CodePerm, "cross-origin request refused")
+		return fail("origin", http.StatusForbidden, envelope.CodePerm, "cross-origin request refused")
 	}
 	info, key := authInfo{principal: LocalUser}, LocalUser
 	switch {
@@ -236,7 +243,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 		} else {
 			if !bearer || !known {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
-				return fail(http.StatusUnauthorized, envelope.CodePerm, "missing or unknown bearer token")
+				return fail("token", http.StatusUnauthorized, envelope.CodePerm, "missing or unknown bearer token")
 			}
 			info, key = authInfo{principal: p, token: true}, p
 		}
@@ -244,7 +251,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 		// No tokens configured, but one was presented: it must be valid,
 		// or a client with a revoked or mistyped token would pass unnoticed.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
-		return fail(http.StatusUnauthorized, envelope.CodePerm, "unknown bearer token")
+		return fail("token", http.StatusUnauthorized, envelope.CodePerm, "unknown bearer token")
 	case known && p != LocalUser:
 		// A minted token on a relay without configured tokens: its
 		// principal. One minted for the local user keeps the local powers.
@@ -252,7 +259,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	}
 	if s.limiter != nil && !s.limiter.allow(key, time.Now()) {
 		w.Header().Set("Retry-After", "1")
-		return fail(http.StatusTooManyRequests, envelope.CodeRate, "rate limit exceeded for "+key)
+		return fail("rate", http.StatusTooManyRequests, envelope.CodeRate, "rate limit exceeded for "+key)
 	}
 	info.key = key
 	return info, true

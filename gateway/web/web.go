@@ -241,6 +241,10 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request, *call)) http.Ha
 			s.render(w, r, c, http.StatusUnauthorized, "login", "Log in", loginData{Next: r.URL.RequestURI()})
 			return
 		}
+		if err := api.NormalizePathNames(r, s.relay.Store()); err != nil {
+			s.fail(w, r, c, http.StatusBadRequest, string(envelope.CodeAddress), err.Error())
+			return
+		}
 		if r.Method == http.MethodGet {
 			c.flash = s.sessions.takeFlash(sess.id)
 		}
