@@ -287,10 +287,15 @@ func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err erro
 	if len(data) > r.maxBytes {
 		outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeTooLarge, Reason: fmt.Sprintf("input larger than %d bytes", r.maxBytes)}}}
 	} else {
-		if n := countEnvelopes(data, r.maxEnvs+1); n > r.maxEnvs {
+		outs = readIntake(data, r.maxEnvs+1)
+		if len(outs) > r.maxEnvs {
 			return nil, fmt.Errorf("%w: more than %d in one %s intake; send them in smaller batches", ErrTooManyEnvelopes, r.maxEnvs, in.Transport)
 		}
-		outs = r.check(ctx, in, data)
+		for i := range outs {
+			if outs[i].Reject == nil {
+				outs[i] = r.checkEnvelope(ctx, in, outs[i].Envelope)
+			}
+		}
 		if len(outs) == 0 {
 			outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeFormat, Reason: "no envelope found in the input"}}}
 		}
@@ -361,41 +366,29 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 }
 
 // check reads and checks every envelope of data.
-// countEnvelopes counts what check would make an outcome of (envelopes
-// and syntax errors) in data, stopping at limit, without verifying
-// anything: the envelope bound is enforced before any work per envelope.
-func countEnvelopes(data []byte, limit int) int {
-	rd := envelope.NewBytesReader(data)
-	n := 0
-	for ; n < limit; n++ {
-		_, err := rd.Next()
-		var se *envelope.SyntaxError
-		if err != nil && !errors.As(err, &se) {
-			break // io.EOF
-		}
-	}
-	return n
-}
-
-func (r *Relay) check(ctx context.Context, in Intake, data []byte) []Outcome {
+// readIntake parses data into at most limit outcomes, one per envelope or
+// syntax error, in order: an envelope not yet checked, or its rejection.
+// The caller refuses an intake that reaches limit before any envelope is
+// verified, so the envelope bound costs no work per envelope.
+func readIntake(data []byte, limit int) []Outcome {
 	rd := envelope.NewBytesReader(data)
 	var outs []Outcome
-	for {
+	for len(outs) < limit {
 		env, err := rd.Next()
 		if err == io.EOF {
-			return outs
+			break
 		}
 		var se *envelope.SyntaxError
-		if errors.As(err, &se) {
+		switch {
+		case errors.As(err, &se):
 			outs = append(outs, Outcome{Reject: &Rejection{Code: se.Code, Reason: se.Msg, Line: se.Line}})
-			continue
+		case err != nil: // cannot happen on a bytes reader; keep it loud
+			return append(outs, Outcome{Reject: &Rejection{Code: envelope.CodeFormat, Reason: err.Error()}})
+		default:
+			outs = append(outs, Outcome{Envelope: env})
 		}
-		if err != nil { // cannot happen on a bytes.Reader; keep it loud
-			outs = append(outs, Outcome{Reject: &Rejection{Code: envelope.CodeFormat, Reason: err.Error()}})
-			return outs
-		}
-		outs = append(outs, r.checkEnvelope(ctx, in, env))
 	}
+	return outs
 }
 
 func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Envelope) Outcome {
