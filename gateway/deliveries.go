@@ -417,14 +417,11 @@ func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, since
 	}
 }
 
-// emit observes ev with the clock and liveness of now.
+// emit observes ev with the clock and liveness of now. Streams' trackers
+// keep no acks (forget), so their deliveries leave Acked unset.
 func (t *tracker) emit(ctx context.Context, ev ledger.Event) (Delivery, bool, error) {
 	t.now, t.seen = t.r.now(), t.r.LastSeen()
-	d, ok, err := t.observe(ctx, ev)
-	if ok {
-		d.Acked = t.acked[d.EventID]
-	}
-	return d, ok, err
+	return t.observe(ctx, ev)
 }
 
 // forget makes a tracker of a stream keep no acks or claims: a stream

@@ -160,13 +160,17 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		if known && pe.By != "" {
 			d.To = []string{pe.By}
 		}
-		if ob := obligationOf(pe, known); env.Intent == envelope.IntentAck && ob != nil && ob.CanDischarge(pe.By, x.Sender) {
+		var pd EventData // the parent's data, read once: only an ACK of a message uses it
+		if env.Intent == envelope.IntentAck && known && pe.Kind == KindMessage {
+			pd, _ = ParseData(pe)
+		}
+		if ob := pd.Obligation; ob != nil && ob.CanDischarge(pe.By, x.Sender) {
 			// The author's (or delegate's) ACK of its own obligation
 			// discharges it; anyone else's is evidence (below).
 			rec.Kind, rec.DedupeKey = KindDischarge, dischargeDedupeKey(rec.GroupID, pe.ID)
 			break
 		}
-		if env.Intent == envelope.IntentAck && known && r.isAttentionFor(pe, x.Sender) {
+		if pd.Priority == "attention" && r.addressedTo(pd.To, x.Sender) {
 			rec.Kind = KindAck // self-only ack (CCCS §6.2)
 			// One chat.ack per (group, actor, event) whatever the path
 			// (CCCS §6.2): the API's ack uses the same key.
@@ -315,18 +319,6 @@ func (r *Relay) checkObligation(env *envelope.Envelope) error {
 // metaObligation is the META namespace of an obligation (docs/format.md).
 const metaObligation = "obligation"
 
-// obligationOf returns the obligation of a chat.message, or nil.
-func obligationOf(ev ledger.Event, known bool) *attention.Obligation {
-	if !known || ev.Kind != KindMessage {
-		return nil
-	}
-	d, err := ParseData(ev)
-	if err != nil {
-		return nil
-	}
-	return d.Obligation
-}
-
 // dischargeDedupeKey makes one discharge per obligation, whoever and
 // whatever path discharges it.
 func dischargeDedupeKey(group, eventID string) string { return "discharge:" + group + ":" + eventID }
@@ -342,19 +334,6 @@ func eventID(parent any) string {
 		return ev.ID
 	}
 	return ""
-}
-
-// isAttentionFor reports whether ev is an attention chat.message addressed
-// to actor (CCCS §6.2: only those can be acked).
-func (r *Relay) isAttentionFor(ev ledger.Event, actor string) bool {
-	if ev.Kind != KindMessage {
-		return false
-	}
-	d, err := ParseData(ev)
-	if err != nil || d.Priority != "attention" {
-		return false
-	}
-	return r.addressedTo(d.To, actor)
 }
 
 // addressedTo reports whether recipient tokens reach actor: a broadcast,

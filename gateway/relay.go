@@ -365,7 +365,6 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 	return nil
 }
 
-// check reads and checks every envelope of data.
 // readIntake parses data into at most limit outcomes, one per envelope or
 // syntax error, in order: an envelope not yet checked, or its rejection.
 // The caller refuses an intake that reaches limit before any envelope is
