@@ -1,9 +1,11 @@
 package a2a
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -230,16 +232,27 @@ func (b *Bridge) rpc(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, authenticated := api.Principal(r)
-	if p == "" {
-		writeError(w, http.StatusUnauthorized, string(envelope.CodePerm), "missing bearer token")
-		return
-	}
 	if r.ContentLength > b.opts.MaxBody {
 		writeError(w, http.StatusRequestEntityTooLarge, string(envelope.CodeTooLarge), fmt.Sprintf("body larger than %d bytes", b.opts.MaxBody))
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, b.opts.MaxBody)
-	ctx := context.WithValue(r.Context(), callerKey{}, caller{principal: p, authenticated: authenticated})
+	// The body is read under the server's read deadline; the answer may
+	// then take long (a blocking send waits for the agent's reply, a
+	// stream follows the task), so the call is a stream of the API: it
+	// counts against the stream limits, lifts the read deadline and ends
+	// when the relay closes.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.opts.MaxBody))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, string(envelope.CodeTooLarge), fmt.Sprintf("body unreadable or larger than %d bytes", b.opts.MaxBody))
+		return
+	}
+	ctx, done, ok := api.OpenStream(w, r)
+	if !ok {
+		return
+	}
+	defer done()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	ctx = context.WithValue(ctx, callerKey{}, caller{principal: p, authenticated: authenticated})
 	ep.rpc.ServeHTTP(w, r.WithContext(ctx))
 }
 

@@ -63,7 +63,13 @@ func (s *Server) servePage(pages http.Handler, w http.ResponseWriter, r *http.Re
 // mounts its metrics ("GET /metrics", package gateway/metrics) and bridges
 // that speak another protocol on the API's listener (package gateway/a2a)
 // this way. Call it before serving.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// A handler that answers for long (a stream, a call that waits) calls
+// OpenStream like the API's own streams.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), pageServerKey{}, s)))
+	}))
+}
 
 // Principal returns the caller of a request that passed the gate: the
 // principal of its bearer token (authenticated true), LocalUser when no
