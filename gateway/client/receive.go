@@ -3,9 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
+	"github.com/crosstalk-go/crosstalk/transports/httpx"
 	"net/http"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -33,11 +32,10 @@ type Receipts struct {
 // when there is none. No answer is ErrUnreachable (wrapped), and the end
 // of ctx while waiting to retry is ctx's error; both with nil Receipts.
 func (c *Client) Receive(ctx context.Context, text []byte) (*Receipts, error) {
-	sum := sha256.Sum256(text)
 	rq := Request{
 		Method: http.MethodPost, Path: "/crosstalk/receive", Body: text,
 		ContentType: "text/plain; charset=utf-8", Accept: "text/plain",
-		IdempotencyKey: "sha256:" + hex.EncodeToString(sum[:16]), Retry: true,
+		IdempotencyKey: httpx.IdempotencyKey(text), Retry: true,
 	}
 	var rc *Receipts
 	err := c.retry(ctx, rq, func(status int, body []byte) error {

@@ -227,7 +227,7 @@ func (s *Server) mintToken(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if !s.admin(c) {
-		s.fail(w, r, c, http.StatusForbidden, "E-PERM", c.principal+" may not mint tokens")
+		s.fail(w, r, c, http.StatusForbidden, string(envelope.CodePerm), c.principal+" may not mint tokens")
 		return
 	}
 	principal := c.principal

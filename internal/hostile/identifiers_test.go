@@ -43,8 +43,8 @@ func TestInvisibleNames(t *testing.T) {
 	}
 	// The JSON API refuses the same names.
 	a = r.do(http.MethodPost, "/v1/send", "alice", []byte(`{"to":"CAROL","intent":"REQUEST","context":"pro\u200bj","body":"x"}`), nil)
-	if a.status == http.StatusOK {
-		t.Errorf("POST /v1/send with context pro<ZWSP>j = 200 %s, want refused", a.body)
+	if a.status != http.StatusBadRequest || a.code() != "E-ADDRESS" {
+		t.Errorf("POST /v1/send with context pro<ZWSP>j = %d %s %s, want 400 E-ADDRESS", a.status, a.code(), a.body)
 	}
 	for _, ev := range r.events() {
 		if strings.ContainsAny(ev.GroupID+ev.By, "\x00\u202e\u200b\u2066\u200d") {
@@ -89,9 +89,7 @@ func TestNFDRepasteOfIDlessEnvelope(t *testing.T) {
 	if !again.Duplicate || again.EventID != first.EventID {
 		t.Errorf("NFD re-paste = %+v, want a duplicate of %s", again, first.EventID)
 	}
-	if fwd := r.post("bob", norm.NFD.String(text)); fwd.status == http.StatusOK {
-		t.Errorf("bob re-pasting alice's unsigned envelope = 200 %s, want refused", fwd.body)
-	}
+	r.refused("bob", norm.NFD.String(text), http.StatusForbidden, "E-PERM") // alice's id, bob's token
 	for _, ev := range r.events() {
 		if d, _ := gateway.ParseData(ev); ev.Kind == gateway.KindMessage && ev.ID != first.EventID {
 			t.Errorf("a second message was recorded: %s by %s (%+q)", ev.ID, ev.By, d.Text)
