@@ -48,11 +48,21 @@ func TestHandleStreamsCount(t *testing.T) {
 	}
 	cancel()
 	<-first
-	// The first call's slot is free again once it ended.
+	// The first call's slot is free again once the server has seen it
+	// end (which takes a moment after the client hangs up): a new call is
+	// 429 until then, then served.
 	go func() {
-		req, _ := http.NewRequestWithContext(t.Context(), "GET", h.srv.URL+"/x/long", nil)
-		if res, err := http.DefaultClient.Do(req); err == nil {
+		for t.Context().Err() == nil {
+			req, _ := http.NewRequestWithContext(t.Context(), "GET", h.srv.URL+"/x/long", nil)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
 			res.Body.Close()
+			if res.StatusCode != http.StatusTooManyRequests {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}()
 	select {
