@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
 )
 
 // Actor is one actor of the ledger or the address book (issue 13): who
