@@ -345,7 +345,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	if ev.Kind == KindClaim && t.claimed != nil {
 		t.claimed[d.EventID] = true
 	}
-	st := attention.State{LastSeen: t.seen}
+	st := attention.State{LastSeen: t.seen, StaleAfter: t.r.StaleAfter()}
 	if ae.Thread != "" && t.threads.contains(ae.Thread) {
 		// Decide only asks whether the agent takes part in ev's thread:
 		// handing it every thread made each event cost O(threads), and
@@ -374,7 +374,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
 		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
-		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+		Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification
