@@ -14,6 +14,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/server"
 )
 
@@ -77,6 +78,9 @@ type Config struct {
 	Folder    FolderConfig    `toml:"folder"`
 	Clipboard ClipboardConfig `toml:"clipboard"`
 	Mail      *MailConfig     `toml:"mail"`
+	// Liveness sets the agents' liveness thresholds (docs/agents.md
+	// "Liveness").
+	Liveness LivenessConfig `toml:"liveness"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
 	// User is the user: line `crosstalk new` and `reply` write when
@@ -89,6 +93,12 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful shutdown (SIGTERM, SIGINT), e.g.
 	// "15s": draining requests, stopping transports, closing the ledger.
 	ShutdownTimeout duration `toml:"shutdown_timeout"`
+}
+
+// LivenessConfig is the [liveness] table: an agent is stale StaleAfter
+// after its last sighting and evicted at twice that (BeadBoard §4.1).
+type LivenessConfig struct {
+	StaleAfter duration `toml:"stale_after"`
 }
 
 // DNSServerNone is the dns_server value that turns DNS key lookups off.
@@ -134,6 +144,7 @@ func DefaultConfig() Config {
 		RateBurst: 1000,
 		ClaimTTL:  duration(gateway.DefaultClaimTTL),
 		LogLevel:  "info",
+		Liveness:  LivenessConfig{StaleAfter: duration(attention.StaleAfter)},
 
 		MaxBody:           gateway.MaxIntake,
 		MaxEnvelopes:      gateway.DefaultMaxEnvelopes,
@@ -230,6 +241,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClaimTTL < 0 {
 		errs = append(errs, errors.New("claim_ttl: must not be negative"))
+	}
+	if s := time.Duration(c.Liveness.StaleAfter); s != 0 && (s < time.Second || s > 7*24*time.Hour) {
+		errs = append(errs, fmt.Errorf("liveness.stale_after: %v is not between 1s and 168h", s))
 	}
 	for _, b := range []struct {
 		key string
