@@ -410,7 +410,9 @@ lapsed, discharged), hidden by default.`)
 		Older      int64              `json:"older_pos,omitempty"`
 	}
 	if *owe {
-		ds, err := openSet[gateway.Delivery](ctx, rf, *agent, "owe", *all)
+		ds, err := openSet(ctx, rf, *all, func(rm *c2a.Remote, q gateway.OpenSetQuery) (gateway.Page[gateway.Delivery], error) {
+			return rm.Owed(ctx, *agent, q)
+		})
 		if err != nil {
 			return err
 		}
@@ -472,37 +474,24 @@ lapsed, discharged), hidden by default.`)
 	return nil
 }
 
-// openSet reads every page of GET /v1/agents/{agent}/{key} (owe or
-// waiting), with the settled items when all is set.
-func openSet[T any](ctx context.Context, rf relayFlags, agent, key string, all bool) ([]T, error) {
+// openSet reads every page of an open-set query (c2a.Remote.Owed or
+// WaitingOn), with the settled items when all is set.
+func openSet[T any](ctx context.Context, rf relayFlags, all bool, page func(*c2a.Remote, gateway.OpenSetQuery) (gateway.Page[T], error)) ([]T, error) {
+	rm := &c2a.Remote{URL: rf.base(), Token: *rf.token}
 	var items []T
-	for after := ""; ; {
-		q := url.Values{}
-		if all {
-			q.Set("all", "1")
+	for q := (gateway.OpenSetQuery{All: all}); ; {
+		p, err := page(rm, q)
+		if errors.Is(err, client.ErrUnreachable) {
+			return nil, withHint(err, "is the relay running? start it with `crosstalk relay` or pass --relay URL")
 		}
-		if after != "" {
-			q.Set("after", after)
-		}
-		var raw map[string]json.RawMessage
-		if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(agent)+"/"+key+"?"+q.Encode(), agent, nil, &raw); err != nil {
+		if err != nil {
 			return nil, err
 		}
-		var page []T
-		var next string
-		if err := json.Unmarshal(raw[key], &page); err != nil {
-			return nil, fmt.Errorf("the relay's %s list: %w", key, err)
-		}
-		if n, ok := raw["next"]; ok {
-			if err := json.Unmarshal(n, &next); err != nil {
-				return nil, fmt.Errorf("the relay's %s list: %w", key, err)
-			}
-		}
-		items = append(items, page...)
-		if next == "" || next == after {
+		items = append(items, p.Items...)
+		if p.Next == "" || p.Next == q.After {
 			return items, nil
 		}
-		after = next
+		q.After = p.Next
 	}
 }
 
@@ -510,7 +499,9 @@ func openSet[T any](ctx context.Context, rf relayFlags, agent, key string, all b
 // obligations agent authored or may discharge, and with all the
 // discharged ones.
 func printWaiting(ctx context.Context, e *env, rf relayFlags, agent string, all, asJSON bool) error {
-	ws, err := openSet[gateway.Waiting](ctx, rf, agent, "waiting", all)
+	ws, err := openSet(ctx, rf, all, func(rm *c2a.Remote, q gateway.OpenSetQuery) (gateway.Page[gateway.Waiting], error) {
+		return rm.WaitingOn(ctx, agent, q)
+	})
 	if err != nil {
 		return err
 	}
