@@ -68,6 +68,11 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 		if p, ok := env.MetaValue("routing", "X-Priority"); ok {
 			ae.XPriority = strings.ToLower(p)
 		}
+		if v, ok := env.MetaValue("routing", "X-Deadline"); ok {
+			// A duration counts from the receipt, the event's ts; the
+			// intake refused bad values (checkObligation).
+			ae.Deadline, _ = attention.ParseDeadline(v, ae.CreatedAt)
+		}
 	}
 	if ev.Kind == KindNotify {
 		ae.RequiresAck = d.RequiresAck

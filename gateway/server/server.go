@@ -128,6 +128,9 @@ type Options struct {
 	Channel *api.AgentOptions
 	// Logger receives the relay's logs; nil discards them.
 	Logger *slog.Logger
+	// Returns runs the returns and escalation of undischarged obligations
+	// (gateway.Relay.RunReturns); nil or Returns ≤ 0 is off.
+	Returns *gateway.ReturnsOptions
 }
 
 // ErrNotLoopback reports a non-loopback Listen address without Tokens:
@@ -364,6 +367,13 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 			log.Error("outbound dispatcher stopped", "err", err)
 		}
 	})
+	if o.Returns != nil && o.Returns.Returns > 0 {
+		s.tasks.Go(func() {
+			if err := core.Relay.RunReturns(bg, o.Returns); err != nil {
+				log.Error("obligation returns stopped", "err", err)
+			}
+		})
+	}
 	s.tasks.Go(func() {
 		// The projections catch up from their high-water mark (from the
 		// start when absent): now rather than in the first request.
