@@ -117,7 +117,8 @@ const (
 // pageScan events of the ledger's log (LogBefore for older pages, Log
 // for newer ones): its cost is independent of history, and so is what
 // it knows (see DeliveriesOf). A page of fewer than limit deliveries
-// with an Older link means its window held no more.
+// with an Older link means its window held no more. The agent's buffered
+// and digest injection applies, as in Deliveries.
 func (r *Relay) DeliveriesFrom(ctx context.Context, agent string, cur LogCursor, limit int) (DeliveryPage, error) {
 	var (
 		p       DeliveryPage
@@ -126,6 +127,7 @@ func (r *Relay) DeliveriesFrom(ctx context.Context, agent string, cur LogCursor,
 		forward = cur.After > 0
 	)
 	limit = min(max(limit, 1), 1000)
+	inj := r.injectorOf(r.book.ActorID(agent))
 	for !done && len(ds) < limit && len(p.Window) < pageScan {
 		var chunk []ledger.Logged
 		var err error
@@ -152,6 +154,7 @@ func (r *Relay) DeliveriesFrom(ctx context.Context, agent string, cur LogCursor,
 		if ds, err = r.DeliveriesOf(ctx, agent, p.Window); err != nil {
 			return p, err
 		}
+		ds = inj.apply(ds)
 	}
 	if len(p.Window) == 0 {
 		return p, nil

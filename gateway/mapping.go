@@ -80,6 +80,8 @@ type EventData struct {
 	State       string `json:"state,omitempty"` // x.crosstalk.delivery: delivered or failed
 	ExpiresAt   string `json:"expires_at,omitempty"`
 	Note        string `json:"note,omitempty"`
+	// x.crosstalk.digest
+	Digest *Digest `json:"digest,omitempty"`
 
 	X *XCrosstalk `json:"x_crosstalk,omitempty"`
 }

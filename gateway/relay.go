@@ -136,6 +136,7 @@ type Relay struct {
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
 	trackers map[string]*trackerState // see resumeTracker
+	digests  map[string]digestMark    // see WriteDigests
 	actors   actorIndex               // see Actors
 	work     chan struct{}            // see StreamWork
 }
@@ -160,6 +161,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		obs:      opts.Observer,
 		lastSeen: map[string]time.Time{},
 		trackers: map[string]*trackerState{},
+		digests:  map[string]digestMark{},
 		work:     make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		admins:   map[string]bool{},
 	}

@@ -294,7 +294,11 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 		s.deliveryPage(w, r, agent, int(limit))
 		return
 	}
-	ds, err := s.relay.Deliveries(r.Context(), agent, q.Get("group"), since, int(limit))
+	ctx := r.Context()
+	if q.Get("per_event") == "1" {
+		ctx = gateway.PerEvent(ctx) // one delivery per event: no merging, no digest omission
+	}
+	ds, err := s.relay.Deliveries(ctx, agent, q.Get("group"), since, int(limit))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return

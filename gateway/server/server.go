@@ -343,6 +343,13 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 		}
 	})
 	s.tasks.Go(func() {
+		// Digest events of the agents with a digest interval (docs/agents.md,
+		// "Buffered and digest delivery").
+		if err := core.Relay.RunDigests(bg); err != nil {
+			log.Error("digests stopped", "err", err)
+		}
+	})
+	s.tasks.Go(func() {
 		// The actor index reads the whole log once (gateway.Relay.Actors):
 		// do it now rather than in the first Agents page's request.
 		if _, err := core.Relay.Actors(bg); err != nil && bg.Err() == nil {
