@@ -61,6 +61,12 @@ type EventData struct {
 	// Obligation is the message's `meta: obligation`, its Delegate an
 	// actor id.
 	Obligation *attention.Obligation `json:"obligation,omitempty"`
+	// Protocol is the message's BeadBoard HANDOFF or BLOCKED
+	// (`meta: handoff`, `meta: blocked`).
+	Protocol *Protocol `json:"protocol,omitempty"`
+	// Provenance of a forwarded message (CCCS §9.1), inline:
+	// src_group_id, src_event_id, summarized.
+	Provenance
 	// chat.ack, chat.read, chat.reaction, claims, dispositions
 	ActorID string `json:"actor_id,omitempty"`
 	EventID string `json:"event_id,omitempty"`
@@ -223,6 +229,13 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		if ob, ok, _ := r.obligation(env); ok {
 			d.Obligation = &ob
 		}
+		if p, _ := protocolOf(env); p != nil {
+			// A HANDOFF or BLOCKED needs its addressee's chat.ack (BeadBoard
+			// §6.2 requires_ack) and is owed until then.
+			d.Protocol, d.Priority = p, "attention"
+			d.Obligation = protocolObligation(p, d.Obligation)
+		}
+		d.Provenance, _ = provenanceOf(env)
 	}
 	rec.Data = mustJSON(d)
 	return rec

@@ -24,14 +24,18 @@ type Waiting struct {
 	Evidence []string `json:"evidence,omitempty"`
 	// Lapsed is set once the deadline has passed.
 	Lapsed bool `json:"lapsed,omitempty"`
+	// Protocol is set for a HANDOFF or BLOCKED (BeadBoard §6.2).
+	Protocol *Protocol `json:"protocol,omitempty"`
 }
 
 // waitingKinds are the kinds Waiting reads.
-var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, KindDisposition}
+var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, KindDisposition, KindNotify}
 
 // Waiting returns the open obligations agent authored or is the delegate
 // of, over every group, oldest first (issue #14 "what I am blocking /
-// waiting on"). Discharged obligations are left out.
+// waiting on"). Discharged obligations are left out, and so are a
+// HANDOFF its addressee acknowledged and a BLOCKED its addressee resolved
+// (docs/agents.md "Handoff and blocked").
 func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 	agent = r.book.ActorID(agent)
 	gs, err := r.store.Groups(ctx)
@@ -56,7 +60,7 @@ func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 				case KindMessage:
 					if ob := d.Obligation; ob != nil && ob.CanDischarge(ev.By, agent) {
 						w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
-							Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline)}
+							Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol}
 						if d.X != nil && d.X.Envelope != nil {
 							w.MessageID = d.X.Envelope.Message
 						}
@@ -71,8 +75,21 @@ func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 						out[i].EventID = "" // removed below
 						delete(open, d.EventID)
 					}
+				case KindNotify:
+					// The relay's notice that a BLOCKED's addressee resolved it.
+					if i, ok := open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
+						out[i].EventID = ""
+						delete(open, d.RelatedEventID)
+					}
 				default:
-					if i, ok := open[d.EventID]; ok {
+					i, ok := open[d.EventID]
+					if ok && ev.Kind == KindAck && out[i].Protocol != nil && out[i].Protocol.EventType == ProtocolHandoff {
+						// The addressee accepted the handoff: nothing left to wait on.
+						out[i].EventID = ""
+						delete(open, d.EventID)
+						continue
+					}
+					if ok && !strings.EqualFold(ev.By, out[i].Author) { // the author's own notes are no answer
 						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
 					}
 				}
@@ -110,7 +127,8 @@ func (d Delivery) Owes() bool {
 		return false
 	}
 	if d.Obligation != nil && d.Reason == attention.ReasonObligation {
-		return !d.Discharged
+		// A HANDOFF or BLOCKED is settled, for its addressee, by its ack.
+		return !d.Discharged && !(d.Obligation.Ack && d.Acked)
 	}
 	return !d.Acked && !d.Responded
 }
