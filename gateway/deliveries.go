@@ -36,6 +36,8 @@ type Delivery struct {
 	Acked bool `json:"acked,omitempty"`
 	// Obligation is the event's obligation (`meta: obligation`), if any.
 	Obligation *attention.Obligation `json:"obligation,omitempty"`
+	// Protocol is the event's HANDOFF or BLOCKED (BeadBoard §6.2), if any.
+	Protocol *Protocol `json:"protocol,omitempty"`
 	// Discharged reports that the obligation's author or delegate
 	// discharged it: only then is it settled.
 	Discharged bool `json:"discharged,omitempty"`
@@ -374,7 +376,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
 		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
-		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+		Protocol: d.Protocol, Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification

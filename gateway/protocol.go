@@ -334,6 +334,9 @@ type ForwardRequest struct {
 	// (context for everyone, asking nothing) by default.
 	To     string `json:"to,omitempty"`
 	Intent string `json:"intent,omitempty"`
+	// Message is the forwarded envelope's message id: a retry with the
+	// same one records once.
+	Message string `json:"message,omitempty"`
 }
 
 // Forward returns the envelope request that forwards req.EventID, a
@@ -365,7 +368,7 @@ func (r *Relay) Forward(ctx context.Context, actor string, req ForwardRequest) (
 		return SendRequest{}, actionErr(CodeInvalid, "event %s is already in group %s; forward it to another group", src.ID, src.GroupID)
 	}
 	out := SendRequest{From: actor, To: cmp.Or(strings.TrimSpace(req.To), "ALL"), Intent: cmp.Or(strings.TrimSpace(req.Intent), envelope.IntentBroadcast),
-		Context: r.contextOf(req.ToGroup), Body: sd.Text, SrcGroupID: src.GroupID, SrcEventID: src.ID}
+		Context: r.contextOf(req.ToGroup), Body: sd.Text, SrcGroupID: src.GroupID, SrcEventID: src.ID, Message: req.Message}
 	if s := strings.TrimSpace(req.Summary); s != "" {
 		out.Body, out.Summarized = SummaryPrefix+s, true
 	}

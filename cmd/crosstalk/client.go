@@ -449,6 +449,10 @@ the open obligations it authored (or is the delegate of), with who answered.`)
 		}
 		policy := string(d.Policy)
 		switch {
+		case d.Protocol != nil && (d.Acked || d.Discharged):
+			policy = "settled (" + d.Protocol.Label() + ", accepted)"
+		case d.Protocol != nil:
+			policy += " (" + d.Protocol.Label() + ": " + firstLine(d.Protocol.Subject, 30) + ")"
 		case d.Obligation != nil && d.Discharged:
 			policy = "settled (discharged)"
 		case d.Obligation != nil:
@@ -504,7 +508,11 @@ func printWaiting(ctx context.Context, e *env, rf relayFlags, agent string, asJS
 		if answered == "" {
 			answered = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", w.Group, w.Seq, strings.Join(w.To, ","), w.Obligation.Blocks,
+		to := strings.Join(w.To, ",")
+		if w.Protocol != nil {
+			to = w.Protocol.Label() + " " + to // BeadBoard §6.3
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", w.Group, w.Seq, to, w.Obligation.Blocks,
 			deadline, firstLine(w.Obligation.DefaultAction, 40), answered, w.EventID)
 	}
 	return tw.Flush()
