@@ -46,6 +46,12 @@ type XCrosstalk struct {
 	AssignedIDs    bool               `json:"assigned_ids,omitempty"`
 	IdempotencyKey string             `json:"idempotency_key,omitempty"`
 	Warnings       []string           `json:"warnings,omitempty"`
+	// Route is where the envelope came from before this relay: the hops
+	// of its `meta: routing` X-Route, oldest first. A relay passing an
+	// unsigned envelope on appends itself (relay://NAME), so the last hop
+	// of one relayed from another relay names that relay; a signed one is
+	// passed on verbatim and keeps the route it was signed with.
+	Route []string `json:"route,omitempty"`
 }
 
 // EventData is the union of the data members the relay writes and reads.
@@ -138,6 +144,7 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		Pkid:           o.Verification.Pkid,
 		IdempotencyKey: in.IdempotencyKey,
 		Warnings:       env.Warnings(),
+		Route:          routeOf(env),
 	}
 	if env.Message == "" {
 		// v1.0: assign the deterministic id the dedupe key is made of

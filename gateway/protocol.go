@@ -391,3 +391,18 @@ func (r *Relay) contextOf(group string) string {
 	}
 	return group
 }
+
+// routeOf splits env's X-Route (`a → b → c`, or with "->") into its hops.
+func routeOf(env *envelope.Envelope) []string {
+	v, ok := env.MetaValue("routing", "X-Route")
+	if !ok {
+		return nil
+	}
+	var hops []string
+	for _, h := range strings.Split(strings.ReplaceAll(v, "->", "→"), "→") {
+		if h = strings.TrimSpace(h); h != "" && len(hops) < 32 {
+			hops = append(hops, h)
+		}
+	}
+	return hops
+}
