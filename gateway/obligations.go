@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
 // Waiting is one open obligation an agent authored (or may discharge as
@@ -26,6 +27,9 @@ type Waiting struct {
 	Lapsed bool `json:"lapsed,omitempty"`
 	// Protocol is set for a HANDOFF or BLOCKED (BeadBoard §6.2).
 	Protocol *Protocol `json:"protocol,omitempty"`
+	// Acked is who acknowledged it (chat.ack): for a BLOCKED, accepted
+	// but not yet resolved.
+	Acked []string `json:"acked,omitempty"`
 }
 
 // waitingKinds are the kinds Waiting reads.
@@ -38,6 +42,14 @@ var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, K
 // (docs/agents.md "Handoff and blocked").
 func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 	agent = r.book.ActorID(agent)
+	return r.openObligations(ctx, func(ev ledger.Event, ob *attention.Obligation, _ *Protocol) bool {
+		return ob.CanDischarge(ev.By, agent)
+	})
+}
+
+// openObligations returns the open obligations of every group that keep
+// selects, oldest first in each group, closed as Waiting says.
+func (r *Relay) openObligations(ctx context.Context, keep func(ev ledger.Event, ob *attention.Obligation, p *Protocol) bool) ([]Waiting, error) {
 	gs, err := r.store.Groups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: listing groups: %w", err)
@@ -58,7 +70,7 @@ func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 				}
 				switch ev.Kind {
 				case KindMessage:
-					if ob := d.Obligation; ob != nil && ob.CanDischarge(ev.By, agent) {
+					if ob := d.Obligation; ob != nil && keep(ev, ob, d.Protocol) {
 						w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
 							Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol}
 						if d.X != nil && d.X.Envelope != nil {
@@ -91,6 +103,9 @@ func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 					}
 					if ok && !strings.EqualFold(ev.By, out[i].Author) { // the author's own notes are no answer
 						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
+						if ev.Kind == KindAck {
+							out[i].Acked = appendEvidence(out[i].Acked, ev.By)
+						}
 					}
 				}
 			}

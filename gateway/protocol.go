@@ -406,3 +406,12 @@ func routeOf(env *envelope.Envelope) []string {
 	}
 	return hops
 }
+
+// OpenProtocol returns every HANDOFF and BLOCKED still open, over every
+// group, oldest first in each group (the web inbox's "Passed to" / "Needs
+// input" list): a HANDOFF until its addressee acknowledges it, a BLOCKED
+// until its addressee resolves it (Waiting.Acked says who accepted it
+// meanwhile), either until its author withdraws it.
+func (r *Relay) OpenProtocol(ctx context.Context) ([]Waiting, error) {
+	return r.openObligations(ctx, func(_ ledger.Event, _ *attention.Obligation, p *Protocol) bool { return p != nil })
+}
