@@ -25,11 +25,18 @@ type Waiting struct {
 	Evidence []string `json:"evidence,omitempty"`
 	// Lapsed is set once the deadline has passed.
 	Lapsed bool `json:"lapsed,omitempty"`
+	// DischargedBy is who discharged it (the author or the delegate); set
+	// only in listings that include settled obligations (WaitingOn with
+	// All).
+	DischargedBy string `json:"discharged_by,omitempty"`
 	// Protocol is set for a HANDOFF or BLOCKED (BeadBoard §6.2).
 	Protocol *Protocol `json:"protocol,omitempty"`
-	// Acked is who acknowledged it (chat.ack): for a BLOCKED, accepted
-	// but not yet resolved.
+	// Acked is who acknowledged it (chat.ack): a HANDOFF it settles, a
+	// BLOCKED it leaves accepted but not yet resolved.
 	Acked []string `json:"acked,omitempty"`
+	// ResolvedBy is the addressee that resolved a BLOCKED; set only in
+	// listings that include settled ones.
+	ResolvedBy string `json:"resolved_by,omitempty"`
 }
 
 // waitingKinds are the kinds Waiting reads.
@@ -41,15 +48,22 @@ var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, K
 // HANDOFF its addressee acknowledged and a BLOCKED its addressee resolved
 // (docs/agents.md "Handoff and blocked").
 func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
+	return r.waiting(ctx, agent, false)
+}
+
+// waiting is Waiting, with the discharged obligations too when all is
+// set.
+func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting, error) {
 	agent = r.book.ActorID(agent)
-	return r.openObligations(ctx, func(ev ledger.Event, ob *attention.Obligation, _ *Protocol) bool {
+	return r.openObligations(ctx, all, func(ev ledger.Event, ob *attention.Obligation, _ *Protocol) bool {
 		return ob.CanDischarge(ev.By, agent)
 	})
 }
 
-// openObligations returns the open obligations of every group that keep
-// selects, oldest first in each group, closed as Waiting says.
-func (r *Relay) openObligations(ctx context.Context, keep func(ev ledger.Event, ob *attention.Obligation, p *Protocol) bool) ([]Waiting, error) {
+// openObligations returns the obligations of every group that keep
+// selects, oldest first in each group: the open ones, or with all the
+// settled ones too (Waiting says what settles one).
+func (r *Relay) openObligations(ctx context.Context, all bool, keep func(ev ledger.Event, ob *attention.Obligation, p *Protocol) bool) ([]Waiting, error) {
 	gs, err := r.store.Groups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: listing groups: %w", err)
@@ -84,28 +98,37 @@ func (r *Relay) openObligations(ctx context.Context, keep func(ev ledger.Event, 
 					}
 				case KindDischarge:
 					if i, ok := open[d.EventID]; ok {
-						out[i].EventID = "" // removed below
+						out[i].DischargedBy = ev.By
+						if !all {
+							out[i].EventID = "" // removed below
+						}
 						delete(open, d.EventID)
 					}
 				case KindNotify:
 					// The relay's notice that a BLOCKED's addressee resolved it.
 					if i, ok := open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
-						out[i].EventID = ""
+						out[i].ResolvedBy = d.ActorID
+						if !all {
+							out[i].EventID = ""
+						}
 						delete(open, d.RelatedEventID)
 					}
 				default:
 					i, ok := open[d.EventID]
-					if ok && ev.Kind == KindAck && out[i].Protocol != nil && out[i].Protocol.EventType == ProtocolHandoff {
-						// The addressee accepted the handoff: nothing left to wait on.
-						out[i].EventID = ""
-						delete(open, d.EventID)
-						continue
+					if !ok || strings.EqualFold(ev.By, out[i].Author) { // the author's own notes are no answer
+						break
 					}
-					if ok && !strings.EqualFold(ev.By, out[i].Author) { // the author's own notes are no answer
-						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
-						if ev.Kind == KindAck {
-							out[i].Acked = appendEvidence(out[i].Acked, ev.By)
+					out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
+					if ev.Kind != KindAck {
+						break
+					}
+					out[i].Acked = appendEvidence(out[i].Acked, ev.By)
+					if p := out[i].Protocol; p != nil && p.EventType == ProtocolHandoff {
+						// The addressee accepted the handoff: nothing left to wait on.
+						if !all {
+							out[i].EventID = ""
 						}
+						delete(open, d.EventID)
 					}
 				}
 			}

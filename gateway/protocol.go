@@ -413,5 +413,5 @@ func routeOf(env *envelope.Envelope) []string {
 // until its addressee resolves it (Waiting.Acked says who accepted it
 // meanwhile), either until its author withdraws it.
 func (r *Relay) OpenProtocol(ctx context.Context) ([]Waiting, error) {
-	return r.openObligations(ctx, func(_ ledger.Event, _ *attention.Obligation, p *Protocol) bool { return p != nil })
+	return r.openObligations(ctx, false, func(_ ledger.Event, _ *attention.Obligation, p *Protocol) bool { return p != nil })
 }

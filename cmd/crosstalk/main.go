@@ -58,7 +58,7 @@ var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
 	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim, cmdDischarge,
 	cmdHandoff, cmdBlocked, cmdForward,
-	cmdReserve, cmdRelease, cmdReservations,
+	cmdReserve, cmdRelease, cmdReservations, cmdHeartbeat,
 	cmdKeygen, cmdSign, cmdVerify, cmdTrust, cmdToken,
 	cmdMCP, cmdHarness,
 	cmdLedger,

@@ -304,6 +304,15 @@ func (s *server) register(srv *mcp.Server) error {
 			Description: "Forward a message delivered to you into another group with its provenance (src_group_id, " +
 				"src_event_id): the original text, or a summary that is marked [Summarized]."},
 			map[string]func(*jsonschema.Schema){"eventId": minLen(1), "toGroup": lenRange(1, 256), "summary": lenRange(0, c2a.MaxBody)}, s.forward),
+		addTool(srv, s, &mcp.Tool{Name: "chat.owe", Title: "What you owe", Annotations: ro,
+			Description: "List what you owe, oldest first: open obligations addressed to you (owed until their author " +
+				"discharges them, whatever you replied) and must_respond events you have neither answered nor acknowledged. " +
+				"all adds what is settled; pass next as after for the following page."},
+			map[string]func(*jsonschema.Schema){"limit": intRange(1, MaxLimit), "after": lenRange(1, 128)}, s.owe),
+		addTool(srv, s, &mcp.Tool{Name: "chat.waiting", Title: "What you wait on", Annotations: ro,
+			Description: "List the open obligations you sent (or may discharge as the delegate), oldest first, with who has " +
+				"answered so far: evidence for you to judge, then close each with chat.discharge. all adds the discharged ones."},
+			map[string]func(*jsonschema.Schema){"limit": intRange(1, MaxLimit), "after": lenRange(1, 128)}, s.waiting),
 		addTool(srv, s, &mcp.Tool{Name: "chat.defer", Title: "Defer an event", Annotations: idem,
 			Description: "Record that you accept a must_respond event but need more time or input, with the reason."},
 			map[string]func(*jsonschema.Schema){"eventId": minLen(1), "reason": lenRange(1, 1000)}, s.deferEvent),
