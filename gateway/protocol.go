@@ -176,8 +176,9 @@ func protocolOf(env *envelope.Envelope) (*Protocol, error) {
 			return nil, fmt.Errorf("%w: meta: blocked Urgency %q is not low, medium or high", ErrProtocol, p.Urgency)
 		}
 	}
-	if envelope.IsBroadcast(env.To) {
-		return nil, fmt.Errorf("%w: a %s names one addressee, not %s", ErrProtocol, p.EventType, env.To)
+	if envelope.IsBroadcast(env.To) || strings.HasPrefix(strings.TrimSpace(env.To), "@") {
+		// One agent owes the acknowledgement: not everyone, not a role.
+		return nil, fmt.Errorf("%w: a %s names one agent, not %s", ErrProtocol, p.EventType, env.To)
 	}
 	return p, nil
 }

@@ -113,6 +113,9 @@ func TestBlockedResolutionNotifies(t *testing.T) {
 			if err != nil || len(ws) != 1 || strings.Join(ws[0].Evidence, ",") != "chatgpt" {
 				t.Fatalf("blocked author waiting = %+v, %v, want the blocker with chatgpt's ack as evidence", ws, err)
 			}
+			if open, err := r.OpenProtocol(ctx); err != nil || len(open) != 1 || strings.Join(open[0].Acked, ",") != "chatgpt" {
+				t.Errorf("open protocol events = %+v, %v, want the blocker accepted by chatgpt", open, err)
+			}
 			// The author and a bystander resolving it unblock nobody.
 			for _, actor := range []string{"claude", "gemini"} {
 				if _, err := r.Act(ctx, gateway.ActionRequest{Action: gateway.ActionResolve, Group: "g", EventID: ev.ID, Actor: actor}); err != nil {
@@ -148,6 +151,9 @@ func TestBlockedResolutionNotifies(t *testing.T) {
 			if ws, err := r.Waiting(ctx, "claude"); err != nil || len(ws) != 0 {
 				t.Errorf("blocked author waiting after resolution = %+v, %v, want nothing", ws, err)
 			}
+			if open, err := r.OpenProtocol(ctx); err != nil || len(open) != 0 {
+				t.Errorf("open protocol events after resolution = %+v, %v, want none", open, err)
+			}
 		})
 	}
 }
@@ -163,7 +169,8 @@ func TestProtocolRefused(t *testing.T) {
 	}{
 		{"handoff without next action", "CLAUDE", "HANDOFF", withMeta("handoff", "Subject", "s", "Summary", "x"), "Next-Action"},
 		{"handoff on a REQUEST", "CLAUDE", "REQUEST", handoffMeta, "belongs on a HANDOFF"},
-		{"handoff to everyone", "ALL", "HANDOFF", handoffMeta, "one addressee"},
+		{"handoff to everyone", "ALL", "HANDOFF", handoffMeta, "one agent"},
+		{"blocked on a role", "@reviewer", "REQUEST", blockedMeta, "one agent"},
 		{"blocker with a bad urgency", "CLAUDE", "REQUEST", withMeta("blocked", "Subject", "s", "Blocker", "b", "Requested-Action", "r", "Urgency", "urgent"), "Urgency"},
 		{"blocker on a HANDOFF", "CLAUDE", "HANDOFF", blockedMeta, "REQUEST or an ESCALATE"},
 		{"both", "CLAUDE", "HANDOFF", func(e *envelope.Envelope) { handoffMeta(e); blockedMeta(e) }, "not both"},
