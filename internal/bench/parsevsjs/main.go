@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -130,8 +131,23 @@ var goParsers = []struct {
 	{"NewBytesReader.Next", func(b []byte) (*envelope.Envelope, error) { return envelope.NewBytesReader(b).Next() }},
 }
 
-// sample is one measurement: wall and CPU time per envelope, in ns.
-type sample struct{ wall, cpu float64 }
+// sample is one measurement: wall and CPU time per envelope, in ns; for
+// ours also garbage collections, bytes and objects allocated per envelope.
+type sample struct{ wall, cpu, gc, bytes, allocs float64 }
+
+// goMetrics are the runtime's counters timeGo reads around its loop.
+var goMetrics = []metrics.Sample{
+	{Name: "/gc/cycles/total:gc-cycles"},
+	{Name: "/gc/heap/allocs:bytes"},
+	{Name: "/gc/heap/allocs:objects"},
+}
+
+// readMetrics returns goMetrics' values now: garbage collections, bytes
+// and objects allocated.
+func readMetrics() (gc, bytes, objects float64) {
+	metrics.Read(goMetrics)
+	return float64(goMetrics[0].Value.Uint64()), float64(goMetrics[1].Value.Uint64()), float64(goMetrics[2].Value.Uint64())
+}
 
 // timeGo measures fn on in for about budget, with n calls when n > 0, else
 // with a number found by a warm-up, which it returns.
@@ -143,14 +159,19 @@ func timeGo(in input, fn func([]byte) (*envelope.Envelope, error), n int, budget
 	if e.Body != in.body {
 		return sample{}, 0, fmt.Errorf("%s: body %q, want %q", in.name, e.Body, in.body)
 	}
+	var gc, bytes, objects float64
 	loop := func(n int) (wall, cpu time.Duration) {
+		gc0, b0, o0 := readMetrics()
 		c0, t0 := cputime.Process(), time.Now()
 		for range n {
 			if _, err := fn(in.text); err != nil {
 				panic(err) // parsed a moment ago
 			}
 		}
-		return time.Since(t0), cputime.Process() - c0
+		wall, cpu = time.Since(t0), cputime.Process()-c0
+		gc1, b1, o1 := readMetrics()
+		gc, bytes, objects = gc1-gc0, b1-b0, o1-o0
+		return wall, cpu
 	}
 	if n == 0 {
 		n = 1
@@ -162,7 +183,10 @@ func timeGo(in input, fn func([]byte) (*envelope.Envelope, error), n int, budget
 		n = max(1, int(float64(n)*float64(budget)/float64(t)))
 	}
 	wall, cpu := loop(n)
-	return sample{float64(wall.Nanoseconds()) / float64(n), float64(cpu.Nanoseconds()) / float64(n)}, n, nil
+	return sample{
+		wall: float64(wall.Nanoseconds()) / float64(n), cpu: float64(cpu.Nanoseconds()) / float64(n),
+		gc: gc / float64(n), bytes: bytes / float64(n), allocs: objects / float64(n),
+	}, n, nil
 }
 
 // js runs the original parser under node: one process for the whole run,
@@ -371,7 +395,7 @@ func run(c config, w io.Writer) error {
 			if !r.OK {
 				jsNote[in.name] = r.Error
 			}
-			jsS[in.name] = append(jsS[in.name], sample{r.NS, r.CPU})
+			jsS[in.name] = append(jsS[in.name], sample{wall: r.NS, cpu: r.CPU})
 		}
 	}
 
@@ -413,10 +437,38 @@ func run(c config, w io.Writer) error {
 			return err
 		}
 	}
+	fmt.Fprintf(w, "\nours per envelope: bytes / allocations; envelopes per garbage collection:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "input\t"
+	for _, p := range goParsers {
+		head += p.name + "\tper GC\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, in := range ins {
+		row := in.name + "\t"
+		for _, p := range goParsers {
+			ss := goS[in.name+"/"+p.name]
+			row += fmt.Sprintf("%.0f B / %.1f\t%s\t", medianOf(ss, func(s sample) float64 { return s.bytes }),
+				medianOf(ss, func(s sample) float64 { return s.allocs }), perGC(medianOf(ss, func(s sample) float64 { return s.gc })))
+		}
+		fmt.Fprintln(tw, row)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	for _, in := range ins {
 		if n := jsNote[in.name]; n != "" {
 			fmt.Fprintf(w, "note: %s: the original parser: %s\n", in.name, n)
 		}
 	}
 	return nil
+}
+
+// perGC formats envelopes per garbage collection from collections per
+// envelope: "-" when there was none.
+func perGC(gcPerEnvelope float64) string {
+	if gcPerEnvelope == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", 1/gcPerEnvelope)
 }
