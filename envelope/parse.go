@@ -176,12 +176,10 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 			r.unread(line, long, no)
 			return st.finish(false)
 		}
-		if !utf8.Valid(c) {
-			// Envelopes are UTF-8 (spec "File"); replacing bad bytes would
-			// change what was signed and what the ledger keeps.
-			return st.abort(syntaxErr(CodeFormat, no, 0, "line is not valid UTF-8"))
-		}
 		if err := st.appendSrc(c, no); err != nil {
+			if !utf8.Valid(c) {
+				err = badUTF8(no) // what the line would have failed first
+			}
 			return st.abort(err)
 		}
 		if isEnd(c) {
@@ -197,22 +195,19 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 // buffer and that nothing but the body can claim: empty or starting with a
 // blank (so not a header, [[END]], fence, sig: or field line), LF-terminated
 // and no longer than the line limit. It is the per-line loop of read and
-// line for exactly those lines, with one UTF-8 check for all of them; it
-// takes none when that check or the envelope size limit fails, leaving
-// the lines to read, which reports the error at its line.
+// line for exactly those lines; it stops before a line that would pass the
+// envelope size limit, leaving it to read, which reports the error.
 func (st *envState) bodyRun() {
 	s := &st.r.sc
 	buf := s.buf[:s.end]
 	if cr := s.firstCR(); cr >= 0 {
 		buf = buf[:cr] // a CR ends the run: the scanner handles line ends other than LF
 	}
-	sc := st.sc
-	nBody, keep := len(sc.body), st.bodyKeep
-	from, p, lines := s.start, s.start, 0
+	p, lines := s.start, 0
 	var last []byte
 	for p < len(buf) && (buf[p] == '\n' || buf[p] == ' ' || buf[p] == '\t') {
 		i := bytes.IndexByte(buf[p:], '\n')
-		if i < 0 || i > s.maxLine {
+		if i < 0 || i > s.maxLine || p+i+1-st.srcOff > st.lim.Envelope {
 			break
 		}
 		last = buf[p : p+i]
@@ -221,10 +216,6 @@ func (st *envState) bodyRun() {
 		lines++
 	}
 	if lines == 0 {
-		return
-	}
-	if p-st.srcOff > st.lim.Envelope || !utf8.Valid(buf[from:p]) {
-		sc.body, st.bodyKeep = sc.body[:nBody], keep
 		return
 	}
 	s.start, s.line = p, s.line+lines
@@ -276,10 +267,44 @@ func (st *envState) appendSrc(c []byte, no int) *SyntaxError {
 	return nil
 }
 
-// abort records err, skips the rest of the envelope and returns err.
+// abort skips the rest of the envelope and returns err, or the error of
+// an earlier line that is not valid UTF-8.
 func (st *envState) abort(err *SyntaxError) (*Envelope, error) {
+	if bad := st.checkUTF8(); bad != nil {
+		err = bad
+	}
 	st.resync()
 	return nil, err
+}
+
+// checkUTF8 returns an error naming the first line of the source read so
+// far that is not valid UTF-8, or nil. Envelopes are UTF-8 (spec "File");
+// replacing bad bytes would change what was signed and what the ledger
+// keeps. The source is checked in one pass when the envelope ends rather
+// than line by line; the error is the one a line-by-line check would have
+// stopped at, since every line before the one that ended the envelope is
+// in the source, one source line per input line.
+func (st *envState) checkUTF8() *SyntaxError {
+	src := st.src
+	if st.contig {
+		src = st.r.sc.buf[st.srcOff:st.srcEnd]
+	}
+	if utf8.Valid(src) {
+		return nil
+	}
+	no := st.headerLine
+	for len(src) > 0 { // LF is in no multi-byte sequence: some line is bad
+		line, rest, _ := bytes.Cut(src, []byte{'\n'})
+		if !utf8.Valid(line) {
+			break
+		}
+		src, no = rest, no+1
+	}
+	return badUTF8(no)
+}
+
+func badUTF8(line int) *SyntaxError {
+	return syntaxErr(CodeFormat, line, 0, "line is not valid UTF-8")
 }
 
 // resync skips to the end of a malformed envelope: a column-0 [[END]]
@@ -526,6 +551,9 @@ func allocEnvelope(metas, fields int, small bool) (*Envelope, []Meta, []Field) {
 
 // finish checks the envelope read so far and returns it.
 func (st *envState) finish(complete bool) (*Envelope, error) {
+	if err := st.checkUTF8(); err != nil {
+		return nil, err
+	}
 	line := st.headerLine
 	if !complete && st.r.Strict {
 		return nil, syntaxErr(CodeFormat, line, 0, "envelope not terminated: missing [[END]]")
