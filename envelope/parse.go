@@ -526,7 +526,8 @@ func (st *envState) join(src []byte, lines []span, n, extra int) string {
 
 // allocEnvelope returns a new Envelope, and room for its META blocks and
 // all its fields: when small, in the Envelope's own allocation if they
-// are few.
+// are few (sized so that the one allocation is at most 48 bytes larger
+// than the three it replaces).
 func allocEnvelope(metas, fields int, small bool) (*Envelope, []Meta, []Field) {
 	switch {
 	case metas == 0 && fields == 0:
@@ -538,11 +539,11 @@ func allocEnvelope(metas, fields int, small bool) (*Envelope, []Meta, []Field) {
 			f [4]Field
 		})
 		return &p.e, p.m[:metas:metas], p.f[:fields:fields]
-	case small && metas <= 2 && fields <= 8:
+	case small && metas <= 2 && fields <= 6:
 		p := new(struct {
 			e Envelope
 			m [2]Meta
-			f [8]Field
+			f [6]Field
 		})
 		return &p.e, p.m[:metas:metas], p.f[:fields:fields]
 	}
