@@ -149,9 +149,12 @@ func readMetrics() (gc, bytes, objects float64) {
 	return float64(goMetrics[0].Value.Uint64()), float64(goMetrics[1].Value.Uint64()), float64(goMetrics[2].Value.Uint64())
 }
 
-// timeGo measures fn on in for about budget, with n calls when n > 0, else
-// with a number found by a warm-up, which it returns.
-func timeGo(in input, fn func([]byte) (*envelope.Envelope, error), n int, budget time.Duration) (sample, int, error) {
+// timeGo measures fn on in for budget: it calls fn in chunks of chunk
+// calls until budget has passed, so that every measurement spans the same
+// time whatever the load (and the same share of garbage collections),
+// however fast the warm-up ran. With chunk 0 it first finds a chunk that
+// takes about a hundredth of budget, which it returns.
+func timeGo(in input, fn func([]byte) (*envelope.Envelope, error), chunk int, budget time.Duration) (sample, int, error) {
 	e, err := fn(in.text)
 	if err != nil {
 		return sample{}, 0, err
@@ -159,34 +162,37 @@ func timeGo(in input, fn func([]byte) (*envelope.Envelope, error), n int, budget
 	if e.Body != in.body {
 		return sample{}, 0, fmt.Errorf("%s: body %q, want %q", in.name, e.Body, in.body)
 	}
-	var gc, bytes, objects float64
-	loop := func(n int) (wall, cpu time.Duration) {
-		gc0, b0, o0 := readMetrics()
-		c0, t0 := cputime.Process(), time.Now()
+	run := func(n int) {
 		for range n {
 			if _, err := fn(in.text); err != nil {
 				panic(err) // parsed a moment ago
 			}
 		}
-		wall, cpu = time.Since(t0), cputime.Process()-c0
-		gc1, b1, o1 := readMetrics()
-		gc, bytes, objects = gc1-gc0, b1-b0, o1-o0
-		return wall, cpu
 	}
-	if n == 0 {
-		n = 1
-		t, _ := loop(n)
-		for t < budget/10 {
-			n *= 2
-			t, _ = loop(n)
+	if chunk == 0 {
+		chunk = 1
+		for t0 := time.Now(); ; chunk *= 2 {
+			run(chunk)
+			if time.Since(t0) >= budget/100 {
+				break
+			}
+			t0 = time.Now()
 		}
-		n = max(1, int(float64(n)*float64(budget)/float64(t)))
 	}
-	wall, cpu := loop(n)
+	n := 0
+	gc0, b0, o0 := readMetrics()
+	c0, t0 := cputime.Process(), time.Now()
+	for time.Since(t0) < budget {
+		run(chunk)
+		n += chunk
+	}
+	wall, cpu := time.Since(t0), cputime.Process()-c0
+	gc1, b1, o1 := readMetrics()
+	per := func(x float64) float64 { return x / float64(n) }
 	return sample{
-		wall: float64(wall.Nanoseconds()) / float64(n), cpu: float64(cpu.Nanoseconds()) / float64(n),
-		gc: gc / float64(n), bytes: bytes / float64(n), allocs: objects / float64(n),
-	}, n, nil
+		wall: per(float64(wall.Nanoseconds())), cpu: per(float64(cpu.Nanoseconds())),
+		gc: per(gc1 - gc0), bytes: per(b1 - b0), allocs: per(o1 - o0),
+	}, chunk, nil
 }
 
 // js runs the original parser under node: one process for the whole run,
@@ -372,7 +378,7 @@ func run(c config, w io.Writer) error {
 	// Ours and the original take turns on every input, round after round,
 	// so that load from other processes weighs on both sides alike.
 	goS := map[string][]sample{} // input/parser → per round
-	goN := map[string]int{}
+	goN := map[string]int{}      // input/parser → chunk
 	jsS := map[string][]sample{}
 	jsNote := map[string]string{}
 	for round := 0; round < c.rounds; round++ {
