@@ -68,6 +68,11 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 		if p, ok := env.MetaValue("routing", "X-Priority"); ok {
 			ae.XPriority = strings.ToLower(p)
 		}
+		if v, ok := env.MetaValue("routing", "X-Deadline"); ok {
+			// A duration counts from the receipt, the event's ts; the
+			// intake refused bad values (checkObligation).
+			ae.Deadline, _ = attention.ParseDeadline(v, ae.CreatedAt)
+		}
 	}
 	if ev.Kind == KindNotify {
 		ae.RequiresAck = d.RequiresAck
@@ -318,7 +323,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	if ev.Kind == KindClaim && t.claimed != nil {
 		t.claimed[d.EventID] = true
 	}
-	st := attention.State{LastSeen: t.seen}
+	st := attention.State{LastSeen: t.seen, StaleAfter: t.r.StaleAfter()}
 	in := ae.Thread != "" && t.threads.contains(ae.Thread)
 	if ae.Thread != "" && t.view != nil {
 		if in, err = t.view.participant(ctx, ev.GroupID, ae.Thread, ev.Seq); err != nil {
@@ -353,7 +358,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
 		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
-		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+		Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification
