@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"slices"
 	"strings"
@@ -376,21 +377,28 @@ func run(c config, w io.Writer) error {
 	}
 
 	// Ours and the original take turns on every input, round after round,
-	// so that load from other processes weighs on both sides alike.
-	goS := map[string][]sample{} // input/parser → per round
-	goN := map[string]int{}      // input/parser → chunk
+	// so that load from other processes weighs on both sides alike. Ours
+	// runs with all the machine's cores and with one (see procsSettings).
+	procs := procsSettings()
+	defer runtime.GOMAXPROCS(procs[0])
+	goS := map[string][]sample{} // input/parser/GOMAXPROCS → per round
+	goN := map[string]int{}      // input/parser/GOMAXPROCS → chunk
 	jsS := map[string][]sample{}
 	jsNote := map[string]string{}
 	for round := 0; round < c.rounds; round++ {
 		for _, in := range ins {
-			for _, p := range goParsers {
-				k := in.name + "/" + p.name
-				s, n, err := timeGo(in, p.fn, goN[k], c.budget)
-				if err != nil {
-					return fmt.Errorf("%s on %s: %w", p.name, in.name, err)
+			for _, n := range procs {
+				runtime.GOMAXPROCS(n)
+				for _, p := range goParsers {
+					k := goKey(in, p.name, n)
+					s, chunk, err := timeGo(in, p.fn, goN[k], c.budget)
+					if err != nil {
+						return fmt.Errorf("%s on %s: %w", p.name, in.name, err)
+					}
+					goS[k], goN[k] = append(goS[k], s), chunk
 				}
-				goS[k], goN[k] = append(goS[k], s), n
 			}
+			runtime.GOMAXPROCS(procs[0])
 			if j == nil {
 				continue
 			}
@@ -406,14 +414,20 @@ func run(c config, w io.Writer) error {
 	}
 
 	fmt.Fprintf(w, "median of %d rounds of %v per measurement, ns per envelope; ×: original / ours (goal ≥ 2.0)\n", c.rounds, c.budget)
-	for _, kind := range []struct {
-		name string
-		get  func(sample) float64
-	}{
-		{"wall time", func(s sample) float64 { return s.wall }},
-		{"CPU time of the process (garbage collection included; steadier on a loaded machine)", func(s sample) float64 { return s.cpu }},
-	} {
-		fmt.Fprintf(w, "\n%s:\n", kind.name)
+	type kind struct {
+		name  string
+		procs int
+		get   func(sample) float64
+	}
+	var kinds []kind
+	for _, n := range procs {
+		kinds = append(kinds, kind{"wall time", n, func(s sample) float64 { return s.wall }})
+	}
+	for _, n := range procs {
+		kinds = append(kinds, kind{"CPU time of the process (garbage collection included; steadier on a loaded machine)", n, func(s sample) float64 { return s.cpu }})
+	}
+	for _, kind := range kinds {
+		fmt.Fprintf(w, "\n%s, ours with GOMAXPROCS=%d%s:\n", kind.name, kind.procs, procsNote(kind.procs, procs))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head := "input\tbytes\toriginal (node)\t"
 		for _, p := range goParsers {
@@ -429,7 +443,7 @@ func run(c config, w io.Writer) error {
 				row += "-\t"
 			}
 			for _, p := range goParsers {
-				g := medianOf(goS[in.name+"/"+p.name], kind.get)
+				g := medianOf(goS[goKey(in, p.name, kind.procs)], kind.get)
 				row += fmt.Sprintf("%.0f\t", g)
 				if j != nil {
 					row += fmt.Sprintf("%.2f\t", jsm/g)
@@ -443,7 +457,7 @@ func run(c config, w io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "\nours per envelope: bytes / allocations; envelopes per garbage collection:\n")
+	fmt.Fprintf(w, "\nours per envelope, GOMAXPROCS=%d: bytes / allocations; envelopes per garbage collection:\n", procs[0])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "input\t"
 	for _, p := range goParsers {
@@ -453,7 +467,7 @@ func run(c config, w io.Writer) error {
 	for _, in := range ins {
 		row := in.name + "\t"
 		for _, p := range goParsers {
-			ss := goS[in.name+"/"+p.name]
+			ss := goS[goKey(in, p.name, procs[0])]
 			row += fmt.Sprintf("%.0f B / %.1f\t%s\t", medianOf(ss, func(s sample) float64 { return s.bytes }),
 				medianOf(ss, func(s sample) float64 { return s.allocs }), perGC(medianOf(ss, func(s sample) float64 { return s.gc })))
 		}
@@ -477,4 +491,34 @@ func perGC(gcPerEnvelope float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f", 1/gcPerEnvelope)
+}
+
+// procsSettings returns the GOMAXPROCS values ours is measured with: the
+// process's own (all cores, unless GOMAXPROCS says otherwise), then 1.
+// With spare cores, Go's runtime spends them on idle-priority garbage
+// collection workers and on threads spinning for work each time the
+// collector wakes a goroutine: process CPU time that a single-goroutine
+// loop on an otherwise idle core charges to the parser, but that does not
+// occur when the cores are busy (a relay under load) and that does not
+// speed the parse. With one, every collection is still paid — by the
+// parsing thread itself. node's CPU time is the same with and without
+// --single-threaded (docs/performance.md), so it has no such share.
+func procsSettings() []int {
+	if all := runtime.GOMAXPROCS(0); all > 1 {
+		return []int{all, 1}
+	}
+	return []int{1}
+}
+
+// procsNote explains a GOMAXPROCS setting in a table's title.
+func procsNote(n int, procs []int) string {
+	if len(procs) > 1 && n == 1 {
+		return " (all its garbage collection on the parsing core, none on an idle one)"
+	}
+	return ""
+}
+
+// goKey names one series of our measurements.
+func goKey(in input, parser string, procs int) string {
+	return fmt.Sprintf("%s/%s/%d", in.name, parser, procs)
 }
