@@ -151,8 +151,10 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 	}
 	r := st.r
 	for {
-		if st.mode == modeBody && st.contig && !r.hasPend && !r.sc.skipLF {
-			st.bodyRun()
+		if st.contig && !st.quoted && !r.hasPend && !r.sc.skipLF {
+			if err := st.run(); err != nil {
+				return st.abort(err)
+			}
 		}
 		line, long, no, ok := r.readLine()
 		if !ok {
@@ -191,35 +193,44 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 	}
 }
 
-// bodyRun takes, in one pass, the body lines that follow in the scanner's
-// buffer and that nothing but the body can claim: empty or starting with a
-// blank (so not a header, [[END]], fence, sig: or field line), LF-terminated
-// and no longer than the line limit. It is the per-line loop of read and
-// line for exactly those lines; it stops before a line that would pass the
-// envelope size limit, leaving it to read, which reports the error.
-func (st *envState) bodyRun() {
+// run is read's loop, in one pass and without the scanner, for the lines
+// that follow in a buffer holding the rest of the input (st.contig,
+// unquoted) and that can neither end the envelope nor be a header: not
+// starting with '[' or the open fence's character. For those, read's
+// quote, length, fence, header and [[END]] tests are all false and their
+// source is the buffer itself; body lines that nothing but the body can
+// claim (empty or indented) skip line too. It stops, leaving the line to
+// read, at a CR (read's scanner handles the other line ends), at the end
+// of the buffer, and at a line over the line or envelope size limit. It
+// returns a line's error, which read reports.
+func (st *envState) run() *SyntaxError {
 	s := &st.r.sc
 	buf := s.buf[:s.end]
 	if cr := s.firstCR(); cr >= 0 {
-		buf = buf[:cr] // a CR ends the run: the scanner handles line ends other than LF
+		buf = buf[:cr]
 	}
-	p, lines := s.start, 0
-	var last []byte
-	for p < len(buf) && (buf[p] == '\n' || buf[p] == ' ' || buf[p] == '\t') {
+	for p := s.start; p < len(buf); {
 		i := bytes.IndexByte(buf[p:], '\n')
 		if i < 0 || i > s.maxLine || p+i+1-st.srcOff > st.lim.Envelope {
 			break
 		}
-		last = buf[p : p+i]
-		st.addBodyAt(last, p-st.srcOff)
+		c := buf[p : p+i]
+		if len(c) > 0 && (c[0] == '[' || st.fenceLen > 0 && c[0] == st.fenceChar) {
+			break
+		}
+		off := p - st.srcOff
 		p += i + 1
-		lines++
+		s.start, s.line = p, s.line+1
+		st.srcEnd, st.cur = p, c
+		if st.mode == modeBody && (len(c) == 0 || c[0] == ' ' || c[0] == '\t') {
+			st.addBodyAt(c, off)
+			continue
+		}
+		if err := st.line(c, s.line, 1); err != nil {
+			return err
+		}
 	}
-	if lines == 0 {
-		return
-	}
-	s.start, s.line = p, s.line+lines
-	st.srcEnd, st.cur = p, last
+	return nil
 }
 
 // unquote removes the envelope's quote prefix from a line that starts with
