@@ -75,25 +75,34 @@ func (e Event) Time() (time.Time, error) {
 // Validate checks an event given to ImportEvents: version 1, id, ts in
 // RFC 3339, seq ≥ 1, kind, group and a JSON object as data.
 func (e Event) Validate() error {
+	_, err := e.Normalized()
+	return err
+}
+
+// Normalized validates the event as Validate does and returns it with its
+// data compacted by NormalizeData, in one pass over the data.
+func (e Event) Normalized() (Event, error) {
 	switch {
 	case e.V != Version:
-		return fmt.Errorf("%w: event %q: version %d, want %d", ErrInvalid, e.ID, e.V, Version)
+		return e, fmt.Errorf("%w: event %q: version %d, want %d", ErrInvalid, e.ID, e.V, Version)
 	case e.ID == "":
-		return fmt.Errorf("%w: event without id", ErrInvalid)
+		return e, fmt.Errorf("%w: event without id", ErrInvalid)
 	case e.Seq < 1:
-		return fmt.Errorf("%w: event %s: seq %d < 1", ErrInvalid, e.ID, e.Seq)
+		return e, fmt.Errorf("%w: event %s: seq %d < 1", ErrInvalid, e.ID, e.Seq)
 	case e.Kind == "":
-		return fmt.Errorf("%w: event %s: empty kind", ErrInvalid, e.ID)
+		return e, fmt.Errorf("%w: event %s: empty kind", ErrInvalid, e.ID)
 	case e.GroupID == "":
-		return fmt.Errorf("%w: event %s: empty group_id", ErrInvalid, e.ID)
+		return e, fmt.Errorf("%w: event %s: empty group_id", ErrInvalid, e.ID)
 	}
 	if _, err := time.Parse(time.RFC3339Nano, e.TS); err != nil {
-		return fmt.Errorf("%w: event %s: bad ts %q", ErrInvalid, e.ID, e.TS)
+		return e, fmt.Errorf("%w: event %s: bad ts %q", ErrInvalid, e.ID, e.TS)
 	}
-	if _, err := NormalizeData(e.Data); err != nil {
-		return fmt.Errorf("event %s: %w", e.ID, err)
+	d, err := NormalizeData(e.Data)
+	if err != nil {
+		return e, fmt.Errorf("event %s: %w", e.ID, err)
 	}
-	return nil
+	e.Data = d
+	return e, nil
 }
 
 // Record is what a caller appends: the event fields the caller chooses.
