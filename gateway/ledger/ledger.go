@@ -121,6 +121,11 @@ type Record struct {
 	// DedupeKey makes the append idempotent forever: a later record with
 	// the same key returns this record's event. "" means no de-duplication.
 	DedupeKey string
+	// Compact tells the store that Data is already what NormalizeData
+	// makes of it: a compact JSON object, as json.Marshal writes a struct
+	// or a map. The store then stores it as it is, sparing a second pass
+	// over the data on the write path. Set it only for such output.
+	Compact bool
 }
 
 // Validate checks that the record has a kind, a group and object data.
@@ -130,13 +135,17 @@ func (r Record) Validate() error {
 }
 
 // Normalized validates the record as Validate does and returns it with
-// its data compacted by NormalizeData, in one pass over the data.
+// its data compacted by NormalizeData, in one pass over the data; data
+// marked Compact is taken as it is.
 func (r Record) Normalized() (Record, error) {
 	if r.Kind == "" {
 		return r, fmt.Errorf("%w: record without kind", ErrInvalid)
 	}
 	if r.GroupID == "" {
 		return r, fmt.Errorf("%w: record without group_id", ErrInvalid)
+	}
+	if r.Compact && len(r.Data) > 0 && r.Data[0] == '{' {
+		return r, nil
 	}
 	d, err := NormalizeData(r.Data)
 	if err != nil {

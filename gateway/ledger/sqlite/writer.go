@@ -145,8 +145,9 @@ func (s *Store) submitOp(ctx context.Context, o *op) error {
 // while the writer runs them in the next transaction, which commits when
 // that fsync is done: the fsync overlaps the writer's work instead of
 // stopping it, and under load each transaction carries everything that
-// arrived during one fsync. If nothing is waiting, the writer fsyncs the
-// commit itself (see finish). It exits when Close has closed the queue and
+// arrived during one fsync. A lone operation with nothing waiting is
+// fsynced by the writer itself (see finish), sparing its caller two
+// goroutine hand-offs. It exits when Close has closed the queue and
 // everything queued is committed.
 func (s *Store) writer() {
 	defer close(s.toSync)
@@ -158,10 +159,14 @@ func (s *Store) writer() {
 	for {
 		if b != nil && !inFlight {
 			b.drain(queue)
+			lone := len(b.ops) == 1
 			if c, ok := b.commit(); ok {
-				if len(queue) == 0 {
+				if lone && len(queue) == 0 {
 					// Nothing to overlap with: sync here and spare
-					// a lone caller two goroutine hand-offs.
+					// a lone caller two goroutine hand-offs. A batch
+					// of several means callers are arriving: the
+					// syncer takes the fsync, so that the writer can
+					// run the next ones meanwhile.
 					s.finish(c)
 				} else {
 					s.toSync <- c
