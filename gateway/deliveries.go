@@ -51,6 +51,13 @@ type Delivery struct {
 	// (ledger.Store.Log), set on deliveries of FollowAgent: the one
 	// number an agent stream resumes from.
 	Position int64 `json:"position,omitempty"`
+	// Fragments lists, oldest first, the events of a buffered delivery
+	// merged into this one (docs/agents.md, "Buffered and digest
+	// delivery"); the delivery is its last fragment's, and Content joins
+	// theirs. Empty for a delivery of one event.
+	Fragments []Fragment `json:"fragments,omitempty"`
+	// Digest is the summary a digest event (KindDigest) carries.
+	Digest *Digest `json:"digest,omitempty"`
 }
 
 // AttentionEvent returns the attention view of a ledger event (docs/design.md §5.2
@@ -68,6 +75,11 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 		if p, ok := env.MetaValue("routing", "X-Priority"); ok {
 			ae.XPriority = strings.ToLower(p)
 		}
+		if v, ok := env.MetaValue("routing", "X-Deadline"); ok {
+			// A duration counts from the receipt, the event's ts; the
+			// intake refused bad values (checkObligation).
+			ae.Deadline, _ = attention.ParseDeadline(v, ae.CreatedAt)
+		}
 	}
 	if ev.Kind == KindNotify {
 		ae.RequiresAck = d.RequiresAck
@@ -81,7 +93,8 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 // Deliveries returns what agent should see of group's events with seq >
 // sinceSeq (all groups when group is ""), at most limit of them (all when
 // limit ≤ 0), oldest first. Silent deliveries (the agent's own events,
-// bookkeeping) are left out. Reading does not count as the agent's
+// bookkeeping) are left out, and the agent's buffered and digest
+// injection applies (unless ctx is PerEvent's). Reading does not count as the agent's
 // activity: callers that act for the agent call Touch.
 func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]Delivery, error) {
 	agent = r.book.ActorID(agent)
@@ -97,12 +110,16 @@ func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq in
 		}
 	}
 	var out []Delivery
+	inj := r.injectorOf(agent)
+	if IsPerEvent(ctx) {
+		inj = injector{}
+	}
 	for _, g := range groups {
 		ds, err := r.groupDeliveries(ctx, agent, g, sinceSeq, limit-len(out))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, ds...)
+		out = append(out, inj.apply(ds)...)
 		if limit > 0 && len(out) >= limit {
 			break
 		}
@@ -110,70 +127,40 @@ func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq in
 	return out, nil
 }
 
-// groupDeliveries walks the group from its first event, because thread
-// participation and acks depend on everything before sinceSeq too; when an
-// earlier call already walked the group for this agent up to a seq at or
-// before sinceSeq, it resumes from the state that call left (see
-// resumeTracker) and reads only the newer events. It reads in pages of
-// inboxPage events.
+// groupDeliveries reads the group's events after sinceSeq in pages and
+// decides each with what the projections know of the rest of the
+// history (DeliveriesOf), so it reads only what it returns and the
+// silent events between.
 func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]Delivery, error) {
-	tr, from := r.resumeTracker(agent, group, sinceSeq)
+	page := inboxPage
+	if limit > 0 {
+		page = min(inboxPage, max(limit, 100))
+	}
 	var out []Delivery
-	last := from
-	for first := true; ; first = false {
-		evs, err := r.store.Range(ctx, group, last, nil, inboxPage)
+	for last := sinceSeq; ; {
+		evs, err := r.store.Range(ctx, group, last, nil, page)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
 		}
-		if first && len(evs) == inboxPage {
-			// More than a page: claims follow their message, maybe
-			// pages later, so learn them all first.
-			if err := r.learnAllClaims(ctx, tr, group, last); err != nil {
-				return nil, err
-			}
+		logged := make([]ledger.Logged, len(evs))
+		for i, ev := range evs {
+			logged[i] = ledger.Logged{Event: ev}
 		}
-		tr.learnClaims(evs)
-		for _, ev := range evs {
-			d, ok, err := tr.observe(ctx, ev)
-			if err != nil {
-				return nil, err
-			}
-			if ev.Seq <= sinceSeq || !ok || limit > 0 && len(out) >= limit {
-				continue // past the limit, still walked for the acks
-			}
-			out = append(out, d)
-		}
-		if len(evs) > 0 {
-			last = evs[len(evs)-1].Seq
-		}
-		if len(evs) < inboxPage {
-			break
-		}
-	}
-	if last > from {
-		r.saveTracker(group, last, tr)
-	}
-	// Acks, replies and discharges come after the message: mark them at
-	// the end.
-	for i := range out {
-		id := out[i].EventID
-		out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], tr.discharged[id]
-	}
-	return out, nil
-}
-
-// learnAllClaims notes every claim event of group after seq in tr.
-func (r *Relay) learnAllClaims(ctx context.Context, tr *tracker, group string, after int64) error {
-	for {
-		evs, err := r.store.Range(ctx, group, after, []string{KindClaim}, inboxPage)
+		ds, err := r.DeliveriesOf(ctx, agent, logged)
 		if err != nil {
-			return fmt.Errorf("gateway: reading group %q: %w", group, err)
+			return nil, err
 		}
-		tr.learnClaims(evs)
-		if len(evs) < inboxPage {
-			return nil
+		for _, d := range ds {
+			d.Position = 0 // a group's reads give no log position
+			out = append(out, d)
+			if limit > 0 && len(out) >= limit {
+				return out, nil
+			}
 		}
-		after = evs[len(evs)-1].Seq
+		if len(evs) < page {
+			return out, nil
+		}
+		last = evs[len(evs)-1].Seq
 	}
 }
 
@@ -291,6 +278,9 @@ type tracker struct {
 	claimed map[string]bool
 	now     time.Time
 	seen    map[string]time.Time
+	// view, when set, answers thread participation from the projections
+	// instead of threads (DeliveriesOf).
+	view *projView
 }
 
 func (r *Relay) newTracker(agent string) *tracker {
@@ -324,6 +314,10 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	if err != nil {
 		return Delivery{}, false, fmt.Errorf("gateway: event %s: bad data: %w", ev.ID, err)
 	}
+	if ev.Kind == KindDigest {
+		out, ok := t.digestDelivery(ev, d)
+		return out, ok, nil
+	}
 	ae := AttentionEvent(ev, d)
 	if ev.Kind == KindAck && t.acked != nil && strings.EqualFold(d.ActorID, t.agent.ID) {
 		t.acked[d.EventID] = true
@@ -345,8 +339,14 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	if ev.Kind == KindClaim && t.claimed != nil {
 		t.claimed[d.EventID] = true
 	}
-	st := attention.State{LastSeen: t.seen}
-	if ae.Thread != "" && t.threads.contains(ae.Thread) {
+	st := attention.State{LastSeen: t.seen, StaleAfter: t.r.StaleAfter()}
+	in := ae.Thread != "" && t.threads.contains(ae.Thread)
+	if ae.Thread != "" && t.view != nil {
+		if in, err = t.view.participant(ctx, ev.GroupID, ae.Thread, ev.Seq); err != nil {
+			return Delivery{}, false, fmt.Errorf("gateway: event %s: %w", ev.ID, err)
+		}
+	}
+	if in {
 		// Decide only asks whether the agent takes part in ev's thread:
 		// handing it every thread made each event cost O(threads), and
 		// an inbox O(events × threads).
@@ -374,7 +374,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
 		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
-		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+		Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification
@@ -394,9 +394,16 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 // FollowDeliveries yields what agent should see of group's events with seq
 // > sinceSeq, first those stored and then live ones as they are appended,
 // until ctx ends (docs/design.md §5.6 agent stream). Like Deliveries it leaves out
-// silent ones. It reads the group in pages (ledger.Store.Follow), so what
+// silent ones and applies the agent's buffered and digest injection
+// (Relay.inject). It reads the group in pages (ledger.Store.Follow), so what
 // it holds does not grow with the group's history.
 func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
+	return r.inject(ctx, r.book.ActorID(agent), func(ctx context.Context) iter.Seq2[Delivery, error] {
+		return r.followDeliveries(ctx, agent, group, sinceSeq)
+	})
+}
+
+func (r *Relay) followDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
 		tr, from := r.resumeTracker(r.book.ActorID(agent), group, sinceSeq)
 		tr.forget()
@@ -443,9 +450,17 @@ const streamTrackers = 256
 // so what it holds grows neither with history nor with the number of
 // groups; a group met again after its state was dropped is walked up to
 // the event again, in pages, from the relay's cache of tracker states.
+// The agent's buffered and digest injection applies (Relay.inject): a
+// merged delivery carries its last fragment's Position.
 func (r *Relay) FollowAgent(ctx context.Context, agent string, after int64) iter.Seq2[Delivery, error] {
+	agent = r.book.ActorID(agent)
+	return r.inject(ctx, agent, func(ctx context.Context) iter.Seq2[Delivery, error] {
+		return r.followAgent(ctx, agent, after)
+	})
+}
+
+func (r *Relay) followAgent(ctx context.Context, agent string, after int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
-		agent := r.book.ActorID(agent)
 		trs := newTrackerLRU(r, streamTrackers)
 		defer trs.saveAll()
 		for l, err := range r.store.FollowLog(ctx, after) {

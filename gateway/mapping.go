@@ -80,6 +80,8 @@ type EventData struct {
 	State       string `json:"state,omitempty"` // x.crosstalk.delivery: delivered or failed
 	ExpiresAt   string `json:"expires_at,omitempty"`
 	Note        string `json:"note,omitempty"`
+	// x.crosstalk.digest
+	Digest *Digest `json:"digest,omitempty"`
 
 	X *XCrosstalk `json:"x_crosstalk,omitempty"`
 }
@@ -233,7 +235,9 @@ func (r *Relay) rejectionRecord(in Intake, o *Outcome) ledger.Record {
 	group := DefaultGroup
 	var x *XCrosstalk
 	if env := o.Envelope; env != nil {
-		group = r.Group(env.Context)
+		if g := r.Group(env.Context); !SystemGroup(g) { // never in bookkeeping
+			group = g
+		}
 		x = &XCrosstalk{
 			Envelope: env, Raw: string(env.Source()), Transport: in.Transport, Source: in.Source,
 			Sender: r.book.ActorID(env.From), Principal: in.Principal,
@@ -302,11 +306,16 @@ func (r *Relay) obligation(env *envelope.Envelope) (ob attention.Obligation, ok 
 }
 
 // checkObligation refuses a bad `meta: obligation`, or one on an intent
-// that asks nothing.
+// that asks nothing, and a bad `meta: routing` X-Deadline.
 func (r *Relay) checkObligation(env *envelope.Envelope) error {
 	_, ok, err := r.obligation(env)
 	if err != nil {
 		return fmt.Errorf("meta: obligation: %w", err)
+	}
+	if v, set := env.MetaValue("routing", "X-Deadline"); set {
+		if _, err := attention.ParseDeadline(v, r.now()); err != nil {
+			return fmt.Errorf("meta: routing X-Deadline %q: %w", v, err)
+		}
 	}
 	if ok {
 		switch env.Intent {
