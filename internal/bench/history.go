@@ -20,7 +20,10 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
+	"github.com/crosstalk-go/crosstalk/internal/natstest"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -29,6 +32,9 @@ type HistoryOptions struct {
 	// Sizes are the ledger sizes to build and read, in events, smallest
 	// first; the ratios are against the first.
 	Sizes []int
+	// Ledgers are the backends to measure, "sqlite" and "jetstream" (a
+	// one-node JetStream in the process); ["sqlite"] when empty.
+	Ledgers []string
 	// Runs is how many times each read is timed per size (p50 of them).
 	Runs int
 	// Progress receives a line per step; nil discards them.
@@ -41,15 +47,27 @@ type HistoryResult struct {
 	Sizes   []HistorySize `json:"sizes"`
 }
 
-// HistorySize is one ledger size's measurement.
+// HistorySize is one ledger size's measurement on one backend.
 type HistorySize struct {
-	Events int `json:"events"`
+	// Ledger is the backend: "sqlite" or "jetstream".
+	Ledger string `json:"ledger"`
+	Events int    `json:"events"`
 	// ImportPerSec is `crosstalk ledger import`'s rate (ledger.Import of
-	// JSON Lines into SQLite), generation of the lines included.
-	ImportPerSec float64       `json:"import_events_per_second"`
-	Reads        []HistoryRead `json:"reads"`
+	// JSON Lines), generation of the lines included.
+	ImportPerSec float64 `json:"import_events_per_second"`
+	// RebuildMs is how long the relay's first start took to build its
+	// projections from the whole ledger (gateway.Relay.SyncProjection
+	// with no projection file).
+	RebuildMs float64 `json:"projection_rebuild_ms"`
+	// CatchUpMs is how long a restart took to catch the projections up
+	// from their checkpoint (the file the first start left) after
+	// CatchUpEvents more appends: what every later start costs.
+	CatchUpMs     float64       `json:"projection_catch_up_ms"`
+	CatchUpEvents int           `json:"projection_catch_up_events"`
+	Reads         []HistoryRead `json:"reads"`
 	// RSSMB is the process's resident memory after every read (the
-	// relay runs in this process), after a GC.
+	// relay, and for JetStream the nats-server, run in this process),
+	// after a GC.
 	RSSMB float64 `json:"rss_mb"`
 }
 
@@ -58,7 +76,8 @@ type HistoryRead struct {
 	Name  string  `json:"name"`
 	P50ms float64 `json:"p50_ms"`
 	Bytes int     `json:"bytes"`
-	// Ratio is P50ms over the same read's at the first size.
+	// Ratio is P50ms over the same read's at the first size of the same
+	// ledger backend.
 	Ratio float64 `json:"ratio,omitempty"`
 }
 
@@ -66,16 +85,25 @@ type HistoryRead struct {
 // relay's address book, as for a copy-paste assistant or a person.
 var historyAgents = []string{"alice", "bob", "carol", "dave", "erin", "frank"}
 
-// History builds a SQLite ledger of each size with a realistic mix (the
-// group "big" holds half the events, seven others the rest; requests
-// that must be answered, broadcasts, replies, acks and dispositions
-// between six agents), imports it as `crosstalk ledger import` does,
-// starts the relay on it and times the reads of issue 13 over HTTP: the
+// catchUpEvents is how many events History appends between the relay's
+// first start and its restart from the projections' checkpoint.
+const catchUpEvents = 1000
+
+// History builds a ledger of each size and backend with a realistic mix
+// (the group "big" holds half the events, seven others the rest;
+// requests that must be answered, broadcasts, replies, acks and
+// dispositions between six agents), imports it as `crosstalk ledger
+// import` does, starts the relay on it (building its projections),
+// appends catchUpEvents more, restarts it (catching the projections up
+// from their checkpoint) and times the reads of issue 13 over HTTP: the
 // web pages, the paged API reads and the agents list. See
 // docs/performance.md ("History").
 func History(ctx context.Context, o HistoryOptions) (*HistoryResult, error) {
 	if len(o.Sizes) == 0 {
 		return nil, errors.New("bench history: no sizes")
+	}
+	if len(o.Ledgers) == 0 {
+		o.Ledgers = []string{"sqlite"}
 	}
 	if o.Runs < 1 {
 		o.Runs = 15
@@ -94,43 +122,136 @@ func History(ctx context.Context, o HistoryOptions) (*HistoryResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, n := range o.Sizes {
-		dir := filepath.Join(tmp, strconv.Itoa(n))
-		fmt.Fprintf(progress, "bench history: importing %d events\n", n)
-		rate, err := importHistory(ctx, dir, n)
-		if err != nil {
-			return nil, err
+	for _, kind := range o.Ledgers {
+		if kind != "sqlite" && kind != "jetstream" {
+			return nil, fmt.Errorf("bench history: unknown ledger %q, want sqlite or jetstream", kind)
 		}
-		fmt.Fprintf(progress, "bench history: %.0f events/s imported; reading\n", rate)
-		size := HistorySize{Events: n, ImportPerSec: rate}
-		if size.Reads, err = timeReads(ctx, dir, key.Public(), o.Runs); err != nil {
-			return nil, err
-		}
-		runtime.GC()
-		size.RSSMB = rssMB()
-		if i > 0 {
-			for j := range size.Reads {
-				if base := res.Sizes[0].Reads[j].P50ms; base > 0 {
-					size.Reads[j].Ratio = size.Reads[j].P50ms / base
+		first := len(res.Sizes)
+		for _, n := range o.Sizes {
+			size, err := historySize(ctx, filepath.Join(tmp, kind+"-"+strconv.Itoa(n)), kind, n, key.Public(), o.Runs, progress)
+			if err != nil {
+				return nil, err
+			}
+			if len(res.Sizes) > first {
+				for j := range size.Reads {
+					if base := res.Sizes[first].Reads[j].P50ms; base > 0 {
+						size.Reads[j].Ratio = size.Reads[j].P50ms / base
+					}
 				}
 			}
-		}
-		res.Sizes = append(res.Sizes, size)
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, err
+			res.Sizes = append(res.Sizes, size)
 		}
 	}
 	return res, nil
 }
 
-// importHistory writes n generated events as JSON Lines through a pipe
-// into ledger.Import on a new SQLite ledger in dir, and returns the
-// events per second.
-func importHistory(ctx context.Context, dir string, n int) (float64, error) {
+// historySize measures one size on one backend in dir, and removes dir.
+func historySize(ctx context.Context, dir, kind string, n int, pub *signing.PublicKey, runs int, progress io.Writer) (size HistorySize, err error) {
+	size = HistorySize{Ledger: kind, Events: n, CatchUpEvents: catchUpEvents}
+	defer func() {
+		if rerr := os.RemoveAll(dir); err == nil {
+			err = rerr
+		}
+	}()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return 0, err
+		return size, err
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), nil)
+	natsURL := ""
+	open := func() (ledger.Store, error) { return sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), nil) }
+	if kind == "jetstream" {
+		nodes, err := natstest.Start(filepath.Join(dir, "nats"), 1, false)
+		if err != nil {
+			return size, err
+		}
+		defer natstest.StopAll(nodes)
+		natsURL = nodes[0].URL
+		open = func() (ledger.Store, error) { return jetstream.Open(ctx, natsURL, nil) }
+	}
+	fmt.Fprintf(progress, "bench history: %s: importing %d events\n", kind, n)
+	if size.ImportPerSec, err = importHistory(ctx, open, n); err != nil {
+		return size, err
+	}
+	fmt.Fprintf(progress, "bench history: %s: %.0f events/s imported; building the projections\n", kind, size.ImportPerSec)
+	relayDir := filepath.Join(dir, "relay")
+	rr, ms, err := startSynced(ctx, relayDir, pub, natsURL)
+	if err != nil {
+		return size, err
+	}
+	size.RebuildMs = ms
+	if err := shutdown(rr); err != nil {
+		return size, err
+	}
+	if err := appendTail(ctx, open, catchUpEvents); err != nil {
+		return size, err
+	}
+	if rr, size.CatchUpMs, err = startSynced(ctx, relayDir, pub, natsURL); err != nil {
+		return size, err
+	}
+	defer shutdown(rr)
+	fmt.Fprintf(progress, "bench history: %s: projections built in %.0f ms, caught up in %.0f ms; reading\n", kind, size.RebuildMs, size.CatchUpMs)
+	if size.Reads, err = timeReads(ctx, rr, runs); err != nil {
+		return size, err
+	}
+	runtime.GC()
+	size.RSSMB = rssMB()
+	return size, nil
+}
+
+// startSynced starts the relay on the ledger (SQLite in dataDir, or
+// JetStream at natsURL) and returns it once its projections are caught
+// up, with how long that took in ms.
+func startSynced(ctx context.Context, dataDir string, pub *signing.PublicKey, natsURL string) (*server.Server, float64, error) {
+	start := time.Now()
+	spec, replicas := natsURL, 1
+	if natsURL == "" {
+		// A SQLite file is a ledger spec too; its projections go beside it.
+		spec, replicas = filepath.Join(filepath.Dir(dataDir), "ledger.db"), 0
+	}
+	rr, err := startRelay(ctx, dataDir, pub, spec, replicas)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := rr.Relay().SyncProjection(ctx); err != nil {
+		shutdown(rr)
+		return nil, 0, err
+	}
+	return rr, float64(time.Since(start).Microseconds()) / 1000, nil
+}
+
+// appendTail appends n requests to bob in the group big.
+func appendTail(ctx context.Context, open func() (ledger.Store, error), n int) error {
+	st, err := open()
+	if err != nil {
+		return err
+	}
+	recs := make([]ledger.Record, n)
+	for i := range recs {
+		env := envelope.New("ALICE", "BOB", envelope.IntentRequest, fmt.Sprintf("tail event %d", i))
+		env.Context = "big"
+		d := gateway.EventData{Text: env.Body, Priority: "normal", To: []string{"bob"},
+			X: &gateway.XCrosstalk{Envelope: env, Transport: "http", Sender: "alice", Verification: gateway.StatusUnsigned}}
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		recs[i] = ledger.Record{Kind: gateway.KindMessage, GroupID: "big", By: "alice", Data: b, DedupeKey: "msg:" + env.Message}
+	}
+	for len(recs) > 0 && err == nil {
+		k := min(len(recs), 100) // within every backend's batch bound
+		_, err = st.Append(ctx, recs[:k])
+		recs = recs[k:]
+	}
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// importHistory writes n generated events as JSON Lines through a pipe
+// into ledger.Import on a new ledger from open, and returns the events
+// per second.
+func importHistory(ctx context.Context, open func() (ledger.Store, error), n int) (float64, error) {
+	st, err := open()
 	if err != nil {
 		return 0, err
 	}
@@ -233,13 +354,8 @@ func generateHistory(w io.Writer, n int) error {
 	return nil
 }
 
-// timeReads starts the relay on dir's ledger and times each read.
-func timeReads(ctx context.Context, dir string, pub *signing.PublicKey, runs int) ([]HistoryRead, error) {
-	rr, err := startRelay(ctx, dir, pub, "", 0)
-	if err != nil {
-		return nil, err
-	}
-	defer shutdown(rr)
+// timeReads times each read on the relay rr.
+func timeReads(ctx context.Context, rr *server.Server, runs int) ([]HistoryRead, error) {
 	base := rr.URL()
 	hc := &http.Client{Timeout: 5 * time.Minute}
 	get := func(path string) ([]byte, error) {
@@ -322,13 +438,14 @@ func rssMB() float64 {
 	return 0
 }
 
-// Print writes the result as a table.
+// Print writes the result as a table: a column group per backend and
+// size.
 func (r *HistoryResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s\n\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "read")
 	for _, s := range r.Sizes {
-		fmt.Fprintf(tw, "\t%d events: p50 ms\tbytes\tratio", s.Events)
+		fmt.Fprintf(tw, "\t%s %d events: p50 ms\tbytes\tratio", s.Ledger, s.Events)
 	}
 	fmt.Fprintln(tw)
 	if len(r.Sizes) > 0 {
@@ -345,15 +462,16 @@ func (r *HistoryResult) Print(w io.Writer) {
 			fmt.Fprintln(tw)
 		}
 	}
-	fmt.Fprint(tw, "ledger import, events/s")
-	for _, s := range r.Sizes {
-		fmt.Fprintf(tw, "\t%.0f\t\t", s.ImportPerSec)
+	row := func(name string, v func(HistorySize) float64) {
+		fmt.Fprint(tw, name)
+		for _, s := range r.Sizes {
+			fmt.Fprintf(tw, "\t%.0f\t\t", v(s))
+		}
+		fmt.Fprintln(tw)
 	}
-	fmt.Fprintln(tw)
-	fmt.Fprint(tw, "process RSS after the reads, MB")
-	for _, s := range r.Sizes {
-		fmt.Fprintf(tw, "\t%.0f\t\t", s.RSSMB)
-	}
-	fmt.Fprintln(tw)
+	row("ledger import, events/s", func(s HistorySize) float64 { return s.ImportPerSec })
+	row("projections: first build, ms", func(s HistorySize) float64 { return s.RebuildMs })
+	row(fmt.Sprintf("projections: catch-up of %d events from the checkpoint, ms", catchUpEvents), func(s HistorySize) float64 { return s.CatchUpMs })
+	row("process RSS after the reads, MB", func(s HistorySize) float64 { return s.RSSMB })
 	tw.Flush()
 }
