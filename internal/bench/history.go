@@ -65,9 +65,10 @@ type HistorySize struct {
 	CatchUpMs     float64       `json:"projection_catch_up_ms"`
 	CatchUpEvents int           `json:"projection_catch_up_events"`
 	Reads         []HistoryRead `json:"reads"`
-	// RSSMB is the process's resident memory after every read (the
-	// relay, and for JetStream the nats-server, run in this process),
-	// after a GC.
+	// RSSMB is the process's resident memory after every read, after
+	// a GC, with the relays of every size of the backend (and for
+	// JetStream their nats-servers) running in this process: an upper
+	// bound of one relay's.
 	RSSMB float64 `json:"rss_mb"`
 }
 
@@ -126,75 +127,109 @@ func History(ctx context.Context, o HistoryOptions) (*HistoryResult, error) {
 		if kind != "sqlite" && kind != "jetstream" {
 			return nil, fmt.Errorf("bench history: unknown ledger %q, want sqlite or jetstream", kind)
 		}
-		first := len(res.Sizes)
+		// Every size's relay runs at once and the reads alternate
+		// between them, run by run: on a shared machine, load that comes
+		// and goes weighs on every size alike, and the ratios hold.
+		var rigs []*historyRig
+		closeAll := func() {
+			for _, rg := range rigs {
+				rg.close()
+			}
+		}
 		for _, n := range o.Sizes {
-			size, err := historySize(ctx, filepath.Join(tmp, kind+"-"+strconv.Itoa(n)), kind, n, key.Public(), o.Runs, progress)
+			rg, err := prepareHistory(ctx, filepath.Join(tmp, kind+"-"+strconv.Itoa(n)), kind, n, key.Public(), progress)
 			if err != nil {
+				closeAll()
 				return nil, err
 			}
-			if len(res.Sizes) > first {
-				for j := range size.Reads {
-					if base := res.Sizes[first].Reads[j].P50ms; base > 0 {
-						size.Reads[j].Ratio = size.Reads[j].P50ms / base
+			rigs = append(rigs, rg)
+		}
+		fmt.Fprintf(progress, "bench history: %s: reading\n", kind)
+		err := timeReads(ctx, rigs, o.Runs)
+		runtime.GC()
+		rss := rssMB()
+		closeAll()
+		if err != nil {
+			return nil, err
+		}
+		for i, rg := range rigs {
+			rg.size.RSSMB = rss
+			if i > 0 {
+				for j := range rg.size.Reads {
+					if base := rigs[0].size.Reads[j].P50ms; base > 0 {
+						rg.size.Reads[j].Ratio = rg.size.Reads[j].P50ms / base
 					}
 				}
 			}
-			res.Sizes = append(res.Sizes, size)
+			res.Sizes = append(res.Sizes, rg.size)
 		}
 	}
 	return res, nil
 }
 
-// historySize measures one size on one backend in dir, and removes dir.
-func historySize(ctx context.Context, dir, kind string, n int, pub *signing.PublicKey, runs int, progress io.Writer) (size HistorySize, err error) {
-	size = HistorySize{Ledger: kind, Events: n, CatchUpEvents: catchUpEvents}
+// historyRig is one size's ledger on one backend with its relay running.
+type historyRig struct {
+	size  HistorySize
+	rr    *server.Server
+	close func()
+}
+
+// prepareHistory builds a ledger of n events of the backend kind in dir,
+// starts the relay on it (building the projections), appends
+// catchUpEvents, and restarts it (catching them up from the checkpoint).
+// close stops it and removes dir.
+func prepareHistory(ctx context.Context, dir, kind string, n int, pub *signing.PublicKey, progress io.Writer) (rg *historyRig, err error) {
+	rg = &historyRig{size: HistorySize{Ledger: kind, Events: n, CatchUpEvents: catchUpEvents}}
+	var cleanup []func()
+	rg.close = func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
 	defer func() {
-		if rerr := os.RemoveAll(dir); err == nil {
-			err = rerr
+		if err != nil {
+			rg.close()
 		}
 	}()
+	cleanup = append(cleanup, func() { os.RemoveAll(dir) })
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return size, err
+		return nil, err
 	}
 	natsURL := ""
 	open := func() (ledger.Store, error) { return sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), nil) }
 	if kind == "jetstream" {
 		nodes, err := natstest.Start(filepath.Join(dir, "nats"), 1, false)
 		if err != nil {
-			return size, err
+			return nil, err
 		}
-		defer natstest.StopAll(nodes)
+		cleanup = append(cleanup, func() { natstest.StopAll(nodes) })
 		natsURL = nodes[0].URL
 		open = func() (ledger.Store, error) { return jetstream.Open(ctx, natsURL, nil) }
 	}
+	size := &rg.size
 	fmt.Fprintf(progress, "bench history: %s: importing %d events\n", kind, n)
 	if size.ImportPerSec, err = importHistory(ctx, open, n); err != nil {
-		return size, err
+		return nil, err
 	}
 	fmt.Fprintf(progress, "bench history: %s: %.0f events/s imported; building the projections\n", kind, size.ImportPerSec)
 	relayDir := filepath.Join(dir, "relay")
 	rr, ms, err := startSynced(ctx, relayDir, pub, natsURL)
 	if err != nil {
-		return size, err
+		return nil, err
 	}
 	size.RebuildMs = ms
 	if err := shutdown(rr); err != nil {
-		return size, err
+		return nil, err
 	}
 	if err := appendTail(ctx, open, catchUpEvents); err != nil {
-		return size, err
+		return nil, err
 	}
-	if rr, size.CatchUpMs, err = startSynced(ctx, relayDir, pub, natsURL); err != nil {
-		return size, err
+	if rg.rr, size.CatchUpMs, err = startSynced(ctx, relayDir, pub, natsURL); err != nil {
+		return nil, err
 	}
-	defer shutdown(rr)
-	fmt.Fprintf(progress, "bench history: %s: projections built in %.0f ms, caught up in %.0f ms; reading\n", kind, size.RebuildMs, size.CatchUpMs)
-	if size.Reads, err = timeReads(ctx, rr, runs); err != nil {
-		return size, err
-	}
-	runtime.GC()
-	size.RSSMB = rssMB()
-	return size, nil
+	cleanup = append(cleanup, func() { shutdown(rg.rr) })
+	fmt.Fprintf(progress, "bench history: %s: projections built in %.0f ms, caught up in %.0f ms\n", kind, size.RebuildMs, size.CatchUpMs)
+	return rg, nil
 }
 
 // startSynced starts the relay on the ledger (SQLite in dataDir, or
@@ -354,11 +389,11 @@ func generateHistory(w io.Writer, n int) error {
 	return nil
 }
 
-// timeReads times each read on the relay rr.
-func timeReads(ctx context.Context, rr *server.Server, runs int) ([]HistoryRead, error) {
-	base := rr.URL()
+// timeReads times each read on every rig's relay, alternating between
+// the rigs run by run, and sets their Reads.
+func timeReads(ctx context.Context, rigs []*historyRig, runs int) error {
 	hc := &http.Client{Timeout: 5 * time.Minute}
-	get := func(path string) ([]byte, error) {
+	get := func(base, path string) ([]byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
 			return nil, err
@@ -374,53 +409,60 @@ func timeReads(ctx context.Context, rr *server.Server, runs int) ([]HistoryRead,
 		}
 		return b, err
 	}
-	// A thread and a middle page to read: from the group's last event.
-	var page struct {
-		Events []ledger.Event `json:"events"`
-	}
-	b, err := get("/v1/groups/big/events?before_seq=0&limit=1&kinds=chat.message")
-	if err == nil {
-		err = json.Unmarshal(b, &page)
-	}
-	if err != nil || len(page.Events) == 0 {
-		return nil, fmt.Errorf("bench history: the last event of big: %v", err)
-	}
-	thread := ""
-	if d, err := gateway.ParseData(page.Events[0]); err == nil && d.X != nil && d.X.Envelope != nil {
-		thread = d.X.Envelope.Thread
-	}
-	mid := page.Events[0].Seq / 2
-	reads := []struct{ name, path string }{
-		{"web /", "/"},
-		{"web /ui/groups/big", "/ui/groups/big"},
-		{"web /ui/groups/big?before=mid", "/ui/groups/big?before=" + strconv.FormatInt(mid, 10)},
-		{"web thread (last of big)", "/ui/groups/big/threads/" + thread},
-		{"web /ui/agents", "/ui/agents"},
-		{"web /ui/agents/bob", "/ui/agents/bob"},
-		{"api events before_seq limit 100", "/v1/groups/big/events?before_seq=0&limit=100"},
-		{"api events since_seq=mid limit 100", "/v1/groups/big/events?limit=100&since_seq=" + strconv.FormatInt(mid, 10)},
-		{"api deliveries bob before_pos limit 100", "/v1/agents/bob/deliveries?before_pos=0&limit=100"},
-		{"api agents", "/v1/agents"},
-	}
-	var out []HistoryRead
-	for _, r := range reads {
-		var lats []time.Duration
-		size := 0
-		for i := 0; i <= runs; i++ { // the first is a warm-up
-			start := time.Now()
-			b, err := get(r.path)
-			if err != nil {
-				return nil, err
-			}
-			if i > 0 {
-				lats = append(lats, time.Since(start))
-			}
-			size = max(size, len(b))
+	type read struct{ name, path string }
+	reads := make([][]read, len(rigs))
+	for k, rg := range rigs {
+		// A thread and a middle page to read: from the group's last event.
+		var page struct {
+			Events []ledger.Event `json:"events"`
 		}
-		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-		out = append(out, HistoryRead{Name: r.name, P50ms: percentile(lats, 0.5), Bytes: size})
+		b, err := get(rg.rr.URL(), "/v1/groups/big/events?before_seq=0&limit=1&kinds=chat.message")
+		if err == nil {
+			err = json.Unmarshal(b, &page)
+		}
+		if err != nil || len(page.Events) == 0 {
+			return fmt.Errorf("bench history: the last event of big: %v", err)
+		}
+		thread := ""
+		if d, err := gateway.ParseData(page.Events[0]); err == nil && d.X != nil && d.X.Envelope != nil {
+			thread = d.X.Envelope.Thread
+		}
+		mid := page.Events[0].Seq / 2
+		reads[k] = []read{
+			{"web /", "/"},
+			{"web /ui/groups/big", "/ui/groups/big"},
+			{"web /ui/groups/big?before=mid", "/ui/groups/big?before=" + strconv.FormatInt(mid, 10)},
+			{"web thread (last of big)", "/ui/groups/big/threads/" + thread},
+			{"web /ui/agents", "/ui/agents"},
+			{"web /ui/agents/bob", "/ui/agents/bob"},
+			{"api events before_seq limit 100", "/v1/groups/big/events?before_seq=0&limit=100"},
+			{"api events since_seq=mid limit 100", "/v1/groups/big/events?limit=100&since_seq=" + strconv.FormatInt(mid, 10)},
+			{"api deliveries bob before_pos limit 100", "/v1/agents/bob/deliveries?before_pos=0&limit=100"},
+			{"api agents", "/v1/agents"},
+		}
 	}
-	return out, nil
+	for j := range reads[0] {
+		lats := make([][]time.Duration, len(rigs))
+		sizes := make([]int, len(rigs))
+		for i := 0; i <= runs; i++ { // the first is a warm-up
+			for k, rg := range rigs {
+				start := time.Now()
+				b, err := get(rg.rr.URL(), reads[k][j].path)
+				if err != nil {
+					return err
+				}
+				if i > 0 {
+					lats[k] = append(lats[k], time.Since(start))
+				}
+				sizes[k] = max(sizes[k], len(b))
+			}
+		}
+		for k, rg := range rigs {
+			sort.Slice(lats[k], func(a, b int) bool { return lats[k][a] < lats[k][b] })
+			rg.size.Reads = append(rg.size.Reads, HistoryRead{Name: reads[k][j].name, P50ms: percentile(lats[k], 0.5), Bytes: sizes[k]})
+		}
+	}
+	return nil
 }
 
 // rssMB is the process's resident set size in MB (Linux), 0 elsewhere.
