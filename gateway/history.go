@@ -48,7 +48,6 @@ func (r *Relay) DeliveriesOf(ctx context.Context, agent string, evs []ledger.Log
 // and the caller sets its claims.
 func (r *Relay) projectedTracker(agent string, db *projection.DB) *tracker {
 	tr := r.newTracker(agent)
-	tr.acked, tr.responded, tr.discharged = nil, nil, nil
 	tr.view = newProjView(db, tr.agent)
 	return tr
 }

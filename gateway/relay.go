@@ -146,7 +146,6 @@ type Relay struct {
 
 	projMu      sync.Mutex // serialises SyncProjection
 	proj        *projection.DB
-	projOwned   bool  // proj was opened by the relay (in memory)
 	projChecked bool  // its high-water mark was checked against the ledger
 	projPos     int64 // the log position proj has applied up to
 }
