@@ -68,6 +68,11 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 		if p, ok := env.MetaValue("routing", "X-Priority"); ok {
 			ae.XPriority = strings.ToLower(p)
 		}
+		if v, ok := env.MetaValue("routing", "X-Deadline"); ok {
+			// A duration counts from the receipt, the event's ts; the
+			// intake refused bad values (checkObligation).
+			ae.Deadline, _ = attention.ParseDeadline(v, ae.CreatedAt)
+		}
 	}
 	if ev.Kind == KindNotify {
 		ae.RequiresAck = d.RequiresAck
@@ -280,7 +285,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 		return Delivery{}, false, fmt.Errorf("gateway: event %s: bad data: %w", ev.ID, err)
 	}
 	ae := AttentionEvent(ev, d)
-	st := attention.State{LastSeen: t.seen}
+	st := attention.State{LastSeen: t.seen, StaleAfter: t.r.StaleAfter()}
 	in := ae.Thread != "" && t.threads.contains(ae.Thread)
 	if ae.Thread != "" && t.view != nil {
 		if in, err = t.view.participant(ctx, ev.GroupID, ae.Thread, ev.Seq); err != nil {
@@ -315,7 +320,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
 		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
-		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+		Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification

@@ -77,6 +77,9 @@ type Options struct {
 	// ClaimTTL is how long a claim lasts; gateway.DefaultClaimTTL when
 	// zero.
 	ClaimTTL time.Duration
+	// StaleAfter is the agents' liveness stale threshold, eviction at
+	// twice it (package liveness); attention.StaleAfter when zero.
+	StaleAfter time.Duration
 	// MaxBody bounds one intake in bytes, MaxEnvelopes its envelopes
 	// (gateway.Options); the package defaults when zero.
 	MaxBody      int
@@ -125,6 +128,9 @@ type Options struct {
 	Channel *api.AgentOptions
 	// Logger receives the relay's logs; nil discards them.
 	Logger *slog.Logger
+	// Returns runs the returns and escalation of undischarged obligations
+	// (gateway.Relay.RunReturns); nil or Returns ≤ 0 is off.
+	Returns *gateway.ReturnsOptions
 }
 
 // ErrNotLoopback reports a non-loopback Listen address without Tokens:
@@ -225,7 +231,7 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 	gopts := &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
 		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name, Admins: o.Admins,
-		ClaimTTL: o.ClaimTTL, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes, Now: o.Now,
+		ClaimTTL: o.ClaimTTL, StaleAfter: o.StaleAfter, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes, Now: o.Now,
 		Projection: proj,
 	}
 	observed := store
@@ -323,7 +329,8 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 	})
 	a.MountAgents(o.Channel) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	resv, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Now: o.Now, Policy: reserve.Policy{
-		LastSeen: func(agent string) time.Time { t, _ := core.Relay.AgentLiveness(agent); return t },
+		StaleAfter: core.Relay.StaleAfter(),
+		LastSeen:   func(agent string) time.Time { t, _ := core.Relay.AgentLiveness(agent); return t },
 	}})
 	if err != nil {
 		a.Close()
@@ -360,6 +367,13 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 			log.Error("outbound dispatcher stopped", "err", err)
 		}
 	})
+	if o.Returns != nil && o.Returns.Returns > 0 {
+		s.tasks.Go(func() {
+			if err := core.Relay.RunReturns(bg, o.Returns); err != nil {
+				log.Error("obligation returns stopped", "err", err)
+			}
+		})
+	}
 	s.tasks.Go(func() {
 		// The projections catch up from their high-water mark (from the
 		// start when absent): now rather than in the first request.
@@ -367,6 +381,9 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 			log.Warn("catching up the ledger's projections", "err", err)
 		}
 	})
+	// The liveness sweeper records stale and evicted transitions, which no
+	// heartbeat does (package liveness; docs/agents.md "Liveness").
+	s.tasks.Go(func() { core.Relay.Liveness().Run(bg) })
 	for name, recv := range ts.receivers {
 		s.tasks.Go(func() {
 			log.Info("receiving", "transport", name)
