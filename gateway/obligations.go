@@ -30,79 +30,66 @@ type Waiting struct {
 	DischargedBy string `json:"discharged_by,omitempty"`
 }
 
-// waitingKinds are the kinds Waiting reads.
-var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, KindDisposition}
-
 // Waiting returns the open obligations agent authored or is the delegate
 // of, over every group, oldest first (issue #14 "what I am blocking /
 // waiting on"). Discharged obligations are left out.
 func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
-	return r.waiting(ctx, agent, false)
+	var out []Waiting
+	for after := ""; ; {
+		ws, err := r.waitingPage(ctx, agent, after, false, MaxOpenSetPage)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ws...)
+		if len(ws) < MaxOpenSetPage {
+			return out, nil
+		}
+		after = ws[len(ws)-1].EventID
+	}
 }
 
-// waiting is Waiting, with the discharged obligations too when all is
-// set.
-func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting, error) {
-	agent = r.book.ActorID(agent)
-	gs, err := r.store.Groups(ctx)
+// waitingPage returns the obligations agent authored or is the delegate
+// of with event ids after after, oldest first, at most limit: the open
+// ones, and the discharged ones too when all is set. It reads them and
+// their evidence from the projections (docs/scaling.md "Projections"),
+// and each obligation's event from the ledger: O(limit).
+func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, limit int) ([]Waiting, error) {
+	db, err := r.Projection(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: listing groups: %w", err)
+		return nil, err
+	}
+	agent = r.book.ActorID(agent)
+	rows, err := db.Waits(ctx, strings.ToLower(agent), after, all, limit)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	now := r.now()
-	var out []Waiting
-	for _, g := range gs {
-		open := map[string]int{} // event id → index in out
-		for after := int64(0); ; {
-			evs, err := r.store.Range(ctx, g.ID, after, waitingKinds, inboxPage)
-			if err != nil {
-				return nil, fmt.Errorf("gateway: reading group %q: %w", g.ID, err)
-			}
-			for _, ev := range evs {
-				d, err := ParseData(ev)
-				if err != nil {
-					continue
-				}
-				switch ev.Kind {
-				case KindMessage:
-					if ob := d.Obligation; ob != nil && ob.CanDischarge(ev.By, agent) {
-						w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
-							Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline)}
-						if d.X != nil && d.X.Envelope != nil {
-							w.MessageID = d.X.Envelope.Message
-						}
-						open[ev.ID] = len(out)
-						out = append(out, w)
-					}
-					if i, ok := open[d.ReplyTo]; ok && d.ReplyTo != "" {
-						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
-					}
-				case KindDischarge:
-					if i, ok := open[d.EventID]; ok {
-						out[i].DischargedBy = ev.By
-						if !all {
-							out[i].EventID = "" // removed below
-						}
-						delete(open, d.EventID)
-					}
-				default:
-					if i, ok := open[d.EventID]; ok {
-						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
-					}
-				}
-			}
-			if len(evs) < inboxPage {
-				break
-			}
-			after = evs[len(evs)-1].Seq
+	out := []Waiting{}
+	for _, row := range rows {
+		ev, err := r.store.Get(ctx, row.Event)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: obligation %s: %w", row.Event, err)
 		}
-	}
-	kept := out[:0]
-	for _, w := range out {
-		if w.EventID != "" {
-			kept = append(kept, w)
+		d, err := ParseData(ev)
+		ob := d.Obligation
+		if err != nil || ob == nil || !ob.CanDischarge(ev.By, agent) {
+			continue
 		}
+		w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
+			Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), DischargedBy: row.DischargedBy}
+		if d.X != nil && d.X.Envelope != nil {
+			w.MessageID = d.X.Envelope.Message
+		}
+		by, err := db.Evidence(ctx, ev.ID)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		for _, a := range by {
+			w.Evidence = appendEvidence(w.Evidence, a)
+		}
+		out = append(out, w)
 	}
-	return kept, nil
+	return out, nil
 }
 
 func appendEvidence(s []string, actor string) []string {

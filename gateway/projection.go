@@ -306,7 +306,85 @@ func (r *Relay) factsOf(l ledger.Logged) projection.Facts {
 		}
 	}
 	f.Actors = r.actorFacts(ev, d, ae)
+	r.openSetFacts(&f, ev, d, ae)
 	return f
+}
+
+// mustIntents are the intents that make a message to_me must_respond
+// (attention's policy; "" is a plain message, a REQUEST).
+var mustIntents = map[attention.Intent]bool{"": true, attention.IntentRequest: true, attention.IntentEscalate: true, attention.IntentHandoff: true, attention.IntentPoll: true}
+
+// oweTokens returns the tokens a recipient as recorded may owe under:
+// a role or group selector as such ("@all" for every spelling of it), an
+// actor as written and as the address book names it, in lower case.
+func (r *Relay) oweTokens(to string) []string {
+	t := strings.ToLower(strings.TrimSpace(to))
+	switch {
+	case t == "":
+		return nil
+	case t == "all" || t == "*":
+		return []string{"@all"}
+	case t == "user":
+		return []string{"@user"}
+	case strings.HasPrefix(t, "@"):
+		return []string{t}
+	}
+	if id := strings.ToLower(r.book.ActorID(to)); id != t {
+		return []string{t, id}
+	}
+	return []string{t}
+}
+
+// openSetFacts adds to f what Owed and WaitingOn read: who may owe a
+// message (a superset: reads decide each item again), the obligation's
+// author and delegate, what an event settles, discharges or answers.
+func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, ae attention.Event) {
+	switch ev.Kind {
+	case KindMessage:
+		ob := d.Obligation != nil
+		if in := ae.Intent.Canonical(); in != attention.IntentBroadcast && (ob || mustIntents[in]) {
+			for _, to := range d.To {
+				for _, t := range r.oweTokens(to) {
+					if strings.HasPrefix(t, "@") && !ob {
+						continue // a role's request is claimed first, never owed
+					}
+					f.Owes = append(f.Owes, projection.Owe{Token: t, Obligation: ob})
+				}
+			}
+		}
+		if ob {
+			f.Waits = append(f.Waits, strings.ToLower(ev.By))
+			if dl := strings.ToLower(d.Obligation.Delegate); dl != "" && dl != f.Waits[0] {
+				f.Waits = append(f.Waits, dl)
+			}
+		}
+		if d.ReplyTo != "" && ev.By != "" {
+			f.Settles = append(f.Settles, projection.Settle{Event: d.ReplyTo, Token: strings.ToLower(ev.By)})
+			f.Evidence = append(f.Evidence, projection.Settle{Event: d.ReplyTo, Token: ev.By})
+		}
+	case KindAck, KindNotifyAck:
+		target := d.EventID
+		if ev.Kind == KindNotifyAck {
+			target = d.NotifyEventID
+		}
+		if target != "" && d.ActorID != "" {
+			f.Settles = append(f.Settles, projection.Settle{Event: target, Token: strings.ToLower(d.ActorID)})
+		}
+		if ev.Kind == KindAck && d.EventID != "" && ev.By != "" {
+			f.Evidence = append(f.Evidence, projection.Settle{Event: d.EventID, Token: ev.By})
+		}
+	case KindDisposition:
+		if d.EventID != "" && ev.By != "" {
+			f.Settles = append(f.Settles, projection.Settle{Event: d.EventID, Token: strings.ToLower(ev.By)})
+			f.Evidence = append(f.Evidence, projection.Settle{Event: d.EventID, Token: ev.By})
+		}
+	case KindReaction:
+		if d.EventID != "" && ev.By != "" {
+			f.Evidence = append(f.Evidence, projection.Settle{Event: d.EventID, Token: ev.By})
+		}
+	case KindDischarge:
+		f.Discharges, f.DischargedBy = d.EventID, ev.By
+	}
 }
 
 // actorFacts is what ev says of its author and recipients for the

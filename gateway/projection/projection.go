@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -30,7 +31,7 @@ import (
 
 // Schema is the version of the tables; a DB of another version is reset
 // on Open, to be rebuilt from the ledger.
-const Schema = 1
+const Schema = 2
 
 // JoinKind says how an actor joined a thread.
 type JoinKind int
@@ -91,6 +92,20 @@ type ActorFact struct {
 	Settles []string
 }
 
+// Owe is a recipient that may owe an event: a token (an actor id in
+// lower case, or a role or group selector such as "@reviewer", "@all")
+// named by a message with a must-respond intent or an obligation.
+type Owe struct {
+	Token      string
+	Obligation bool
+}
+
+// Settle closes what Token owes of Event unless it is an obligation (an
+// ack, a reply, a disposition by Token).
+type Settle struct {
+	Event, Token string
+}
+
 // Facts is what the projections keep of one ledger event.
 type Facts struct {
 	// Pos is the event's ledger log position; Facts are applied in
@@ -103,6 +118,32 @@ type Facts struct {
 	Joins   []Join
 	Marks   []Mark
 	Actors  []ActorFact
+	// Owes are the recipients that may owe this event; Waits the actors
+	// (lower case) that wait on its obligation: its author and delegate.
+	Owes  []Owe
+	Waits []string
+	// Settles close owed items; Discharges is the event whose
+	// obligation this one discharges, by DischargedBy.
+	Settles      []Settle
+	Discharges   string
+	DischargedBy string
+	// Evidence are the events this one answers (a reply, an ack, a
+	// reaction, a disposition) by Evidence[i].Token, kept for the open
+	// obligations among them.
+	Evidence []Settle
+}
+
+// OweRow is an item a token may owe.
+type OweRow struct {
+	Event, Group string
+	Pos          int64
+}
+
+// WaitRow is an obligation an actor waits on.
+type WaitRow struct {
+	Event, Group string
+	Pos          int64
+	DischargedBy string
 }
 
 // GroupSummary is a group's projection.
@@ -143,6 +184,16 @@ CREATE TABLE IF NOT EXISTS actors(key TEXT PRIMARY KEY, id TEXT, events INTEGER,
 	owes INTEGER, last_ts TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS owed(actor TEXT, event TEXT, msg TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS owed_msg ON owed(actor, msg) WHERE msg != '';
+CREATE TABLE IF NOT EXISTS owe(token TEXT, event TEXT, grp TEXT, pos INTEGER, obligation INTEGER, open INTEGER,
+	PRIMARY KEY(token, event)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS owe_open ON owe(token, event) WHERE open = 1;
+CREATE INDEX IF NOT EXISTS owe_event ON owe(event);
+CREATE TABLE IF NOT EXISTS owe_tokens(token TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS waits(actor TEXT, event TEXT, grp TEXT, pos INTEGER, discharged_by TEXT,
+	PRIMARY KEY(actor, event)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS waits_open ON waits(actor, event) WHERE discharged_by = '';
+CREATE INDEX IF NOT EXISTS waits_event ON waits(event);
+CREATE TABLE IF NOT EXISTS evidence(event TEXT, actor TEXT, seq INTEGER, PRIMARY KEY(event, actor)) WITHOUT ROWID;
 `
 
 // Open opens (creating it if needed) the projection DB in the file path,
@@ -180,11 +231,20 @@ func Open(ctx context.Context, path string) (*DB, error) {
 }
 
 func (p *DB) migrate(ctx context.Context) error {
+	var v int
+	err := p.db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'schema'`).Scan(&v)
+	if err == nil && v != Schema {
+		// Tables of another version may differ in shape: start over.
+		for _, t := range []string{"meta", "joins", "marks", "groups", "actors", "owed", "owe", "owe_tokens", "waits", "evidence"} {
+			if _, err := p.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
+				return err
+			}
+		}
+	}
 	if _, err := p.db.ExecContext(ctx, schema); err != nil {
 		return err
 	}
-	var v int
-	err := p.db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'schema'`).Scan(&v)
+	err = p.db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'schema'`).Scan(&v)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -207,7 +267,7 @@ func (p *DB) Reset(ctx context.Context) error {
 		return fmt.Errorf("projection: reset: %w", err)
 	}
 	defer tx.Rollback()
-	for _, t := range []string{"meta", "joins", "marks", "groups", "actors", "owed"} {
+	for _, t := range []string{"meta", "joins", "marks", "groups", "actors", "owed", "owe", "owe_tokens", "waits", "evidence"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
 			return fmt.Errorf("projection: reset %s: %w", t, err)
 		}
@@ -290,7 +350,9 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 
 // applier holds Apply's prepared statements.
 type applier struct {
-	join, mark, group, actor, owe, settle, owes *sql.Stmt
+	join, mark, group, actor, owe, settle, owes              *sql.Stmt
+	oweItem, oweToken, oweSettle, oweDischarge, wait, waitDo *sql.Stmt
+	evidence                                                  *sql.Stmt
 }
 
 func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
@@ -308,6 +370,14 @@ func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 		{&a.owe, `INSERT INTO owed(actor, event, msg) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&a.settle, `DELETE FROM owed WHERE actor = ?1 AND (event = ?2 OR (msg = ?2 AND msg != ''))`},
 		{&a.owes, `UPDATE actors SET owes = owes + ? WHERE key = ?`},
+		{&a.oweItem, `INSERT INTO owe(token, event, grp, pos, obligation, open) VALUES(?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`},
+		{&a.oweToken, `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`},
+		{&a.oweSettle, `UPDATE owe SET open = 0 WHERE token = ? AND event = ? AND obligation = 0`},
+		{&a.oweDischarge, `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1`},
+		{&a.wait, `INSERT INTO waits(actor, event, grp, pos, discharged_by) VALUES(?, ?, ?, ?, '') ON CONFLICT DO NOTHING`},
+		{&a.waitDo, `UPDATE waits SET discharged_by = ? WHERE event = ? AND discharged_by = ''`},
+		{&a.evidence, `INSERT INTO evidence(event, actor, seq) SELECT ?1, ?2, ?3
+			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND discharged_by = '') ON CONFLICT DO NOTHING`},
 	} {
 		st, err := tx.PrepareContext(ctx, s.q)
 		if err != nil {
@@ -320,7 +390,8 @@ func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 }
 
 func (a *applier) close() {
-	for _, st := range []*sql.Stmt{a.join, a.mark, a.group, a.actor, a.owe, a.settle, a.owes} {
+	for _, st := range []*sql.Stmt{a.join, a.mark, a.group, a.actor, a.owe, a.settle, a.owes,
+		a.oweItem, a.oweToken, a.oweSettle, a.oweDischarge, a.wait, a.waitDo, a.evidence} {
 		if st != nil {
 			st.Close()
 		}
@@ -340,6 +411,9 @@ func (a *applier) apply(ctx context.Context, f Facts) error {
 		if _, err := a.mark.ExecContext(ctx, f.Group, m.Event, int(m.Kind), m.Actor); err != nil {
 			return err
 		}
+	}
+	if err := a.applyOpenSets(ctx, f); err != nil {
+		return err
 	}
 	for _, af := range f.Actors {
 		key := strings.ToLower(af.ID)
@@ -370,6 +444,46 @@ func (a *applier) apply(ctx context.Context, f Facts) error {
 			if _, err := a.owes.ExecContext(ctx, delta, key); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// applyOpenSets applies what f says of owed items and awaited
+// obligations. Evidence goes first: an event answers others, never
+// itself.
+func (a *applier) applyOpenSets(ctx context.Context, f Facts) error {
+	for _, e := range f.Evidence {
+		if _, err := a.evidence.ExecContext(ctx, e.Event, e.Token, f.Seq); err != nil {
+			return err
+		}
+	}
+	for _, o := range f.Owes {
+		if _, err := a.oweItem.ExecContext(ctx, o.Token, f.EventID, f.Group, f.Pos, b2i(o.Obligation)); err != nil {
+			return err
+		}
+		if strings.HasPrefix(o.Token, "@") {
+			if _, err := a.oweToken.ExecContext(ctx, o.Token); err != nil {
+				return err
+			}
+		}
+	}
+	for _, w := range f.Waits {
+		if _, err := a.wait.ExecContext(ctx, w, f.EventID, f.Group, f.Pos); err != nil {
+			return err
+		}
+	}
+	for _, st := range f.Settles {
+		if _, err := a.oweSettle.ExecContext(ctx, st.Token, st.Event); err != nil {
+			return err
+		}
+	}
+	if f.Discharges != "" {
+		if _, err := a.oweDischarge.ExecContext(ctx, f.Discharges); err != nil {
+			return err
+		}
+		if _, err := a.waitDo.ExecContext(ctx, f.DischargedBy, f.Discharges); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -486,6 +600,10 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 		`SELECT 'group', grp, events, last_seq, last_pos, last_ts || ' ' || last_event FROM groups ORDER BY grp`,
 		`SELECT 'actor', key, id, events, addressed, owes || ' ' || last_ts FROM actors ORDER BY key`,
 		`SELECT 'owed', actor, event, msg, '', '' FROM owed ORDER BY actor, event`,
+		`SELECT 'owe', token, event, grp, pos, obligation || ' ' || open FROM owe ORDER BY token, event`,
+		`SELECT 'owe_token', token, '', '', '', '' FROM owe_tokens ORDER BY token`,
+		`SELECT 'wait', actor, event, grp, pos, discharged_by FROM waits ORDER BY actor, event`,
+		`SELECT 'evidence', event, actor, seq, '', '' FROM evidence ORDER BY event, actor`,
 	} {
 		rows, err := p.db.QueryContext(ctx, q)
 		if err != nil {
@@ -506,4 +624,110 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// OweTokens returns the role and group selectors ("@reviewer", "@all")
+// that some message may be owed by, for a reader to match against an
+// agent's roles.
+func (p *DB) OweTokens(ctx context.Context) ([]string, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT token FROM owe_tokens ORDER BY token`)
+	if err != nil {
+		return nil, fmt.Errorf("projection: owe tokens: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, fmt.Errorf("projection: owe tokens: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Owed returns the items any of tokens may owe with event ids after
+// after, in event id order, at most limit of them (1 to 1000): only the
+// open ones (not settled by Token's ack or reply, nor discharged) unless
+// all. An item named by several tokens is listed once. Each token's read
+// is a keyset range of an index: O(limit × tokens).
+func (p *DB) Owed(ctx context.Context, tokens []string, after string, all bool, limit int) ([]OweRow, error) {
+	limit = min(max(limit, 1), 1000)
+	q := `SELECT event, grp, pos FROM owe INDEXED BY owe_open WHERE token = ? AND open = 1 AND event > ? ORDER BY event LIMIT ?`
+	if all {
+		q = `SELECT event, grp, pos FROM owe WHERE token = ? AND event > ? ORDER BY event LIMIT ?`
+	}
+	seen := map[string]bool{}
+	var out []OweRow
+	for _, t := range tokens {
+		rows, err := p.db.QueryContext(ctx, q, t, after, limit)
+		if err != nil {
+			return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
+		}
+		for rows.Next() {
+			var o OweRow
+			if err := rows.Scan(&o.Event, &o.Group, &o.Pos); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
+			}
+			if !seen[o.Event] {
+				seen[o.Event] = true
+				out = append(out, o)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
+		}
+	}
+	slices.SortFunc(out, func(a, b OweRow) int { return strings.Compare(a.Event, b.Event) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Waits returns the obligations actor (lower case) authored or is the
+// delegate of, with event ids after after, in event id order, at most
+// limit of them (1 to 1000): only the open ones unless all.
+func (p *DB) Waits(ctx context.Context, actor, after string, all bool, limit int) ([]WaitRow, error) {
+	limit = min(max(limit, 1), 1000)
+	q := `SELECT event, grp, pos, discharged_by FROM waits INDEXED BY waits_open WHERE actor = ? AND discharged_by = '' AND event > ? ORDER BY event LIMIT ?`
+	if all {
+		q = `SELECT event, grp, pos, discharged_by FROM waits WHERE actor = ? AND event > ? ORDER BY event LIMIT ?`
+	}
+	rows, err := p.db.QueryContext(ctx, q, actor, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("projection: waits of %q: %w", actor, err)
+	}
+	defer rows.Close()
+	var out []WaitRow
+	for rows.Next() {
+		var w WaitRow
+		if err := rows.Scan(&w.Event, &w.Group, &w.Pos, &w.DischargedBy); err != nil {
+			return nil, fmt.Errorf("projection: waits of %q: %w", actor, err)
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// Evidence returns who answered the obligation event while it was open,
+// in the order they first did.
+func (p *DB) Evidence(ctx context.Context, event string) ([]string, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT actor FROM evidence WHERE event = ? ORDER BY seq, actor`, event)
+	if err != nil {
+		return nil, fmt.Errorf("projection: evidence of %s: %w", event, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, fmt.Errorf("projection: evidence of %s: %w", event, err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
 }
