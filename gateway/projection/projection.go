@@ -352,7 +352,7 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 type applier struct {
 	join, mark, group, actor, owe, settle, owes              *sql.Stmt
 	oweItem, oweToken, oweSettle, oweDischarge, wait, waitDo *sql.Stmt
-	evidence                                                  *sql.Stmt
+	evidence                                                 *sql.Stmt
 }
 
 func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {

@@ -16,7 +16,7 @@ import (
 func facts() []projection.Facts {
 	return []projection.Facts{
 		{Pos: 1, Group: "g", Seq: 1, EventID: "e1", TS: "t1",
-			Joins: []projection.Join{{Thread: "T", Kind: projection.JoinAuthor, Token: "bob"}, {Thread: "T", Kind: projection.JoinNamed, Token: "carol"}},
+			Joins:  []projection.Join{{Thread: "T", Kind: projection.JoinAuthor, Token: "bob"}, {Thread: "T", Kind: projection.JoinNamed, Token: "carol"}},
 			Actors: []projection.ActorFact{{ID: "bob", Wrote: true}, {ID: "carol", Addressed: true, Owes: true, Msg: "m1"}}},
 		{Pos: 3, Group: "g", Seq: 2, EventID: "e2", TS: "t2",
 			Marks:  []projection.Mark{{Event: "e1", Kind: projection.MarkAck, Actor: "carol"}, {Event: "e1", Kind: projection.MarkClaimed}},
