@@ -329,8 +329,9 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 		return err
 	}
 	defer a.close()
-	last := facts[len(facts)-1]
-	for _, f := range facts {
+	var last *Facts
+	for i := range facts {
+		f := &facts[i]
 		if f.Pos <= hwm {
 			continue
 		}
@@ -338,6 +339,12 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 			return fmt.Errorf("projection: apply event %s: %w", f.EventID, err)
 		}
 		last, hwm = f, f.Pos
+	}
+	if last == nil {
+		return nil // all applied before: the mark stays
+	}
+	if err := a.flush(ctx); err != nil {
+		return fmt.Errorf("projection: apply: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE meta SET v = CASE k WHEN 'pos' THEN ? ELSE ? END WHERE k IN ('pos', 'event')`, last.Pos, last.EventID); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
@@ -348,28 +355,39 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 	return nil
 }
 
-// applier holds Apply's prepared statements.
+// applier holds Apply's prepared statements, and the group and actor
+// counters of the facts applied so far, written once per Apply (flush):
+// a row per group and actor touched instead of one per event.
 type applier struct {
-	join, mark, group, actor, owe, settle, owes              *sql.Stmt
+	groups map[string]*GroupSummary
+	actors map[string]*actorDelta
+
+	join, mark, group, actor, owe, settle                    *sql.Stmt
 	oweItem, oweToken, oweSettle, oweDischarge, wait, waitDo *sql.Stmt
 	evidence                                                 *sql.Stmt
 }
 
+// actorDelta is what an Apply adds to an actor's row.
+type actorDelta struct {
+	id                      string
+	events, addressed, owes int64
+	lastTS                  string
+}
+
 func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
-	var a applier
+	a := applier{groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}}
 	for _, s := range []struct {
 		st **sql.Stmt
 		q  string
 	}{
 		{&a.join, `INSERT INTO joins(grp, thread, kind, token, seq) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&a.mark, `INSERT INTO marks(grp, event, kind, actor) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING`},
-		{&a.group, `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, 1, ?2, ?3, ?4, ?5)
-			ON CONFLICT(grp) DO UPDATE SET events = events + 1, last_seq = ?2, last_pos = ?3, last_ts = ?4, last_event = ?5`},
-		{&a.actor, `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, 0, ?5)
-			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, last_ts = ?5`},
+		{&a.group, `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`},
+		{&a.actor, `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, owes = owes + ?5, last_ts = ?6`},
 		{&a.owe, `INSERT INTO owed(actor, event, msg) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&a.settle, `DELETE FROM owed WHERE actor = ?1 AND (event = ?2 OR (msg = ?2 AND msg != ''))`},
-		{&a.owes, `UPDATE actors SET owes = owes + ? WHERE key = ?`},
 		{&a.oweItem, `INSERT INTO owe(token, event, grp, pos, obligation, open) VALUES(?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`},
 		{&a.oweToken, `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`},
 		{&a.oweSettle, `UPDATE owe SET open = 0 WHERE token = ? AND event = ? AND obligation = 0`},
@@ -390,7 +408,7 @@ func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 }
 
 func (a *applier) close() {
-	for _, st := range []*sql.Stmt{a.join, a.mark, a.group, a.actor, a.owe, a.settle, a.owes,
+	for _, st := range []*sql.Stmt{a.join, a.mark, a.group, a.actor, a.owe, a.settle,
 		a.oweItem, a.oweToken, a.oweSettle, a.oweDischarge, a.wait, a.waitDo, a.evidence} {
 		if st != nil {
 			st.Close()
@@ -398,10 +416,14 @@ func (a *applier) close() {
 	}
 }
 
-func (a *applier) apply(ctx context.Context, f Facts) error {
-	if _, err := a.group.ExecContext(ctx, f.Group, f.Seq, f.Pos, f.TS, f.EventID); err != nil {
-		return err
+func (a *applier) apply(ctx context.Context, f *Facts) error {
+	g, ok := a.groups[f.Group]
+	if !ok {
+		g = &GroupSummary{Group: f.Group}
+		a.groups[f.Group] = g
 	}
+	g.Events++
+	g.LastSeq, g.LastPos, g.LastTS, g.LastEvent = f.Seq, f.Pos, f.TS, f.EventID
 	for _, j := range f.Joins {
 		if _, err := a.join.ExecContext(ctx, f.Group, j.Thread, int(j.Kind), j.Token, f.Seq); err != nil {
 			return err
@@ -417,10 +439,14 @@ func (a *applier) apply(ctx context.Context, f Facts) error {
 	}
 	for _, af := range f.Actors {
 		key := strings.ToLower(af.ID)
-		if _, err := a.actor.ExecContext(ctx, key, af.ID, b2i(af.Wrote), b2i(af.Addressed), f.TS); err != nil {
-			return err
+		d, ok := a.actors[key]
+		if !ok {
+			d = &actorDelta{id: af.ID}
+			a.actors[key] = d
 		}
-		var delta int64
+		d.events += int64(b2i(af.Wrote))
+		d.addressed += int64(b2i(af.Addressed))
+		d.lastTS = f.TS
 		for _, id := range af.Settles {
 			if id == "" {
 				continue
@@ -430,7 +456,7 @@ func (a *applier) apply(ctx context.Context, f Facts) error {
 				return err
 			}
 			n, _ := res.RowsAffected()
-			delta -= n
+			d.owes -= n
 		}
 		if af.Owes {
 			res, err := a.owe.ExecContext(ctx, key, f.EventID, af.Msg)
@@ -438,12 +464,22 @@ func (a *applier) apply(ctx context.Context, f Facts) error {
 				return err
 			}
 			n, _ := res.RowsAffected()
-			delta += n
+			d.owes += n
 		}
-		if delta != 0 {
-			if _, err := a.owes.ExecContext(ctx, delta, key); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// flush writes the group and actor counters of the facts applied.
+func (a *applier) flush(ctx context.Context) error {
+	for _, g := range a.groups {
+		if _, err := a.group.ExecContext(ctx, g.Group, g.Events, g.LastSeq, g.LastPos, g.LastTS, g.LastEvent); err != nil {
+			return err
+		}
+	}
+	for key, d := range a.actors {
+		if _, err := a.actor.ExecContext(ctx, key, d.id, d.events, d.addressed, d.owes, d.lastTS); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -452,7 +488,7 @@ func (a *applier) apply(ctx context.Context, f Facts) error {
 // applyOpenSets applies what f says of owed items and awaited
 // obligations. Evidence goes first: an event answers others, never
 // itself.
-func (a *applier) applyOpenSets(ctx context.Context, f Facts) error {
+func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 	for _, e := range f.Evidence {
 		if _, err := a.evidence.ExecContext(ctx, e.Event, e.Token, f.Seq); err != nil {
 			return err

@@ -61,6 +61,9 @@ func TestApply(t *testing.T) {
 	if !slices.Equal(once, twice) {
 		t.Fatalf("applying again changed the rows:\n%v\n%v", once, twice)
 	}
+	if err := db.Apply(ctx, facts()[:1]); err != nil { // all before the mark
+		t.Fatal(err)
+	}
 	pos, id, err := db.HighWater(ctx)
 	if pos != 4 || id != "e3" || err != nil {
 		t.Fatalf("HighWater = %d, %q, %v; want 4, e3", pos, id, err)

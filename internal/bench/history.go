@@ -178,8 +178,8 @@ type historyRig struct {
 // starts the relay on it (building the projections), appends
 // catchUpEvents, and restarts it (catching them up from the checkpoint).
 // close stops it and removes dir.
-func prepareHistory(ctx context.Context, dir, kind string, n int, pub *signing.PublicKey, progress io.Writer) (rg *historyRig, err error) {
-	rg = &historyRig{size: HistorySize{Ledger: kind, Events: n, CatchUpEvents: catchUpEvents}}
+func prepareHistory(ctx context.Context, dir, kind string, n int, pub *signing.PublicKey, progress io.Writer) (_ *historyRig, err error) {
+	rg := &historyRig{size: HistorySize{Ledger: kind, Events: n, CatchUpEvents: catchUpEvents}}
 	var cleanup []func()
 	rg.close = func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
