@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
 // Waiting is one open obligation an agent authored (or may discharge as
@@ -28,11 +29,24 @@ type Waiting struct {
 	// only in listings that include settled obligations (WaitingOn with
 	// All).
 	DischargedBy string `json:"discharged_by,omitempty"`
+	// Protocol is set for a HANDOFF or BLOCKED (BeadBoard §6.2).
+	Protocol *Protocol `json:"protocol,omitempty"`
+	// Acked is who acknowledged it (chat.ack): a HANDOFF it settles, a
+	// BLOCKED it leaves accepted but not yet resolved.
+	Acked []string `json:"acked,omitempty"`
+	// ResolvedBy is the addressee that resolved a BLOCKED; set only in
+	// listings that include settled ones.
+	ResolvedBy string `json:"resolved_by,omitempty"`
 }
+
+// waitingKinds are the kinds Waiting reads.
+var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, KindDisposition, KindNotify}
 
 // Waiting returns the open obligations agent authored or is the delegate
 // of, over every group, oldest first (issue #14 "what I am blocking /
-// waiting on"). Discharged obligations are left out.
+// waiting on"). Discharged obligations are left out, and so are a
+// HANDOFF its addressee acknowledged and a BLOCKED its addressee resolved
+// (docs/agents.md "Handoff and blocked").
 func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 	var out []Waiting
 	for after := ""; ; {
@@ -50,9 +64,10 @@ func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 
 // waitingPage returns the obligations agent authored or is the delegate
 // of with event ids after after, oldest first, at most limit: the open
-// ones, and the discharged ones too when all is set. It reads them and
-// their evidence from the projections (docs/scaling.md "Projections"),
-// and each obligation's event from the ledger: O(limit).
+// ones, and the settled ones too when all is set (Waiting says what
+// settles one). It reads them, their evidence and acks from the
+// projections (docs/scaling.md "Projections"), and each obligation's
+// event from the ledger: O(limit).
 func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, limit int) ([]Waiting, error) {
 	db, err := r.Projection(ctx)
 	if err != nil {
@@ -76,20 +91,114 @@ func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, 
 			continue
 		}
 		w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
-			Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), DischargedBy: row.DischargedBy}
+			Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol,
+			DischargedBy: row.DischargedBy, ResolvedBy: row.ResolvedBy}
 		if d.X != nil && d.X.Envelope != nil {
 			w.MessageID = d.X.Envelope.Message
 		}
-		by, err := db.Evidence(ctx, ev.ID)
+		answers, err := db.Evidence(ctx, ev.ID)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
-		for _, a := range by {
-			w.Evidence = appendEvidence(w.Evidence, a)
+		for _, a := range answers {
+			if !a.Reply && strings.EqualFold(a.Actor, ev.By) {
+				continue // the author's own notes are no answer
+			}
+			w.Evidence = appendEvidence(w.Evidence, a.Actor)
+			if a.Ack {
+				w.Acked = appendEvidence(w.Acked, a.Actor)
+			}
 		}
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// openObligations returns the obligations of every group that keep
+// selects, oldest first in each group: the open ones, or with all the
+// settled ones too (Waiting says what settles one).
+func (r *Relay) openObligations(ctx context.Context, all bool, keep func(ev ledger.Event, ob *attention.Obligation, p *Protocol) bool) ([]Waiting, error) {
+	gs, err := r.Groups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listing groups: %w", err)
+	}
+	now := r.now()
+	var out []Waiting
+	for _, g := range gs {
+		open := map[string]int{} // event id → index in out
+		for after := int64(0); ; {
+			evs, err := r.store.Range(ctx, g.ID, after, waitingKinds, inboxPage)
+			if err != nil {
+				return nil, fmt.Errorf("gateway: reading group %q: %w", g.ID, err)
+			}
+			for _, ev := range evs {
+				d, err := ParseData(ev)
+				if err != nil {
+					continue
+				}
+				switch ev.Kind {
+				case KindMessage:
+					if ob := d.Obligation; ob != nil && keep(ev, ob, d.Protocol) {
+						w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
+							Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol}
+						if d.X != nil && d.X.Envelope != nil {
+							w.MessageID = d.X.Envelope.Message
+						}
+						open[ev.ID] = len(out)
+						out = append(out, w)
+					}
+					if i, ok := open[d.ReplyTo]; ok && d.ReplyTo != "" {
+						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
+					}
+				case KindDischarge:
+					if i, ok := open[d.EventID]; ok {
+						out[i].DischargedBy = ev.By
+						if !all {
+							out[i].EventID = "" // removed below
+						}
+						delete(open, d.EventID)
+					}
+				case KindNotify:
+					// The relay's notice that a BLOCKED's addressee resolved it.
+					if i, ok := open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
+						out[i].ResolvedBy = d.ActorID
+						if !all {
+							out[i].EventID = ""
+						}
+						delete(open, d.RelatedEventID)
+					}
+				default:
+					i, ok := open[d.EventID]
+					if !ok || strings.EqualFold(ev.By, out[i].Author) { // the author's own notes are no answer
+						break
+					}
+					out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
+					if ev.Kind != KindAck {
+						break
+					}
+					out[i].Acked = appendEvidence(out[i].Acked, ev.By)
+					if p := out[i].Protocol; p != nil && p.EventType == ProtocolHandoff {
+						// The addressee accepted the handoff: nothing left to wait on.
+						if !all {
+							out[i].EventID = ""
+						}
+						delete(open, d.EventID)
+					}
+				}
+			}
+			if len(evs) < inboxPage {
+				break
+			}
+			after = evs[len(evs)-1].Seq
+		}
+	}
+	kept := out[:0]
+	for _, w := range out {
+		if w.EventID != "" {
+			kept = append(kept, w)
+		}
+	}
+	return kept, nil
 }
 
 func appendEvidence(s []string, actor string) []string {
@@ -110,7 +219,8 @@ func (d Delivery) Owes() bool {
 		return false
 	}
 	if d.Obligation != nil && d.Reason == attention.ReasonObligation {
-		return !d.Discharged
+		// A HANDOFF or BLOCKED is settled, for its addressee, by its ack.
+		return !d.Discharged && !(d.Obligation.Ack && d.Acked)
 	}
 	return !d.Acked && !d.Responded
 }

@@ -337,53 +337,59 @@ func (r *Relay) oweTokens(to string) []string {
 
 // openSetFacts adds to f what Owed and WaitingOn read: who may owe a
 // message (a superset: reads decide each item again), the obligation's
-// author and delegate, what an event settles, discharges or answers.
+// author and delegate, what an event settles, discharges, resolves or
+// answers (the rules of openObligations).
 func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, ae attention.Event) {
+	answer := func(event string, reply, ack bool) {
+		if event != "" && ev.By != "" {
+			f.Answers = append(f.Answers, projection.Answer{Event: event, Actor: ev.By, Reply: reply, Ack: ack})
+		}
+	}
+	settle := func(event, actor string, ack bool) {
+		if event != "" && actor != "" {
+			f.Settles = append(f.Settles, projection.Settle{Event: event, Token: strings.ToLower(actor), Ack: ack})
+		}
+	}
 	switch ev.Kind {
 	case KindMessage:
-		ob := d.Obligation != nil
-		if in := ae.Intent.Canonical(); in != attention.IntentBroadcast && (ob || mustIntents[in]) {
+		ob := d.Obligation
+		if in := ae.Intent.Canonical(); in != attention.IntentBroadcast && (ob != nil || mustIntents[in]) {
 			for _, to := range d.To {
 				for _, t := range r.oweTokens(to) {
-					if strings.HasPrefix(t, "@") && !ob {
+					if strings.HasPrefix(t, "@") && ob == nil {
 						continue // a role's request is claimed first, never owed
 					}
-					f.Owes = append(f.Owes, projection.Owe{Token: t, Obligation: ob})
+					f.Owes = append(f.Owes, projection.Owe{Token: t, Obligation: ob != nil, Ack: ob != nil && ob.Ack})
 				}
 			}
 		}
-		if ob {
+		if ob != nil {
 			f.Waits = append(f.Waits, strings.ToLower(ev.By))
-			if dl := strings.ToLower(d.Obligation.Delegate); dl != "" && dl != f.Waits[0] {
+			if dl := strings.ToLower(ob.Delegate); dl != "" && dl != f.Waits[0] {
 				f.Waits = append(f.Waits, dl)
 			}
+			f.WaitAuthor, f.WaitHandoff = ev.By, d.Protocol != nil && d.Protocol.EventType == ProtocolHandoff
 		}
-		if d.ReplyTo != "" && ev.By != "" {
-			f.Settles = append(f.Settles, projection.Settle{Event: d.ReplyTo, Token: strings.ToLower(ev.By)})
-			f.Evidence = append(f.Evidence, projection.Settle{Event: d.ReplyTo, Token: ev.By})
+		if d.ReplyTo != "" {
+			settle(d.ReplyTo, ev.By, false)
+			answer(d.ReplyTo, true, false)
 		}
-	case KindAck, KindNotifyAck:
-		target := d.EventID
-		if ev.Kind == KindNotifyAck {
-			target = d.NotifyEventID
-		}
-		if target != "" && d.ActorID != "" {
-			f.Settles = append(f.Settles, projection.Settle{Event: target, Token: strings.ToLower(d.ActorID)})
-		}
-		if ev.Kind == KindAck && d.EventID != "" && ev.By != "" {
-			f.Evidence = append(f.Evidence, projection.Settle{Event: d.EventID, Token: ev.By})
-		}
+	case KindAck:
+		settle(d.EventID, d.ActorID, true)
+		answer(d.EventID, false, true)
+	case KindNotifyAck:
+		settle(d.NotifyEventID, d.ActorID, true)
 	case KindDisposition:
-		if d.EventID != "" && ev.By != "" {
-			f.Settles = append(f.Settles, projection.Settle{Event: d.EventID, Token: strings.ToLower(ev.By)})
-			f.Evidence = append(f.Evidence, projection.Settle{Event: d.EventID, Token: ev.By})
-		}
+		settle(d.EventID, ev.By, false)
+		answer(d.EventID, false, false)
 	case KindReaction:
-		if d.EventID != "" && ev.By != "" {
-			f.Evidence = append(f.Evidence, projection.Settle{Event: d.EventID, Token: ev.By})
-		}
+		answer(d.EventID, false, false)
 	case KindDischarge:
 		f.Discharges, f.DischargedBy = d.EventID, ev.By
+	case KindNotify:
+		if d.Kind == KindUnblocked && d.RelatedEventID != "" {
+			f.Resolves, f.ResolvedBy = d.RelatedEventID, d.ActorID
+		}
 	}
 }
 

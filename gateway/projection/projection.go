@@ -31,7 +31,7 @@ import (
 
 // Schema is the version of the tables; a DB of another version is reset
 // on Open, to be rebuilt from the ledger.
-const Schema = 2
+const Schema = 3
 
 // JoinKind says how an actor joined a thread.
 type JoinKind int
@@ -98,12 +98,24 @@ type ActorFact struct {
 type Owe struct {
 	Token      string
 	Obligation bool
+	// Ack: the obligation is settled for its addressee by its ack
+	// (a HANDOFF or BLOCKED).
+	Ack bool
 }
 
 // Settle closes what Token owes of Event unless it is an obligation (an
-// ack, a reply, a disposition by Token).
+// ack, a reply, a disposition by Token); an Ack also closes an
+// obligation its ack settles.
 type Settle struct {
 	Event, Token string
+	Ack          bool
+}
+
+// Answer is an event that answers an obligation: a reply (Reply), an
+// ack (Ack), a reaction or a disposition, by Actor.
+type Answer struct {
+	Event, Actor string
+	Reply, Ack   bool
 }
 
 // Facts is what the projections keep of one ledger event.
@@ -119,18 +131,22 @@ type Facts struct {
 	Marks   []Mark
 	Actors  []ActorFact
 	// Owes are the recipients that may owe this event; Waits the actors
-	// (lower case) that wait on its obligation: its author and delegate.
-	Owes  []Owe
-	Waits []string
+	// (lower case) that wait on its obligation: its author and delegate;
+	// WaitAuthor is the author as recorded, WaitHandoff says a
+	// HANDOFF (closed by an ack of anyone but its author).
+	Owes        []Owe
+	Waits       []string
+	WaitAuthor  string
+	WaitHandoff bool
 	// Settles close owed items; Discharges is the event whose
-	// obligation this one discharges, by DischargedBy.
-	Settles      []Settle
-	Discharges   string
-	DischargedBy string
-	// Evidence are the events this one answers (a reply, an ack, a
-	// reaction, a disposition) by Evidence[i].Token, kept for the open
+	// obligation this one discharges, by DischargedBy; Resolves the
+	// BLOCKED its addressee ResolvedBy resolved.
+	Settles                  []Settle
+	Discharges, DischargedBy string
+	Resolves, ResolvedBy     string
+	// Answers are what this event answers, kept for the open
 	// obligations among them.
-	Evidence []Settle
+	Answers []Answer
 }
 
 // OweRow is an item a token may owe.
@@ -141,9 +157,9 @@ type OweRow struct {
 
 // WaitRow is an obligation an actor waits on.
 type WaitRow struct {
-	Event, Group string
-	Pos          int64
-	DischargedBy string
+	Event, Group             string
+	Pos                      int64
+	DischargedBy, ResolvedBy string
 }
 
 // GroupSummary is a group's projection.
@@ -184,16 +200,17 @@ CREATE TABLE IF NOT EXISTS actors(key TEXT PRIMARY KEY, id TEXT, events INTEGER,
 	owes INTEGER, last_ts TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS owed(actor TEXT, event TEXT, msg TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS owed_msg ON owed(actor, msg) WHERE msg != '';
-CREATE TABLE IF NOT EXISTS owe(token TEXT, event TEXT, grp TEXT, pos INTEGER, obligation INTEGER, open INTEGER,
+CREATE TABLE IF NOT EXISTS owe(token TEXT, event TEXT, grp TEXT, pos INTEGER, obligation INTEGER, ackable INTEGER, open INTEGER,
 	PRIMARY KEY(token, event)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS owe_open ON owe(token, event) WHERE open = 1;
 CREATE INDEX IF NOT EXISTS owe_event ON owe(event);
 CREATE TABLE IF NOT EXISTS owe_tokens(token TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS waits(actor TEXT, event TEXT, grp TEXT, pos INTEGER, discharged_by TEXT,
-	PRIMARY KEY(actor, event)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS waits_open ON waits(actor, event) WHERE discharged_by = '';
+CREATE TABLE IF NOT EXISTS waits(actor TEXT, event TEXT, grp TEXT, pos INTEGER, author TEXT, handoff INTEGER,
+	open INTEGER, discharged_by TEXT, resolved_by TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS waits_open ON waits(actor, event) WHERE open = 1;
 CREATE INDEX IF NOT EXISTS waits_event ON waits(event);
-CREATE TABLE IF NOT EXISTS evidence(event TEXT, actor TEXT, seq INTEGER, PRIMARY KEY(event, actor)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS evidence(event TEXT, actor TEXT, reply INTEGER, ack INTEGER, seq INTEGER,
+	PRIMARY KEY(event, actor, reply, ack)) WITHOUT ROWID;
 `
 
 // Open opens (creating it if needed) the projection DB in the file path,
@@ -364,7 +381,7 @@ type applier struct {
 
 	join, mark, group, actor, owe, settle                    *sql.Stmt
 	oweItem, oweToken, oweSettle, oweDischarge, wait, waitDo *sql.Stmt
-	evidence                                                 *sql.Stmt
+	evidence, waitHandoff, waitResolve                       *sql.Stmt
 }
 
 // actorDelta is what an Apply adds to an actor's row.
@@ -388,14 +405,17 @@ func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, owes = owes + ?5, last_ts = ?6`},
 		{&a.owe, `INSERT INTO owed(actor, event, msg) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&a.settle, `DELETE FROM owed WHERE actor = ?1 AND (event = ?2 OR (msg = ?2 AND msg != ''))`},
-		{&a.oweItem, `INSERT INTO owe(token, event, grp, pos, obligation, open) VALUES(?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`},
+		{&a.oweItem, `INSERT INTO owe(token, event, grp, pos, obligation, ackable, open) VALUES(?, ?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`},
 		{&a.oweToken, `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`},
-		{&a.oweSettle, `UPDATE owe SET open = 0 WHERE token = ? AND event = ? AND obligation = 0`},
+		{&a.oweSettle, `UPDATE owe SET open = 0 WHERE token = ?1 AND event = ?2 AND open = 1 AND (obligation = 0 OR (?3 AND ackable = 1))`},
 		{&a.oweDischarge, `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1`},
-		{&a.wait, `INSERT INTO waits(actor, event, grp, pos, discharged_by) VALUES(?, ?, ?, ?, '') ON CONFLICT DO NOTHING`},
-		{&a.waitDo, `UPDATE waits SET discharged_by = ? WHERE event = ? AND discharged_by = ''`},
-		{&a.evidence, `INSERT INTO evidence(event, actor, seq) SELECT ?1, ?2, ?3
-			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND discharged_by = '') ON CONFLICT DO NOTHING`},
+		{&a.wait, `INSERT INTO waits(actor, event, grp, pos, author, handoff, open, discharged_by, resolved_by)
+			VALUES(?, ?, ?, ?, ?, ?, 1, '', '') ON CONFLICT DO NOTHING`},
+		{&a.waitDo, `UPDATE waits SET open = 0, discharged_by = ?1 WHERE event = ?2 AND open = 1`},
+		{&a.waitResolve, `UPDATE waits SET open = 0, resolved_by = ?1 WHERE event = ?2 AND open = 1`},
+		{&a.waitHandoff, `UPDATE waits SET open = 0 WHERE event = ?1 AND open = 1 AND handoff = 1 AND lower(author) != lower(?2)`},
+		{&a.evidence, `INSERT INTO evidence(event, actor, reply, ack, seq) SELECT ?1, ?2, ?3, ?4, ?5
+			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND open = 1) ON CONFLICT DO NOTHING`},
 	} {
 		st, err := tx.PrepareContext(ctx, s.q)
 		if err != nil {
@@ -409,7 +429,7 @@ func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 
 func (a *applier) close() {
 	for _, st := range []*sql.Stmt{a.join, a.mark, a.group, a.actor, a.owe, a.settle,
-		a.oweItem, a.oweToken, a.oweSettle, a.oweDischarge, a.wait, a.waitDo, a.evidence} {
+		a.oweItem, a.oweToken, a.oweSettle, a.oweDischarge, a.wait, a.waitDo, a.evidence, a.waitHandoff, a.waitResolve} {
 		if st != nil {
 			st.Close()
 		}
@@ -489,13 +509,18 @@ func (a *applier) flush(ctx context.Context) error {
 // obligations. Evidence goes first: an event answers others, never
 // itself.
 func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
-	for _, e := range f.Evidence {
-		if _, err := a.evidence.ExecContext(ctx, e.Event, e.Token, f.Seq); err != nil {
+	for _, e := range f.Answers {
+		if _, err := a.evidence.ExecContext(ctx, e.Event, e.Actor, b2i(e.Reply), b2i(e.Ack), f.Seq); err != nil {
 			return err
+		}
+		if e.Ack {
+			if _, err := a.waitHandoff.ExecContext(ctx, e.Event, e.Actor); err != nil {
+				return err
+			}
 		}
 	}
 	for _, o := range f.Owes {
-		if _, err := a.oweItem.ExecContext(ctx, o.Token, f.EventID, f.Group, f.Pos, b2i(o.Obligation)); err != nil {
+		if _, err := a.oweItem.ExecContext(ctx, o.Token, f.EventID, f.Group, f.Pos, b2i(o.Obligation), b2i(o.Ack)); err != nil {
 			return err
 		}
 		if strings.HasPrefix(o.Token, "@") {
@@ -505,12 +530,12 @@ func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 		}
 	}
 	for _, w := range f.Waits {
-		if _, err := a.wait.ExecContext(ctx, w, f.EventID, f.Group, f.Pos); err != nil {
+		if _, err := a.wait.ExecContext(ctx, w, f.EventID, f.Group, f.Pos, f.WaitAuthor, b2i(f.WaitHandoff)); err != nil {
 			return err
 		}
 	}
 	for _, st := range f.Settles {
-		if _, err := a.oweSettle.ExecContext(ctx, st.Token, st.Event); err != nil {
+		if _, err := a.oweSettle.ExecContext(ctx, st.Token, st.Event, b2i(st.Ack)); err != nil {
 			return err
 		}
 	}
@@ -519,6 +544,11 @@ func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 			return err
 		}
 		if _, err := a.waitDo.ExecContext(ctx, f.DischargedBy, f.Discharges); err != nil {
+			return err
+		}
+	}
+	if f.Resolves != "" {
+		if _, err := a.waitResolve.ExecContext(ctx, f.ResolvedBy, f.Resolves); err != nil {
 			return err
 		}
 	}
@@ -636,10 +666,10 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 		`SELECT 'group', grp, events, last_seq, last_pos, last_ts || ' ' || last_event FROM groups ORDER BY grp`,
 		`SELECT 'actor', key, id, events, addressed, owes || ' ' || last_ts FROM actors ORDER BY key`,
 		`SELECT 'owed', actor, event, msg, '', '' FROM owed ORDER BY actor, event`,
-		`SELECT 'owe', token, event, grp, pos, obligation || ' ' || open FROM owe ORDER BY token, event`,
+		`SELECT 'owe', token, event, grp, pos, obligation || ' ' || ackable || ' ' || open FROM owe ORDER BY token, event`,
 		`SELECT 'owe_token', token, '', '', '', '' FROM owe_tokens ORDER BY token`,
-		`SELECT 'wait', actor, event, grp, pos, discharged_by FROM waits ORDER BY actor, event`,
-		`SELECT 'evidence', event, actor, seq, '', '' FROM evidence ORDER BY event, actor`,
+		`SELECT 'wait', actor, event, grp, pos, author || ' ' || handoff || ' ' || open || ' ' || discharged_by || ' ' || resolved_by FROM waits ORDER BY actor, event`,
+		`SELECT 'evidence', event, actor, reply, ack, seq FROM evidence ORDER BY event, actor, reply, ack`,
 	} {
 		rows, err := p.db.QueryContext(ctx, q)
 		if err != nil {
@@ -729,9 +759,9 @@ func (p *DB) Owed(ctx context.Context, tokens []string, after string, all bool, 
 // limit of them (1 to 1000): only the open ones unless all.
 func (p *DB) Waits(ctx context.Context, actor, after string, all bool, limit int) ([]WaitRow, error) {
 	limit = min(max(limit, 1), 1000)
-	q := `SELECT event, grp, pos, discharged_by FROM waits INDEXED BY waits_open WHERE actor = ? AND discharged_by = '' AND event > ? ORDER BY event LIMIT ?`
+	q := `SELECT event, grp, pos, discharged_by, resolved_by FROM waits INDEXED BY waits_open WHERE actor = ? AND open = 1 AND event > ? ORDER BY event LIMIT ?`
 	if all {
-		q = `SELECT event, grp, pos, discharged_by FROM waits WHERE actor = ? AND event > ? ORDER BY event LIMIT ?`
+		q = `SELECT event, grp, pos, discharged_by, resolved_by FROM waits WHERE actor = ? AND event > ? ORDER BY event LIMIT ?`
 	}
 	rows, err := p.db.QueryContext(ctx, q, actor, after, limit)
 	if err != nil {
@@ -741,7 +771,7 @@ func (p *DB) Waits(ctx context.Context, actor, after string, all bool, limit int
 	var out []WaitRow
 	for rows.Next() {
 		var w WaitRow
-		if err := rows.Scan(&w.Event, &w.Group, &w.Pos, &w.DischargedBy); err != nil {
+		if err := rows.Scan(&w.Event, &w.Group, &w.Pos, &w.DischargedBy, &w.ResolvedBy); err != nil {
 			return nil, fmt.Errorf("projection: waits of %q: %w", actor, err)
 		}
 		out = append(out, w)
@@ -749,18 +779,18 @@ func (p *DB) Waits(ctx context.Context, actor, after string, all bool, limit int
 	return out, rows.Err()
 }
 
-// Evidence returns who answered the obligation event while it was open,
-// in the order they first did.
-func (p *DB) Evidence(ctx context.Context, event string) ([]string, error) {
-	rows, err := p.db.QueryContext(ctx, `SELECT actor FROM evidence WHERE event = ? ORDER BY seq, actor`, event)
+// Evidence returns what answered the obligation event while it was
+// open, in the order it first did (per actor and way of answering).
+func (p *DB) Evidence(ctx context.Context, event string) ([]Answer, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT actor, reply, ack FROM evidence WHERE event = ? ORDER BY seq, actor, reply, ack`, event)
 	if err != nil {
 		return nil, fmt.Errorf("projection: evidence of %s: %w", event, err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []Answer
 	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
+		a := Answer{Event: event}
+		if err := rows.Scan(&a.Actor, &a.Reply, &a.Ack); err != nil {
 			return nil, fmt.Errorf("projection: evidence of %s: %w", event, err)
 		}
 		out = append(out, a)
