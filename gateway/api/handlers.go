@@ -226,7 +226,13 @@ func (s *Server) eventsBefore(w http.ResponseWriter, r *http.Request, kinds []st
 	var evs []ledgerEvent
 	end := max(before-1, 0) // the last seq still to read
 	for end > 0 && len(evs) < limit && before-1-end < beforeScan {
-		from := max(0, end-int64(max(limit, 256)))
+		// Seqs are dense: without a kinds filter the page is exactly the
+		// limit seqs before end; with one, read wider windows.
+		window := limit - len(evs)
+		if len(kinds) > 0 {
+			window = max(limit, 256)
+		}
+		from := max(0, end-int64(window))
 		win, err := st.Range(r.Context(), group, from, kinds, int(end-from))
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
