@@ -12,6 +12,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/liveness"
+	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 )
 
 // AgentStatus is one actor of the ledger or the address book with its
@@ -58,6 +59,12 @@ func (r *Relay) SyncLiveness(ctx context.Context) error { return r.live.Sync(ctx
 
 // Liveness returns the liveness tracker: statuses, the sweeper (Run).
 func (r *Relay) Liveness() *liveness.Tracker { return r.live }
+
+// ReservePolicy is how reservations judge holders (BeadBoard §4.4): on
+// this relay's liveness, with its threshold.
+func (r *Relay) ReservePolicy() reserve.Policy {
+	return reserve.Policy{StaleAfter: r.StaleAfter(), LastSeen: func(agent string) time.Time { t, _ := r.AgentLiveness(agent); return t }}
+}
 
 // StaleAfter returns the liveness stale threshold (Options.StaleAfter).
 func (r *Relay) StaleAfter() time.Duration { return r.live.StaleAfter() }

@@ -307,10 +307,7 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams, Minted: minted, Heartbeat: o.Heartbeat,
 	})
 	a.MountAgents(o.Channel) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
-	resv, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Now: o.Now, Policy: reserve.Policy{
-		StaleAfter: core.Relay.StaleAfter(),
-		LastSeen:   func(agent string) time.Time { t, _ := core.Relay.AgentLiveness(agent); return t },
-	}})
+	resv, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Now: o.Now, Policy: core.Relay.ReservePolicy()})
 	if err != nil {
 		a.Close()
 		ln.Close()
