@@ -114,6 +114,12 @@ func (r *Relay) Agents(ctx context.Context) ([]AgentStatus, error) {
 // time. It returns the released claim and true when it released one, and
 // records a system.notify (kind claim_released) for the holder.
 func (r *Relay) ReleaseEvictedClaim(ctx context.Context, group, eventID string) (ledger.Claim, bool, error) {
+	return r.releaseClaim(ctx, group, eventID, false)
+}
+
+// releaseClaim is ReleaseEvictedClaim; with stale, a stale holder's
+// claim is released too (a takeover, BeadBoard §4.4).
+func (r *Relay) releaseClaim(ctx context.Context, group, eventID string, stale bool) (ledger.Claim, bool, error) {
 	if err := r.SyncLiveness(ctx); err != nil {
 		return ledger.Claim{}, false, err
 	}
@@ -134,14 +140,15 @@ func (r *Relay) ReleaseEvictedClaim(ctx context.Context, group, eventID string) 
 			seen = t
 		}
 	}
-	if attention.LivenessAfter(seen, now, r.StaleAfter()) != attention.Evicted {
+	l := attention.LivenessAfter(seen, now, r.StaleAfter())
+	if l == attention.Active || l == attention.Stale && !stale {
 		return c, false, nil
 	}
 	if err := r.store.ReleaseClaim(ctx, group, eventID, c.Actor); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return c, false, fmt.Errorf("gateway: releasing %s's claim on %s: %w", c.Actor, eventID, err)
 	}
-	r.log.LogAttrs(ctx, slog.LevelInfo, "claim of evicted agent released", slog.String("group", group), slog.String("event", eventID), slog.String("holder", c.Actor))
-	msg := fmt.Sprintf("claim on %s released: %s was evicted (last seen %s)", eventID, c.Actor, seen.UTC().Format(time.RFC3339))
+	r.log.LogAttrs(ctx, slog.LevelInfo, "claim of "+string(l)+" agent released", slog.String("group", group), slog.String("event", eventID), slog.String("holder", c.Actor))
+	msg := fmt.Sprintf("claim on %s released: %s was %s (last seen %s)", eventID, c.Actor, l, seen.UTC().Format(time.RFC3339))
 	if err := r.NotifyAgent(ctx, c.Actor, group, eventID, "claim_released", msg); err != nil {
 		return c, true, err
 	}
