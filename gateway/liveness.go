@@ -66,6 +66,9 @@ func (r *Relay) ReservePolicy() reserve.Policy {
 	return reserve.Policy{StaleAfter: r.StaleAfter(), LastSeen: func(agent string) time.Time { t, _ := r.AgentLiveness(agent); return t }}
 }
 
+// Now returns the time by the relay's clock (Options.Now).
+func (r *Relay) Now() time.Time { return r.now() }
+
 // StaleAfter returns the liveness stale threshold (Options.StaleAfter).
 func (r *Relay) StaleAfter() time.Duration { return r.live.StaleAfter() }
 

@@ -322,7 +322,7 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with A2A set (docs/agents.md)
 	site, err := web.New(core.Relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: core.Trust,
-		Admins: o.Admins, Secure: o.SecureCookies, Heartbeat: o.Heartbeat, Tokens: minted,
+		Admins: o.Admins, Secure: o.SecureCookies, Heartbeat: o.Heartbeat, Tokens: minted, Reservations: resv,
 	})
 	if err != nil {
 		bridge.Close()
