@@ -13,6 +13,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/projection"
 	"github.com/crosstalk-go/crosstalk/gateway/liveness"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -104,6 +105,11 @@ type Options struct {
 	Now func() time.Time
 	// Observer is told about intakes and deliveries (metrics); nil is none.
 	Observer Observer
+	// Projection holds the relay's projections of the ledger
+	// (docs/scaling.md "Projections"), caught up from its high-water
+	// mark on first use; nil keeps them in memory, rebuilt from the
+	// whole ledger on first use. The caller closes it, after the relay.
+	Projection *projection.DB
 }
 
 // DefaultGroup is the group of envelopes without a context.
@@ -142,8 +148,13 @@ type Relay struct {
 
 	mu       sync.Mutex
 	trackers map[string]*trackerState // see resumeTracker
-	actors   actorIndex               // see Actors
 	work     chan struct{}            // see StreamWork
+
+	projMu      sync.Mutex // serialises SyncProjection
+	proj        *projection.DB
+	projOwned   bool  // proj was opened by the relay (in memory)
+	projChecked bool  // its high-water mark was checked against the ledger
+	projPos     int64 // the log position proj has applied up to
 }
 
 // New returns a relay that records into store.
@@ -152,7 +163,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		opts = &Options{}
 	}
 	r := &Relay{
-		store:    store,
+		proj:     opts.Projection,
 		log:      opts.Logger,
 		book:     opts.Book,
 		verifier: opts.Verifier,
@@ -168,6 +179,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		work:     make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		admins:   map[string]bool{},
 	}
+	r.store = projectingStore{Store: store, r: r}
 	r.keeper, _ = opts.Verifier.(TrustKeeper)
 	for _, a := range opts.Admins {
 		r.admins[strings.ToLower(a)] = true

@@ -147,7 +147,7 @@ func (c *Config) serverOptions(log *slog.Logger) (*server.Options, error) {
 			ReadHeader: time.Duration(c.ReadHeaderTimeout), Read: time.Duration(c.ReadTimeout), Idle: time.Duration(c.IdleTimeout),
 		},
 		Groups: c.Groups, Tokens: tokens, Admins: c.Admins, DNSServer: c.DNSServer, SecureCookies: c.SecureCookies,
-		Agents: agents, SigningKeys: keys,
+		Agents: agents, SigningKeys: keys, Returns: c.Obligations.returns(),
 		// The state file is the one `crosstalk clip` uses, so the relay
 		// never ingests what clip copy (or itself) put on the clipboard.
 		Clipboard: server.ClipboardOptions{Watch: c.Clipboard.Watch, Fence: c.Clipboard.Fence, StateFile: defaultClipState()},
