@@ -352,6 +352,8 @@ const defaultDeliveryPage = 100
 type actionBody struct {
 	Signal string `json:"signal"`
 	Note   string `json:"note"`
+	// TakeoverStale (claim): take over a stale holder's claim.
+	TakeoverStale bool `json:"takeover_stale"`
 }
 
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
@@ -367,7 +369,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.relay.Act(r.Context(), gateway.ActionRequest{
 		Action: gateway.Action(r.PathValue("action")), Group: r.PathValue("group"), EventID: r.PathValue("id"),
-		Actor: agent, Signal: body.Signal, Note: body.Note,
+		Actor: agent, Signal: body.Signal, Note: body.Note, TakeoverStale: body.TakeoverStale,
 	})
 	if err != nil {
 		status, code, msg := actionStatus(err)
