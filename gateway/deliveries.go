@@ -39,6 +39,10 @@ type Delivery struct {
 	// Discharged reports that the obligation's author or delegate
 	// discharged it: only then is it settled.
 	Discharged bool `json:"discharged,omitempty"`
+	// Discharges is set on the delivery of a discharge (Kind
+	// x.crosstalk.discharge, reason "discharged"): the event id of the
+	// obligation it closed, which the agent was delivered or waits on.
+	Discharges string `json:"discharges,omitempty"`
 	// Responded reports that the agent replied to the event (a message
 	// whose parent it is) or recorded a defer or resolve disposition. For
 	// an obligation that is evidence for its author, not discharge.
@@ -157,7 +161,8 @@ func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceS
 	// the end.
 	for i := range out {
 		id := out[i].EventID
-		out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], tr.discharged[id]
+		// A discharge's own delivery says Discharged already.
+		out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], out[i].Discharged || tr.discharged[id]
 	}
 	return out, nil
 }
@@ -344,6 +349,9 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	}
 	if ev.Kind == KindClaim && t.claimed != nil {
 		t.claimed[d.EventID] = true
+	}
+	if ev.Kind == KindDischarge {
+		return t.dischargeUpdate(ctx, ev, d)
 	}
 	st := attention.State{LastSeen: t.seen}
 	if ae.Thread != "" && t.threads.contains(ae.Thread) {

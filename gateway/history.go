@@ -49,7 +49,8 @@ func (r *Relay) DeliveriesOf(ctx context.Context, agent string, evs []ledger.Log
 	}
 	for i := range out {
 		tr, id := trs[groups[i]], out[i].EventID
-		out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], tr.discharged[id]
+		// A discharge's own delivery says Discharged already.
+		out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], out[i].Discharged || tr.discharged[id]
 	}
 	return out, nil
 }
