@@ -226,7 +226,9 @@ func openSetQuery(r *http.Request) (gateway.OpenSetQuery, error) {
 	return q, nil
 }
 
-// heartbeatAgent is POST /v1/agents/{agent}/heartbeat.
+// heartbeatAgent is POST /v1/agents/{agent}/heartbeat: records a
+// heartbeat in the liveness projection (BeadBoard §4.2, package liveness)
+// and answers the agent's status.
 func (s *Server) heartbeatAgent(w http.ResponseWriter, r *http.Request) {
 	agent, err := s.agentOf(r, r.PathValue("agent"))
 	if err != nil {
@@ -234,9 +236,13 @@ func (s *Server) heartbeatAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	agent = s.relay.Book().ActorID(agent)
-	s.relay.Touch(agent)
-	seen, l := s.relay.AgentLiveness(agent)
-	writeJSON(w, http.StatusOK, gateway.AgentStatus{ID: agent, LastSeen: seen, Liveness: l})
+	st, err := s.relay.Heartbeat(r.Context(), agent)
+	if err != nil {
+		s.log.Error("heartbeat failed", "agent", agent, "err", err)
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, "heartbeat: ledger failure")
+		return
+	}
+	writeJSON(w, http.StatusOK, gateway.AgentStatus{ID: agent, LastSeen: st.LastSeen, Liveness: st.Liveness})
 }
 
 // notifyBody is the body of POST /v1/agents/{agent}/notify.
