@@ -275,9 +275,12 @@ func TestReadNeverSkipsDeliveries(t *testing.T) {
 		}
 	}
 	waitFor(t, func() bool { return cursor(t, r, "claude", "default") == sent[1].Seq }, "the delivery cursor at the second event")
+	// The harness marks reads as any client does: over the relay's HTTP
+	// API (POST /v1/groups/{g}/events/{id}/read), beside its channel.
+	api := &c2a.Remote{URL: r.URL, Retries: -1}
 	read := func(ev ledger.Event) {
 		t.Helper()
-		if _, err := r.Relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionRead, Group: "default", EventID: ev.ID, Actor: "claude"}); err != nil {
+		if _, err := api.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionRead, Group: "default", EventID: ev.ID, Actor: "claude"}); err != nil {
 			t.Fatalf("read %d = %v", ev.Seq, err)
 		}
 	}
