@@ -79,7 +79,7 @@ type owed struct {
 	agent    string // the agent's actor id
 	label    string // agent, or OtherAgent
 	deadline time.Time
-	obliged  bool              // an obligation: only a discharge closes it
+	obliged  bool             // an obligation: only a discharge closes it
 	blocks   attention.Blocks // the obligation's, when obliged
 }
 
