@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
 // MaxOpenSetPage is the most items one page of an open-set query holds.
@@ -63,10 +65,10 @@ func (d Delivery) Settled() string {
 
 // Owed returns a page of what agent owes over every group (issue #14
 // "what I owe"): the deliveries for which Delivery.Owes holds, and with
-// q.All the settled ones (Delivery.Settled) too. It walks every group's
-// deliveries for the agent, as Deliveries does.
+// q.All the settled ones (Delivery.Settled) too, one per event (never
+// merged by buffered or digest injection). See owed for its cost.
 func (r *Relay) Owed(ctx context.Context, agent string, q OpenSetQuery) (Page[Delivery], error) {
-	ds, err := r.Deliveries(ctx, agent, "", 0, 0)
+	ds, err := r.owed(ctx, r.book.ActorID(agent))
 	if err != nil {
 		return Page[Delivery]{}, err
 	}
@@ -77,6 +79,73 @@ func (r *Relay) Owed(ctx context.Context, agent string, q OpenSetQuery) (Page[De
 		}
 	}
 	return pageOf(kept, func(d Delivery) string { return d.EventID }, q), nil
+}
+
+// owedKinds are the kinds that ask something of an agent or settle it.
+var owedKinds = []string{KindMessage, KindAck, KindNotifyAck, KindDisposition, KindDischarge}
+
+// owed returns agent's deliveries of every group that are or were
+// must_respond, with their acks, answers and discharges marked. Whether
+// an event is must_respond for an agent does not depend on the threads it
+// takes part in (attention.Decide), so it reads only owedKinds, and the
+// claims first (a role obligation claimed by another is not owed), and
+// decides each message without the projections: one pass over each
+// group's messages, acks and dispositions, skipping reads, reactions,
+// deliveries and the relay's bookkeeping.
+func (r *Relay) owed(ctx context.Context, agent string) ([]Delivery, error) {
+	gs, err := r.Groups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listing groups: %w", err)
+	}
+	var out []Delivery
+	for _, g := range gs {
+		tr := r.newTracker(agent)
+		if err := r.scan(ctx, g.ID, []string{KindClaim}, func(evs []ledger.Event) error {
+			tr.learnClaims(evs)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		first := len(out)
+		err := r.scan(ctx, g.ID, owedKinds, func(evs []ledger.Event) error {
+			for _, ev := range evs {
+				d, show, err := tr.observe(ctx, ev)
+				if err != nil {
+					return err
+				}
+				if show && ev.Kind == KindMessage && (d.Policy == attention.MustRespond || d.Expired && d.Policy == attention.MayRespond) {
+					out = append(out, d)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for i := first; i < len(out); i++ {
+			id := out[i].EventID
+			out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], tr.discharged[id]
+		}
+	}
+	return out, nil
+}
+
+// scan calls fn with group's events of kinds, in seq order, in pages of
+// inboxPage.
+func (r *Relay) scan(ctx context.Context, group string, kinds []string, fn func([]ledger.Event) error) error {
+	for after := int64(0); ; {
+		evs, err := r.store.Range(ctx, group, after, kinds, inboxPage)
+		if err != nil {
+			return fmt.Errorf("gateway: reading group %q: %w", group, err)
+		}
+		if err := fn(evs); err != nil {
+			return err
+		}
+		if len(evs) < inboxPage {
+			return nil
+		}
+		after = evs[len(evs)-1].Seq
+	}
 }
 
 // WaitingOn returns a page of the obligations agent authored or may

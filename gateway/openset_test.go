@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -77,6 +78,22 @@ func TestOpenSets(t *testing.T) {
 	}
 	if !slices.IsSortedFunc(all.Items, func(a, b gateway.Delivery) int { return strings.Compare(a.EventID, b.EventID) }) {
 		t.Errorf("Owed all = %v, want event id order", ids(all.Items))
+	}
+
+	// Owed decides what it reads as the deliveries do: the same items,
+	// settled the same way, as filtering every delivery of every group.
+	every, err := r.Deliveries(gateway.PerEvent(ctx), "claude", "", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDeliveries := map[string]string{}
+	for _, d := range every {
+		if d.Owes() || d.Settled() != "" {
+			fromDeliveries[d.EventID] = d.Settled()
+		}
+	}
+	if !maps.Equal(settled, fromDeliveries) {
+		t.Errorf("Owed all = %v, the deliveries say %v", settled, fromDeliveries)
 	}
 
 	// Pages of one: every item once, in order.
