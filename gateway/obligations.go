@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +61,9 @@ func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting,
 				return nil, fmt.Errorf("gateway: reading group %q: %w", g.ID, err)
 			}
 			for _, ev := range evs {
+				if len(open) == 0 && (ev.Kind != KindMessage || !bytes.Contains(ev.Data, []byte(`"obligation"`))) {
+					continue // nothing open to answer or close, and it opens nothing: not decoded
+				}
 				d, err := ParseData(ev)
 				if err != nil {
 					continue
