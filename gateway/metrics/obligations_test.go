@@ -65,7 +65,7 @@ func TestObligationsWindow(t *testing.T) {
 		send("CLAUDE", "CHATGPT", "REQUEST", "g")
 	}
 	o := &obligations{relay: relay, now: clock, groups: map[string]*window{}}
-	halted := 1 // open obligations blocking halted (crosstalk_obligations_open)
+	halted, none := 1, 0 // open obligations by what they block (crosstalk_obligations_open)
 	check := func(want map[string]int) {
 		t.Helper()
 		got, open, err := o.count(t.Context(), now)
@@ -75,7 +75,7 @@ func TestObligationsWindow(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Errorf("count = %v, want %v", got, want)
 		}
-		if wantOpen := map[attention.Blocks]int{attention.BlocksHalted: halted, attention.BlocksDegraded: 0, attention.BlocksNone: 0}; !maps.Equal(open, wantOpen) {
+		if wantOpen := map[attention.Blocks]int{attention.BlocksHalted: halted, attention.BlocksDegraded: 0, attention.BlocksNone: none}; !maps.Equal(open, wantOpen) {
 			t.Errorf("open obligations = %v, want %v", open, wantOpen)
 		}
 	}
@@ -114,9 +114,11 @@ func TestObligationsWindow(t *testing.T) {
 		e.Meta = append(e.Meta, envelope.Meta{Namespace: "handoff", Fields: []envelope.Field{
 			{Key: "Subject", Value: "s"}, {Key: "Summary", Value: "m"}, {Key: "Next-Action", Value: "n"}}})
 	})
+	none = 1 // a HANDOFF's obligation blocks nothing
 	check(map[string]int{"chatgpt": 1001, "claude": 1, "other": 1})
 	if _, err := relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionAck, Group: "new", EventID: handoff.Event.ID, Actor: "claude"}); err != nil {
 		t.Fatal(err)
 	}
+	none = 0
 	check(map[string]int{"chatgpt": 1001, "claude": 0, "other": 1})
 }
