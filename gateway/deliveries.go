@@ -41,6 +41,10 @@ type Delivery struct {
 	// Discharged reports that the obligation's author or delegate
 	// discharged it: only then is it settled.
 	Discharged bool `json:"discharged,omitempty"`
+	// Discharges is set on the delivery of a discharge (Kind
+	// x.crosstalk.discharge, reason "discharged"): the event id of the
+	// obligation it closed, which the agent was delivered or waits on.
+	Discharges string `json:"discharges,omitempty"`
 	// Responded reports that the agent replied to the event (a message
 	// whose parent it is) or recorded a defer or resolve disposition. For
 	// an obligation that is evidence for its author, not discharge.
@@ -303,6 +307,9 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 		return out, ok, nil
 	}
 	ae := AttentionEvent(ev, d)
+	if ev.Kind == KindDischarge {
+		return t.dischargeUpdate(ctx, ev, d)
+	}
 	st := attention.State{LastSeen: t.seen, StaleAfter: t.r.StaleAfter()}
 	in := ae.Thread != "" && t.threads.contains(ae.Thread)
 	if ae.Thread != "" && t.view != nil {

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -132,6 +134,9 @@ func (r *Relay) openObligations(ctx context.Context, all bool, keep func(ev ledg
 				return nil, fmt.Errorf("gateway: reading group %q: %w", g.ID, err)
 			}
 			for _, ev := range evs {
+				if len(open) == 0 && (ev.Kind != KindMessage || !bytes.Contains(ev.Data, []byte(`"obligation"`))) {
+					continue // nothing open to answer or close, and it opens nothing: not decoded
+				}
 				d, err := ParseData(ev)
 				if err != nil {
 					continue
@@ -223,4 +228,55 @@ func (d Delivery) Owes() bool {
 		return !d.Discharged && !(d.Obligation.Ack && d.Acked)
 	}
 	return !d.Acked && !d.Responded
+}
+
+// dischargeUpdate returns the delivery of the discharge ev to the
+// tracker's agent, and whether it gets one: it does when the obligation
+// ev closes is addressed to it (it was delivered as must_respond, reason
+// obligation, whatever claims were made since) or when it may discharge
+// it itself (the author, the delegate), unless it discharged it. The
+// delivery is to_me, must_not_respond, reason discharged, tool_mailbox:
+// it owes nothing and tells the agent's streams that the obligation is
+// closed (docs/agents.md "Streams learn of discharges"). It costs one
+// read of the obligation's event per discharge.
+func (t *tracker) dischargeUpdate(ctx context.Context, ev ledger.Event, d EventData) (Delivery, bool, error) {
+	if d.EventID == "" || strings.EqualFold(ev.By, t.agent.ID) {
+		return Delivery{}, false, nil
+	}
+	ob, err := t.r.store.Get(ctx, d.EventID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return Delivery{}, false, nil
+	}
+	if err != nil {
+		return Delivery{}, false, fmt.Errorf("gateway: obligation %s of discharge %s: %w", d.EventID, ev.ID, err)
+	}
+	od, err := ParseData(ob)
+	if err != nil || ob.Kind != KindMessage || od.Obligation == nil {
+		return Delivery{}, false, nil
+	}
+	ae := AttentionEvent(ob, od)
+	owed := attention.Decide(ae, t.agent, attention.State{}, t.now).Reason == attention.ReasonObligation
+	if !owed && !od.Obligation.CanDischarge(ob.By, t.agent.ID) {
+		return Delivery{}, false, nil
+	}
+	out := Delivery{
+		Delivery: attention.Delivery{
+			EventID: ev.ID, Seq: ev.Seq, Group: ev.GroupID, Thread: ae.Thread, Agent: t.agent.ID,
+			Directedness: attention.ToMe, Policy: attention.MustNotRespond, Reason: attention.ReasonDischarged,
+			Injection: attention.ToolMailbox, Priority: "normal", IdempotencyKey: ev.ID + ":" + t.agent.ID,
+		},
+		Kind: ev.Kind, From: ev.By, To: []string{t.agent.ID}, Context: ae.Context, TS: ev.TS,
+		Content: d.Text, Obligation: od.Obligation, Discharged: true, Discharges: ob.ID,
+		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+	}
+	if x := d.X; x != nil {
+		out.Verification = x.Verification
+		if x.Envelope != nil { // an ACK envelope: its intent and words
+			out.Intent, out.MessageID = x.Envelope.Intent, x.Envelope.Message
+			if out.Content == "" {
+				out.Content = x.Envelope.Body
+			}
+		}
+	}
+	return out, true, nil
 }
