@@ -323,7 +323,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	if ev.Kind == KindClaim && t.claimed != nil {
 		t.claimed[d.EventID] = true
 	}
-	st := attention.State{LastSeen: t.seen}
+	st := attention.State{LastSeen: t.seen, StaleAfter: t.r.StaleAfter()}
 	in := ae.Thread != "" && t.threads.contains(ae.Thread)
 	if ae.Thread != "" && t.view != nil {
 		if in, err = t.view.participant(ctx, ev.GroupID, ae.Thread, ev.Seq); err != nil {
@@ -358,7 +358,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
 		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
-		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+		Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification

@@ -14,6 +14,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/projection"
+	"github.com/crosstalk-go/crosstalk/gateway/liveness"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -88,6 +89,10 @@ type Options struct {
 	Name string
 	// ClaimTTL is how long a claim lasts; DefaultClaimTTL when zero.
 	ClaimTTL time.Duration
+	// StaleAfter is the liveness stale threshold, eviction at twice it
+	// (BeadBoard §4.1; config [liveness] stale_after);
+	// attention.StaleAfter when zero.
+	StaleAfter time.Duration
 	// MaxIntake bounds the bytes of one intake (an HTTP body, a file, a
 	// mail); a larger one is recorded as one E-TOO-LARGE rejection.
 	// MaxIntake (the constant) when zero.
@@ -139,8 +144,9 @@ type Relay struct {
 	now      func() time.Time
 	obs      Observer
 
+	live *liveness.Tracker // sightings, transitions in the ledger
+
 	mu       sync.Mutex
-	lastSeen map[string]time.Time
 	trackers map[string]*trackerState // see resumeTracker
 	work     chan struct{}            // see StreamWork
 
@@ -169,7 +175,6 @@ func New(store ledger.Store, opts *Options) *Relay {
 		maxBytes: opts.MaxIntake,
 		now:      opts.Now,
 		obs:      opts.Observer,
-		lastSeen: map[string]time.Time{},
 		trackers: map[string]*trackerState{},
 		work:     make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		admins:   map[string]bool{},
@@ -194,6 +199,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	r.live = liveness.New(store, liveness.Options{Now: r.now, StaleAfter: opts.StaleAfter, Logger: r.log.With("component", "liveness")})
 	if r.maxEnvs <= 0 {
 		r.maxEnvs = DefaultMaxEnvelopes
 	}
@@ -587,23 +593,23 @@ func (r *Relay) verify(ctx context.Context, env *envelope.Envelope) Verification
 	return Verification{Status: StatusUnsigned}
 }
 
-// Touch records activity of an agent (API, MCP, channel) for liveness.
+// Touch records activity of an agent (API, MCP, channel) for liveness
+// (Heartbeat without an answer; a failure to record is logged).
 func (r *Relay) Touch(agent string) {
-	r.mu.Lock()
-	r.lastSeen[strings.ToLower(agent)] = r.now()
-	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), touchTimeout)
+	defer cancel()
+	if _, err := r.live.Beat(ctx, agent); err != nil {
+		r.log.LogAttrs(ctx, slog.LevelWarn, "recording liveness failed", slog.String("agent", agent), slog.Any("err", err))
+	}
 }
 
-// LastSeen returns a copy of every agent's last activity.
-func (r *Relay) LastSeen() map[string]time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]time.Time, len(r.lastSeen))
-	for k, v := range r.lastSeen {
-		out[k] = v
-	}
-	return out
-}
+// touchTimeout bounds the ledger write of a Touch (rare: transitions and
+// renewals only, package liveness).
+const touchTimeout = 5 * time.Second
+
+// LastSeen returns every known agent's last activity, by lower-cased id:
+// this relay's sightings and those recorded in the ledger by any relay.
+func (r *Relay) LastSeen() map[string]time.Time { return r.live.Seen() }
 
 // normalizeGroups returns groups with contexts and group ids in NFC, the
 // form envelopes are read in (envelope.NormalizeIdentifier).

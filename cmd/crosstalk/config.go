@@ -15,6 +15,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/server"
 )
 
@@ -78,6 +79,9 @@ type Config struct {
 	Folder    FolderConfig    `toml:"folder"`
 	Clipboard ClipboardConfig `toml:"clipboard"`
 	Mail      *MailConfig     `toml:"mail"`
+	// Liveness sets the agents' liveness thresholds (docs/agents.md
+	// "Liveness").
+	Liveness LivenessConfig `toml:"liveness"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
 	// User is the user: line `crosstalk new` and `reply` write when
@@ -93,6 +97,12 @@ type Config struct {
 	// Obligations configures the returns and escalation of undischarged
 	// obligations (docs/agents.md "Returns and escalation").
 	Obligations ObligationsConfig `toml:"obligations"`
+}
+
+// LivenessConfig is the [liveness] table: an agent is stale StaleAfter
+// after its last sighting and evicted at twice that (BeadBoard §4.1).
+type LivenessConfig struct {
+	StaleAfter duration `toml:"stale_after"`
 }
 
 // ObligationsConfig is the `[obligations]` table (gateway.ReturnsOptions).
@@ -154,6 +164,7 @@ func DefaultConfig() Config {
 		RateBurst: 1000,
 		ClaimTTL:  duration(gateway.DefaultClaimTTL),
 		LogLevel:  "info",
+		Liveness:  LivenessConfig{StaleAfter: duration(attention.StaleAfter)},
 
 		MaxBody:           gateway.MaxIntake,
 		MaxEnvelopes:      gateway.DefaultMaxEnvelopes,
@@ -255,6 +266,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClaimTTL < 0 {
 		errs = append(errs, errors.New("claim_ttl: must not be negative"))
+	}
+	if s := time.Duration(c.Liveness.StaleAfter); s != 0 && (s < time.Second || s > 7*24*time.Hour) {
+		errs = append(errs, fmt.Errorf("liveness.stale_after: %v is not between 1s and 168h", s))
 	}
 	for _, b := range []struct {
 		key string

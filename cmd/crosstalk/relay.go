@@ -141,7 +141,8 @@ func (c *Config) serverOptions(log *slog.Logger) (*server.Options, error) {
 		Ledger: c.Ledger, LedgerStream: c.LedgerStream, LedgerReplicas: c.LedgerReplicas,
 		Name: c.Name, Hosts: c.Hosts, TrustFile: c.trustFile(), RequireSignatures: c.RequireSignatures,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst, ClaimTTL: time.Duration(c.ClaimTTL),
-		MaxBody: c.MaxBody, MaxEnvelopes: c.MaxEnvelopes, StreamLimit: c.StreamLimit, MaxStreams: c.MaxStreams,
+		StaleAfter: time.Duration(c.Liveness.StaleAfter),
+		MaxBody:    c.MaxBody, MaxEnvelopes: c.MaxEnvelopes, StreamLimit: c.StreamLimit, MaxStreams: c.MaxStreams,
 		Timeouts: api.Timeouts{
 			ReadHeader: time.Duration(c.ReadHeaderTimeout), Read: time.Duration(c.ReadTimeout), Idle: time.Duration(c.IdleTimeout),
 		},

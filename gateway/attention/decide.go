@@ -69,6 +69,9 @@ type State struct {
 	Threads []string `json:"threads,omitempty"`
 	// LastSeen is each agent's last API/MCP activity, by agent id.
 	LastSeen map[string]time.Time `json:"last_seen,omitempty"`
+	// StaleAfter is the liveness stale threshold (eviction at twice
+	// it); StaleAfter, the package constant, when zero.
+	StaleAfter time.Duration `json:"stale_after,omitempty"`
 }
 
 // Knock is what a notify injection shows the model instead of the content

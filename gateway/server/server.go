@@ -77,6 +77,9 @@ type Options struct {
 	// ClaimTTL is how long a claim lasts; gateway.DefaultClaimTTL when
 	// zero.
 	ClaimTTL time.Duration
+	// StaleAfter is the agents' liveness stale threshold, eviction at
+	// twice it (package liveness); attention.StaleAfter when zero.
+	StaleAfter time.Duration
 	// MaxBody bounds one intake in bytes, MaxEnvelopes its envelopes
 	// (gateway.Options); the package defaults when zero.
 	MaxBody      int
@@ -228,7 +231,7 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 	gopts := &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
 		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name, Admins: o.Admins,
-		ClaimTTL: o.ClaimTTL, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes, Now: o.Now,
+		ClaimTTL: o.ClaimTTL, StaleAfter: o.StaleAfter, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes, Now: o.Now,
 		Projection: proj,
 	}
 	observed := store
@@ -326,7 +329,8 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 	})
 	a.MountAgents(o.Channel) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	resv, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Now: o.Now, Policy: reserve.Policy{
-		LastSeen: func(agent string) time.Time { t, _ := core.Relay.AgentLiveness(agent); return t },
+		StaleAfter: core.Relay.StaleAfter(),
+		LastSeen:   func(agent string) time.Time { t, _ := core.Relay.AgentLiveness(agent); return t },
 	}})
 	if err != nil {
 		a.Close()
@@ -377,6 +381,9 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 			log.Warn("catching up the ledger's projections", "err", err)
 		}
 	})
+	// The liveness sweeper records stale and evicted transitions, which no
+	// heartbeat does (package liveness; docs/agents.md "Liveness").
+	s.tasks.Go(func() { core.Relay.Liveness().Run(bg) })
 	for name, recv := range ts.receivers {
 		s.tasks.Go(func() {
 			log.Info("receiving", "transport", name)
