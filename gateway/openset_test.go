@@ -26,7 +26,11 @@ func TestOpenSets(t *testing.T) {
 	}
 	msg := func(ev gateway.Outcome) string { return data(t, ev.Event).X.Envelope.Message }
 
-	open := ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "g", "open question"))[0]
+	// The open question says when it stops mattering (X-Deadline): without
+	// one it would be owed for ever.
+	open := ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "g", "open question", func(e *envelope.Envelope) {
+		e.Meta = append(e.Meta, envelope.Meta{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Deadline", Value: "30m"}}})
+	}))[0]
 	answered := ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "g", "answered question"))[0]
 	ingest(t, r, "", env("CLAUDE", "CHATGPT", "RESPOND", "g", "here", parent(msg(answered))))
 	acked := ingest(t, r, "", env("CHATGPT", "CLAUDE", "HANDOFF", "h", "take it"))[0]
@@ -89,7 +93,8 @@ func TestOpenSets(t *testing.T) {
 		t.Errorf("Owed in pages of one = %v, want %v", paged, ids(all.Items))
 	}
 
-	// The open request lapses: listed as such with All, gone otherwise.
+	// The open request lapses at its X-Deadline: listed as such with All,
+	// gone otherwise.
 	offset.Store(int64(time.Hour))
 	owed, err = r.Owed(ctx, "claude", gateway.OpenSetQuery{})
 	if err != nil || !slices.Equal(ids(owed.Items), []string{kept.Event.ID}) {
