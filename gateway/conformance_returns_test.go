@@ -119,7 +119,7 @@ var returnsConformance = []returnsScenario{
 }
 
 // returnsBook is testBook plus a coordinator and a human.
-func returnsBook(t *testing.T) *gateway.AddressBook {
+func returnsBook(t testing.TB) *gateway.AddressBook {
 	t.Helper()
 	book, err := gateway.NewAddressBook([]gateway.Agent{
 		{ID: "claude", Names: []string{"CLAUDE"}, Roles: []string{"reviewer"}},

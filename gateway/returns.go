@@ -93,6 +93,10 @@ type obligationRung struct {
 	IssuedAt string `json:"issued_at"`
 }
 
+// rungAuthor is the by of a rung, as of the relay's other notices
+// (NotifyAgent): no token principal appends system.notify events itself.
+const rungAuthor = "system"
+
 // rungDedupeKey is the dedupe key of an obligation's rung: one event per
 // (obligation, rung) however many relays or restarts try.
 func rungDedupeKey(eventID string, rung int) string {
@@ -303,8 +307,9 @@ func (rt *Returner) observe(ev ledger.Event) {
 // noteRung notes a rung event read from the ledger or returned by Append.
 func (rt *Returner) noteRung(ev ledger.Event) {
 	var d obligationRung
-	if err := json.Unmarshal(ev.Data, &d); err != nil || d.Rung <= 0 {
-		return
+	if err := json.Unmarshal(ev.Data, &d); err != nil || d.Rung <= 0 || ev.By != rungAuthor ||
+		d.Kind != NoticeObligationReturn && d.Kind != NoticeObligationEscalation {
+		return // only the relay's own rungs move the ladder
 	}
 	p, ok := rt.pending[d.RelatedEventID]
 	if !ok || d.Rung <= p.rung {
@@ -357,7 +362,7 @@ func (rt *Returner) record(ctx context.Context, p *pendingObligation, rung int, 
 		// ladder goes on.
 		d.To = []string{}
 	}
-	res, err := rt.r.store.Append(ctx, []ledger.Record{{Kind: KindNotify, GroupID: p.group, By: "system",
+	res, err := rt.r.store.Append(ctx, []ledger.Record{{Kind: KindNotify, GroupID: p.group, By: rungAuthor,
 		Data: mustJSON(d), DedupeKey: rungDedupeKey(p.id, rung)}})
 	if err != nil {
 		return false, fmt.Errorf("gateway: returns: recording rung %d of %s: %w", rung, p.id, err)
