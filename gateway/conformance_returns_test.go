@@ -207,8 +207,9 @@ func runReturnsScenario(t *testing.T, r, other *gateway.Relay, clock *testClock,
 		// acknowledge.
 		for _, a := range strings.Split(g.want.to, ",") {
 			d := deliveryIn(t, r, a, group, g.id)
-			if d == nil || d.Directedness != attention.ToMe || d.Policy != attention.AckOnly || d.Injection != attention.Notify || d.Expired {
-				t.Errorf("%s's delivery of rung %d = %+v, want to_me ack_only notify, not expired", a, g.want.rung, d)
+			if d == nil || d.Directedness != attention.ToMe || d.Policy != attention.AckOnly || d.Injection != attention.Notify || d.Expired ||
+				d.Knock == nil || !strings.HasPrefix(d.Knock.Topic, "message about obligation ") {
+				t.Errorf("%s's delivery of rung %d = %+v, want to_me ack_only notify, not expired, topic about the obligation", a, g.want.rung, d)
 			}
 		}
 	}
