@@ -216,6 +216,16 @@ func runReturnsScenario(t *testing.T, r, other *gateway.Relay, clock *testClock,
 	if fmt.Sprint(gotWant) != fmt.Sprint(sc.rungs) {
 		t.Errorf("rungs = %v,\n want %v", gotWant, sc.rungs)
 	}
+	// The author's waiting list shows how far up the ladder it is.
+	if ws, err := r.Waiting(ctx, ob.By); err != nil {
+		t.Fatal(err)
+	} else if len(sc.rungs) > 0 && sc.owed {
+		last := sc.rungs[len(sc.rungs)-1]
+		i := slices.IndexFunc(ws, func(w gateway.Waiting) bool { return w.EventID == ob.ID })
+		if i < 0 || ws[i].Rung != last.rung || (ws[i].EscalatedTo != "") != (last.kind == gateway.NoticeObligationEscalation) {
+			t.Errorf("%s's waiting list = %+v, want the obligation at rung %d", ob.By, ws, last.rung)
+		}
+	}
 	owner := "claude"
 	d := deliveryIn(t, r, owner, group, ob.ID)
 	if d == nil || d.Owes() != sc.owed {

@@ -28,10 +28,15 @@ type Waiting struct {
 	// only in listings that include settled obligations (WaitingOn with
 	// All).
 	DischargedBy string `json:"discharged_by,omitempty"`
+	// Rung is the last rung of its returns and escalation recorded so far,
+	// 0 for none; EscalatedTo is "coordinator" or "human" once it
+	// escalated (docs/agents.md "Returns and escalation").
+	Rung        int    `json:"rung,omitempty"`
+	EscalatedTo string `json:"escalated_to,omitempty"`
 }
 
 // waitingKinds are the kinds Waiting reads.
-var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, KindDisposition}
+var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, KindDisposition, KindNotify}
 
 // Waiting returns the open obligations agent authored or is the delegate
 // of, over every group, oldest first (issue #14 "what I am blocking /
@@ -83,6 +88,12 @@ func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting,
 							out[i].EventID = "" // removed below
 						}
 						delete(open, d.EventID)
+					}
+				case KindNotify:
+					if rd, ok := rungOf(ev); ok {
+						if i, ok := open[rd.RelatedEventID]; ok && rd.Rung > out[i].Rung {
+							out[i].Rung, out[i].EscalatedTo = rd.Rung, rd.EscalatedTo
+						}
 					}
 				default:
 					if i, ok := open[d.EventID]; ok {

@@ -297,19 +297,28 @@ func (rt *Returner) observe(ev ledger.Event) {
 			delete(rt.pending, d.EventID)
 		}
 	case KindNotify:
-		if !bytes.Contains(ev.Data, rungKey) {
-			return
-		}
 		rt.noteRung(ev)
 	}
 }
 
+// rungOf decodes a rung's system.notify; ok is false for any other event.
+// Only the relay's own rungs count: by system, of the two rung kinds.
+func rungOf(ev ledger.Event) (d obligationRung, ok bool) {
+	if ev.Kind != KindNotify || ev.By != rungAuthor || !bytes.Contains(ev.Data, rungKey) {
+		return d, false
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil || d.Rung <= 0 || d.RelatedEventID == "" ||
+		d.Kind != NoticeObligationReturn && d.Kind != NoticeObligationEscalation {
+		return d, false
+	}
+	return d, true
+}
+
 // noteRung notes a rung event read from the ledger or returned by Append.
 func (rt *Returner) noteRung(ev ledger.Event) {
-	var d obligationRung
-	if err := json.Unmarshal(ev.Data, &d); err != nil || d.Rung <= 0 || ev.By != rungAuthor ||
-		d.Kind != NoticeObligationReturn && d.Kind != NoticeObligationEscalation {
-		return // only the relay's own rungs move the ladder
+	d, ok := rungOf(ev)
+	if !ok {
+		return
 	}
 	p, ok := rt.pending[d.RelatedEventID]
 	if !ok || d.Rung <= p.rung {
