@@ -49,7 +49,7 @@ func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 // set.
 func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting, error) {
 	agent = r.book.ActorID(agent)
-	gs, err := r.store.Groups(ctx)
+	gs, err := r.Groups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: listing groups: %w", err)
 	}
