@@ -30,9 +30,10 @@ const (
 	DefaultReturnInterval  = 15 * time.Minute
 	DefaultReturns         = 3
 	DefaultCoordinatorRole = "coordinator"
-	// DefaultReturnsPoll bounds how long RunReturns sleeps: a new
-	// obligation's first rung falls due at most this late.
-	DefaultReturnsPoll = 30 * time.Second
+	// DefaultReturnsPoll bounds how long RunReturns sleeps, so a new
+	// obligation's first rung comes at most this late; a step with
+	// nothing new reads an empty page of the log.
+	DefaultReturnsPoll = 5 * time.Second
 )
 
 // Notice kinds (data.kind of the system.notify) of the rungs.
