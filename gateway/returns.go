@@ -170,7 +170,7 @@ func (rt *Returner) Run(ctx context.Context) error {
 			rt.log.LogAttrs(ctx, slog.LevelWarn, "obligation returns", slog.Any("err", err))
 		}
 		wait := rt.o.Poll
-		if !next.IsZero() {
+		if !next.IsZero() && err == nil {
 			wait = min(wait, max(next.Sub(rt.r.now()), 0))
 		}
 		t := time.NewTimer(wait)
@@ -221,6 +221,9 @@ func (rt *Returner) Step(ctx context.Context) (int, time.Time, error) {
 		}
 		if recorded {
 			n++
+		}
+		if _, open := rt.pending[id]; !open {
+			continue // discharged meanwhile
 		}
 		if _, due, ok := rt.nextRung(p); ok && (next.IsZero() || due.Before(next)) {
 			next = due
