@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,6 +113,11 @@ type pendingObligation struct {
 	created           time.Time // the event's ts
 	rung              int       // the last rung recorded, 0 for none
 	issued            time.Time // when it was recorded
+	// handoff: a BeadBoard HANDOFF, closed by an addressee's ack.
+	handoff bool
+	// acked are the addressees that acknowledged an obligation an ack
+	// settles for them (attention.Obligation.Ack: HANDOFF, BLOCKED).
+	acked map[string]bool
 }
 
 // Returner climbs the ladder of every open obligation. It reads the ledger
@@ -276,6 +282,7 @@ func (rt *Returner) catchUp(ctx context.Context) error {
 var (
 	obligationKey = []byte(`"obligation"`)
 	rungKey       = []byte(`"rung"`)
+	unblockedKey  = []byte(`"` + KindUnblocked + `"`)
 )
 
 // observe updates the pending set with one ledger event.
@@ -294,13 +301,38 @@ func (rt *Returner) observe(ev ledger.Event) {
 			return
 		}
 		if _, ok := rt.pending[ev.ID]; !ok {
-			rt.pending[ev.ID] = &pendingObligation{group: ev.GroupID, id: ev.ID, author: ev.By, to: d.To, ob: *d.Obligation, created: created}
+			rt.pending[ev.ID] = &pendingObligation{group: ev.GroupID, id: ev.ID, author: ev.By, to: d.To, ob: *d.Obligation, created: created,
+				handoff: d.Protocol != nil && d.Protocol.EventType == ProtocolHandoff, acked: map[string]bool{}}
 		}
 	case KindDischarge:
 		if d, err := ParseData(ev); err == nil {
 			delete(rt.pending, d.EventID)
 		}
+	case KindAck:
+		// An addressee's ack settles its part of a HANDOFF or BLOCKED,
+		// and closes a HANDOFF (docs/agents.md "Handoff and blocked").
+		d, err := ParseData(ev)
+		if err != nil {
+			return
+		}
+		p, ok := rt.pending[d.EventID]
+		actor := cmp.Or(d.ActorID, ev.By)
+		if !ok || !p.ob.Ack || strings.EqualFold(actor, p.author) {
+			return
+		}
+		if p.handoff {
+			delete(rt.pending, d.EventID)
+			return
+		}
+		p.acked[strings.ToLower(actor)] = true
 	case KindNotify:
+		if ev.By == rungAuthor && bytes.Contains(ev.Data, unblockedKey) {
+			// The addressee resolved a BLOCKED.
+			if d, err := ParseData(ev); err == nil && d.Kind == KindUnblocked {
+				delete(rt.pending, d.RelatedEventID)
+			}
+			return
+		}
 		rt.noteRung(ev)
 	}
 }
@@ -340,13 +372,27 @@ func (rt *Returner) noteRung(ev ledger.Event) {
 // record appends rung of p, unless the obligation was discharged since
 // the last read. It reports whether this call appended it.
 func (rt *Returner) record(ctx context.Context, p *pendingObligation, rung int, now time.Time) (bool, error) {
-	if _, err := rt.r.store.GetByDedupeKey(ctx, dischargeDedupeKey(p.group, p.id)); err == nil {
-		delete(rt.pending, p.id)
-		return false, nil
-	} else if !errors.Is(err, ledger.ErrNotFound) {
-		return false, fmt.Errorf("gateway: returns: %w", err)
+	for _, key := range []string{dischargeDedupeKey(p.group, p.id), unblockedDedupeKey(p.group, p.id)} {
+		if _, err := rt.r.store.GetByDedupeKey(ctx, key); err == nil {
+			delete(rt.pending, p.id) // closed since the last read
+			return false, nil
+		} else if !errors.Is(err, ledger.ErrNotFound) {
+			return false, fmt.Errorf("gateway: returns: %w", err)
+		}
 	}
 	d := obligationRung{Priority: "attention", RelatedEventID: p.id, RequiresAck: true, Rung: rung, IssuedAt: now.UTC().Format(time.RFC3339Nano)}
+	if rung <= rt.o.Returns && len(p.acked) > 0 && len(rt.responsible(ctx, p)) == 0 {
+		// Every addressee acknowledged a BLOCKED it has not resolved:
+		// nobody is left to return it to, so it escalates.
+		if rung = rt.o.Returns + 1; len(rt.coordinators(p)) == 0 {
+			rung++
+		}
+		if rung == rt.o.Returns+2 && len(rt.humans(p)) == 0 {
+			p.rung = rung // the ladder has nowhere to go
+			return false, nil
+		}
+		d.Rung = rung
+	}
 	blocks := string(p.ob.Blocks)
 	switch {
 	case rung <= rt.o.Returns:
@@ -393,9 +439,10 @@ func (rt *Returner) record(ctx context.Context, p *pendingObligation, rung int, 
 
 // responsible returns who owes p now: the claimant when a holder of an
 // addressed role claimed it, otherwise every addressee — actors named, and
-// the holders of the roles named (every member for @all) — but the author.
+// the holders of the roles named (every member for @all) — but the author
+// and, for a BLOCKED, those who acknowledged it.
 func (rt *Returner) responsible(ctx context.Context, p *pendingObligation) []string {
-	if c, err := rt.r.store.GetClaim(ctx, p.group, p.id, rt.r.now()); err == nil {
+	if c, err := rt.r.store.GetClaim(ctx, p.group, p.id, rt.r.now()); err == nil && !p.acked[strings.ToLower(c.Actor)] {
 		return []string{c.Actor}
 	}
 	ae := attention.Event{ID: p.id, Group: p.group, Kind: KindMessage, From: p.author, To: p.to, Obligation: &p.ob}
@@ -403,7 +450,7 @@ func (rt *Returner) responsible(ctx context.Context, p *pendingObligation) []str
 	held := map[string]bool{}
 	for _, a := range rt.r.book.Agents() {
 		aa := attention.Agent{ID: a.ID, Roles: a.Roles}
-		if strings.EqualFold(a.ID, p.author) {
+		if strings.EqualFold(a.ID, p.author) || p.acked[strings.ToLower(a.ID)] {
 			continue
 		}
 		if pol, _ := attention.PolicyOf(ae, aa, attention.State{}, p.created); pol == attention.MustRespond {
@@ -413,7 +460,7 @@ func (rt *Returner) responsible(ctx context.Context, p *pendingObligation) []str
 	}
 	for _, t := range p.to {
 		// An actor outside the address book is its own addressee.
-		if !strings.HasPrefix(t, "@") && !held[strings.ToLower(t)] && !strings.EqualFold(t, p.author) && !rt.isRole(t) {
+		if !strings.HasPrefix(t, "@") && !held[strings.ToLower(t)] && !p.acked[strings.ToLower(t)] && !strings.EqualFold(t, p.author) && !rt.isRole(t) {
 			out = append(out, t)
 			held[strings.ToLower(t)] = true
 		}
