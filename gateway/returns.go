@@ -398,7 +398,14 @@ func (rt *Returner) record(ctx context.Context, p *pendingObligation, rung int, 
 	case rung <= rt.o.Returns:
 		d.Kind, d.To = NoticeObligationReturn, rt.responsible(ctx, p)
 		d.Title = fmt.Sprintf("obligation return %d of %d", rung, rt.o.Returns)
-		d.Message = fmt.Sprintf("%s still waits on your answer to %s (blocks %s): it stays open until %s discharges it", p.author, p.id, blocks, p.author)
+		switch {
+		case p.handoff:
+			d.Message = fmt.Sprintf("%s handed %s to you: acknowledge it to take it over", p.author, p.id)
+		case p.ob.Ack:
+			d.Message = fmt.Sprintf("%s is blocked on you by %s (blocks %s) until you resolve it", p.author, p.id, blocks)
+		default:
+			d.Message = fmt.Sprintf("%s still waits on your answer to %s (blocks %s): it stays open until %s discharges it", p.author, p.id, blocks, p.author)
+		}
 	case rung == rt.o.Returns+1:
 		d.Kind, d.To, d.EscalatedTo = NoticeObligationEscalation, rt.coordinators(p), EscalatedToCoordinator
 		d.Title = "obligation escalated to the coordinator"
