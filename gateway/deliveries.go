@@ -89,6 +89,7 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 	}
 	if ev.Kind == KindNotify {
 		ae.RequiresAck = d.RequiresAck
+		ae.Context = d.Title // the knock's topic: "message about obligation return 2 of 3"
 		if d.TargetActorID != "" {
 			ae.To = []string{d.TargetActorID}
 		}

@@ -39,6 +39,11 @@ type Waiting struct {
 	// ResolvedBy is the addressee that resolved a BLOCKED; set only in
 	// listings that include settled ones.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// Rung is the last rung of its returns and escalation recorded so far,
+	// 0 for none; EscalatedTo is "coordinator" or "human" once it
+	// escalated (docs/agents.md "Returns and escalation").
+	Rung        int    `json:"rung,omitempty"`
+	EscalatedTo string `json:"escalated_to,omitempty"`
 }
 
 // waitingKinds are the kinds Waiting reads.
@@ -164,6 +169,11 @@ func (r *Relay) openObligations(ctx context.Context, all bool, keep func(ev ledg
 						delete(open, d.EventID)
 					}
 				case KindNotify:
+					if rd, ok := rungOf(ev); ok {
+						if i, ok := open[rd.RelatedEventID]; ok && rd.Rung > out[i].Rung {
+							out[i].Rung, out[i].EscalatedTo = rd.Rung, rd.EscalatedTo
+						}
+					}
 					// The relay's notice that a BLOCKED's addressee resolved it.
 					if i, ok := open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
 						out[i].ResolvedBy = d.ActorID
