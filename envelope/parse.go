@@ -151,6 +151,9 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 	}
 	r := st.r
 	for {
+		if st.mode == modeBody && st.contig && !r.hasPend && !r.sc.skipLF {
+			st.bodyRun()
+		}
 		line, long, no, ok := r.readLine()
 		if !ok {
 			return st.finish(false)
@@ -188,6 +191,44 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 			return st.abort(err)
 		}
 	}
+}
+
+// bodyRun takes, in one pass, the body lines that follow in the scanner's
+// buffer and that nothing but the body can claim: empty or starting with a
+// blank (so not a header, [[END]], fence, sig: or field line), LF-terminated
+// and no longer than the line limit. It is the per-line loop of read and
+// line for exactly those lines, with one UTF-8 check for all of them; it
+// takes none when that check or the envelope size limit fails, leaving
+// the lines to read, which reports the error at its line.
+func (st *envState) bodyRun() {
+	s := &st.r.sc
+	buf := s.buf[:s.end]
+	if cr := s.firstCR(); cr >= 0 {
+		buf = buf[:cr] // a CR ends the run: the scanner handles line ends other than LF
+	}
+	sc := st.sc
+	nBody, keep := len(sc.body), st.bodyKeep
+	from, p, lines := s.start, s.start, 0
+	var last []byte
+	for p < len(buf) && (buf[p] == '\n' || buf[p] == ' ' || buf[p] == '\t') {
+		i := bytes.IndexByte(buf[p:], '\n')
+		if i < 0 || i > s.maxLine {
+			break
+		}
+		last = buf[p : p+i]
+		st.addBodyAt(last, p-st.srcOff)
+		p += i + 1
+		lines++
+	}
+	if lines == 0 {
+		return
+	}
+	if p-st.srcOff > st.lim.Envelope || !utf8.Valid(buf[from:p]) {
+		sc.body, st.bodyKeep = sc.body[:nBody], keep
+		return
+	}
+	s.start, s.line = p, s.line+lines
+	st.srcEnd, st.cur = p, last
 }
 
 // unquote removes the envelope's quote prefix from a line that starts with
@@ -385,12 +426,18 @@ func (st *envState) known(k int, key, val []byte, no, col int) *SyntaxError {
 // addBody adds c, the line last added to the source or a part of it, to
 // the body.
 func (st *envState) addBody(c []byte) {
-	if len(c) >= 2 && c[0] == ' ' && c[1] == ' ' {
-		c = c[2:] // one two-space indent (docs/design.md §3.1); anything else verbatim
-	}
 	off := 0
 	if len(c) > 0 {
 		off = st.srcOffset(c)
+	}
+	st.addBodyAt(c, off)
+}
+
+// addBodyAt adds c, which starts at off in the source, to the body.
+func (st *envState) addBodyAt(c []byte, off int) {
+	if len(c) >= 2 && c[0] == ' ' && c[1] == ' ' {
+		c = c[2:] // one two-space indent (docs/design.md §3.1); anything else verbatim
+		off += 2
 	}
 	st.sc.body = append(st.sc.body, span{int32(off), int32(off + len(c))})
 	if !isBlank(c) {
@@ -408,25 +455,73 @@ func (st *envState) srcOffset(x []byte) int {
 	return len(st.src) - 1 - len(st.cur) + cap(st.cur) - cap(x)
 }
 
-// body joins the body lines kept, from the envelope's source.
-func (st *envState) body(src []byte) string {
+// smallEnvelope is the source size up to which an envelope's body and field
+// values share one string and its Envelope, META blocks and fields one
+// allocation: a third of the allocations of a typical envelope. Sharing
+// means a value kept keeps the others alive, so larger envelopes, whose
+// body may be a megabyte, keep them apart.
+const smallEnvelope = 4 << 10
+
+// strings returns the body, joined from the body lines kept in src, and
+// the field arena as one string (the values' spans index it). When shared,
+// both are parts of one string.
+func (st *envState) strings(src []byte, shared bool) (body, arena string) {
 	lines := st.sc.body[:st.bodyKeep]
-	if len(lines) == 0 {
-		return ""
+	n := 0
+	if len(lines) > 0 {
+		n = len(lines) - 1
 	}
-	n := len(lines) - 1
 	for _, l := range lines {
 		n += int(l.end - l.off)
 	}
+	if !shared {
+		return st.join(src, lines, n, 0), string(st.sc.arena)
+	}
+	s := st.join(src, lines, n, len(st.sc.arena))
+	return s[:n], s[n:]
+}
+
+// join returns the body lines of src joined with LF, followed by the
+// first extra bytes of the field arena; n is the length of the body.
+func (st *envState) join(src []byte, lines []span, n, extra int) string {
+	if n+extra == 0 {
+		return ""
+	}
 	var b strings.Builder
-	b.Grow(n)
+	b.Grow(n + extra)
 	for i, l := range lines {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
 		b.Write(src[l.off:l.end])
 	}
+	b.Write(st.sc.arena[:extra])
 	return b.String()
+}
+
+// allocEnvelope returns a new Envelope, and room for its META blocks and
+// all its fields: when small, in the Envelope's own allocation if they
+// are few.
+func allocEnvelope(metas, fields int, small bool) (*Envelope, []Meta, []Field) {
+	switch {
+	case metas == 0 && fields == 0:
+		return new(Envelope), nil, nil
+	case small && metas <= 1 && fields <= 4:
+		p := new(struct {
+			e Envelope
+			m [1]Meta
+			f [4]Field
+		})
+		return &p.e, p.m[:metas:metas], p.f[:fields:fields]
+	case small && metas <= 2 && fields <= 8:
+		p := new(struct {
+			e Envelope
+			m [2]Meta
+			f [8]Field
+		})
+		return &p.e, p.m[:metas:metas], p.f[:fields:fields]
+	}
+	return new(Envelope), make([]Meta, metas), make([]Field, fields)
 }
 
 // finish checks the envelope read so far and returns it.
@@ -475,22 +570,26 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 		}
 	}
 
-	// Everything checked: build the envelope, its field values sharing one
-	// string.
-	a := string(sc.arena)
+	// Everything checked: build the envelope.
+	var src []byte
+	if st.contig {
+		src = make([]byte, st.srcEnd-st.srcOff)
+		copy(src, st.r.sc.buf[st.srcOff:st.srcEnd])
+	} else {
+		src = st.src
+	}
+	small := len(src) <= smallEnvelope
+	body, a := st.strings(src, small)
 	get := func(sp span) string { return a[sp.off:sp.end] }
-	env := &Envelope{
+	nFields, nMeta := len(sc.fields), len(sc.metas)
+	env, metas, fields := allocEnvelope(nMeta, nFields+len(sc.metaFields), small)
+	*env = Envelope{
 		From: get(st.from), To: get(st.to), Version: 1, Line: line, Complete: complete,
 		User: get(st.vals[keyUser]), Session: get(st.vals[keySession]),
 		Thread: get(st.vals[keyThread]), Parent: get(st.vals[keyParent]), Message: get(st.vals[keyMessage]),
 		Context: get(st.vals[keyContext]), Sig: get(st.vals[keySig]),
-		ResponseForm: st.response,
+		ResponseForm: st.response, Body: body, source: src,
 	}
-	if st.contig {
-		st.src = append([]byte(nil), st.r.sc.buf[st.srcOff:st.srcEnd]...)
-	}
-	env.source = st.src
-	env.Body = st.body(st.src)
 	if len(intent) == 0 {
 		env.Intent = IntentRespond // v1.0 answer form (docs/design.md §3.1)
 	} else {
@@ -510,22 +609,22 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 			env.warnings = append(env.warnings, msg)
 		}
 	}
-	if len(sc.fields) > 0 {
-		env.Fields = make([]Field, len(sc.fields))
-		for i, f := range sc.fields {
-			env.Fields[i] = Field{Key: get(f.key), Value: get(f.val)}
-		}
+	for i, f := range sc.fields {
+		fields[i] = Field{Key: get(f.key), Value: get(f.val)}
 	}
-	if len(sc.metas) > 0 {
-		env.Meta = make([]Meta, len(sc.metas))
-		all := make([]Field, len(sc.metaFields))
-		for i, f := range sc.metaFields {
-			all[i] = Field{Key: get(f.key), Value: get(f.val)}
-		}
-		for i, m := range sc.metas {
-			env.Meta[i] = Meta{Namespace: get(m.ns), Fields: all[:m.nFields:m.nFields]}
-			all = all[m.nFields:]
-		}
+	if nFields > 0 {
+		env.Fields = fields[:nFields:nFields]
+	}
+	fields = fields[nFields:]
+	for i, f := range sc.metaFields {
+		fields[i] = Field{Key: get(f.key), Value: get(f.val)}
+	}
+	for i, m := range sc.metas {
+		metas[i] = Meta{Namespace: get(m.ns), Fields: fields[:m.nFields:m.nFields]}
+		fields = fields[m.nFields:]
+	}
+	if nMeta > 0 {
+		env.Meta = metas
 	}
 	if err := env.NormalizeIdentifiers(); err != nil { // ident.go
 		return nil, err

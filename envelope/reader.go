@@ -128,7 +128,7 @@ func (r *Reader) Next() (*Envelope, error) {
 		}
 	}
 	e, err := r.next()
-	if r.sc.pooled && r.sc.start == r.sc.end && !r.hasPend {
+	if r.sc.pooled != nil && r.sc.start == r.sc.end && !r.hasPend {
 		r.sc.release() // nothing unread: let another Reader use the buffer
 	}
 	return e, err

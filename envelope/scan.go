@@ -22,9 +22,9 @@ type lineScanner struct {
 	line    int  // number of the line last returned
 	skipLF  bool // the last line ended in CR: a following LF belongs to it
 	eof     bool
-	err     error // first read error other than io.EOF
-	pooled  bool  // buf came from bufPool
-	direct  bool  // buf is the caller's input (NewBytesReader): nothing to read or copy
+	err     error   // first read error other than io.EOF
+	pooled  *[]byte // what getBuf gave, when buf came from bufPools (put back as it is: no allocation)
+	direct  bool    // buf is the caller's input (NewBytesReader): nothing to read or copy
 
 	// The first CR at or after start, when cr >= start; cr < 0 means
 	// there is none in buf[start:crTo]. Most input has no CR at all, so
@@ -38,12 +38,47 @@ type lineScanner struct {
 // does not pay for a 64 KiB buffer.
 const initialBuffer = 4 << 10
 
-// bufPool recycles initial buffers between Readers (an HTTP handler makes
-// one Reader per request). A scanner holds its buffer only while it holds
-// unread input: the Reader hands it back after every Next that leaves
-// nothing buffered, so a caller that stops after one envelope does not
-// leave a buffer to the garbage collector.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, initialBuffer); return &b }}
+// bufPools recycle line buffers between Readers (an HTTP handler makes one
+// Reader per request), by size: 4 KiB (the initial buffer) doubling up to
+// 128 KiB (the default line limit, 64 KiB, plus one). A scanner holds its
+// buffer only while it holds unread input: the Reader hands it back after
+// every Next that leaves nothing buffered, so a caller that stops after one
+// envelope does not leave a buffer to the garbage collector.
+var bufPools [6]sync.Pool
+
+// getBuf returns a buffer of at least n bytes, from bufPools when one of
+// their sizes fits, else nil.
+func getBuf(n int) *[]byte {
+	for i := range bufPools {
+		if size := initialBuffer << i; n <= size {
+			if p, ok := bufPools[i].Get().(*[]byte); ok {
+				return p
+			}
+			b := make([]byte, size)
+			return &b
+		}
+	}
+	return nil
+}
+
+// putBuf gives back a buffer getBuf returned.
+func putBuf(p *[]byte) {
+	for i := range bufPools {
+		if len(*p) == initialBuffer<<i {
+			bufPools[i].Put(p)
+			return
+		}
+	}
+}
+
+// useBuf makes buf a buffer of n bytes, from bufPools when possible.
+func (s *lineScanner) useBuf(n int) {
+	if s.pooled = getBuf(n); s.pooled != nil {
+		s.buf = (*s.pooled)[:n]
+	} else {
+		s.buf = make([]byte, n)
+	}
+}
 
 func (s *lineScanner) init(r io.Reader, maxLine int) {
 	*s = lineScanner{r: r, maxLine: maxLine, cr: -1}
@@ -59,7 +94,7 @@ func (s *lineScanner) init(r io.Reader, maxLine int) {
 		// Input in memory that fits one buffer of the line limit is read
 		// in one go: its lines then stay where they are (see stable).
 		if n := s.inMem.Len() + 1; n > initialBuffer && n <= maxLine+1 {
-			s.buf = make([]byte, n)
+			s.useBuf(n)
 		}
 	}
 }
@@ -78,11 +113,10 @@ func (s *lineScanner) initBytes(data []byte, maxLine int) {
 // there. It must be called only when no unread input is buffered
 // (start == end) and no line returned from it is still in use.
 func (s *lineScanner) release() {
-	if s.pooled && len(s.buf) == initialBuffer {
-		b := s.buf
-		bufPool.Put(&b)
+	if s.pooled != nil {
+		putBuf(s.pooled)
 	}
-	s.buf, s.pooled = nil, false
+	s.buf, s.pooled = nil, nil
 	s.start, s.end = 0, 0
 	s.cr, s.crTo = -1, 0
 }
@@ -124,11 +158,7 @@ func (s *lineScanner) sizeHint() int {
 // the buffer when it is full of one unfinished line.
 func (s *lineScanner) fill() {
 	if s.buf == nil {
-		if s.maxLine+1 >= initialBuffer {
-			s.buf, s.pooled = *bufPool.Get().(*[]byte), true
-		} else {
-			s.buf = make([]byte, s.maxLine+1)
-		}
+		s.useBuf(min(initialBuffer, s.maxLine+1))
 	}
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
@@ -139,13 +169,12 @@ func (s *lineScanner) fill() {
 		s.start, s.end = 0, n
 	}
 	if s.end == len(s.buf) && len(s.buf) < s.maxLine+1 {
-		nb := make([]byte, min(2*len(s.buf), s.maxLine+1))
-		copy(nb, s.buf[:s.end])
-		if s.pooled {
-			b := s.buf
-			bufPool.Put(&b)
+		old, oldPool := s.buf, s.pooled
+		s.useBuf(min(2*len(s.buf), s.maxLine+1))
+		copy(s.buf, old[:s.end])
+		if oldPool != nil {
+			putBuf(oldPool)
 		}
-		s.buf, s.pooled = nb, false
 	}
 	for s.end < len(s.buf) && !s.eof {
 		n, err := s.r.Read(s.buf[s.end:])

@@ -36,6 +36,8 @@ type cstep struct {
 	from, to, intent string
 	thread, parent   int
 	prio, targets    string
+	// deadline is `meta: routing` X-Deadline.
+	deadline string
 	// oblige, when set, adds `meta: obligation` with these Blocks (and
 	// Delegate delegate).
 	oblige, delegate string
@@ -59,6 +61,7 @@ func send(from, to, intent string) cstep {
 func (s cstep) inThread(step int) cstep    { s.thread = step; return s }
 func (s cstep) replyTo(step int) cstep     { s.parent = step; return s }
 func (s cstep) priority(p string) cstep    { s.prio = p; return s }
+func (s cstep) due(d string) cstep         { s.deadline = d; return s }
 func (s cstep) pollTargets(t string) cstep { s.targets = t; return s }
 func (s cstep) obliges(blocks, delegate string) cstep {
 	s.oblige, s.delegate = blocks, delegate
@@ -180,15 +183,17 @@ var conformance = []scenario{
 
 	// Prior acks and reads, notices, the clock.
 	{"acknowledged HANDOFF is settled", []cstep{send("CHATGPT", "CLAUDE", "HANDOFF"), act("claude", gateway.ActionAck, 0)},
-		[]cwant{expect("claude", toMe, must, attention.ReasonAssignment, attention.Buffered).of(0).isAcked()}},
+		[]cwant{expect("claude", toMe, must, attention.ReasonAssignment, attention.Buffered).of(0).isAcked().settled()}},
 	{"read is not an acknowledgement", []cstep{send("CHATGPT", "CLAUDE", "HANDOFF"), act("claude", gateway.ActionRead, 0)},
 		[]cwant{expect("claude", toMe, must, attention.ReasonAssignment, attention.Buffered).of(0)}},
 	{"notice requiring ack", []cstep{{notice: true, actor: "claude"}},
 		[]cwant{expect("claude", toMe, ackOnly, attention.ReasonAttentionAck, attention.Notify)}},
 	{"notice acknowledged", []cstep{{notice: true, actor: "claude"}, act("claude", gateway.ActionAck, 0)},
 		[]cwant{expect("claude", toMe, ackOnly, attention.ReasonAttentionAck, attention.Notify).of(0).isAcked()}},
-	{"stale request", []cstep{send("CHATGPT", "CLAUDE", "REQUEST"), {advance: attention.DefaultResponseDeadline + time.Second}},
-		[]cwant{expect("claude", toMe, may, attention.ReasonDirectMessage, attention.Buffered).of(0).isExpired()}},
+	{"stale request (X-Deadline passed)", []cstep{send("CHATGPT", "CLAUDE", "REQUEST").due("5m"), {advance: 5*time.Minute + time.Second}},
+		[]cwant{expect("claude", toMe, may, attention.ReasonDirectMessage, attention.Buffered).of(0).isExpired().settled()}},
+	{"request without deadline is owed a week later", []cstep{send("CHATGPT", "CLAUDE", "REQUEST"), {advance: 7 * 24 * time.Hour}},
+		[]cwant{expect("claude", toMe, must, attention.ReasonDirectMessage, attention.Buffered).of(0).owed()}},
 
 	// Obligations (issue #14): the arms that need no timers.
 	{"obligation, open", []cstep{send("CHATGPT", "CLAUDE", "REQUEST").obliges("halted", "")},
@@ -196,7 +201,7 @@ var conformance = []scenario{
 			expect("gemini", toOther, mustNot, attention.ReasonAddressedToOther, attention.ToolMailbox)}},
 	{"obligation to a role", []cstep{send("CHATGPT", "@reviewer", "REQUEST").obliges("degraded", "")},
 		[]cwant{expect("claude", toMyRole, must, attention.ReasonObligation, attention.Immediate).owed()}},
-	{"obligation without deadline never goes stale", []cstep{send("CHATGPT", "CLAUDE", "REQUEST").obliges("halted", ""), {advance: attention.DefaultResponseDeadline + time.Second}},
+	{"obligation without deadline never goes stale", []cstep{send("CHATGPT", "CLAUDE", "REQUEST").obliges("halted", ""), {advance: 7 * 24 * time.Hour}},
 		[]cwant{expect("claude", toMe, must, attention.ReasonObligation, attention.Immediate).of(0).owed()}},
 	{"obligation, recipient replies, author has not discharged", []cstep{send("CHATGPT", "CLAUDE", "REQUEST").obliges("halted", ""),
 		send("CLAUDE", "CHATGPT", "RESPOND").replyTo(0), send("CLAUDE", "CHATGPT", "ACK").replyTo(0)},
@@ -283,6 +288,9 @@ func runScenario(t *testing.T, r *gateway.Relay, clock *testClock, group string,
 				}
 				if s.prio != "" {
 					e.Meta = append(e.Meta, envelope.Meta{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Priority", Value: s.prio}}})
+				}
+				if s.deadline != "" {
+					e.Meta = append(e.Meta, envelope.Meta{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Deadline", Value: s.deadline}}})
 				}
 				if s.oblige != "" {
 					f := []envelope.Field{{Key: "Blocks", Value: s.oblige}}

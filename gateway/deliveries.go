@@ -75,6 +75,11 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 		if p, ok := env.MetaValue("routing", "X-Priority"); ok {
 			ae.XPriority = strings.ToLower(p)
 		}
+		if v, ok := env.MetaValue("routing", "X-Deadline"); ok {
+			// A duration counts from the receipt, the event's ts; the
+			// intake refused bad values (checkObligation).
+			ae.Deadline, _ = attention.ParseDeadline(v, ae.CreatedAt)
+		}
 	}
 	if ev.Kind == KindNotify {
 		ae.RequiresAck = d.RequiresAck
@@ -122,70 +127,40 @@ func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq in
 	return out, nil
 }
 
-// groupDeliveries walks the group from its first event, because thread
-// participation and acks depend on everything before sinceSeq too; when an
-// earlier call already walked the group for this agent up to a seq at or
-// before sinceSeq, it resumes from the state that call left (see
-// resumeTracker) and reads only the newer events. It reads in pages of
-// inboxPage events.
+// groupDeliveries reads the group's events after sinceSeq in pages and
+// decides each with what the projections know of the rest of the
+// history (DeliveriesOf), so it reads only what it returns and the
+// silent events between.
 func (r *Relay) groupDeliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]Delivery, error) {
-	tr, from := r.resumeTracker(agent, group, sinceSeq)
+	page := inboxPage
+	if limit > 0 {
+		page = min(inboxPage, max(limit, 100))
+	}
 	var out []Delivery
-	last := from
-	for first := true; ; first = false {
-		evs, err := r.store.Range(ctx, group, last, nil, inboxPage)
+	for last := sinceSeq; ; {
+		evs, err := r.store.Range(ctx, group, last, nil, page)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
 		}
-		if first && len(evs) == inboxPage {
-			// More than a page: claims follow their message, maybe
-			// pages later, so learn them all first.
-			if err := r.learnAllClaims(ctx, tr, group, last); err != nil {
-				return nil, err
-			}
+		logged := make([]ledger.Logged, len(evs))
+		for i, ev := range evs {
+			logged[i] = ledger.Logged{Event: ev}
 		}
-		tr.learnClaims(evs)
-		for _, ev := range evs {
-			d, ok, err := tr.observe(ctx, ev)
-			if err != nil {
-				return nil, err
-			}
-			if ev.Seq <= sinceSeq || !ok || limit > 0 && len(out) >= limit {
-				continue // past the limit, still walked for the acks
-			}
-			out = append(out, d)
-		}
-		if len(evs) > 0 {
-			last = evs[len(evs)-1].Seq
-		}
-		if len(evs) < inboxPage {
-			break
-		}
-	}
-	if last > from {
-		r.saveTracker(group, last, tr)
-	}
-	// Acks, replies and discharges come after the message: mark them at
-	// the end.
-	for i := range out {
-		id := out[i].EventID
-		out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], tr.discharged[id]
-	}
-	return out, nil
-}
-
-// learnAllClaims notes every claim event of group after seq in tr.
-func (r *Relay) learnAllClaims(ctx context.Context, tr *tracker, group string, after int64) error {
-	for {
-		evs, err := r.store.Range(ctx, group, after, []string{KindClaim}, inboxPage)
+		ds, err := r.DeliveriesOf(ctx, agent, logged)
 		if err != nil {
-			return fmt.Errorf("gateway: reading group %q: %w", group, err)
+			return nil, err
 		}
-		tr.learnClaims(evs)
-		if len(evs) < inboxPage {
-			return nil
+		for _, d := range ds {
+			d.Position = 0 // a group's reads give no log position
+			out = append(out, d)
+			if limit > 0 && len(out) >= limit {
+				return out, nil
+			}
 		}
-		after = evs[len(evs)-1].Seq
+		if len(evs) < page {
+			return out, nil
+		}
+		last = evs[len(evs)-1].Seq
 	}
 }
 
@@ -303,6 +278,9 @@ type tracker struct {
 	claimed map[string]bool
 	now     time.Time
 	seen    map[string]time.Time
+	// view, when set, answers thread participation from the projections
+	// instead of threads (DeliveriesOf).
+	view *projView
 }
 
 func (r *Relay) newTracker(agent string) *tracker {
@@ -361,8 +339,14 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	if ev.Kind == KindClaim && t.claimed != nil {
 		t.claimed[d.EventID] = true
 	}
-	st := attention.State{LastSeen: t.seen}
-	if ae.Thread != "" && t.threads.contains(ae.Thread) {
+	st := attention.State{LastSeen: t.seen, StaleAfter: t.r.StaleAfter()}
+	in := ae.Thread != "" && t.threads.contains(ae.Thread)
+	if ae.Thread != "" && t.view != nil {
+		if in, err = t.view.participant(ctx, ev.GroupID, ae.Thread, ev.Seq); err != nil {
+			return Delivery{}, false, fmt.Errorf("gateway: event %s: %w", ev.ID, err)
+		}
+	}
+	if in {
 		// Decide only asks whether the agent takes part in ev's thread:
 		// handing it every thread made each event cost O(threads), and
 		// an inbox O(events × threads).
@@ -390,7 +374,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
 		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
-		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+		Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification

@@ -6,84 +6,51 @@ import (
 	"slices"
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/projection"
 )
 
-// windowCatchUp is how many events before a window DeliveriesOf reads to
-// learn the threads the agent takes part in, past the relay's cache of
-// tracker states.
-const windowCatchUp = 128
-
-// DeliveriesOf returns what agent should see of evs, a window of the
+// DeliveriesOf returns what agent should see of evs, events of the
 // ledger's log in log order (ledger.Store.Log or LogBefore reversed),
-// each with its Position, oldest first; silent ones are left out. It
-// costs O(len(evs)) reads plus at most windowCatchUp events per group:
-// thread participation comes from the relay's cache of tracker states
-// (resumeTracker) or from the windowCatchUp events before the window,
-// so a thread the agent joined longer ago than that, and never walked
-// since, counts as one it is not in. Acks count when they are in the
-// window after their message, and so do replies and discharges: a
-// window is a page, not the history.
+// each with its Position, oldest first; silent ones are left out. What
+// a delivery needs of the rest of the history (whether the agent takes
+// part in the event's thread, its acks, replies, discharges and claims)
+// comes from the projections (docs/scaling.md "Projections"), brought up
+// to date first: the answer is exact for any window, and costs O(len(evs))
+// reads whatever the history.
 func (r *Relay) DeliveriesOf(ctx context.Context, agent string, evs []ledger.Logged) ([]Delivery, error) {
-	agent = r.book.ActorID(agent)
-	trs := map[string]*tracker{}
+	db, err := r.Projection(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tr := r.projectedTracker(r.book.ActorID(agent), db)
+	ms, err := marksOf(ctx, db, tr.agent.ID, evs)
+	if err != nil {
+		return nil, err
+	}
+	tr.claimed = ms.claimed
 	var out []Delivery
-	var groups []string // of out
 	for _, l := range evs {
-		tr, ok := trs[l.GroupID]
-		if !ok {
-			var err error
-			if tr, err = r.windowTracker(ctx, agent, l.GroupID, l.Seq, evs); err != nil {
-				return nil, err
-			}
-			trs[l.GroupID] = tr
-		}
 		d, show, err := tr.observe(ctx, l.Event)
 		if err != nil {
 			return nil, err
 		}
 		if show {
 			d.Position = l.Pos
+			d.Acked, d.Responded, d.Discharged = ms.acked[d.EventID], ms.responded[d.EventID], ms.discharged[d.EventID]
 			out = append(out, d)
-			groups = append(groups, l.GroupID)
 		}
-	}
-	for i := range out {
-		tr, id := trs[groups[i]], out[i].EventID
-		out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], tr.discharged[id]
 	}
 	return out, nil
 }
 
-// windowTracker returns a tracker of agent in group that has observed
-// what it can of the events before seq (see DeliveriesOf) and knows the
-// claims of the window evs.
-func (r *Relay) windowTracker(ctx context.Context, agent, group string, seq int64, evs []ledger.Logged) (*tracker, error) {
-	tr, last := r.resumeTracker(agent, group, seq-1)
-	if seq-1-last > windowCatchUp {
-		last = seq - 1 - windowCatchUp
-	}
-	for last < seq-1 {
-		page, err := r.store.Range(ctx, group, last, nil, int(min(streamPage, seq-1-last)))
-		if err != nil {
-			return nil, fmt.Errorf("gateway: reading group %q: %w", group, err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		tr.learnClaims(page)
-		for _, ev := range page {
-			if _, _, err := tr.observe(ctx, ev); err != nil {
-				return nil, err
-			}
-		}
-		last = page[len(page)-1].Seq
-	}
-	for _, l := range evs {
-		if l.GroupID == group && l.Kind == KindClaim {
-			tr.learnClaims([]ledger.Event{l.Event})
-		}
-	}
-	return tr, nil
+// projectedTracker returns a tracker of agent that learns nothing from
+// the events it observes: thread participation comes from db (projView)
+// and the caller sets its claims.
+func (r *Relay) projectedTracker(agent string, db *projection.DB) *tracker {
+	tr := r.newTracker(agent)
+	tr.acked, tr.responded, tr.discharged = nil, nil, nil
+	tr.view = newProjView(db, tr.agent)
+	return tr
 }
 
 // LogCursor names a page of the ledger's log: the page ends before
@@ -115,8 +82,8 @@ const (
 // DeliveriesFrom returns the page of agent's deliveries at cur, at most
 // limit of them (1 to 1000), computed with DeliveriesOf over at most
 // pageScan events of the ledger's log (LogBefore for older pages, Log
-// for newer ones): its cost is independent of history, and so is what
-// it knows (see DeliveriesOf). A page of fewer than limit deliveries
+// for newer ones), a chunk at a time: its cost is independent of
+// history. A page of fewer than limit deliveries
 // with an Older link means its window held no more. The agent's buffered
 // and digest injection applies, as in Deliveries.
 func (r *Relay) DeliveriesFrom(ctx context.Context, agent string, cur LogCursor, limit int) (DeliveryPage, error) {
@@ -151,11 +118,17 @@ func (r *Relay) DeliveriesFrom(ctx context.Context, agent string, cur LogCursor,
 			return p, fmt.Errorf("gateway: reading the log: %w", err)
 		}
 		done = len(chunk) < pageChunk
-		if ds, err = r.DeliveriesOf(ctx, agent, p.Window); err != nil {
+		more, err := r.DeliveriesOf(ctx, agent, chunk)
+		if err != nil {
 			return p, err
 		}
-		ds = inj.apply(ds)
+		if forward {
+			ds = append(ds, more...)
+		} else {
+			ds = append(more, ds...)
+		}
 	}
+	ds = inj.apply(ds)
 	if len(p.Window) == 0 {
 		return p, nil
 	}

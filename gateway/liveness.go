@@ -11,6 +11,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/liveness"
 )
 
 // AgentStatus is one actor of the ledger or the address book with its
@@ -21,8 +22,8 @@ type AgentStatus struct {
 	ID    string   `json:"agent"`
 	Names []string `json:"names,omitempty"`
 	Roles []string `json:"roles,omitempty"`
-	// LastSeen is zero when the relay has not seen the agent since it
-	// started (liveness is kept in memory).
+	// LastSeen is zero when no relay on the ledger has seen the agent
+	// (package liveness).
 	LastSeen time.Time          `json:"last_seen,omitzero"`
 	Liveness attention.Liveness `json:"liveness"`
 	// Events, Addressed, Owes and LastTS are the actor's in the ledger
@@ -33,14 +34,33 @@ type AgentStatus struct {
 	LastTS    string `json:"last_ts,omitempty"`
 }
 
-// AgentLiveness returns an agent's last activity and its liveness now.
+// AgentLiveness returns an agent's last activity and its liveness now,
+// from what this relay has folded of the ledger (SyncLiveness first for
+// other relays' latest).
 func (r *Relay) AgentLiveness(agent string) (time.Time, attention.Liveness) {
-	id := strings.ToLower(r.book.ActorID(agent))
-	r.mu.Lock()
-	seen := r.lastSeen[id]
-	r.mu.Unlock()
-	return seen, attention.LivenessOf(seen, r.now())
+	st := r.live.Status(r.book.ActorID(agent))
+	return st.LastSeen, st.Liveness
 }
+
+// Heartbeat records a heartbeat of agent (BeadBoard §4.2; the API, MCP
+// and `crosstalk heartbeat`) and returns its liveness.
+func (r *Relay) Heartbeat(ctx context.Context, agent string) (liveness.Status, error) {
+	st, err := r.live.Beat(ctx, r.book.ActorID(agent))
+	if err != nil {
+		return st, fmt.Errorf("gateway: heartbeat of %s: %w", agent, err)
+	}
+	return st, nil
+}
+
+// SyncLiveness folds the liveness events other relays recorded, before a
+// decision that depends on them (a takeover).
+func (r *Relay) SyncLiveness(ctx context.Context) error { return r.live.Sync(ctx) }
+
+// Liveness returns the liveness tracker: statuses, the sweeper (Run).
+func (r *Relay) Liveness() *liveness.Tracker { return r.live }
+
+// StaleAfter returns the liveness stale threshold (Options.StaleAfter).
+func (r *Relay) StaleAfter() time.Duration { return r.live.StaleAfter() }
 
 // Agents lists every actor of the ledger (Actors), every agent of the
 // address book and every other agent the relay has seen, ordered by id,
@@ -72,7 +92,7 @@ func (r *Relay) Agents(ctx context.Context) ([]AgentStatus, error) {
 	out := make([]AgentStatus, 0, len(byID))
 	for id, st := range byID {
 		st.LastSeen = seen[id]
-		st.Liveness = attention.LivenessOf(st.LastSeen, now)
+		st.Liveness = attention.LivenessAfter(st.LastSeen, now, r.StaleAfter())
 		out = append(out, *st)
 	}
 	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].ID) < strings.ToLower(out[j].ID) })
@@ -87,6 +107,9 @@ func (r *Relay) Agents(ctx context.Context) ([]AgentStatus, error) {
 // time. It returns the released claim and true when it released one, and
 // records a system.notify (kind claim_released) for the holder.
 func (r *Relay) ReleaseEvictedClaim(ctx context.Context, group, eventID string) (ledger.Claim, bool, error) {
+	if err := r.SyncLiveness(ctx); err != nil {
+		return ledger.Claim{}, false, err
+	}
 	now := r.now()
 	c, err := r.store.GetClaim(ctx, group, eventID, now)
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -96,16 +119,15 @@ func (r *Relay) ReleaseEvictedClaim(ctx context.Context, group, eventID string) 
 		return ledger.Claim{}, false, fmt.Errorf("gateway: claim of %s: %w", eventID, err)
 	}
 	seen, _ := r.AgentLiveness(c.Actor)
-	// Liveness is this relay's memory; the claim itself, shared by every
-	// relay on the ledger, says the holder was active when it last claimed
-	// or renewed (expires_at - ttl). Other activity on another relay is
-	// not seen here (docs/scaling.md).
+	// Liveness is in the ledger (package liveness); the claim itself says
+	// the holder was active when it last claimed or renewed
+	// (expires_at - ttl).
 	for _, t := range []time.Time{c.ClaimedAt, c.ExpiresAt.Add(-r.claimTTL)} {
 		if t.After(seen) {
 			seen = t
 		}
 	}
-	if attention.LivenessOf(seen, now) != attention.Evicted {
+	if attention.LivenessAfter(seen, now, r.StaleAfter()) != attention.Evicted {
 		return c, false, nil
 	}
 	if err := r.store.ReleaseClaim(ctx, group, eventID, c.Actor); err != nil && !errors.Is(err, ledger.ErrNotFound) {

@@ -303,11 +303,16 @@ func (r *Relay) obligation(env *envelope.Envelope) (ob attention.Obligation, ok 
 }
 
 // checkObligation refuses a bad `meta: obligation`, or one on an intent
-// that asks nothing.
+// that asks nothing, and a bad `meta: routing` X-Deadline.
 func (r *Relay) checkObligation(env *envelope.Envelope) error {
 	_, ok, err := r.obligation(env)
 	if err != nil {
 		return fmt.Errorf("meta: obligation: %w", err)
+	}
+	if v, set := env.MetaValue("routing", "X-Deadline"); set {
+		if _, err := attention.ParseDeadline(v, r.now()); err != nil {
+			return fmt.Errorf("meta: routing X-Deadline %q: %w", v, err)
+		}
 	}
 	if ok {
 		switch env.Intent {

@@ -24,6 +24,10 @@ type Waiting struct {
 	Evidence []string `json:"evidence,omitempty"`
 	// Lapsed is set once the deadline has passed.
 	Lapsed bool `json:"lapsed,omitempty"`
+	// DischargedBy is who discharged it (the author or the delegate); set
+	// only in listings that include settled obligations (WaitingOn with
+	// All).
+	DischargedBy string `json:"discharged_by,omitempty"`
 }
 
 // waitingKinds are the kinds Waiting reads.
@@ -33,6 +37,12 @@ var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, K
 // of, over every group, oldest first (issue #14 "what I am blocking /
 // waiting on"). Discharged obligations are left out.
 func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
+	return r.waiting(ctx, agent, false)
+}
+
+// waiting is Waiting, with the discharged obligations too when all is
+// set.
+func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting, error) {
 	agent = r.book.ActorID(agent)
 	gs, err := r.store.Groups(ctx)
 	if err != nil {
@@ -68,7 +78,10 @@ func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 					}
 				case KindDischarge:
 					if i, ok := open[d.EventID]; ok {
-						out[i].EventID = "" // removed below
+						out[i].DischargedBy = ev.By
+						if !all {
+							out[i].EventID = "" // removed below
+						}
 						delete(open, d.EventID)
 					}
 				default:

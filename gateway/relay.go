@@ -13,6 +13,8 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/projection"
+	"github.com/crosstalk-go/crosstalk/gateway/liveness"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -87,6 +89,10 @@ type Options struct {
 	Name string
 	// ClaimTTL is how long a claim lasts; DefaultClaimTTL when zero.
 	ClaimTTL time.Duration
+	// StaleAfter is the liveness stale threshold, eviction at twice it
+	// (BeadBoard §4.1; config [liveness] stale_after);
+	// attention.StaleAfter when zero.
+	StaleAfter time.Duration
 	// MaxIntake bounds the bytes of one intake (an HTTP body, a file, a
 	// mail); a larger one is recorded as one E-TOO-LARGE rejection.
 	// MaxIntake (the constant) when zero.
@@ -99,6 +105,11 @@ type Options struct {
 	Now func() time.Time
 	// Observer is told about intakes and deliveries (metrics); nil is none.
 	Observer Observer
+	// Projection holds the relay's projections of the ledger
+	// (docs/scaling.md "Projections"), caught up from its high-water
+	// mark on first use; nil keeps them in memory, rebuilt from the
+	// whole ledger on first use. The caller closes it, after the relay.
+	Projection *projection.DB
 }
 
 // DefaultGroup is the group of envelopes without a context.
@@ -133,12 +144,18 @@ type Relay struct {
 	now      func() time.Time
 	obs      Observer
 
+	live *liveness.Tracker // sightings, transitions in the ledger
+
 	mu       sync.Mutex
-	lastSeen map[string]time.Time
 	trackers map[string]*trackerState // see resumeTracker
 	digests  map[string]digestMark    // see WriteDigests
-	actors   actorIndex               // see Actors
 	work     chan struct{}            // see StreamWork
+
+	projMu      sync.Mutex // serialises SyncProjection
+	proj        *projection.DB
+	projOwned   bool  // proj was opened by the relay (in memory)
+	projChecked bool  // its high-water mark was checked against the ledger
+	projPos     int64 // the log position proj has applied up to
 }
 
 // New returns a relay that records into store.
@@ -147,7 +164,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		opts = &Options{}
 	}
 	r := &Relay{
-		store:    store,
+		proj:     opts.Projection,
 		log:      opts.Logger,
 		book:     opts.Book,
 		verifier: opts.Verifier,
@@ -159,12 +176,12 @@ func New(store ledger.Store, opts *Options) *Relay {
 		maxBytes: opts.MaxIntake,
 		now:      opts.Now,
 		obs:      opts.Observer,
-		lastSeen: map[string]time.Time{},
 		trackers: map[string]*trackerState{},
 		digests:  map[string]digestMark{},
 		work:     make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		admins:   map[string]bool{},
 	}
+	r.store = projectingStore{Store: store, r: r}
 	r.keeper, _ = opts.Verifier.(TrustKeeper)
 	for _, a := range opts.Admins {
 		r.admins[strings.ToLower(a)] = true
@@ -184,6 +201,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	r.live = liveness.New(store, liveness.Options{Now: r.now, StaleAfter: opts.StaleAfter, Logger: r.log.With("component", "liveness")})
 	if r.maxEnvs <= 0 {
 		r.maxEnvs = DefaultMaxEnvelopes
 	}
@@ -577,23 +595,23 @@ func (r *Relay) verify(ctx context.Context, env *envelope.Envelope) Verification
 	return Verification{Status: StatusUnsigned}
 }
 
-// Touch records activity of an agent (API, MCP, channel) for liveness.
+// Touch records activity of an agent (API, MCP, channel) for liveness
+// (Heartbeat without an answer; a failure to record is logged).
 func (r *Relay) Touch(agent string) {
-	r.mu.Lock()
-	r.lastSeen[strings.ToLower(agent)] = r.now()
-	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), touchTimeout)
+	defer cancel()
+	if _, err := r.live.Beat(ctx, agent); err != nil {
+		r.log.LogAttrs(ctx, slog.LevelWarn, "recording liveness failed", slog.String("agent", agent), slog.Any("err", err))
+	}
 }
 
-// LastSeen returns a copy of every agent's last activity.
-func (r *Relay) LastSeen() map[string]time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]time.Time, len(r.lastSeen))
-	for k, v := range r.lastSeen {
-		out[k] = v
-	}
-	return out
-}
+// touchTimeout bounds the ledger write of a Touch (rare: transitions and
+// renewals only, package liveness).
+const touchTimeout = 5 * time.Second
+
+// LastSeen returns every known agent's last activity, by lower-cased id:
+// this relay's sightings and those recorded in the ledger by any relay.
+func (r *Relay) LastSeen() map[string]time.Time { return r.live.Seen() }
 
 // normalizeGroups returns groups with contexts and group ids in NFC, the
 // form envelopes are read in (envelope.NormalizeIdentifier).

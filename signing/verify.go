@@ -270,16 +270,18 @@ func (v *Verifier) verifyPinned(ctx context.Context, env *envelope.Envelope, c *
 	return res.fail(StatusBadSignature, fmt.Errorf("%w under the key pinned for %s (%s)", ErrBadSignature, res.Pkid, res.Pinned.Fingerprint()))
 }
 
-// dnsKeyFor returns the key DNS publishes for pkid that verifies the
-// signature, or nil (no DNS configured, no such key, lookup failed).
-func (v *Verifier) dnsKeyFor(ctx context.Context, c *check, pkid string) *PublicKey {
+// dnsKeys looks up the keys DNS publishes for pkid; ok is false when no
+// DNS is configured or pkid names no domain.
+func (v *Verifier) dnsKeys(ctx context.Context, pkid string) (keys []*PublicKey, ok bool, err error) {
 	if v.DNS == nil || DNSNames(pkid) == nil {
-		return nil
+		return nil, false, nil
 	}
-	keys, err := v.DNS.Lookup(ctx, pkid)
-	if err != nil {
-		return nil
-	}
+	keys, err = v.DNS.Lookup(ctx, pkid)
+	return keys, true, err
+}
+
+// verifying returns the first of keys that verifies the signature, or nil.
+func (c *check) verifying(keys []*PublicKey) *PublicKey {
 	for _, k := range keys {
 		if c.verifies(k) {
 			return k
@@ -288,27 +290,31 @@ func (v *Verifier) dnsKeyFor(ctx context.Context, c *check, pkid string) *Public
 	return nil
 }
 
+// dnsKeyFor returns the key DNS publishes for pkid that verifies the
+// signature, or nil (no DNS configured, no such key, lookup failed).
+func (v *Verifier) dnsKeyFor(ctx context.Context, c *check, pkid string) *PublicKey {
+	keys, ok, err := v.dnsKeys(ctx, pkid)
+	if !ok || err != nil {
+		return nil
+	}
+	return c.verifying(keys)
+}
+
 // verifyDNS decides for an unpinned key id that names a domain, when DNS
 // is configured: verified (and pinned with source dns, like a first use)
 // when a published key verifies; key-changed or bad-signature when DNS
 // publishes other keys; unknown-key when DNS could not answer (no first
 // use then). No key in DNS leaves the decision to the next stage.
 func (v *Verifier) verifyDNS(ctx context.Context, env *envelope.Envelope, c *check, res Result) (Result, bool) {
-	if v.DNS == nil || DNSNames(res.Pkid) == nil {
-		return res, false
-	}
-	keys, err := v.DNS.Lookup(ctx, res.Pkid)
+	keys, ok, err := v.dnsKeys(ctx, res.Pkid)
 	switch {
-	case errors.Is(err, ErrNoDNSKey):
+	case !ok, errors.Is(err, ErrNoDNSKey), err == nil && len(keys) == 0:
 		return res, false
 	case err != nil:
 		v.log(slog.LevelWarn, "DNS key lookup failed", "pkid", res.Pkid, "err", err)
 		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: %w", ErrUnknownKey, res.Pkid, err)), true
 	}
-	for _, k := range keys {
-		if !c.verifies(k) {
-			continue
-		}
+	if k := c.verifying(keys); k != nil {
 		res.Key, res.Source = k, SourceDNS
 		if v.Store != nil && !v.NoTOFU {
 			_, err := v.Store.PinFirstUse(k, SourceDNS, env.From)

@@ -362,14 +362,16 @@ every group (100), or those before ledger position --before; --all shows every
 delivery of every group.
 --owe lists only what the agent owes: open obligations addressed to it and
 must_respond events it has neither acknowledged nor answered. --waiting lists
-the open obligations it authored (or is the delegate of), with who answered.`)
+the open obligations it authored (or is the delegate of), with who answered.
+With --owe or --waiting, --all adds the settled items (answered, acknowledged,
+lapsed, discharged), hidden by default.`)
 	rf := addRelayFlags(fs)
 	agent := fs.String("agent", "", "agent `name` (required)")
 	group := fs.String("group", "", "only this group")
 	since := fs.Int64("since", 0, "only events with seq greater than `N` (with --group)")
 	before := fs.Int64("before", 0, "the page before ledger position `P` (an older page)")
 	limit := fs.Int("limit", 100, "how many deliveries one page shows (at most 1000)")
-	all := fs.Bool("all", false, "every delivery of every group, not a page")
+	all := fs.Bool("all", false, "every delivery of every group, not a page; with --owe or --waiting, the settled items too")
 	asJSON := fs.Bool("json", false, "print JSON")
 	owe := fs.Bool("owe", false, "only what the agent owes")
 	waiting := fs.Bool("waiting", false, "the open obligations the agent authored or may discharge")
@@ -388,7 +390,7 @@ the open obligations it authored (or is the delegate of), with who answered.`)
 		return usagef("inbox: --owe and --waiting are two lists; ask for one")
 	}
 	if *waiting {
-		return printWaiting(ctx, e, rf, *agent, *asJSON)
+		return printWaiting(ctx, e, rf, *agent, *all, *asJSON)
 	}
 	q := url.Values{}
 	if *group != "" {
@@ -407,17 +409,16 @@ the open obligations it authored (or is the delegate of), with who answered.`)
 		Deliveries []gateway.Delivery `json:"deliveries"`
 		Older      int64              `json:"older_pos,omitempty"`
 	}
-	if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(*agent)+"/deliveries?"+q.Encode(), *agent, nil, &res); err != nil {
-		return err
-	}
 	if *owe {
-		kept := res.Deliveries[:0]
-		for _, d := range res.Deliveries {
-			if d.Owes() {
-				kept = append(kept, d)
-			}
+		ds, err := openSet(ctx, rf, *all, func(rm *c2a.Remote, q gateway.OpenSetQuery) (gateway.Page[gateway.Delivery], error) {
+			return rm.Owed(ctx, *agent, q)
+		})
+		if err != nil {
+			return err
 		}
-		res.Deliveries = kept
+		res.Agent, res.Deliveries = *agent, ds
+	} else if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(*agent)+"/deliveries?"+q.Encode(), *agent, nil, &res); err != nil {
+		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -429,11 +430,11 @@ the open obligations it authored (or is the delegate of), with who answered.`)
 		printLiveness(ctx, e, rf, *agent)
 		return nil
 	}
-	// Acknowledged items are settled: they owe nothing and come last
-	// (issue #14), whatever their policy was.
+	// Settled items (acknowledged, answered, discharged) owe nothing and
+	// come last (issue #14), whatever their policy was.
 	rank := map[string]int{"must_respond": 0, "ack_only": 1, "may_respond": 2, "must_not_respond": 3}
 	rankOf := func(d gateway.Delivery) int {
-		if d.Acked {
+		if d.Acked || d.Settled() != "" {
 			return len(rank)
 		}
 		return rank[string(d.Policy)]
@@ -448,9 +449,11 @@ the open obligations it authored (or is the delegate of), with who answered.`)
 			content = "knock: " + d.Knock.Topic + " (pull with " + d.Knock.PullWith + ")"
 		}
 		policy := string(d.Policy)
-		switch {
-		case d.Obligation != nil && d.Discharged:
-			policy = "settled (discharged)"
+		switch settled := d.Settled(); {
+		case settled == "lapsed":
+			policy = "lapsed (deadline passed unanswered)"
+		case settled != "":
+			policy = "settled (" + settled + ")"
 		case d.Obligation != nil:
 			policy += " (obligation, blocks " + string(d.Obligation.Blocks) + ")"
 		case d.Acked:
@@ -471,28 +474,52 @@ the open obligations it authored (or is the delegate of), with who answered.`)
 	return nil
 }
 
-// printWaiting prints GET /v1/agents/{agent}/waiting: the open
-// obligations agent authored or may discharge.
-func printWaiting(ctx context.Context, e *env, rf relayFlags, agent string, asJSON bool) error {
-	var res struct {
-		Agent   string            `json:"agent"`
-		Waiting []gateway.Waiting `json:"waiting"`
+// openSet reads every page of an open-set query (c2a.Remote.Owed or
+// WaitingOn), with the settled items when all is set.
+func openSet[T any](ctx context.Context, rf relayFlags, all bool, page func(*c2a.Remote, gateway.OpenSetQuery) (gateway.Page[T], error)) ([]T, error) {
+	rm := &c2a.Remote{URL: rf.base(), Token: *rf.token}
+	var items []T
+	for q := (gateway.OpenSetQuery{All: all}); ; {
+		p, err := page(rm, q)
+		if errors.Is(err, client.ErrUnreachable) {
+			return nil, withHint(err, "is the relay running? start it with `crosstalk relay` or pass --relay URL")
+		}
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, p.Items...)
+		if p.Next == "" || p.Next == q.After {
+			return items, nil
+		}
+		q.After = p.Next
 	}
-	if err := rf.do(ctx, "GET", "/v1/agents/"+url.PathEscape(agent)+"/waiting", agent, nil, &res); err != nil {
+}
+
+// printWaiting prints GET /v1/agents/{agent}/waiting: the open
+// obligations agent authored or may discharge, and with all the
+// discharged ones.
+func printWaiting(ctx context.Context, e *env, rf relayFlags, agent string, all, asJSON bool) error {
+	ws, err := openSet(ctx, rf, all, func(rm *c2a.Remote, q gateway.OpenSetQuery) (gateway.Page[gateway.Waiting], error) {
+		return rm.WaitingOn(ctx, agent, q)
+	})
+	if err != nil {
 		return err
+	}
+	if ws == nil {
+		ws = []gateway.Waiting{}
 	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetEscapeHTML(false)
-		return enc.Encode(res)
+		return enc.Encode(map[string]any{"agent": agent, "waiting": ws})
 	}
-	if len(res.Waiting) == 0 {
-		fmt.Fprintf(e.stdout, "%s: waiting on nothing\n", res.Agent)
+	if len(ws) == 0 {
+		fmt.Fprintf(e.stdout, "%s: waiting on nothing\n", agent)
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSEQ\tTO\tBLOCKS\tDEADLINE\tDEFAULT ACTION\tANSWERED BY\tEVENT")
-	for _, w := range res.Waiting {
+	fmt.Fprintln(tw, "GROUP\tSEQ\tTO\tBLOCKS\tDEADLINE\tDEFAULT ACTION\tANSWERED BY\tSTATE\tEVENT")
+	for _, w := range ws {
 		deadline := "-"
 		if !w.Obligation.Deadline.IsZero() {
 			deadline = w.Obligation.Deadline.UTC().Format(time.RFC3339)
@@ -504,8 +531,12 @@ func printWaiting(ctx context.Context, e *env, rf relayFlags, agent string, asJS
 		if answered == "" {
 			answered = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", w.Group, w.Seq, strings.Join(w.To, ","), w.Obligation.Blocks,
-			deadline, firstLine(w.Obligation.DefaultAction, 40), answered, w.EventID)
+		state := "open"
+		if w.DischargedBy != "" {
+			state = "discharged by " + w.DischargedBy
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.Group, w.Seq, strings.Join(w.To, ","), w.Obligation.Blocks,
+			deadline, firstLine(w.Obligation.DefaultAction, 40), answered, state, w.EventID)
 	}
 	return tw.Flush()
 }

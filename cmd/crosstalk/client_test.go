@@ -119,6 +119,27 @@ func TestInboxOweWaiting(t *testing.T) {
 	if out = inbox("--agent", "chatgpt", "--owe"); strings.Contains(out, ob.ID) || !strings.Contains(out, open.ID) {
 		t.Errorf("inbox --owe after the discharge = %q, want only the open request", out)
 	}
+	// --all shows what is settled too, after what is still owed.
+	out = inbox("--agent", "chatgpt", "--owe", "--all")
+	if o, s := strings.Index(out, open.ID), strings.Index(out, ob.ID); o < 0 || s < o || !strings.Contains(out, "settled (discharged)") {
+		t.Errorf("inbox --owe --all = %q, want the open request, then the discharged obligation as settled", out)
+	}
+	var owe struct {
+		Deliveries []gateway.Delivery `json:"deliveries"`
+	}
+	if err := json.Unmarshal([]byte(inbox("--agent", "chatgpt", "--owe", "--all", "--json")), &owe); err != nil || len(owe.Deliveries) != 2 {
+		t.Errorf("inbox --owe --all --json = %+v, %v, want 2 deliveries", owe, err)
+	}
+	if out = inbox("--agent", "claude", "--waiting", "--all"); !strings.Contains(out, ob.ID) || !strings.Contains(out, "discharged by claude") {
+		t.Errorf("inbox --waiting --all = %q, want the discharged obligation", out)
+	}
+	var waiting struct {
+		Waiting []gateway.Waiting `json:"waiting"`
+	}
+	if err := json.Unmarshal([]byte(inbox("--agent", "claude", "--waiting", "--all", "--json")), &waiting); err != nil ||
+		len(waiting.Waiting) != 1 || waiting.Waiting[0].DischargedBy != "claude" {
+		t.Errorf("inbox --waiting --all --json = %+v, %v, want the obligation discharged by claude", waiting, err)
+	}
 }
 
 // TestSend runs `crosstalk send` against an in-process relay: the receipt

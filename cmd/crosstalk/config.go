@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/BurntSushi/toml"
 
@@ -78,6 +79,9 @@ type Config struct {
 	Folder    FolderConfig    `toml:"folder"`
 	Clipboard ClipboardConfig `toml:"clipboard"`
 	Mail      *MailConfig     `toml:"mail"`
+	// Liveness sets the agents' liveness thresholds (docs/agents.md
+	// "Liveness").
+	Liveness LivenessConfig `toml:"liveness"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `toml:"log_level"`
 	// User is the user: line `crosstalk new` and `reply` write when
@@ -90,7 +94,32 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful shutdown (SIGTERM, SIGINT), e.g.
 	// "15s": draining requests, stopping transports, closing the ledger.
 	ShutdownTimeout duration `toml:"shutdown_timeout"`
+	// Obligations configures the returns and escalation of undischarged
+	// obligations (docs/agents.md "Returns and escalation").
+	Obligations ObligationsConfig `toml:"obligations"`
 }
+
+// LivenessConfig is the [liveness] table: an agent is stale StaleAfter
+// after its last sighting and evicted at twice that (BeadBoard §4.1).
+type LivenessConfig struct {
+	StaleAfter duration `toml:"stale_after"`
+}
+
+// ObligationsConfig is the `[obligations]` table (gateway.ReturnsOptions).
+type ObligationsConfig struct {
+	// ReturnInterval is the flat time between two returns, e.g. "15m".
+	ReturnInterval duration `toml:"return_interval"`
+	// Returns is how many times an obligation returns to its addressees
+	// before it escalates; 0 turns returns and escalation off.
+	Returns int `toml:"returns"`
+	// CoordinatorRole is the address book role escalated to first.
+	CoordinatorRole string `toml:"coordinator_role"`
+	// Human is the actor id of the last rung; empty: none.
+	Human string `toml:"human"`
+}
+
+// maxReturns bounds obligations.returns.
+const maxReturns = 100
 
 // DNSServerNone is the dns_server value that turns DNS key lookups off.
 const DNSServerNone = server.DNSServerNone
@@ -144,6 +173,7 @@ func DefaultConfig() Config {
 		RateBurst: 1000,
 		ClaimTTL:  duration(gateway.DefaultClaimTTL),
 		LogLevel:  "info",
+		Liveness:  LivenessConfig{StaleAfter: duration(attention.StaleAfter)},
 
 		MaxBody:           gateway.MaxIntake,
 		MaxEnvelopes:      gateway.DefaultMaxEnvelopes,
@@ -153,6 +183,11 @@ func DefaultConfig() Config {
 		ReadTimeout:       duration(api.DefaultReadTimeout),
 		IdleTimeout:       duration(api.DefaultIdleTimeout),
 		ShutdownTimeout:   duration(defaultShutdownTimeout),
+		Obligations: ObligationsConfig{
+			ReturnInterval:  duration(gateway.DefaultReturnInterval),
+			Returns:         gateway.DefaultReturns,
+			CoordinatorRole: gateway.DefaultCoordinatorRole,
+		},
 	}
 }
 
@@ -241,6 +276,9 @@ func (c *Config) Validate() error {
 	if c.ClaimTTL < 0 {
 		errs = append(errs, errors.New("claim_ttl: must not be negative"))
 	}
+	if s := time.Duration(c.Liveness.StaleAfter); s != 0 && (s < time.Second || s > 7*24*time.Hour) {
+		errs = append(errs, fmt.Errorf("liveness.stale_after: %v is not between 1s and 168h", s))
+	}
 	for _, b := range []struct {
 		key string
 		n   int64
@@ -271,6 +309,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("dns_server: %q is not host:port (or none)", c.DNSServer))
 		}
 	}
+	if err := c.Obligations.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if strings.ContainsAny(c.User, "\r\n") {
 		errs = append(errs, errors.New("user: contains a line break"))
 	}
@@ -280,6 +321,29 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log_level: %q is not debug, info, warn or error", c.LogLevel))
 	}
 	return errors.Join(errs...)
+}
+
+// validate checks the `[obligations]` table.
+func (o ObligationsConfig) validate() error {
+	var errs []error
+	if o.Returns < 0 || o.Returns > maxReturns {
+		errs = append(errs, fmt.Errorf("obligations.returns: %d is not 0-%d (0 turns returns off)", o.Returns, maxReturns))
+	}
+	if o.ReturnInterval < duration(time.Minute) {
+		errs = append(errs, fmt.Errorf("obligations.return_interval: %s is shorter than 1m", time.Duration(o.ReturnInterval)))
+	}
+	if o.CoordinatorRole == "" || strings.ContainsFunc(o.CoordinatorRole, unicode.IsSpace) || strings.HasPrefix(o.CoordinatorRole, "@") {
+		errs = append(errs, fmt.Errorf("obligations.coordinator_role: %q is not a role name (no spaces, no @)", o.CoordinatorRole))
+	}
+	if strings.ContainsFunc(o.Human, unicode.IsSpace) {
+		errs = append(errs, fmt.Errorf("obligations.human: %q is not an actor id", o.Human))
+	}
+	return errors.Join(errs...)
+}
+
+// returns is the gateway's view of the table.
+func (o ObligationsConfig) returns() *gateway.ReturnsOptions {
+	return &gateway.ReturnsOptions{Interval: time.Duration(o.ReturnInterval), Returns: o.Returns, CoordinatorRole: o.CoordinatorRole, Human: o.Human}
 }
 
 // tokens reads the configured tokens (from files where given).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
@@ -16,8 +17,8 @@ import (
 
 var cmdLedger = &command{
 	name:    "ledger",
-	args:    "export|import|backup [--ledger PATH|nats://HOST:PORT,…] [--stream NAME] [FILE]",
-	summary: "export a ledger as JSON Lines, import such an export (migration), back up a SQLite ledger online",
+	args:    "export|import|backup|reindex [--ledger PATH|nats://HOST:PORT,…] [--stream NAME] [FILE]",
+	summary: "export a ledger as JSON Lines, import such an export (migration), back up a SQLite ledger online, rebuild its projections",
 	run:     runLedger,
 }
 
@@ -42,28 +43,42 @@ it (each group is exported up to its last seq when the export began).
 Ledger backup FILE copies a SQLite ledger into the new file FILE while the
 relay runs: a consistent snapshot holding every event recorded before the
 backup began, checked, fsynced, never a partial file. Restore by stopping the
-relay and putting the copy in place of ledger.db (docs/operations.md).`)
+relay and putting the copy in place of ledger.db (docs/operations.md).
+
+Ledger reindex rebuilds the relay's projections of the ledger (who takes part
+in which thread, acks, replies, discharges, claims, group and actor counts;
+docs/scaling.md "Projections") from the whole ledger, with the address book of
+the config. The relay maintains them as it appends and catches them up on
+start; reindex after changing the agents' names or roles, or to check them
+(--check compares what is stored with a rebuild and fails on a difference).`)
 	cfgPath := fs.String("config", "", "TOML config `file`, for the data directory")
 	dataDir := fs.String("data", "", "data `dir`; overrides data_dir")
 	spec := fs.String("ledger", "", "SQLite `file` or nats:// URL(s); default DATA/ledger.db")
 	stream := fs.String("stream", jetstream.DefaultStream, "JetStream stream `name`")
 	replicas := fs.Int("replicas", 1, "JetStream replicas when the stream is created")
+	check := fs.Bool("check", false, "reindex: compare the stored projections with a rebuild instead of replacing them")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if _, err := parseFlags(fs, args); err != nil {
 			return err
 		}
-		return usagef("ledger: want export, import or backup (see `crosstalk ledger --help`)")
+		return usagef("ledger: want export, import, backup or reindex (see `crosstalk ledger --help`)")
 	}
 	verb := args[0]
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
 	}
-	if verb != "export" && verb != "import" && verb != "backup" {
-		return usagef("ledger: unknown action %q, want export, import or backup", verb)
+	if verb != "export" && verb != "import" && verb != "backup" && verb != "reindex" {
+		return usagef("ledger: unknown action %q, want export, import, backup or reindex", verb)
 	}
 	if len(pos) > 1 {
 		return usagef("ledger %s: unexpected argument %q", verb, pos[1])
+	}
+	if verb == "reindex" {
+		if len(pos) > 0 {
+			return usagef("ledger reindex: unexpected argument %q", pos[0])
+		}
+		return ledgerReindex(ctx, e, *cfgPath, *dataDir, *spec, *stream, *check)
 	}
 	if *spec == "" {
 		cfg, err := LoadConfig(*cfgPath)
@@ -117,4 +132,59 @@ relay and putting the copy in place of ledger.db (docs/operations.md).`)
 	n, err := ledger.Import(ctx, s, r)
 	fmt.Fprintf(e.stderr, "crosstalk: %d events imported or already present\n", n)
 	return err
+}
+
+// ledgerReindex rebuilds the projections of the ledger the config (or
+// spec) names, in their file, with the config's address book; with check
+// it rebuilds them in memory instead and compares.
+func ledgerReindex(ctx context.Context, e *env, cfgPath, dataDir, spec, stream string, check bool) error {
+	cfg, err := LoadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	if spec != "" {
+		cfg.Ledger = spec
+	}
+	cfg.LedgerStream = stream
+	opts, err := cfg.serverOptions(newLogger(e, "warn"))
+	if err != nil {
+		return err
+	}
+	if !server.IsJetStream(opts.LedgerSpec()) {
+		if _, err := os.Stat(opts.LedgerSpec()); err != nil {
+			return withHint(fmt.Errorf("ledger: %w", err), "name the ledger with --ledger, or the data directory with --data")
+		}
+	}
+	core, err := server.OpenCore(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer core.Close()
+	start := time.Now()
+	if !check {
+		if err := core.Relay.Reindex(ctx); err != nil {
+			return err
+		}
+		pos, _, err := core.Relay.ProjectionHighWater(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "crosstalk: projections rebuilt up to log position %d in %s\n", pos, time.Since(start).Round(time.Millisecond))
+		return nil
+	}
+	diff, err := core.Relay.CheckProjection(ctx)
+	if err != nil {
+		return err
+	}
+	if len(diff) > 0 {
+		for _, d := range diff[:min(len(diff), 20)] {
+			fmt.Fprintln(e.stdout, d)
+		}
+		return fmt.Errorf("ledger reindex --check: %d rows differ from a rebuild; run `crosstalk ledger reindex`", len(diff))
+	}
+	fmt.Fprintf(e.stderr, "crosstalk: projections match a rebuild (%s)\n", time.Since(start).Round(time.Millisecond))
+	return nil
 }

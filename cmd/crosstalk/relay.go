@@ -141,12 +141,13 @@ func (c *Config) serverOptions(log *slog.Logger) (*server.Options, error) {
 		Ledger: c.Ledger, LedgerStream: c.LedgerStream, LedgerReplicas: c.LedgerReplicas,
 		Name: c.Name, Hosts: c.Hosts, TrustFile: c.trustFile(), RequireSignatures: c.RequireSignatures,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst, ClaimTTL: time.Duration(c.ClaimTTL),
-		MaxBody: c.MaxBody, MaxEnvelopes: c.MaxEnvelopes, StreamLimit: c.StreamLimit, MaxStreams: c.MaxStreams,
+		StaleAfter: time.Duration(c.Liveness.StaleAfter),
+		MaxBody:    c.MaxBody, MaxEnvelopes: c.MaxEnvelopes, StreamLimit: c.StreamLimit, MaxStreams: c.MaxStreams,
 		Timeouts: api.Timeouts{
 			ReadHeader: time.Duration(c.ReadHeaderTimeout), Read: time.Duration(c.ReadTimeout), Idle: time.Duration(c.IdleTimeout),
 		},
 		Groups: c.Groups, Tokens: tokens, Admins: c.Admins, DNSServer: c.DNSServer, SecureCookies: c.SecureCookies,
-		Agents: agents, SigningKeys: keys,
+		Agents: agents, SigningKeys: keys, Returns: c.Obligations.returns(),
 		// The state file is the one `crosstalk clip` uses, so the relay
 		// never ingests what clip copy (or itself) put on the clipboard.
 		Clipboard: server.ClipboardOptions{Watch: c.Clipboard.Watch, Fence: c.Clipboard.Fence, StateFile: defaultClipState()},

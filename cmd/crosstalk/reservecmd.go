@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 )
@@ -130,7 +131,7 @@ With --path, only those overlapping the path ("who holds this path").`)
 		p += "?" + url.Values{"path": {*path}}.Encode()
 	}
 	var ans struct {
-		Reservations []reserve.Reservation `json:"reservations"`
+		Reservations []api.HeldReservation `json:"reservations"`
 	}
 	if err := rf.do(ctx, "GET", p, "", nil, &ans); err != nil {
 		return err
@@ -138,7 +139,67 @@ With --path, only those overlapping the path ("who holds this path").`)
 	if *asJSON {
 		return json.NewEncoder(e.stdout).Encode(ans)
 	}
-	printReservations(e, ans.Reservations)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tLIVENESS\tSCOPE\tSINCE\tUNTIL\tREASON")
+	for _, r := range ans.Reservations {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Agent, r.HolderLiveness, r.Scope, r.GrantedAt.Local().Format(time.DateTime), r.ExpiresAt.Local().Format(time.DateTime), r.Reason)
+	}
+	return tw.Flush()
+}
+
+var cmdHeartbeat = &command{
+	name:    "heartbeat",
+	args:    "--agent A [--json]",
+	summary: "tell the relay an agent is alive (its liveness: active, stale, evicted)",
+	run:     runHeartbeat,
+}
+
+// heartbeatAnswer is `crosstalk heartbeat --json`'s output, BeadBoard
+// §4.2's envelope: ok, command, data, error.
+type heartbeatAnswer struct {
+	OK      bool                 `json:"ok"`
+	Command string               `json:"command"`
+	Data    *gateway.AgentStatus `json:"data,omitempty"`
+	Error   string               `json:"error,omitempty"`
+}
+
+func runHeartbeat(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, `
+Heartbeat records that the agent is alive (BeadBoard §4.2; docs/agents.md
+"Liveness"): an agent is active until stale_after (default 15m) after its last
+heartbeat or other activity, stale until twice that, then evicted, and a stale
+agent's reservations and claims can be taken over. Safe to run repeatedly: the
+relay records transitions, not beats. With tokens configured, --agent must be
+the token's principal.`)
+	rf := addRelayFlags(fs)
+	agent := fs.String("agent", "", "agent `name` (required)")
+	asJSON := fs.Bool("json", false, "print {ok, command, data, error} as JSON")
+	if rest, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 || *agent == "" {
+		return usagef("heartbeat: want --agent A")
+	}
+	var st gateway.AgentStatus
+	err := rf.do(ctx, "POST", "/v1/agents/"+url.PathEscape(*agent)+"/heartbeat", *agent, nil, &st)
+	if *asJSON {
+		ans := heartbeatAnswer{OK: err == nil, Command: "heartbeat"}
+		if err != nil {
+			ans.Error = err.Error()
+		} else {
+			ans.Data = &st
+		}
+		if werr := json.NewEncoder(e.stdout).Encode(ans); werr != nil {
+			return werr
+		}
+		if err != nil {
+			return failedError{}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s %s (last seen %s)\n", st.ID, st.Liveness, st.LastSeen.Local().Format(time.DateTime))
 	return nil
 }
 

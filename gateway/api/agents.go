@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -33,6 +34,8 @@ var mountOnce sync.Map // *Server → struct{}
 //	GET  /v1/agents                       agents with last_seen and liveness
 //	GET  /v1/agents/{agent}/channel       the JSON-RPC delivery channel (WebSocket)
 //	GET  /v1/agents/{agent}/cursors       the agent's read cursor per group
+//	GET  /v1/agents/{agent}/owe           what the agent owes (?all=1 adds the settled)
+//	GET  /v1/agents/{agent}/waiting       the obligations it waits on (?all=1 adds the discharged)
 //	POST /v1/agents/{agent}/heartbeat     mark the agent seen
 //	POST /v1/agents/{agent}/notify        record a delivery failure notice
 //
@@ -48,6 +51,7 @@ func (s *Server) MountAgents(opts *AgentOptions) {
 	s.mux.HandleFunc("GET /v1/agents", s.agents)
 	s.mux.HandleFunc("GET /v1/agents/{agent}/channel", s.names(func(w http.ResponseWriter, r *http.Request) { s.channel(w, r, ch) }))
 	s.mux.HandleFunc("GET /v1/agents/{agent}/cursors", s.names(s.cursors))
+	s.mux.HandleFunc("GET /v1/agents/{agent}/owe", s.names(s.owe))
 	s.mux.HandleFunc("GET /v1/agents/{agent}/waiting", s.names(s.waiting))
 	s.mux.HandleFunc("POST /v1/agents/{agent}/heartbeat", s.names(s.heartbeatAgent))
 	s.mux.HandleFunc("POST /v1/agents/{agent}/notify", s.names(s.notifyAgent))
@@ -153,28 +157,78 @@ func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "cursors": read, "delivered": delivered})
 }
 
+// owe is GET /v1/agents/{agent}/owe: {"agent", "owe": [gateway.Delivery],
+// "next"} — what the agent owes (gateway.Relay.Owed; docs/agents.md
+// "Open-set queries"). Query: all=1 adds the settled items, after=EVENT-ID
+// and limit=N (at most 1000) page them.
+func (s *Server) owe(w http.ResponseWriter, r *http.Request) {
+	s.openSet(w, r, "owe", func(agent string, q gateway.OpenSetQuery) (any, string, error) {
+		p, err := s.relay.Owed(r.Context(), agent, q)
+		return p.Items, p.Next, err
+	})
+}
+
 // waiting is GET /v1/agents/{agent}/waiting: {"agent", "waiting":
-// [gateway.Waiting]} — the open obligations the agent authored or may
-// discharge as delegate (docs/agents.md "Obligations").
+// [gateway.Waiting], "next"} — the open obligations the agent authored or
+// may discharge as delegate (gateway.Relay.WaitingOn; docs/agents.md
+// "Obligations"). Query as for owe; all=1 adds the discharged ones.
 func (s *Server) waiting(w http.ResponseWriter, r *http.Request) {
+	s.openSet(w, r, "waiting", func(agent string, q gateway.OpenSetQuery) (any, string, error) {
+		p, err := s.relay.WaitingOn(r.Context(), agent, q)
+		return p.Items, p.Next, err
+	})
+}
+
+// openSet answers an open-set query as {"agent", key: items, "next"}
+// after reading its query parameters (all, after, limit).
+func (s *Server) openSet(w http.ResponseWriter, r *http.Request, key string, query func(agent string, q gateway.OpenSetQuery) (any, string, error)) {
 	agent, err := s.agentOf(r, r.PathValue("agent"))
 	if err != nil {
 		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
 		return
 	}
+	q, err := openSetQuery(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
 	agent = s.relay.Book().ActorID(agent)
-	ws, err := s.relay.Waiting(r.Context(), agent)
+	items, next, err := query(agent, q)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
 	}
-	if ws == nil {
-		ws = []gateway.Waiting{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "waiting": ws})
+	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, key: items, "next": next})
 }
 
-// heartbeatAgent is POST /v1/agents/{agent}/heartbeat.
+// maxAfter bounds the after parameter of an open-set query.
+const maxAfter = 128
+
+// openSetQuery reads all (1, true, 0, false or empty), after and limit.
+func openSetQuery(r *http.Request) (gateway.OpenSetQuery, error) {
+	var q gateway.OpenSetQuery
+	switch v := r.URL.Query().Get("all"); v {
+	case "", "0", "false":
+	case "1", "true":
+		q.All = true
+	default:
+		return q, fmt.Errorf("all must be 1 or 0, got %q", v)
+	}
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		return q, err
+	}
+	q.Limit = int(min(limit, maxPage))
+	q.After = r.URL.Query().Get("after")
+	if len(q.After) > maxAfter {
+		return q, fmt.Errorf("after is an event id, at most %d bytes", maxAfter)
+	}
+	return q, nil
+}
+
+// heartbeatAgent is POST /v1/agents/{agent}/heartbeat: records a
+// heartbeat in the liveness projection (BeadBoard §4.2, package liveness)
+// and answers the agent's status.
 func (s *Server) heartbeatAgent(w http.ResponseWriter, r *http.Request) {
 	agent, err := s.agentOf(r, r.PathValue("agent"))
 	if err != nil {
@@ -182,9 +236,13 @@ func (s *Server) heartbeatAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	agent = s.relay.Book().ActorID(agent)
-	s.relay.Touch(agent)
-	seen, l := s.relay.AgentLiveness(agent)
-	writeJSON(w, http.StatusOK, gateway.AgentStatus{ID: agent, LastSeen: seen, Liveness: l})
+	st, err := s.relay.Heartbeat(r.Context(), agent)
+	if err != nil {
+		s.log.Error("heartbeat failed", "agent", agent, "err", err)
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, "heartbeat: ledger failure")
+		return
+	}
+	writeJSON(w, http.StatusOK, gateway.AgentStatus{ID: agent, LastSeen: st.LastSeen, Liveness: st.Liveness})
 }
 
 // notifyBody is the body of POST /v1/agents/{agent}/notify.

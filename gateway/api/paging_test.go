@@ -47,8 +47,13 @@ func TestPagedReads(t *testing.T) {
 		}
 		before = out.Prev
 	}
-	if len(seqs) != n || !slices.IsSorted(seqs) || seqs[0] != 1 || seqs[n-1] != n {
-		t.Errorf("events by before_seq pages = %d seqs %v…, want 1..%d", len(seqs), seqs[:min(len(seqs), 5)], n)
+	for i, seq := range seqs { // each seq exactly once, in order
+		if seq != int64(i+1) {
+			t.Fatalf("events by before_seq pages: seq %d at index %d (of %d), want 1..%d once each", seq, i, len(seqs), n)
+		}
+	}
+	if len(seqs) != n {
+		t.Errorf("events by before_seq pages = %d seqs, want %d", len(seqs), n)
 	}
 
 	// Deliveries, newest first by before_pos.
@@ -74,8 +79,17 @@ func TestPagedReads(t *testing.T) {
 		}
 		before = out.Older
 	}
-	if len(got) != n+1 { // and the message to bob, not to claude
-		t.Errorf("deliveries by before_pos pages = %d, want %d", len(got), n+1)
+	// Each of claude's requests exactly once, and the message to bob too
+	// (claude is the relay's local user here); pages come newest first,
+	// each oldest first.
+	want := []string{"for bob"}
+	for i := range n {
+		want = append(want, fmt.Sprintf("q%d", i))
+	}
+	slices.Sort(want)
+	got = slices.Sorted(slices.Values(got))
+	if !slices.Equal(got, want) {
+		t.Errorf("deliveries by before_pos pages = %d %q…, want %d %q…", len(got), got[:min(len(got), 4)], len(want), want[:4])
 	}
 	if code, _ := h.do("GET", "/v1/agents/claude/deliveries?before_pos=1&after_pos=2", ""); code != http.StatusBadRequest {
 		t.Errorf("before_pos and after_pos = %d, want 400", code)

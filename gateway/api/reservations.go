@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 )
 
@@ -69,6 +70,13 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, svc *reserve.Se
 			return
 		}
 	}
+	if body.TakeoverStale {
+		// Judge holders on every relay's latest sightings (§4.4).
+		if err := s.relay.SyncLiveness(r.Context()); err != nil {
+			s.reserveError(w, err)
+			return
+		}
+	}
 	rs, err := svc.Reserve(r.Context(), reserve.Request{
 		Agent: s.relay.Book().ActorID(agent), Scopes: body.Scopes, TTL: ttl, Reason: body.Reason, TakeoverStale: body.TakeoverStale,
 	})
@@ -104,10 +112,20 @@ func (s *Server) reservations(w http.ResponseWriter, r *http.Request, svc *reser
 		s.reserveError(w, err)
 		return
 	}
-	if rs == nil {
-		rs = []reserve.Reservation{}
+	out := make([]HeldReservation, len(rs))
+	for i, rv := range rs {
+		out[i].Reservation = rv
+		out[i].HolderLastSeen, out[i].HolderLiveness = s.relay.AgentLiveness(rv.Agent)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"reservations": rs})
+	writeJSON(w, http.StatusOK, map[string]any{"reservations": out})
+}
+
+// HeldReservation is a live reservation with its holder's liveness, as
+// GET /v1/reservations lists it.
+type HeldReservation struct {
+	reserve.Reservation
+	HolderLiveness attention.Liveness `json:"holder_liveness"`
+	HolderLastSeen time.Time          `json:"holder_last_seen,omitzero"`
 }
 
 // reserveError answers an error of package reserve: the caller's (400,

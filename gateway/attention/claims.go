@@ -83,7 +83,7 @@ func holderLiveness(st State, c Claim, now time.Time) Liveness {
 			seen = t
 		}
 	}
-	return LivenessOf(seen, now)
+	return LivenessAfter(seen, now, st.StaleAfter)
 }
 
 // inForce reports whether c still counts at now: not expired, holder not

@@ -8,11 +8,6 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
-// DefaultResponseDeadline is how long a must_respond or ack_only event stays
-// fresh when the event carries no deadline of its own. It is the 300000 ms
-// of C2A's example envelope ("attention.deadlineMs").
-const DefaultResponseDeadline = 5 * time.Minute
-
 // maxTopicRunes bounds the context part of a knock topic.
 const maxTopicRunes = 64
 
@@ -38,7 +33,10 @@ type Event struct {
 	XPriority string    `json:"x_priority,omitempty"` // envelope X-Priority: "high", "urgent", "low" or ""
 	Context   string    `json:"context,omitempty"`    // envelope context (topic)
 	CreatedAt time.Time `json:"created_at,omitzero"`
-	// Deadline, when set, overrides CreatedAt+DefaultResponseDeadline.
+	// Deadline is when a must_respond or ack_only event goes stale (the
+	// envelope's `meta: routing` X-Deadline); zero for never: without
+	// one, what is asked is owed until it is answered or acknowledged.
+	// An obligation's deadline is Obligation.Deadline.
 	Deadline time.Time `json:"deadline,omitzero"`
 	// RequiresAck marks events whose receivers owe an acknowledgement even
 	// when the priority is not "attention": a system.notify with
@@ -71,6 +69,9 @@ type State struct {
 	Threads []string `json:"threads,omitempty"`
 	// LastSeen is each agent's last API/MCP activity, by agent id.
 	LastSeen map[string]time.Time `json:"last_seen,omitempty"`
+	// StaleAfter is the liveness stale threshold (eviction at twice
+	// it); StaleAfter, the package constant, when zero.
+	StaleAfter time.Duration `json:"stale_after,omitempty"`
 }
 
 // Knock is what a notify injection shows the model instead of the content
@@ -106,7 +107,8 @@ type Delivery struct {
 	// ThreadContext asks the harness to inject the surrounding thread
 	// window with the event (C2A matrix: "buffered + thread context").
 	ThreadContext bool `json:"thread_context,omitempty"`
-	// Deadline is when a must_respond or ack_only event goes stale.
+	// Deadline is when a must_respond or ack_only event goes stale; zero
+	// when the event carries none (it never does).
 	Deadline time.Time `json:"deadline,omitzero"`
 	// Expired is set when now is at or past Deadline; a must_respond event
 	// is then downgraded to may_respond (C2A "Stale Events") and Reason
@@ -511,13 +513,12 @@ func Decide(ev Event, a Agent, st State, now time.Time) Delivery {
 		IdempotencyKey: ev.ID + ":" + a.ID,
 	}
 	if p == MustRespond || p == AckOnly {
-		switch {
-		case r == ReasonObligation:
-			del.Deadline = ev.Obligation.Deadline // none: it never goes stale
-		case !ev.Deadline.IsZero():
-			del.Deadline = ev.Deadline
-		case !ev.CreatedAt.IsZero():
-			del.Deadline = ev.CreatedAt.Add(DefaultResponseDeadline)
+		// No default window: a question stays owed until it is answered
+		// or acknowledged unless its sender gave it a deadline (issue
+		// #14; C2A "Stale Events" applies to events that carry one).
+		del.Deadline = ev.Deadline
+		if r == ReasonObligation {
+			del.Deadline = ev.Obligation.Deadline
 		}
 		if !del.Deadline.IsZero() && !now.Before(del.Deadline) {
 			del.Expired = true

@@ -375,6 +375,7 @@ func TestSpecialPolicies(t *testing.T) {
 
 func TestDeadlines(t *testing.T) {
 	dm := ev(IntentRequest, "claude")
+	withDeadline := dm.with(func(e *Event) { e.Deadline = t0.Add(time.Hour) })
 	tests := []struct {
 		name         string
 		ev           Event
@@ -383,15 +384,15 @@ func TestDeadlines(t *testing.T) {
 		wantDeadline time.Time
 		wantExpired  bool
 	}{
-		{"fresh", dm, t0.Add(DefaultResponseDeadline - time.Nanosecond), MustRespond, t0.Add(DefaultResponseDeadline), false},
-		{"exactly at deadline", dm, t0.Add(DefaultResponseDeadline), MayRespond, t0.Add(DefaultResponseDeadline), true},
-		{"long past", dm, t0.Add(time.Hour), MayRespond, t0.Add(DefaultResponseDeadline), true},
-		{"own deadline", dm.with(func(e *Event) { e.Deadline = t0.Add(time.Hour) }), t0.Add(30 * time.Minute),
-			MustRespond, t0.Add(time.Hour), false},
-		{"no created_at", dm.with(func(e *Event) { e.CreatedAt = time.Time{} }), t0.Add(time.Hour), MustRespond, time.Time{}, false},
+		{"no deadline: owed a week later", dm, t0.Add(7 * 24 * time.Hour), MustRespond, time.Time{}, false},
+		{"before its own deadline", withDeadline, t0.Add(time.Hour - time.Nanosecond), MustRespond, t0.Add(time.Hour), false},
+		{"exactly at its deadline", withDeadline, t0.Add(time.Hour), MayRespond, t0.Add(time.Hour), true},
+		{"long past it", withDeadline, t0.Add(48 * time.Hour), MayRespond, t0.Add(time.Hour), true},
 		{"may_respond has none", ev(IntentRespond, "claude"), t0.Add(time.Hour), MayRespond, time.Time{}, false},
-		{"ack_only expires but stays ack_only", ev(IntentClose, "claude").with(func(e *Event) { e.Priority = "attention" }),
-			t0.Add(time.Hour), AckOnly, t0.Add(DefaultResponseDeadline), true},
+		{"ack_only without deadline stays", ev(IntentClose, "claude").with(func(e *Event) { e.Priority = "attention" }),
+			t0.Add(time.Hour), AckOnly, time.Time{}, false},
+		{"ack_only expires but stays ack_only", ev(IntentClose, "claude").with(func(e *Event) { e.Priority = "attention"; e.Deadline = t0.Add(time.Minute) }),
+			t0.Add(time.Hour), AckOnly, t0.Add(time.Minute), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -95,10 +95,13 @@
 //     as ACK. v1.0 legacy intents are mapped as in docs/design.md §3.1. Any other
 //     intent is unknown: to_me may_respond (reason unknown_intent), never
 //     forced and never muted; to_my_role follows the claim rules.
-//  12. Deadlines: must_respond and ack_only events get Event.Deadline, or
-//     CreatedAt + 5 min (C2A's example deadlineMs 300000). At or past the
-//     deadline the delivery is Expired and must_respond becomes may_respond
-//     (C2A "Stale Events"), keeping its reason.
+//  12. Deadlines: must_respond and ack_only events get Event.Deadline (an
+//     obligation its Obligation.Deadline); without one they never go
+//     stale — a question is owed until answered or acknowledged, which is
+//     what a team relying on the relay expects (issue #14), rather than a
+//     fixed window. At or past a deadline the delivery is Expired and
+//     must_respond becomes may_respond (C2A "Stale Events"), keeping its
+//     reason; an obligation stays must_respond.
 //  13. Knock topic: "<intent> about <context>" in lower case ("request about
 //     deploy"), or just the intent. The context comes from the sender, so it
 //     is cleaned (control and format characters removed, spaces collapsed,

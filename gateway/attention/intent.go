@@ -57,11 +57,12 @@ const (
 )
 
 // bookkeeping reports whether kind records state rather than a message:
-// read cursors, notify acks, claims and dispositions. Nobody is asked to
-// act on them.
+// read cursors, notify acks, claims, dispositions, reservations and
+// liveness transitions. Nobody is asked to act on them.
 func bookkeeping(kind string) bool {
 	switch kind {
-	case ledger.KindRead, ledger.KindNotifyAck, ledger.KindClaim, ledger.KindDisposition, ledger.KindDischarge:
+	case ledger.KindRead, ledger.KindNotifyAck, ledger.KindClaim, ledger.KindDisposition, ledger.KindDischarge,
+		ledger.KindReservation, ledger.KindLiveness:
 		return true
 	}
 	return false

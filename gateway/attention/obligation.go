@@ -65,16 +65,31 @@ func ParseObligation(blocks, defaultAction, delegate, deadline string, receivedA
 		}
 		*f.to = v
 	}
-	if d := strings.TrimSpace(deadline); d != "" {
-		if t, err := time.Parse(time.RFC3339, d); err == nil {
-			o.Deadline = t.UTC()
-		} else if dur, err := time.ParseDuration(d); err == nil && dur > 0 {
-			o.Deadline = receivedAt.Add(dur).UTC()
-		} else {
+	if strings.TrimSpace(deadline) != "" {
+		t, err := ParseDeadline(deadline, receivedAt)
+		if err != nil {
 			return o, fmt.Errorf("%w: Deadline %q is neither an RFC 3339 time nor a positive duration such as 30m", ErrObligation, deadline)
 		}
+		o.Deadline = t
 	}
 	return o, nil
+}
+
+// ErrDeadline is returned by ParseDeadline.
+var ErrDeadline = errors.New("attention: deadline is neither an RFC 3339 time nor a positive duration such as 30m")
+
+// ParseDeadline reads a deadline as envelopes write it (`meta: obligation`
+// Deadline, `meta: routing` X-Deadline): an RFC 3339 time, or a positive
+// duration ("30m", "2h") counted from receivedAt. The result is in UTC.
+func ParseDeadline(v string, receivedAt time.Time) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t.UTC(), nil
+	}
+	if dur, err := time.ParseDuration(v); err == nil && dur > 0 {
+		return receivedAt.Add(dur).UTC(), nil
+	}
+	return time.Time{}, ErrDeadline
 }
 
 // CanDischarge reports whether actor may discharge the obligation of an

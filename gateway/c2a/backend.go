@@ -30,6 +30,11 @@ type Backend interface {
 	FollowAll(ctx context.Context, agent string, afterPos int64) iter.Seq2[gateway.Delivery, error]
 	// Groups lists the ledger's groups.
 	Groups(ctx context.Context) ([]ledger.Group, error)
+	// Owed returns a page of what agent owes (gateway.Relay.Owed).
+	Owed(ctx context.Context, agent string, q gateway.OpenSetQuery) (gateway.Page[gateway.Delivery], error)
+	// WaitingOn returns a page of the obligations agent waits on
+	// (gateway.Relay.WaitingOn).
+	WaitingOn(ctx context.Context, agent string, q gateway.OpenSetQuery) (gateway.Page[gateway.Waiting], error)
 	// Events returns group's ledger events with seq > sinceSeq, of kinds
 	// (all when empty), at most limit.
 	Events(ctx context.Context, group string, sinceSeq int64, kinds []string, limit int) ([]ledger.Event, error)

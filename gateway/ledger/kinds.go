@@ -23,4 +23,8 @@ const (
 	// KindDischarge records that an obligation's author or delegate
 	// discharged it: data.event_id, data.actor_id (issue #14).
 	KindDischarge = "x.crosstalk.discharge"
+	// KindLiveness records an agent's liveness transition (active, stale,
+	// evicted; BeadBoard §4.3) or the renewal of its last sighting
+	// (data.state, data.seen_at; package gateway/liveness).
+	KindLiveness = "x.crosstalk.liveness"
 )

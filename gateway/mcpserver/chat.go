@@ -51,6 +51,15 @@ type EventView struct {
 	ClaimedBy    string `json:"claimedBy,omitempty"`
 	Expired      bool   `json:"expired,omitempty"`
 	Verification string `json:"verification,omitempty"`
+	// Obligation is the event's obligation (`meta: obligation`), if any.
+	Obligation *c2a.OutboundObligation `json:"obligation,omitempty"`
+	// Responded: you replied to the event or recorded a disposition.
+	Responded bool `json:"responded,omitempty"`
+	// Discharged: the obligation's author or delegate closed it.
+	Discharged bool `json:"discharged,omitempty"`
+	// Settled says how something you owed was settled: answered,
+	// acknowledged, lapsed or discharged (gateway.Delivery.Settled).
+	Settled string `json:"settled,omitempty"`
 	// Prompt is the event in the C2A prompt injection format.
 	Prompt string `json:"prompt"`
 	// Fragments lists the events a buffered delivery merged, oldest
@@ -69,6 +78,7 @@ func view(d gateway.Delivery) EventView {
 		Policy: d.Policy, Reason: d.Reason, Injection: d.Injection, Priority: d.Priority,
 		UntrustedContent: d.Content, Acked: d.Acked, ClaimedBy: d.ClaimedBy, Expired: d.Expired,
 		Verification: d.Verification, Prompt: c2a.Render(d), Digest: d.Digest,
+		Obligation: obligationView(d.Obligation), Responded: d.Responded, Discharged: d.Discharged, Settled: d.Settled(),
 	}
 	for _, f := range d.Fragments {
 		v.Fragments = append(v.Fragments, f.EventID)

@@ -20,6 +20,8 @@
 //     Claims", "Event Disposition";
 //   - chat.discharge — close an obligation the agent sent (chat.send_message
 //     with obligation) or is the delegate of (docs/agents.md "Obligations");
+//   - chat.owe, chat.waiting — the open-set queries: what the agent owes,
+//     the obligations it waits on (docs/agents.md "Open-set queries");
 //   - envelope.parse, envelope.compose, envelope.verify — the envelope
 //     toolkit (docs/design.md §3, §4).
 //

@@ -289,6 +289,15 @@ func (s *server) register(srv *mcp.Server) error {
 			Description: "Close an obligation you sent (chat.send_message with obligation) or are the delegate of: its " +
 				"receivers owe nothing more. Their replies are evidence; only you discharge it."},
 			map[string]func(*jsonschema.Schema){"eventId": minLen(1)}, s.discharge),
+		addTool(srv, s, &mcp.Tool{Name: "chat.owe", Title: "What you owe", Annotations: ro,
+			Description: "List what you owe, oldest first: open obligations addressed to you (owed until their author " +
+				"discharges them, whatever you replied) and must_respond events you have neither answered nor acknowledged. " +
+				"all adds what is settled; pass next as after for the following page."},
+			map[string]func(*jsonschema.Schema){"limit": intRange(1, MaxLimit), "after": lenRange(1, 128)}, s.owe),
+		addTool(srv, s, &mcp.Tool{Name: "chat.waiting", Title: "What you wait on", Annotations: ro,
+			Description: "List the open obligations you sent (or may discharge as the delegate), oldest first, with who has " +
+				"answered so far: evidence for you to judge, then close each with chat.discharge. all adds the discharged ones."},
+			map[string]func(*jsonschema.Schema){"limit": intRange(1, MaxLimit), "after": lenRange(1, 128)}, s.waiting),
 		addTool(srv, s, &mcp.Tool{Name: "chat.defer", Title: "Defer an event", Annotations: idem,
 			Description: "Record that you accept a must_respond event but need more time or input, with the reason."},
 			map[string]func(*jsonschema.Schema){"eventId": minLen(1), "reason": lenRange(1, 1000)}, s.deferEvent),

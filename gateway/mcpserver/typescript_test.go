@@ -110,7 +110,7 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Fatalf("client summary %q: %v", stdout.String(), err)
 	}
 	for _, tool := range []string{"chat.list_events", "chat.read_thread", "chat.send_message", "chat.react", "chat.claim",
-		"chat.defer", "chat.resolve", "chat.discharge", "envelope.parse", "envelope.compose", "envelope.verify"} {
+		"chat.defer", "chat.resolve", "chat.discharge", "chat.owe", "chat.waiting", "envelope.parse", "envelope.compose", "envelope.verify"} {
 		if summary.Calls[tool] == 0 {
 			t.Errorf("the client never called %s", tool)
 		}

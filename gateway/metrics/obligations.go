@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -43,15 +42,14 @@ func (m *Metrics) WatchRelay(relay *gateway.Relay) {
 //   - an event with an obligation (`meta: obligation`) is owed by each
 //     addressee until a discharge event closes it, whatever its deadline;
 //   - any other must_respond event is owed until the agent acknowledges
-//     it, answers it (a reply or a disposition) or its deadline passes —
-//     CreatedAt + attention.DefaultResponseDeadline (C2A "Stale Events").
+//     it, answers it (a reply or a disposition) or the deadline it carries
+//     (X-Deadline) passes (C2A "Stale Events"); without one, for ever.
 //
 // Whether an event is must_respond for an agent does not depend on thread
 // history (attention.PolicyOf), so each event is decided once, when first
-// read: a scrape reads the events appended since the last one. The first
-// scrape of a group reads it from its start, deciding only events with an
-// obligation among those older than the response deadline (found by
-// bisecting on timestamps); later ones read only what is new. A claim on
+// read: a scrape reads the events appended since the last one (at most
+// maxScan per group; the first scrapes of a long group read it from its
+// start over several scrapes). A claim on
 // a role obligation by another agent is not followed: every holder of the
 // role counts it until it is discharged.
 type obligations struct {
@@ -66,9 +64,8 @@ type obligations struct {
 
 // window is what obligations keeps of one group.
 type window struct {
-	read   int64 // events up to this seq have been read
-	recent int64 // events after this seq are younger than the response deadline
-	open   []owed
+	read int64 // events up to this seq have been read
+	open []owed
 }
 
 // owed is one event one agent owes.
@@ -121,11 +118,7 @@ func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int,
 	for _, g := range gs {
 		w, ok := o.groups[g.ID]
 		if !ok {
-			recent, err := recentStart(ctx, o.relay.Store(), g, now.Add(-attention.DefaultResponseDeadline))
-			if err != nil {
-				return nil, err
-			}
-			w = &window{recent: recent}
+			w = &window{}
 			o.groups[g.ID] = w
 		}
 		if err := o.advance(ctx, g, w, now); err != nil {
@@ -134,7 +127,9 @@ func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int,
 		// Deadlines follow the events' timestamps, which relays sharing a
 		// JetStream ledger stamp with their own clocks: drop every past
 		// one, not only a prefix.
-		w.open = slices.DeleteFunc(w.open, func(ow owed) bool { return !ow.obliged && !now.Before(ow.deadline) })
+		w.open = slices.DeleteFunc(w.open, func(ow owed) bool {
+			return !ow.obliged && !ow.deadline.IsZero() && !now.Before(ow.deadline)
+		})
 		for _, ow := range w.open {
 			counts[ow.label]++
 		}
@@ -165,11 +160,6 @@ func (o *obligations) advance(ctx context.Context, g ledger.Group, w *window, no
 // read applies one event to w: a message opens what it asks of each
 // agent; an ack, a reply, a disposition or a discharge closes it.
 func (o *obligations) read(ev ledger.Event, w *window, now time.Time) {
-	if ev.Seq <= w.recent && ev.Kind != gateway.KindDischarge && !bytes.Contains(ev.Data, []byte(`"obligation"`)) {
-		// Older than any deadline: only obligations and their discharges
-		// matter, and this is neither (no JSON parsed).
-		return
-	}
 	d, err := gateway.ParseData(ev)
 	if err != nil {
 		return
@@ -191,9 +181,7 @@ func (o *obligations) read(ev ledger.Event, w *window, now time.Time) {
 		closeWhere(d.EventID, func(ow owed) bool { return ow.obliged })
 	case gateway.KindMessage:
 		closeWhere(d.ReplyTo, byAgent(ev.By))
-		if ev.Seq > w.recent || d.Obligation != nil {
-			o.decide(ev, d, w, now)
-		}
+		o.decide(ev, d, w, now)
 	}
 }
 
@@ -227,46 +215,4 @@ func (o *obligations) decide(ev ledger.Event, d gateway.EventData, w *window, no
 		seen[id] = true
 		add(attention.Agent{ID: id}, OtherAgent)
 	}
-}
-
-// recentStart returns the seq after which g's events are at or after
-// since: the last seq when even the last event is older, else found by
-// bisecting on the events' timestamps (a group's ts grow with its seq).
-func recentStart(ctx context.Context, st ledger.Store, g ledger.Group, since time.Time) (int64, error) {
-	older := func(seq int64) (bool, error) {
-		evs, err := st.Range(ctx, g.ID, seq-1, nil, 1)
-		if err != nil {
-			return false, fmt.Errorf("reading group %q: %w", g.ID, err)
-		}
-		if len(evs) == 0 {
-			return true, nil
-		}
-		t, err := evs[0].Time()
-		if err != nil {
-			return true, nil
-		}
-		return t.Before(since), nil
-	}
-	if g.LastSeq == 0 {
-		return 0, nil
-	}
-	if old, err := older(g.LastSeq); err != nil || old {
-		return g.LastSeq, err
-	}
-	// The answer is in [lo, hi]: event lo is older (or lo is 0), every
-	// event after hi is recent.
-	lo, hi := int64(0), g.LastSeq-1
-	for lo < hi {
-		mid := lo + (hi-lo+1)/2
-		old, err := older(mid)
-		if err != nil {
-			return 0, err
-		}
-		if old {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return lo, nil
 }

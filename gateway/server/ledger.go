@@ -52,3 +52,17 @@ func OpenLedger(ctx context.Context, o LedgerOptions) (ledger.Store, error) {
 	}
 	return sqlite.Open(ctx, o.Spec, &sqlite.Options{Logger: o.Logger})
 }
+
+// ProjectionPath is the file of the relay's projections of the ledger
+// spec names (docs/scaling.md "Projections"): beside a SQLite ledger
+// (ledger.db → ledger.db.projection), in dataDir for a JetStream one,
+// one file per stream.
+func ProjectionPath(spec, stream, dataDir string) string {
+	if IsJetStream(spec) {
+		if stream == "" {
+			stream = jetstream.DefaultStream
+		}
+		return filepath.Join(dataDir, "projection-"+stream+".db")
+	}
+	return spec + ".projection"
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
 	"github.com/crosstalk-go/crosstalk/gateway/metrics"
+	"github.com/crosstalk-go/crosstalk/gateway/projection"
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
@@ -76,6 +77,9 @@ type Options struct {
 	// ClaimTTL is how long a claim lasts; gateway.DefaultClaimTTL when
 	// zero.
 	ClaimTTL time.Duration
+	// StaleAfter is the agents' liveness stale threshold, eviction at
+	// twice it (package liveness); attention.StaleAfter when zero.
+	StaleAfter time.Duration
 	// MaxBody bounds one intake in bytes, MaxEnvelopes its envelopes
 	// (gateway.Options); the package defaults when zero.
 	MaxBody      int
@@ -124,6 +128,9 @@ type Options struct {
 	Channel *api.AgentOptions
 	// Logger receives the relay's logs; nil discards them.
 	Logger *slog.Logger
+	// Returns runs the returns and escalation of undischarged obligations
+	// (gateway.Relay.RunReturns); nil or Returns ≤ 0 is off.
+	Returns *gateway.ReturnsOptions
 }
 
 // ErrNotLoopback reports a non-loopback Listen address without Tokens:
@@ -174,6 +181,8 @@ type Core struct {
 	Store ledger.Store
 	// Trust is the trust store the default verifier pins keys in.
 	Trust *signing.TrustStore
+
+	proj *projection.DB // nil when in memory (the relay's own)
 }
 
 // OpenCore opens the ledger and builds the relay over it, with the
@@ -206,15 +215,24 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 		verifier = gateway.NewTrustVerifier(v)
 	}
 	store := o.Store
+	// A ledger the relay opens gets its projections in a file beside it,
+	// caught up from their high-water mark; a store given by the caller
+	// gets them in memory.
+	var proj *projection.DB
 	if store == nil {
 		if store, err = OpenLedger(ctx, LedgerOptions{Spec: o.LedgerSpec(), Stream: o.LedgerStream, Replicas: o.LedgerReplicas, Logger: log.With("component", "ledger")}); err != nil {
+			return nil, err
+		}
+		if proj, err = projection.Open(ctx, ProjectionPath(o.LedgerSpec(), o.LedgerStream, o.DataDir)); err != nil {
+			store.Close()
 			return nil, err
 		}
 	}
 	gopts := &gateway.Options{
 		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
 		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name, Admins: o.Admins,
-		ClaimTTL: o.ClaimTTL, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes, Now: o.Now,
+		ClaimTTL: o.ClaimTTL, StaleAfter: o.StaleAfter, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes, Now: o.Now,
+		Projection: proj,
 	}
 	observed := store
 	if mx != nil {
@@ -227,11 +245,17 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 			mx.WatchJetStream(js.Conn(), o.LedgerStream)
 		}
 	}
-	return &Core{Relay: relay, Store: store, Trust: trust}, nil
+	return &Core{Relay: relay, Store: store, Trust: trust, proj: proj}, nil
 }
 
-// Close closes the ledger.
-func (c *Core) Close() error { return c.Store.Close() }
+// Close closes the ledger and the projections.
+func (c *Core) Close() error {
+	err := c.Store.Close()
+	if c.proj != nil {
+		err = errors.Join(err, c.proj.Close())
+	}
+	return err
+}
 
 // Server is a running relay: its HTTP listener (API and web inbox), its
 // transports and outbound dispatcher, over a Core.
@@ -305,7 +329,8 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 	})
 	a.MountAgents(o.Channel) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
 	resv, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Now: o.Now, Policy: reserve.Policy{
-		LastSeen: func(agent string) time.Time { t, _ := core.Relay.AgentLiveness(agent); return t },
+		StaleAfter: core.Relay.StaleAfter(),
+		LastSeen:   func(agent string) time.Time { t, _ := core.Relay.AgentLiveness(agent); return t },
 	}})
 	if err != nil {
 		a.Close()
@@ -342,6 +367,13 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 			log.Error("outbound dispatcher stopped", "err", err)
 		}
 	})
+	if o.Returns != nil && o.Returns.Returns > 0 {
+		s.tasks.Go(func() {
+			if err := core.Relay.RunReturns(bg, o.Returns); err != nil {
+				log.Error("obligation returns stopped", "err", err)
+			}
+		})
+	}
 	s.tasks.Go(func() {
 		// Digest events of the agents with a digest interval (docs/agents.md,
 		// "Buffered and digest delivery").
@@ -350,12 +382,15 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 		}
 	})
 	s.tasks.Go(func() {
-		// The actor index reads the whole log once (gateway.Relay.Actors):
-		// do it now rather than in the first Agents page's request.
-		if _, err := core.Relay.Actors(bg); err != nil && bg.Err() == nil {
-			log.Warn("indexing the ledger's actors", "err", err)
+		// The projections catch up from their high-water mark (from the
+		// start when absent): now rather than in the first request.
+		if err := core.Relay.SyncProjection(bg); err != nil && bg.Err() == nil {
+			log.Warn("catching up the ledger's projections", "err", err)
 		}
 	})
+	// The liveness sweeper records stale and evicted transitions, which no
+	// heartbeat does (package liveness; docs/agents.md "Liveness").
+	s.tasks.Go(func() { core.Relay.Liveness().Run(bg) })
 	for name, recv := range ts.receivers {
 		s.tasks.Go(func() {
 			log.Info("receiving", "transport", name)

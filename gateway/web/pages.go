@@ -465,6 +465,7 @@ type agentData struct {
 	Pending  []deliveryView
 	Others   []deliveryView
 	Liveness string
+	Open     openSets
 	pageLinks
 }
 
@@ -494,6 +495,10 @@ func (s *Server) agent(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	data := agentData{Version: version, Agent: agent, MayAct: s.mayActAs(c, agent), Liveness: liveness(s.relay.LastSeen(), agent), pageLinks: links}
+	if data.Open, err = s.openSets(r.Context(), r, agent); err != nil {
+		s.internal(w, r, c, err)
+		return
+	}
 	for _, d := range q {
 		if d.Pending {
 			data.Pending = append(data.Pending, d)
@@ -513,7 +518,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	action := gateway.Action(r.PostFormValue("action"))
 	switch action {
-	case gateway.ActionAck, gateway.ActionClaim, gateway.ActionDefer, gateway.ActionResolve, gateway.ActionRead:
+	case gateway.ActionAck, gateway.ActionClaim, gateway.ActionDefer, gateway.ActionResolve, gateway.ActionRead, gateway.ActionDischarge:
 	default:
 		s.fail(w, r, c, http.StatusBadRequest, gateway.CodeInvalid, fmt.Sprintf("unknown action %q", action))
 		return

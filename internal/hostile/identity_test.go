@@ -184,7 +184,19 @@ func TestRevokeByAdmin(t *testing.T) {
 	if e, _ := r.trustEntry(aliceKeyID); !e.Revoked {
 		t.Errorf("the admin's REVOKE did not revoke alice's key")
 	}
+}
+
+// TestRevokeOwnUnsigned: a principal who is not an admin may revoke its
+// own key id with an unsigned REVOKE (it holds the token the key was
+// pinned under), and only its own.
+func TestRevokeOwnUnsigned(t *testing.T) {
+	r := startRelay(t, baseConfig(""))
+	r.accepted("alice", signed(t, envText("ALICE", "CAROL", "REQUEST", "rv", "pin"), genKey(t, aliceKeyID)))
 	r.accepted("bob", signed(t, envText("BOB", "CAROL", "REQUEST", "rv", "pin"), genKey(t, bobKeyID)))
+	r.refused("bob", envText("BOB", "ALL", "REVOKE", "rv", "alice's key, unsigned", withMeta("revoke", "Pkid", aliceKeyID)), http.StatusForbidden, "E-PERM")
+	if e, _ := r.trustEntry(aliceKeyID); e.Revoked {
+		t.Errorf("bob, not an admin, revoked alice's key")
+	}
 	r.accepted("bob", envText("BOB", "ALL", "REVOKE", "rv", "my own key, unsigned", withMeta("revoke", "Pkid", bobKeyID)))
 	if e, _ := r.trustEntry(bobKeyID); !e.Revoked {
 		t.Errorf("bob's unsigned REVOKE of his own key did not revoke it")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -72,12 +73,15 @@ func TestStreamLimit(t *testing.T) {
 }
 
 // countingStore records the largest batch of events any one read of the
-// ledger returned, and whether any read asked for no limit.
+// ledger returned, whether any read asked for no limit, and how many
+// events FollowLog yielded in all (a stream that re-read the log from
+// the start, or a group from its first event, would multiply it).
 type countingStore struct {
 	ledger.Store
 	mu        sync.Mutex
 	largest   int
 	unbounded int
+	followed  int
 }
 
 func (c *countingStore) note(n, limit int) {
@@ -101,10 +105,25 @@ func (c *countingStore) Log(ctx context.Context, after int64, limit int) ([]ledg
 	return ls, err
 }
 
+func (c *countingStore) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
+	return func(yield func(ledger.Logged, error) bool) {
+		for l, err := range c.Store.FollowLog(ctx, after) {
+			if err == nil {
+				c.mu.Lock()
+				c.followed++
+				c.mu.Unlock()
+			}
+			if !yield(l, err) {
+				return
+			}
+		}
+	}
+}
+
 func (c *countingStore) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.largest, c.unbounded = 0, 0
+	c.largest, c.unbounded, c.followed = 0, 0, 0
 }
 
 // TestAgentStreamManyGroups follows an agent over many groups, each with
@@ -162,10 +181,15 @@ func TestAgentStreamManyGroups(t *testing.T) {
 		t.Errorf("%d streams over %d groups added %d goroutines, want a few per stream", streams, groups, extra)
 	}
 	cs.mu.Lock()
-	largest, unbounded := cs.largest, cs.unbounded
+	largest, unbounded, followed := cs.largest, cs.unbounded, cs.followed
 	cs.mu.Unlock()
 	if unbounded > 0 || largest > 256 {
 		t.Errorf("the streams read the ledger %d times without a limit, largest read %d events; want pages of at most 256", unbounded, largest)
+	}
+	// Each stream may read ahead of what it sent (pages, socket buffers),
+	// but reads the log once: never more than all of it.
+	if limit := streams * total; followed > limit {
+		t.Errorf("%d streams that sent %d deliveries each followed %d events of the log, want at most %d", streams, total/2, followed, limit)
 	}
 	for _, s := range ss {
 		s.close()

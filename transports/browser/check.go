@@ -173,12 +173,13 @@ func Check(ctx context.Context, text string, known string) (CheckResult, error) 
 }
 
 // headerBefore returns the 1-based number of the last line at or before
-// line that holds an envelope header ("[[A→B v1]]"), 0 if none.
+// line that holds an envelope header ("[[A→B v1]]", or with the arrows
+// "->" and "=>" the parser also accepts), 0 if none.
 func headerBefore(lines []string, line int) int {
 	for i := min(line, len(lines)) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(lines[i])
 		l = strings.TrimSpace(strings.TrimLeft(l, ">"))
-		if strings.HasPrefix(l, "[[") && !strings.HasPrefix(l, "[[END]]") && (strings.Contains(l, "→") || strings.Contains(l, "->")) {
+		if strings.HasPrefix(l, "[[") && !strings.HasPrefix(l, "[[END]]") && (strings.Contains(l, "→") || strings.Contains(l, "->") || strings.Contains(l, "=>")) {
 			return i + 1
 		}
 	}

@@ -254,7 +254,12 @@ func TestHandlerFailureRetried(t *testing.T) {
 // without reading it all, one notice from Receive, and Receive goes on.
 func TestTooLarge(t *testing.T) {
 	xvfbtest.Start(t)
-	cmd := exec.Command("xclip", "-selection", "clipboard", "-i")
+	// Bounded, so that a stuck X server fails the test instead of hanging
+	// the suite.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "xclip", "-selection", "clipboard", "-i")
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdin = io.LimitReader(repeatReader('x'), 100<<20)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("xclip with 100 MB: %v", err)

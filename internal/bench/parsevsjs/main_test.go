@@ -78,3 +78,27 @@ func TestInputsParse(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOurs runs each of our parsers on each of the harness's inputs,
+// for profiles of exactly what the command measures:
+//
+//	go test -run '^$' -bench Ours -benchmem -cpuprofile cpu.out ./internal/bench/parsevsjs
+func BenchmarkOurs(b *testing.B) {
+	ins, err := inputs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, in := range ins {
+		for _, p := range goParsers {
+			b.Run(in.name+"/"+p.name, func(b *testing.B) {
+				b.SetBytes(int64(len(in.text)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := p.fn(in.text); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -33,7 +33,7 @@ const { tools } = await client.listTools();
 const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
 summary.tools = tools.map((t) => t.name).sort();
 const want = ["chat.list_events", "chat.read_thread", "chat.send_message", "chat.react", "chat.claim",
-  "chat.defer", "chat.resolve", "chat.discharge", "envelope.parse", "envelope.compose", "envelope.verify"];
+  "chat.defer", "chat.resolve", "chat.discharge", "chat.owe", "chat.waiting", "envelope.parse", "envelope.compose", "envelope.verify"];
 for (const name of want) {
   assert.ok(byName[name], `tool ${name} listed`);
   assert.equal(byName[name].inputSchema.type, "object", `${name} input schema`);
@@ -99,6 +99,11 @@ res = await ok("chat.read_thread", { eventId: scenario.knock });
 assert.equal(res.structuredContent.messages.length, 1);
 assert.match(res.content[0].text, /SECRET-ROLE-BODY/);
 
+// What claude owes before answering: the direct request, not the role knocks.
+res = await ok("chat.owe", {});
+assert.deepEqual(res.structuredContent.owe.map((e) => e.eventId), [scenario.request]);
+assert.match(res.content[0].text, /owes 1 item/);
+
 // Claim the role event, then reply to the direct request, twice with one key.
 res = await ok("chat.claim", { eventId: scenario.knock });
 assert.equal(res.structuredContent.holder, "claude");
@@ -138,6 +143,21 @@ res = await ok("chat.discharge", { eventId: obligation.eventId, group: obligatio
 assert.equal(res.structuredContent.duplicate, true, "one discharge per obligation");
 summary.obligation = obligation.eventId;
 
+// Open sets after the answers: nothing owed, nothing waited on; with all,
+// the answered request and the discharged obligation.
+res = await ok("chat.owe", {});
+assert.deepEqual(res.structuredContent.owe, []);
+res = await ok("chat.owe", { all: true, limit: 1 });
+assert.equal(res.structuredContent.owe[0].eventId, scenario.request);
+assert.equal(res.structuredContent.owe[0].settled, "answered");
+res = await ok("chat.waiting", {});
+assert.deepEqual(res.structuredContent.waiting, []);
+res = await ok("chat.waiting", { all: true });
+assert.equal(res.structuredContent.waiting.length, 1);
+assert.equal(res.structuredContent.waiting[0].eventId, obligation.eventId);
+assert.equal(res.structuredContent.waiting[0].dischargedBy, "claude");
+assert.equal(res.structuredContent.waiting[0].obligation.blocks, "halted");
+
 // Envelope tools.
 res = await ok("envelope.compose", { to: "GEMINI", intent: "REQUEST", body: "hi", context: "ops", sign: true });
 const composed = res.structuredContent.text;
@@ -165,6 +185,7 @@ summary.refusals = [
   await refused("chat.read_thread", {}, /eventId or thread/),
   await refused("envelope.parse", { text: "no envelope here" }, /no envelope/),
   await refused("chat.discharge", { eventId: scenario.request }, /carries no obligation/),
+  await refused("chat.owe", { limit: 100000 }, /limit/),
   await refused("chat.send_message", { to: "GEMINI", directedness: "to_me", intent: "REQUEST", body: "x", obligation: { blocks: "stuck" } }, /Blocks/),
 ];
 let unknown;
