@@ -66,7 +66,8 @@ func (d Delivery) Settled() string {
 // q.All the settled ones (Delivery.Settled) too. It walks every group's
 // deliveries for the agent, as Deliveries does.
 func (r *Relay) Owed(ctx context.Context, agent string, q OpenSetQuery) (Page[Delivery], error) {
-	ds, err := r.Deliveries(ctx, agent, "", 0, 0)
+	// Each event alone: one merged into a buffered delivery is owed on its own.
+	ds, err := r.Deliveries(PerEvent(ctx), agent, "", 0, 0)
 	if err != nil {
 		return Page[Delivery]{}, err
 	}
