@@ -284,10 +284,7 @@ func TestDigestEvents(t *testing.T) {
 			}
 		}
 	}
-	var streamed []gateway.Delivery
-	for _, d := range follow(t, r, "claude", 0, 4) {
-		streamed = append(streamed, d)
-	}
+	streamed := follow(t, r, "claude", 0, 4)
 	if k := streamed[len(streamed)-1]; k.Kind != gateway.KindDigest {
 		t.Errorf("claude's stream ends with %s %s, want a digest", k.Kind, k.EventID)
 	}

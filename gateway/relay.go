@@ -13,8 +13,8 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
-	"github.com/crosstalk-go/crosstalk/gateway/projection"
 	"github.com/crosstalk-go/crosstalk/gateway/liveness"
+	"github.com/crosstalk-go/crosstalk/gateway/projection"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
