@@ -281,6 +281,15 @@ func (r *Relay) inject(ctx context.Context, agent string, follow func(context.Co
 				}
 				continue
 			}
+			// Something read ahead (a replay) comes first: it may join.
+			select {
+			case it, ok := <-ch:
+				if !take(it, ok) {
+					return
+				}
+				continue
+			default:
+			}
 			if wait := c.due(run).Sub(r.now()); wait > 0 {
 				timer := time.NewTimer(min(wait, injectPoll))
 				select {
@@ -298,14 +307,6 @@ func (r *Relay) inject(ctx context.Context, agent string, follow func(context.Co
 			}
 			// Due: deliver the run unless more of the ledger is still
 			// to be read (it may join).
-			select {
-			case it, ok := <-ch:
-				if !take(it, ok) {
-					return
-				}
-				continue
-			default:
-			}
 			more, err := ahead(ctx, read)
 			if err == nil && more {
 				select {
