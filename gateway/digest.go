@@ -145,7 +145,7 @@ func (r *Relay) RunDigests(ctx context.Context) error {
 // new. It returns the digests it recorded (or found already recorded).
 func (r *Relay) WriteDigests(ctx context.Context, agent string, until time.Time) ([]ledger.Event, error) {
 	agent = r.book.ActorID(agent)
-	gs, err := r.store.Groups(ctx)
+	gs, err := r.Groups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: listing groups: %w", err)
 	}

@@ -95,9 +95,9 @@ func (l *Local) FollowAll(ctx context.Context, agent string, afterPos int64) ite
 	return l.Relay.FollowAgent(ctx, agent, afterPos)
 }
 
-// Groups lists the ledger's groups.
+// Groups lists the ledger's conversation groups (gateway.Relay.Groups).
 func (l *Local) Groups(ctx context.Context) ([]ledger.Group, error) {
-	return l.Relay.Store().Groups(ctx)
+	return l.Relay.Groups(ctx)
 }
 
 // Events reads the ledger.
@@ -185,6 +185,9 @@ type Outbound struct {
 	// Obligation, when set, is written as `meta: obligation`
 	// (docs/format.md); the relay checks its values.
 	Obligation *OutboundObligation
+	// Meta are further META blocks, written after the others: a
+	// handoff, a blocker, a forward's provenance (docs/format.md §4).
+	Meta []envelope.Meta
 }
 
 // OutboundObligation is the `meta: obligation` of an Outbound: each
@@ -280,6 +283,7 @@ func Compose(o Outbound) ([]byte, *envelope.Envelope, error) {
 		}
 		env.Meta = append(env.Meta, envelope.Meta{Namespace: "obligation", Fields: fs})
 	}
+	env.Meta = append(env.Meta, o.Meta...)
 	text, err := envelope.Marshal(env)
 	if err != nil {
 		return nil, nil, fmt.Errorf("c2a: composing: %w", err)
