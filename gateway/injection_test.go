@@ -25,12 +25,6 @@ var injectionAgents = []gateway.Agent{
 	{ID: "gemini", Names: []string{"GEMINI"}},
 }
 
-func withMeta(ns, key, value string) func(*envelope.Envelope) {
-	return func(e *envelope.Envelope) {
-		e.Meta = append(e.Meta, envelope.Meta{Namespace: ns, Fields: []envelope.Field{{Key: key, Value: value}}})
-	}
-}
-
 func inThread(thread string) func(*envelope.Envelope) {
 	return func(e *envelope.Envelope) { e.Thread = thread }
 }
