@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
-	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/internal/testrelay"
 )
 
@@ -184,18 +182,9 @@ func TestSend(t *testing.T) {
 // agent, the digest instead of the broadcast, in the paged view and in
 // --all.
 func TestInboxBufferedAndDigest(t *testing.T) {
-	r := testrelay.Start(t, &testrelay.Options{Agents: []gateway.Agent{
-		{ID: "claude", Names: []string{"CLAUDE"}, Buffer: &attention.Buffer{Quiet: time.Minute, MaxWindow: 10 * time.Minute}, DigestEvery: time.Hour},
-		{ID: "chatgpt", Names: []string{"CHATGPT"}},
-		{ID: "gemini", Names: []string{"GEMINI"}},
-	}})
-	th := func(e *envelope.Envelope) { e.Thread = "01J9ZQ3K8Y5V4W3X2Z1A0B9C8D" }
-	a := r.Ingest(t, testrelay.Envelope("CHATGPT", "CLAUDE", "REQUEST", "", "first half", th))
-	b := r.Ingest(t, testrelay.Envelope("CHATGPT", "CLAUDE", "RESPOND", "", "second half", th))
-	bc := r.Ingest(t, testrelay.Envelope("GEMINI", "ALL", "BROADCAST", "", "nightly build green"))
-	now := r.Clock.Now()
-	until := now.Add(time.Hour).Truncate(time.Hour)
-	r.Clock.Advance(until.Sub(now))
+	r := testrelay.Start(t, &testrelay.Options{Agents: testrelay.InjectionAgents})
+	a, b, bc := r.Fragments(t)
+	until := r.EndHour()
 	if _, err := r.Relay.WriteDigests(t.Context(), "claude", until); err != nil { // as the relay's loop does at the hour
 		t.Fatal(err)
 	}

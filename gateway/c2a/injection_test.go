@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
-	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/internal/testrelay"
 )
@@ -20,16 +18,9 @@ import (
 // the digest instead of the broadcast; Remote lookups by id still find
 // each event alone (per_event).
 func TestSSEBufferedAndDigest(t *testing.T) {
-	r := testrelay.Start(t, &testrelay.Options{Agents: []gateway.Agent{
-		{ID: "claude", Names: []string{"CLAUDE"}, Buffer: &attention.Buffer{Quiet: time.Minute, MaxWindow: 10 * time.Minute}, DigestEvery: time.Hour},
-		{ID: "chatgpt", Names: []string{"CHATGPT"}},
-		{ID: "gemini", Names: []string{"GEMINI"}},
-	}})
+	r := testrelay.Start(t, &testrelay.Options{Agents: testrelay.InjectionAgents})
 	rm := &c2a.Remote{URL: r.URL}
-	th := func(e *envelope.Envelope) { e.Thread = "01J9ZQ3K8Y5V4W3X2Z1A0B9C8D" }
-	a := r.Ingest(t, testrelay.Envelope("CHATGPT", "CLAUDE", "REQUEST", "", "first half", th))
-	b := r.Ingest(t, testrelay.Envelope("CHATGPT", "CLAUDE", "RESPOND", "", "second half", th))
-	bc := r.Ingest(t, testrelay.Envelope("GEMINI", "ALL", "BROADCAST", "", "nightly build green"))
+	a, b, bc := r.Fragments(t)
 	r.Clock.Advance(2 * time.Minute)
 
 	next := func(after int64) gateway.Delivery {
@@ -55,8 +46,7 @@ func TestSSEBufferedAndDigest(t *testing.T) {
 	}
 	// Resuming after it: the broadcast never comes alone; the digest
 	// does once the hour ends.
-	now := r.Clock.Now()
-	r.Clock.Advance(now.Add(time.Hour).Truncate(time.Hour).Sub(now))
+	r.EndHour()
 	d := next(m.Position)
 	if d.Kind != gateway.KindDigest || d.Digest == nil || !slices.Equal(d.Digest.Entries[0].EventIDs, []string{bc.ID}) {
 		t.Fatalf("after resuming: %s %s, want claude's digest of %s", d.Kind, d.EventID, bc.ID)

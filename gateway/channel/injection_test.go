@@ -12,14 +12,6 @@ import (
 	"github.com/crosstalk-go/crosstalk/internal/testrelay"
 )
 
-// bufferingAgents: claude merges fragments (quiet 1 min, window 10 min
-// of the relay's clock) and takes hourly digests.
-var bufferingAgents = []gateway.Agent{
-	{ID: "claude", Names: []string{"CLAUDE"}, Buffer: &attention.Buffer{Quiet: time.Minute, MaxWindow: 10 * time.Minute}, DigestEvery: time.Hour},
-	{ID: "chatgpt", Names: []string{"CHATGPT"}},
-	{ID: "gemini", Names: []string{"GEMINI"}},
-}
-
 // TestChannelBufferedAndDigest: over the WebSocket channel a buffering
 // agent gets consecutive fragments as one chat/deliver (one content part
 // each), again after a reconnect when it did not acknowledge it (the
@@ -28,11 +20,9 @@ var bufferingAgents = []gateway.Agent{
 // connection drops comes on the next; an urgent follow-up flushes; and
 // broadcasts come only as the hourly digest.
 func TestChannelBufferedAndDigest(t *testing.T) {
-	r := testrelay.Start(t, &testrelay.Options{Agents: bufferingAgents})
-	th := func(e *envelope.Envelope) { e.Thread = "01J9ZQ3K8Y5V4W3X2Z1A0B9C8D" }
-	a := r.Ingest(t, testrelay.Envelope("CHATGPT", "CLAUDE", "REQUEST", "", "first half", th))
-	b := r.Ingest(t, testrelay.Envelope("CHATGPT", "CLAUDE", "RESPOND", "", "second half", th))
-	r.Ingest(t, testrelay.Envelope("GEMINI", "ALL", "BROADCAST", "", "nightly build green"))
+	r := testrelay.Start(t, &testrelay.Options{Agents: testrelay.InjectionAgents})
+	th := func(e *envelope.Envelope) { e.Thread = testrelay.InjectionThread }
+	a, b, _ := r.Fragments(t)
 	r.Clock.Advance(2 * time.Minute)
 
 	merged := func(h *wsClient) channel.Message {
@@ -94,8 +84,7 @@ func TestChannelBufferedAndDigest(t *testing.T) {
 
 	// The broadcast comes as the digest once the hour ends (the relay's
 	// digest loop), never alone.
-	now := r.Clock.Now()
-	r.Clock.Advance(now.Add(time.Hour).Truncate(time.Hour).Sub(now))
+	r.EndHour()
 	m2, dg, ok := h3.delivery(10 * time.Second)
 	if !ok || dg.Crosstalk.Kind != gateway.KindDigest || dg.Crosstalk.Digest == nil || dg.Crosstalk.Digest.Count != 1 ||
 		dg.Injection.Mode != attention.Digest || dg.Attention.Policy != attention.MustNotRespond {
