@@ -43,9 +43,13 @@ func (s projectingStore) ImportEvents(ctx context.Context, evs []ledger.Event) (
 
 // syncAfterWrite is SyncProjection after an append that succeeded: a
 // failure is logged, not returned (the events are recorded), and the
-// next read catches up.
+// next read catches up. Concurrent appends share one sync: an append
+// that a sync started after (its log read then sees the append's
+// events) returns without reading the log again, so under many clients
+// one log read and one projection transaction serve every append that
+// waited for the lock, not one each.
 func (r *Relay) syncAfterWrite(ctx context.Context) {
-	if err := r.SyncProjection(context.WithoutCancel(ctx)); err != nil {
+	if err := r.syncProjection(context.WithoutCancel(ctx), r.projWrites.Add(1)); err != nil {
 		r.log.Warn("updating the projections after an append", "err", err)
 	}
 }
@@ -71,8 +75,19 @@ func (r *Relay) projectionDB(ctx context.Context) (*projection.DB, error) {
 // from the start when it does not. Reads call it first, so a relay
 // sharing a JetStream ledger also sees the others' appends.
 func (r *Relay) SyncProjection(ctx context.Context) error {
+	return r.syncProjection(ctx, 0)
+}
+
+// syncProjection is SyncProjection for the append numbered write
+// (projWrites), which it skips when a sync already covered it; 0 always
+// syncs.
+func (r *Relay) syncProjection(ctx context.Context, write int64) error {
 	r.projMu.Lock()
 	defer r.projMu.Unlock()
+	if write > 0 && r.projSynced >= write {
+		return nil
+	}
+	writes := r.projWrites.Load() // appends that returned before the log read below
 	db, err := r.projectionDB(ctx)
 	if err != nil {
 		return err
@@ -84,6 +99,9 @@ func (r *Relay) SyncProjection(ctx context.Context) error {
 		r.projChecked = true
 	}
 	r.projPos, err = r.applyLog(ctx, db, r.projPos, 0)
+	if err == nil {
+		r.projSynced = writes
+	}
 	return err
 }
 

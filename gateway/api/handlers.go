@@ -40,7 +40,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, authenticated := principal(r)
-	in := gateway.Intake{Transport: "http", Source: r.RemoteAddr, IdempotencyKey: r.Header.Get("Idempotency-Key"), Data: bytes.NewReader(body)}
+	in := gateway.Intake{Transport: "http", Source: r.RemoteAddr, IdempotencyKey: r.Header.Get("Idempotency-Key"), Text: body}
 	if authenticated {
 		in.Principal = p
 	}
@@ -472,7 +472,7 @@ func (s *Server) composeAndIngest(w http.ResponseWriter, r *http.Request, agent 
 		writeError(w, status, code, msg)
 		return
 	}
-	in := gateway.Intake{Transport: "api", Source: r.RemoteAddr, Data: bytes.NewReader(text), IdempotencyKey: r.Header.Get("Idempotency-Key")}
+	in := gateway.Intake{Transport: "api", Source: r.RemoteAddr, Text: text, IdempotencyKey: r.Header.Get("Idempotency-Key")}
 	if _, authenticated := principal(r); authenticated {
 		in.Principal = agent
 	}
