@@ -99,7 +99,7 @@ func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, 
 		}
 		w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
 			Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol,
-			DischargedBy: row.DischargedBy, ResolvedBy: row.ResolvedBy}
+			DischargedBy: row.DischargedBy, ResolvedBy: row.ResolvedBy, Rung: row.Rung, EscalatedTo: row.EscalatedTo}
 		if d.X != nil && d.X.Envelope != nil {
 			w.MessageID = d.X.Envelope.Message
 		}

@@ -58,6 +58,13 @@ func Render(d gateway.Delivery) string {
 		field("reply_target", "thread:"+d.Thread)
 	}
 	field("in_reply_to", d.EventID)
+	if len(d.Fragments) > 0 { // a buffered delivery: the events merged into it
+		ids := make([]string, 0, len(d.Fragments))
+		for _, f := range d.Fragments {
+			ids = append(ids, f.EventID)
+		}
+		field("fragments", strings.Join(ids, " "))
+	}
 	if d.ClaimedBy != "" {
 		field("claimed_by", d.ClaimedBy)
 	}
