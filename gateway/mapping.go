@@ -92,6 +92,8 @@ type EventData struct {
 	State       string `json:"state,omitempty"` // x.crosstalk.delivery: delivered or failed
 	ExpiresAt   string `json:"expires_at,omitempty"`
 	Note        string `json:"note,omitempty"`
+	// x.crosstalk.digest
+	Digest *Digest `json:"digest,omitempty"`
 
 	X *XCrosstalk `json:"x_crosstalk,omitempty"`
 }
@@ -252,7 +254,9 @@ func (r *Relay) rejectionRecord(in Intake, o *Outcome) ledger.Record {
 	group := DefaultGroup
 	var x *XCrosstalk
 	if env := o.Envelope; env != nil {
-		group = r.Group(env.Context)
+		if g := r.Group(env.Context); !SystemGroup(g) { // never in bookkeeping
+			group = g
+		}
 		x = &XCrosstalk{
 			Envelope: env, Raw: string(env.Source()), Transport: in.Transport, Source: in.Source,
 			Sender: r.book.ActorID(env.From), Principal: in.Principal,

@@ -64,7 +64,7 @@ func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting,
 // selects, oldest first in each group: the open ones, or with all the
 // settled ones too (Waiting says what settles one).
 func (r *Relay) openObligations(ctx context.Context, all bool, keep func(ev ledger.Event, ob *attention.Obligation, p *Protocol) bool) ([]Waiting, error) {
-	gs, err := r.store.Groups(ctx)
+	gs, err := r.Groups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: listing groups: %w", err)
 	}

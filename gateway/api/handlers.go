@@ -118,7 +118,7 @@ func (s *Server) errorEnvelope(w http.ResponseWriter, r *http.Request, status in
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.relay.Store().Groups(r.Context()); err != nil {
+	if _, err := s.relay.Groups(r.Context()); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "store": err.Error()})
 		return
 	}
@@ -126,7 +126,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
-	gs, err := s.relay.Store().Groups(r.Context())
+	gs, err := s.relay.Groups(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
@@ -294,7 +294,11 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 		s.deliveryPage(w, r, agent, int(limit))
 		return
 	}
-	ds, err := s.relay.Deliveries(r.Context(), agent, q.Get("group"), since, int(limit))
+	ctx := r.Context()
+	if q.Get("per_event") == "1" {
+		ctx = gateway.PerEvent(ctx) // one delivery per event: no merging, no digest omission
+	}
+	ds, err := s.relay.Deliveries(ctx, agent, q.Get("group"), since, int(limit))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return

@@ -95,9 +95,9 @@ func (l *Local) FollowAll(ctx context.Context, agent string, afterPos int64) ite
 	return l.Relay.FollowAgent(ctx, agent, afterPos)
 }
 
-// Groups lists the ledger's groups.
+// Groups lists the ledger's conversation groups (gateway.Relay.Groups).
 func (l *Local) Groups(ctx context.Context) ([]ledger.Group, error) {
-	return l.Relay.Store().Groups(ctx)
+	return l.Relay.Groups(ctx)
 }
 
 // Events reads the ledger.
@@ -296,9 +296,11 @@ func Compose(o Outbound) ([]byte, *envelope.Envelope, error) {
 
 // FindDelivery returns agent's delivery of event id (in group, or any
 // group when ""), or ok=false when the event was never delivered to the
-// agent: it does not exist, is the agent's own, or is bookkeeping.
+// agent: it does not exist, is the agent's own, or is bookkeeping. It
+// asks for one delivery per event (gateway.PerEvent): an event merged
+// into a buffered delivery, or summarised in a digest, is found alone.
 func FindDelivery(ctx context.Context, b Backend, agent, group, id string) (gateway.Delivery, bool, error) {
-	ds, err := b.Deliveries(ctx, agent, group, 0, 0)
+	ds, err := b.Deliveries(gateway.PerEvent(ctx), agent, group, 0, 0)
 	if err != nil {
 		return gateway.Delivery{}, false, err
 	}

@@ -115,7 +115,7 @@ func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int,
 	for _, a := range book.Agents() {
 		counts[a.ID] = 0
 	}
-	gs, err := o.relay.Store().Groups(ctx)
+	gs, err := o.relay.Groups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing groups: %w", err)
 	}

@@ -40,7 +40,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 		s.internal(w, r, c, err)
 		return
 	}
-	gs, err := s.relay.Store().Groups(ctx)
+	gs, err := s.relay.Groups(ctx)
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
