@@ -259,7 +259,33 @@ func firstLine(s string) string {
 // group, oldest first in each group (the web inbox's "Passed to" / "Needs
 // input" list): a HANDOFF until its addressee acknowledges it, a BLOCKED
 // until its addressee resolves it (Waiting.Acked says who accepted it
-// meanwhile), either until its author withdraws it.
+// meanwhile), either until its author withdraws it. The relay keeps each
+// group's walk between calls and reads only the events appended since,
+// so a page costs what is new, not the whole ledger.
 func (r *Relay) OpenProtocol(ctx context.Context) ([]Waiting, error) {
-	return r.openObligations(ctx, false, func(_ ledger.Event, _ *attention.Obligation, p *Protocol) bool { return p != nil })
+	gs, err := r.Groups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listing groups: %w", err)
+	}
+	r.protoMu.Lock()
+	defer r.protoMu.Unlock()
+	if r.protoWalks == nil {
+		r.protoWalks = map[string]*obligationWalk{}
+	}
+	now := r.now()
+	var out []Waiting
+	for _, g := range gs {
+		w, ok := r.protoWalks[g.ID]
+		if !ok {
+			w = &obligationWalk{keep: func(_ ledger.Event, _ *attention.Obligation, p *Protocol) bool { return p != nil }}
+			r.protoWalks[g.ID] = w
+		}
+		if w.read < g.LastSeq {
+			if err := r.advanceWalk(ctx, g.ID, w); err != nil {
+				return nil, err
+			}
+		}
+		out = w.appendOpen(out, now)
+	}
+	return out, nil
 }

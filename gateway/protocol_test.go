@@ -350,3 +350,57 @@ func FuzzProtocolBlocks(f *testing.F) {
 		}
 	})
 }
+
+// benchLedger is a relay over a ledger of 20,000 plain messages and 100
+// open handoffs from chatgpt to claude.
+func benchLedger(b *testing.B) *gateway.Relay {
+	ctx := context.Background()
+	st := memory.New(nil)
+	b.Cleanup(func() { st.Close() })
+	r := gateway.New(st, &gateway.Options{Book: testBook(b)})
+	recs := make([]ledger.Record, 0, 20000)
+	for range 20000 {
+		recs = append(recs, ledger.Record{Kind: gateway.KindMessage, GroupID: "g", By: "gemini", Data: []byte(`{"text":"x","to":["claude"]}`)})
+	}
+	if _, err := st.Append(ctx, recs); err != nil {
+		b.Fatal(err)
+	}
+	for range 100 {
+		if _, err := r.Ingest(ctx, gateway.Intake{Transport: "bench", Data: strings.NewReader(env("CHATGPT", "CLAUDE", "HANDOFF", "g", "x", handoffMeta))}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return r
+}
+
+// BenchmarkOpenProtocol measures the handoffs page's query once the relay
+// has walked the ledger (its first call reads all of it, as
+// BenchmarkWaitingScan does on every call): later calls read only what was
+// appended since.
+func BenchmarkOpenProtocol(b *testing.B) {
+	ctx := context.Background()
+	r := benchLedger(b)
+	if _, err := r.OpenProtocol(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		open, err := r.OpenProtocol(ctx)
+		if err != nil || len(open) != 100 {
+			b.Fatalf("OpenProtocol = %d, %v", len(open), err)
+		}
+	}
+}
+
+// BenchmarkWaitingScan is the full walk of the same ledger (Waiting reads
+// every group from its start on each call): the baseline of
+// BenchmarkOpenProtocol.
+func BenchmarkWaitingScan(b *testing.B) {
+	ctx := context.Background()
+	r := benchLedger(b)
+	for b.Loop() {
+		ws, err := r.Waiting(ctx, "chatgpt")
+		if err != nil || len(ws) != 100 {
+			b.Fatalf("Waiting = %d, %v", len(ws), err)
+		}
+	}
+}

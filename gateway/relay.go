@@ -157,6 +157,9 @@ type Relay struct {
 	projOwned   bool  // proj was opened by the relay (in memory)
 	projChecked bool  // its high-water mark was checked against the ledger
 	projPos     int64 // the log position proj has applied up to
+
+	protoMu    sync.Mutex                 // serialises OpenProtocol
+	protoWalks map[string]*obligationWalk // per group, see OpenProtocol
 }
 
 // New returns a relay that records into store.
