@@ -1,11 +1,12 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -121,99 +122,118 @@ func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, 
 	return out, nil
 }
 
-// openObligations returns the obligations of every group that keep
-// selects, oldest first in each group: the open ones, or with all the
-// settled ones too (Waiting says what settles one).
-func (r *Relay) openObligations(ctx context.Context, all bool, keep func(ev ledger.Event, ob *attention.Obligation, p *Protocol) bool) ([]Waiting, error) {
-	gs, err := r.Groups(ctx)
+// obligationWalk follows the obligations of one group event by event, so
+// that a caller may keep it and apply only the events appended since
+// (OpenProtocol).
+type obligationWalk struct {
+	all  bool
+	keep func(ev ledger.Event, ob *attention.Obligation, p *Protocol) bool
+	// out holds the obligations kept, in seq order; a settled one has its
+	// EventID cleared (unless all) and is dropped by compact.
+	out  []Waiting
+	open map[string]int // event id → index in out, while open
+	read int64          // the last seq applied
+}
+
+// advanceWalk applies group's events after w.read to w.
+func (r *Relay) advanceWalk(ctx context.Context, group string, w *obligationWalk) error {
+	for {
+		evs, err := r.store.Range(ctx, group, w.read, waitingKinds, inboxPage)
+		if err != nil {
+			return fmt.Errorf("gateway: reading group %q: %w", group, err)
+		}
+		for _, ev := range evs {
+			w.apply(ev)
+		}
+		if len(evs) < inboxPage {
+			return nil
+		}
+	}
+}
+
+// apply applies one event: a kept obligation opens, a reply, reaction,
+// ack or disposition is evidence, a discharge (and a HANDOFF's ack, a
+// BLOCKED's unblocked notice) settles one.
+func (w *obligationWalk) apply(ev ledger.Event) {
+	w.read = ev.Seq
+	d, err := ParseData(ev)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: listing groups: %w", err)
+		return
 	}
-	now := r.now()
-	var out []Waiting
-	for _, g := range gs {
-		open := map[string]int{} // event id → index in out
-		for after := int64(0); ; {
-			evs, err := r.store.Range(ctx, g.ID, after, waitingKinds, inboxPage)
-			if err != nil {
-				return nil, fmt.Errorf("gateway: reading group %q: %w", g.ID, err)
+	if w.open == nil {
+		w.open = map[string]int{}
+	}
+	settle := func(id string, i int) {
+		if !w.all {
+			w.out[i].EventID = "" // dropped by compact
+		}
+		delete(w.open, id)
+	}
+	switch ev.Kind {
+	case KindMessage:
+		if ob := d.Obligation; ob != nil && w.keep(ev, ob, d.Protocol) {
+			wt := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob, Protocol: d.Protocol}
+			if d.X != nil && d.X.Envelope != nil {
+				wt.MessageID = d.X.Envelope.Message
 			}
-			for _, ev := range evs {
-				if len(open) == 0 && (ev.Kind != KindMessage || !bytes.Contains(ev.Data, []byte(`"obligation"`))) {
-					continue // nothing open to answer or close, and it opens nothing: not decoded
-				}
-				d, err := ParseData(ev)
-				if err != nil {
-					continue
-				}
-				switch ev.Kind {
-				case KindMessage:
-					if ob := d.Obligation; ob != nil && keep(ev, ob, d.Protocol) {
-						w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
-							Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol}
-						if d.X != nil && d.X.Envelope != nil {
-							w.MessageID = d.X.Envelope.Message
-						}
-						open[ev.ID] = len(out)
-						out = append(out, w)
-					}
-					if i, ok := open[d.ReplyTo]; ok && d.ReplyTo != "" {
-						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
-					}
-				case KindDischarge:
-					if i, ok := open[d.EventID]; ok {
-						out[i].DischargedBy = ev.By
-						if !all {
-							out[i].EventID = "" // removed below
-						}
-						delete(open, d.EventID)
-					}
-				case KindNotify:
-					if rd, ok := rungOf(ev); ok {
-						if i, ok := open[rd.RelatedEventID]; ok && rd.Rung > out[i].Rung {
-							out[i].Rung, out[i].EscalatedTo = rd.Rung, rd.EscalatedTo
-						}
-					}
-					// The relay's notice that a BLOCKED's addressee resolved it.
-					if i, ok := open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
-						out[i].ResolvedBy = d.ActorID
-						if !all {
-							out[i].EventID = ""
-						}
-						delete(open, d.RelatedEventID)
-					}
-				default:
-					i, ok := open[d.EventID]
-					if !ok || strings.EqualFold(ev.By, out[i].Author) { // the author's own notes are no answer
-						break
-					}
-					out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
-					if ev.Kind != KindAck {
-						break
-					}
-					out[i].Acked = appendEvidence(out[i].Acked, ev.By)
-					if p := out[i].Protocol; p != nil && p.EventType == ProtocolHandoff {
-						// The addressee accepted the handoff: nothing left to wait on.
-						if !all {
-							out[i].EventID = ""
-						}
-						delete(open, d.EventID)
-					}
-				}
+			w.open[ev.ID] = len(w.out)
+			w.out = append(w.out, wt)
+		}
+		if i, ok := w.open[d.ReplyTo]; ok && d.ReplyTo != "" {
+			w.out[i].Evidence = appendEvidence(w.out[i].Evidence, ev.By)
+		}
+	case KindDischarge:
+		if i, ok := w.open[d.EventID]; ok {
+			w.out[i].DischargedBy = ev.By
+			settle(d.EventID, i)
+		}
+	case KindNotify:
+		if rd, ok := rungOf(ev); ok {
+			if i, ok := w.open[rd.RelatedEventID]; ok && rd.Rung > w.out[i].Rung {
+				w.out[i].Rung, w.out[i].EscalatedTo = rd.Rung, rd.EscalatedTo
 			}
-			if len(evs) < inboxPage {
-				break
-			}
-			after = evs[len(evs)-1].Seq
+		}
+		// The relay's notice that a BLOCKED's addressee resolved it.
+		if i, ok := w.open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
+			w.out[i].ResolvedBy = d.ActorID
+			settle(d.RelatedEventID, i)
+		}
+	default:
+		i, ok := w.open[d.EventID]
+		if !ok || strings.EqualFold(ev.By, w.out[i].Author) { // the author's own notes are no answer
+			break
+		}
+		w.out[i].Evidence = appendEvidence(w.out[i].Evidence, ev.By)
+		if ev.Kind != KindAck {
+			break
+		}
+		w.out[i].Acked = appendEvidence(w.out[i].Acked, ev.By)
+		if p := w.out[i].Protocol; p != nil && p.EventType == ProtocolHandoff {
+			settle(d.EventID, i) // the addressee accepted the handoff
 		}
 	}
-	kept := out[:0]
-	for _, w := range out {
-		if w.EventID != "" {
-			kept = append(kept, w)
+}
+
+// appendOpen compacts w and appends copies of its obligations to dst,
+// lapsed as of now.
+func (w *obligationWalk) appendOpen(dst []Waiting, now time.Time) []Waiting {
+	kept := w.out[:0]
+	for _, wt := range w.out {
+		if wt.EventID != "" {
+			if _, ok := w.open[wt.EventID]; ok {
+				w.open[wt.EventID] = len(kept)
+			}
+			kept = append(kept, wt)
 		}
 	}
-	return kept, nil
+	clear(w.out[len(kept):])
+	w.out = kept
+	for _, wt := range w.out {
+		wt.Lapsed = !wt.Obligation.Deadline.IsZero() && !now.Before(wt.Obligation.Deadline)
+		wt.To, wt.Evidence, wt.Acked = slices.Clone(wt.To), slices.Clone(wt.Evidence), slices.Clone(wt.Acked)
+		dst = append(dst, wt)
+	}
+	return dst
 }
 
 func appendEvidence(s []string, actor string) []string {
