@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 )
 
 // Agent is one entry of the address book: an actor the relay knows, the
@@ -38,7 +40,28 @@ type Agent struct {
 	// relay then serves an A2A agent card and endpoint for it, and A2A
 	// messages sent there become envelopes to it.
 	A2A bool
+	// Buffer, when set, makes the relay merge this agent's buffered
+	// deliveries (C2A "buffered"): consecutive fragments from one sender
+	// in one thread, less than Buffer.Quiet apart and within
+	// Buffer.MaxWindow, reach it as one delivery (docs/agents.md,
+	// "Buffered and digest delivery"). Nil delivers each event alone.
+	Buffer *attention.Buffer
+	// DigestEvery, when positive, makes the relay summarise this agent's
+	// digest deliveries (C2A "digest": ambient BROADCAST traffic) in one
+	// digest event per group every DigestEvery, instead of delivering
+	// each. Zero delivers each event alone.
+	DigestEvery time.Duration
 }
+
+// Bounds of the injection windows of an address book entry.
+const (
+	// MaxBufferWindow bounds Agent.Buffer's windows: a delivery is held
+	// back at most this long.
+	MaxBufferWindow = 10 * time.Minute
+	// MinDigestEvery bounds Agent.DigestEvery from below: each digest is
+	// a ledger event per group, kept for good.
+	MinDigestEvery = time.Minute
+)
 
 // CompatV10 is the Agent.Compat value for v1.0 readers.
 const CompatV10 = "v1.0"
@@ -84,6 +107,13 @@ func NewAddressBook(agents []Agent) (*AddressBook, error) {
 		default:
 			return nil, fmt.Errorf("gateway: address book: agent %q: compat %q is not v1.0 or v1.1", a.ID, a.Compat)
 		}
+		if err := checkInjection(*a); err != nil {
+			return nil, err
+		}
+		if a.Buffer != nil {
+			buf := *a.Buffer
+			a.Buffer = &buf // the book is read-only: not the caller's copy
+		}
 		b.byID[strings.ToLower(a.ID)] = i
 		for _, n := range append([]string{a.ID}, a.Names...) {
 			k := strings.ToLower(n)
@@ -101,6 +131,24 @@ func NewAddressBook(agents []Agent) (*AddressBook, error) {
 	}
 	b.agents = agents
 	return b, nil
+}
+
+// checkInjection checks a's buffering and digest windows.
+func checkInjection(a Agent) error {
+	if b := a.Buffer; b != nil {
+		switch {
+		case b.Quiet < 0 || b.MaxWindow < 0:
+			return fmt.Errorf("gateway: address book: agent %q: buffer windows must not be negative", a.ID)
+		case b.Quiet > MaxBufferWindow || b.MaxWindow > MaxBufferWindow:
+			return fmt.Errorf("gateway: address book: agent %q: buffer windows must be at most %s", a.ID, MaxBufferWindow)
+		case b.Quiet > 0 && b.MaxWindow > 0 && b.Quiet > b.MaxWindow:
+			return fmt.Errorf("gateway: address book: agent %q: buffer quiet %s exceeds its window %s", a.ID, b.Quiet, b.MaxWindow)
+		}
+	}
+	if a.DigestEvery != 0 && a.DigestEvery < MinDigestEvery {
+		return fmt.Errorf("gateway: address book: agent %q: digest interval %s is under %s", a.ID, a.DigestEvery, MinDigestEvery)
+	}
+	return nil
 }
 
 // ActorID returns the actor id for an envelope address: the address book

@@ -36,6 +36,8 @@ type Delivery struct {
 	Acked bool `json:"acked,omitempty"`
 	// Obligation is the event's obligation (`meta: obligation`), if any.
 	Obligation *attention.Obligation `json:"obligation,omitempty"`
+	// Protocol is the event's HANDOFF or BLOCKED (BeadBoard §6.2), if any.
+	Protocol *Protocol `json:"protocol,omitempty"`
 	// Discharged reports that the obligation's author or delegate
 	// discharged it: only then is it settled.
 	Discharged bool `json:"discharged,omitempty"`
@@ -51,6 +53,13 @@ type Delivery struct {
 	// (ledger.Store.Log), set on deliveries of FollowAgent: the one
 	// number an agent stream resumes from.
 	Position int64 `json:"position,omitempty"`
+	// Fragments lists, oldest first, the events of a buffered delivery
+	// merged into this one (docs/agents.md, "Buffered and digest
+	// delivery"); the delivery is its last fragment's, and Content joins
+	// theirs. Empty for a delivery of one event.
+	Fragments []Fragment `json:"fragments,omitempty"`
+	// Digest is the summary a digest event (KindDigest) carries.
+	Digest *Digest `json:"digest,omitempty"`
 }
 
 // AttentionEvent returns the attention view of a ledger event (docs/design.md §5.2
@@ -86,13 +95,14 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 // Deliveries returns what agent should see of group's events with seq >
 // sinceSeq (all groups when group is ""), at most limit of them (all when
 // limit ≤ 0), oldest first. Silent deliveries (the agent's own events,
-// bookkeeping) are left out. Reading does not count as the agent's
+// bookkeeping) are left out, and the agent's buffered and digest
+// injection applies (unless ctx is PerEvent's). Reading does not count as the agent's
 // activity: callers that act for the agent call Touch.
 func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]Delivery, error) {
 	agent = r.book.ActorID(agent)
 	groups := []string{group}
 	if group == "" {
-		gs, err := r.store.Groups(ctx)
+		gs, err := r.Groups(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: listing groups: %w", err)
 		}
@@ -102,12 +112,16 @@ func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq in
 		}
 	}
 	var out []Delivery
+	inj := r.injectorOf(agent)
+	if IsPerEvent(ctx) {
+		inj = injector{}
+	}
 	for _, g := range groups {
 		ds, err := r.groupDeliveries(ctx, agent, g, sinceSeq, limit-len(out))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, ds...)
+		out = append(out, inj.apply(ds)...)
 		if limit > 0 && len(out) >= limit {
 			break
 		}
@@ -302,6 +316,10 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	if err != nil {
 		return Delivery{}, false, fmt.Errorf("gateway: event %s: bad data: %w", ev.ID, err)
 	}
+	if ev.Kind == KindDigest {
+		out, ok := t.digestDelivery(ev, d)
+		return out, ok, nil
+	}
 	ae := AttentionEvent(ev, d)
 	if ev.Kind == KindAck && t.acked != nil && strings.EqualFold(d.ActorID, t.agent.ID) {
 		t.acked[d.EventID] = true
@@ -358,7 +376,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
 		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
-		Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
+		Protocol: d.Protocol, Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification
@@ -378,9 +396,16 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 // FollowDeliveries yields what agent should see of group's events with seq
 // > sinceSeq, first those stored and then live ones as they are appended,
 // until ctx ends (docs/design.md §5.6 agent stream). Like Deliveries it leaves out
-// silent ones. It reads the group in pages (ledger.Store.Follow), so what
+// silent ones and applies the agent's buffered and digest injection
+// (Relay.inject). It reads the group in pages (ledger.Store.Follow), so what
 // it holds does not grow with the group's history.
 func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
+	return r.inject(ctx, r.book.ActorID(agent), func(ctx context.Context) iter.Seq2[Delivery, error] {
+		return r.followDeliveries(ctx, agent, group, sinceSeq)
+	})
+}
+
+func (r *Relay) followDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
 		tr, from := r.resumeTracker(r.book.ActorID(agent), group, sinceSeq)
 		tr.forget()
@@ -427,9 +452,17 @@ const streamTrackers = 256
 // so what it holds grows neither with history nor with the number of
 // groups; a group met again after its state was dropped is walked up to
 // the event again, in pages, from the relay's cache of tracker states.
+// The agent's buffered and digest injection applies (Relay.inject): a
+// merged delivery carries its last fragment's Position.
 func (r *Relay) FollowAgent(ctx context.Context, agent string, after int64) iter.Seq2[Delivery, error] {
+	agent = r.book.ActorID(agent)
+	return r.inject(ctx, agent, func(ctx context.Context) iter.Seq2[Delivery, error] {
+		return r.followAgent(ctx, agent, after)
+	})
+}
+
+func (r *Relay) followAgent(ctx context.Context, agent string, after int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
-		agent := r.book.ActorID(agent)
 		trs := newTrackerLRU(r, streamTrackers)
 		defer trs.saveAll()
 		for l, err := range r.store.FollowLog(ctx, after) {

@@ -83,16 +83,18 @@ const (
 // limit of them (1 to 1000), computed with DeliveriesOf over at most
 // pageScan events of the ledger's log (LogBefore for older pages, Log
 // for newer ones), a chunk at a time: its cost is independent of
-// history. A page of fewer than limit deliveries
-// with an Older link means its window held no more.
+// history. A page of fewer than limit deliveries with an Older link
+// means its window held no more. The agent's buffered and digest
+// injection applies, as in Deliveries.
 func (r *Relay) DeliveriesFrom(ctx context.Context, agent string, cur LogCursor, limit int) (DeliveryPage, error) {
 	var (
 		p       DeliveryPage
-		ds      []Delivery
-		done    bool // the log has no more events in the page's direction
+		raw, ds []Delivery // before and after the agent's injection
+		done    bool       // the log has no more events in the page's direction
 		forward = cur.After > 0
 	)
 	limit = min(max(limit, 1), 1000)
+	inj := r.injectorOf(r.book.ActorID(agent))
 	for !done && len(ds) < limit && len(p.Window) < pageScan {
 		var chunk []ledger.Logged
 		var err error
@@ -121,10 +123,11 @@ func (r *Relay) DeliveriesFrom(ctx context.Context, agent string, cur LogCursor,
 			return p, err
 		}
 		if forward {
-			ds = append(ds, more...)
+			raw = append(raw, more...)
 		} else {
-			ds = append(more, ds...)
+			raw = append(more, raw...)
 		}
+		ds = inj.apply(raw)
 	}
 	if len(p.Window) == 0 {
 		return p, nil

@@ -25,8 +25,14 @@ func TestOpenSets(t *testing.T) {
 		return func(e *envelope.Envelope) { e.Parent = id }
 	}
 	msg := func(ev gateway.Outcome) string { return data(t, ev.Event).X.Envelope.Message }
+	due := func(d string) func(*envelope.Envelope) {
+		return func(e *envelope.Envelope) {
+			e.Meta = append(e.Meta, envelope.Meta{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Deadline", Value: d}}})
+		}
+	}
 
 	open := ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "g", "open question"))[0]
+	timed := ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "g", "question with a deadline", due("30m")))[0]
 	answered := ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "g", "answered question"))[0]
 	ingest(t, r, "", env("CLAUDE", "CHATGPT", "RESPOND", "g", "here", parent(msg(answered))))
 	acked := ingest(t, r, "", env("CHATGPT", "CLAUDE", "HANDOFF", "h", "take it"))[0]
@@ -47,7 +53,7 @@ func TestOpenSets(t *testing.T) {
 		return out
 	}
 	owed, err := r.Owed(ctx, "CLAUDE", gateway.OpenSetQuery{})
-	if want := sorted(open.Event.ID, kept.Event.ID); err != nil || !slices.Equal(ids(owed.Items), want) || owed.Next != "" {
+	if want := sorted(open.Event.ID, timed.Event.ID, kept.Event.ID); err != nil || !slices.Equal(ids(owed.Items), want) || owed.Next != "" {
 		t.Errorf("Owed = %v next %q, %v, want %v", ids(owed.Items), owed.Next, err, want)
 	}
 
@@ -59,7 +65,7 @@ func TestOpenSets(t *testing.T) {
 	for _, d := range all.Items {
 		settled[d.EventID] = d.Settled()
 	}
-	want := map[string]string{open.Event.ID: "", answered.Event.ID: "answered", acked.Event.ID: "acknowledged", kept.Event.ID: "", done.Event.ID: "discharged"}
+	want := map[string]string{open.Event.ID: "", timed.Event.ID: "", answered.Event.ID: "answered", acked.Event.ID: "acknowledged", kept.Event.ID: "", done.Event.ID: "discharged"}
 	if len(settled) != len(want) {
 		t.Errorf("Owed all = %v, want %v", settled, want)
 	}
@@ -89,17 +95,23 @@ func TestOpenSets(t *testing.T) {
 		t.Errorf("Owed in pages of one = %v, want %v", paged, ids(all.Items))
 	}
 
-	// The open request lapses: listed as such with All, gone otherwise.
+	// An hour later the request with a 30-minute deadline has lapsed:
+	// listed as such with All, gone otherwise. The one without a deadline
+	// is still owed (no fixed decay), and so is the obligation.
 	offset.Store(int64(time.Hour))
 	owed, err = r.Owed(ctx, "claude", gateway.OpenSetQuery{})
-	if err != nil || !slices.Equal(ids(owed.Items), []string{kept.Event.ID}) {
-		t.Errorf("Owed an hour later = %v, %v, want only the open obligation", ids(owed.Items), err)
+	if want := sorted(open.Event.ID, kept.Event.ID); err != nil || !slices.Equal(ids(owed.Items), want) {
+		t.Errorf("Owed an hour later = %v, %v, want %v (the request without a deadline and the obligation)", ids(owed.Items), err, want)
 	}
 	all, _ = r.Owed(ctx, "claude", gateway.OpenSetQuery{All: true})
+	lapsed := false
 	for _, d := range all.Items {
-		if d.EventID == open.Event.ID && d.Settled() != "lapsed" {
-			t.Errorf("the unanswered request an hour later: settled %q, want lapsed", d.Settled())
+		if d.EventID == timed.Event.ID {
+			lapsed = d.Settled() == "lapsed"
 		}
+	}
+	if !lapsed {
+		t.Errorf("the request whose deadline passed an hour later: not listed as lapsed with All")
 	}
 
 	w, err := r.WaitingOn(ctx, "chatgpt", gateway.OpenSetQuery{})

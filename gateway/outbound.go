@@ -153,7 +153,7 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	}
 	following := map[string]bool{}
 	discover := func() error {
-		gs, err := r.store.Groups(ctx)
+		gs, err := r.Groups(ctx)
 		if err != nil {
 			return err
 		}

@@ -7,14 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
-	"github.com/crosstalk-go/crosstalk/gateway/projection"
 	"github.com/crosstalk-go/crosstalk/gateway/liveness"
+	"github.com/crosstalk-go/crosstalk/gateway/projection"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -148,6 +149,7 @@ type Relay struct {
 
 	mu       sync.Mutex
 	trackers map[string]*trackerState // see resumeTracker
+	digests  map[string]digestMark    // see WriteDigests
 	work     chan struct{}            // see StreamWork
 
 	projMu      sync.Mutex // serialises SyncProjection
@@ -176,6 +178,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		now:      opts.Now,
 		obs:      opts.Observer,
 		trackers: map[string]*trackerState{},
+		digests:  map[string]digestMark{},
 		work:     make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		admins:   map[string]bool{},
 	}
@@ -211,6 +214,28 @@ func New(store ledger.Store, opts *Options) *Relay {
 
 // Store returns the relay's ledger.
 func (r *Relay) Store() ledger.Store { return r.store }
+
+// SystemGroupPrefix begins the names of the ledger groups the relay keeps
+// its own bookkeeping in (liveness, reservations: "x.crosstalk.liveness",
+// "x.crosstalk.reservations"). No envelope may be recorded in one, and
+// the group lists of the API and the web inbox leave them out.
+const SystemGroupPrefix = "x.crosstalk."
+
+// SystemGroup reports whether group is a bookkeeping group
+// (SystemGroupPrefix), matched without regard to case.
+func SystemGroup(group string) bool {
+	return len(group) >= len(SystemGroupPrefix) && strings.EqualFold(group[:len(SystemGroupPrefix)], SystemGroupPrefix)
+}
+
+// Groups returns the ledger's conversation groups: every group but the
+// bookkeeping ones (SystemGroup).
+func (r *Relay) Groups(ctx context.Context) ([]ledger.Group, error) {
+	gs, err := r.store.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(gs, func(g ledger.Group) bool { return SystemGroup(g.ID) }), nil
+}
 
 // Book returns the relay's address book.
 func (r *Relay) Book() *AddressBook { return r.book }
@@ -332,6 +357,9 @@ func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err erro
 	if err := r.refuseSquatters(ctx, in, outs); err != nil {
 		return nil, err
 	}
+	if err := r.closeBlockers(ctx, outs); err != nil {
+		return nil, err
+	}
 	for i := range outs {
 		o := &outs[i]
 		if o.Reject != nil {
@@ -428,6 +456,12 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 	}
 	if err := r.checkObligation(env); err != nil {
 		return reject(envelope.CodeFormat, "%v", err)
+	}
+	if err := checkProtocol(env); err != nil {
+		return reject(envelope.CodeFormat, "%v", err)
+	}
+	if g := r.Group(env.Context); SystemGroup(g) {
+		return reject(envelope.CodeAddress, "context %q maps to group %q: groups beginning %q are the relay's own bookkeeping", env.Context, g, SystemGroupPrefix)
 	}
 	o.Verification = r.verify(ctx, env)
 	v := &o.Verification

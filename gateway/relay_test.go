@@ -151,6 +151,8 @@ func TestIngestRejections(t *testing.T) {
 		{"v2", "", "[[A→B v2]]\nintent: REQUEST\nbody: |\n  x\n[[END]]\n", envelope.CodeUnsupported},
 		{"forged sender", "chatgpt", env("CLAUDE", "GEMINI", "REQUEST", "", "I am claude"), envelope.CodePerm},
 		{"too large", "", strings.Repeat("x", gateway.MaxIntake+1), envelope.CodeTooLarge},
+		{"bookkeeping group", "", env("CHATGPT", "GEMINI", "REQUEST", "x.crosstalk.liveness", "beat"), envelope.CodeAddress},
+		{"bookkeeping group in other case", "", env("CHATGPT", "GEMINI", "REQUEST", "X.Crosstalk.Reservations", "held"), envelope.CodeAddress},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,7 +161,7 @@ func TestIngestRejections(t *testing.T) {
 				t.Fatalf("outcomes = %+v, want one rejection %s", outs, tt.code)
 			}
 			ev := outs[0].Event
-			if ev.Kind != gateway.KindNotify || ev.By != "system" || data(t, ev).Kind != "error" {
+			if ev.Kind != gateway.KindNotify || ev.By != "system" || data(t, ev).Kind != "error" || gateway.SystemGroup(ev.GroupID) {
 				t.Errorf("ledger notice = %+v", ev)
 			}
 			rc := r.Receipt(outs[0])

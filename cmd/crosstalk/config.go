@@ -148,6 +148,15 @@ type AgentConfig struct {
 	// Compat "v1.0" makes the relay deliver envelopes to this agent in
 	// the v1.0 form (docs/format.md); empty or "v1.1": as received.
 	Compat string `toml:"compat"`
+	// Buffer merges the agent's consecutive buffered deliveries from one
+	// sender (docs/agents.md, "Buffered and digest delivery"); setting
+	// BufferQuiet or BufferMax turns it on too. Defaults 3s and 30s.
+	Buffer      bool     `toml:"buffer"`
+	BufferQuiet duration `toml:"buffer_quiet"`
+	BufferMax   duration `toml:"buffer_max"`
+	// DigestEvery summarises the agent's digest deliveries in one digest
+	// event per group every interval (at least 1m) instead of each.
+	DigestEvery duration `toml:"digest_every"`
 }
 
 // DefaultListen is the relay's default address.
@@ -375,7 +384,12 @@ func (c *Config) book() (*gateway.AddressBook, error) {
 
 // agent is the address book entry a configures.
 func (a AgentConfig) agent() gateway.Agent {
-	return gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat, A2A: a.A2A}
+	g := gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles, Keys: a.Keys, Transport: a.Transport, Address: a.Address, Compat: a.Compat, A2A: a.A2A,
+		DigestEvery: time.Duration(a.DigestEvery)}
+	if a.Buffer || a.BufferQuiet != 0 || a.BufferMax != 0 {
+		g.Buffer = &attention.Buffer{Quiet: time.Duration(a.BufferQuiet), MaxWindow: time.Duration(a.BufferMax)}
+	}
+	return g
 }
 
 // trustFile is the configured trust store, or the one `crosstalk verify`

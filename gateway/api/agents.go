@@ -130,7 +130,7 @@ func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	agent = s.relay.Book().ActorID(agent)
-	gs, err := s.relay.Store().Groups(r.Context())
+	gs, err := s.relay.Groups(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return

@@ -118,7 +118,7 @@ func (s *Server) errorEnvelope(w http.ResponseWriter, r *http.Request, status in
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.relay.Store().Groups(r.Context()); err != nil {
+	if _, err := s.relay.Groups(r.Context()); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "store": err.Error()})
 		return
 	}
@@ -126,7 +126,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
-	gs, err := s.relay.Store().Groups(r.Context())
+	gs, err := s.relay.Groups(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
@@ -294,7 +294,11 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 		s.deliveryPage(w, r, agent, int(limit))
 		return
 	}
-	ds, err := s.relay.Deliveries(r.Context(), agent, q.Get("group"), since, int(limit))
+	ctx := r.Context()
+	if q.Get("per_event") == "1" {
+		ctx = gateway.PerEvent(ctx) // one delivery per event: no merging, no digest omission
+	}
+	ds, err := s.relay.Deliveries(ctx, agent, q.Get("group"), since, int(limit))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
@@ -428,6 +432,40 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, `send needs "from" (or X-Crosstalk-Agent) without a token`)
 		return
 	}
+	s.composeAndIngest(w, r, agent, req)
+}
+
+// forward answers POST /v1/forward: the event named by event_id, which
+// the caller was shown, is appended to to_group with its provenance (CCCS
+// §9.1), as a send by the caller; the answer is send's.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agentOf(r, "")
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	if agent == LocalUser && r.Header.Get("X-Crosstalk-Agent") == "" {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, `forward needs X-Crosstalk-Agent without a token`)
+		return
+	}
+	var req gateway.ForwardRequest
+	if err := readJSON(r, &req, false); err != nil {
+		badBody(w, err)
+		return
+	}
+	send, err := s.relay.Forward(r.Context(), agent, req)
+	if err != nil {
+		status, code, msg := actionStatus(err)
+		writeError(w, status, code, msg)
+		return
+	}
+	r.Header.Set("Accept", "application/json")
+	s.composeAndIngest(w, r, agent, send)
+}
+
+// composeAndIngest composes req as agent, ingests it and answers with the
+// outcome (send, forward).
+func (s *Server) composeAndIngest(w http.ResponseWriter, r *http.Request, agent string, req gateway.SendRequest) {
 	text, err := s.relay.Compose(r.Context(), agent, req, s.signer)
 	if err != nil {
 		status, code, msg := actionStatus(err)

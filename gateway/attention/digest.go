@@ -38,38 +38,40 @@ type SummaryEntry struct {
 // may pass a whole window of the ledger.
 func Summarize(events []Event, a Agent, st State, now time.Time) Summary {
 	s := Summary{Agent: a.ID, Policy: MustNotRespond, At: now}
-	type key struct{ group, context string }
-	index := map[key]int{}
 	for _, ev := range events {
-		if Decide(ev, a, st, now).Injection != Digest {
-			continue
+		if Decide(ev, a, st, now).Injection == Digest {
+			s.Add(ev)
 		}
-		k := key{ev.Group, ev.Context}
-		i, ok := index[k]
-		if !ok {
-			i = len(s.Entries)
-			index[k] = i
-			s.Entries = append(s.Entries, SummaryEntry{
-				Group: ev.Group, Context: ev.Context, Topic: Topic(ev),
-				FirstSeq: ev.Seq, LastSeq: ev.Seq, First: ev.CreatedAt, Last: ev.CreatedAt,
-			})
-		}
-		e := &s.Entries[i]
-		e.Count++
-		e.EventIDs = append(e.EventIDs, ev.ID)
-		if !slices.Contains(e.Authors, ev.From) {
-			e.Authors = append(e.Authors, ev.From)
-		}
-		e.FirstSeq, e.LastSeq = min(e.FirstSeq, ev.Seq), max(e.LastSeq, ev.Seq)
-		if !ev.CreatedAt.IsZero() {
-			if e.First.IsZero() || ev.CreatedAt.Before(e.First) {
-				e.First = ev.CreatedAt
-			}
-			if ev.CreatedAt.After(e.Last) {
-				e.Last = ev.CreatedAt
-			}
-		}
-		s.Count++
 	}
 	return s
+}
+
+// Add counts ev in the summary, in the entry of its (group, context),
+// appended when it is the first of them. The caller decides that ev is
+// one to digest; Summarize uses Decide.
+func (s *Summary) Add(ev Event) {
+	i := slices.IndexFunc(s.Entries, func(e SummaryEntry) bool { return e.Group == ev.Group && e.Context == ev.Context })
+	if i < 0 {
+		i = len(s.Entries)
+		s.Entries = append(s.Entries, SummaryEntry{
+			Group: ev.Group, Context: ev.Context, Topic: Topic(ev),
+			FirstSeq: ev.Seq, LastSeq: ev.Seq, First: ev.CreatedAt, Last: ev.CreatedAt,
+		})
+	}
+	e := &s.Entries[i]
+	e.Count++
+	e.EventIDs = append(e.EventIDs, ev.ID)
+	if !slices.Contains(e.Authors, ev.From) {
+		e.Authors = append(e.Authors, ev.From)
+	}
+	e.FirstSeq, e.LastSeq = min(e.FirstSeq, ev.Seq), max(e.LastSeq, ev.Seq)
+	if !ev.CreatedAt.IsZero() {
+		if e.First.IsZero() || ev.CreatedAt.Before(e.First) {
+			e.First = ev.CreatedAt
+		}
+		if ev.CreatedAt.After(e.Last) {
+			e.Last = ev.CreatedAt
+		}
+	}
+	s.Count++
 }

@@ -95,9 +95,9 @@ func (l *Local) FollowAll(ctx context.Context, agent string, afterPos int64) ite
 	return l.Relay.FollowAgent(ctx, agent, afterPos)
 }
 
-// Groups lists the ledger's groups.
+// Groups lists the ledger's conversation groups (gateway.Relay.Groups).
 func (l *Local) Groups(ctx context.Context) ([]ledger.Group, error) {
-	return l.Relay.Store().Groups(ctx)
+	return l.Relay.Groups(ctx)
 }
 
 // Events reads the ledger.
@@ -185,6 +185,9 @@ type Outbound struct {
 	// Obligation, when set, is written as `meta: obligation`
 	// (docs/format.md); the relay checks its values.
 	Obligation *OutboundObligation
+	// Meta are further META blocks, written after the others: a
+	// handoff, a blocker, a forward's provenance (docs/format.md §4).
+	Meta []envelope.Meta
 }
 
 // OutboundObligation is the `meta: obligation` of an Outbound: each
@@ -280,6 +283,7 @@ func Compose(o Outbound) ([]byte, *envelope.Envelope, error) {
 		}
 		env.Meta = append(env.Meta, envelope.Meta{Namespace: "obligation", Fields: fs})
 	}
+	env.Meta = append(env.Meta, o.Meta...)
 	text, err := envelope.Marshal(env)
 	if err != nil {
 		return nil, nil, fmt.Errorf("c2a: composing: %w", err)
@@ -292,9 +296,11 @@ func Compose(o Outbound) ([]byte, *envelope.Envelope, error) {
 
 // FindDelivery returns agent's delivery of event id (in group, or any
 // group when ""), or ok=false when the event was never delivered to the
-// agent: it does not exist, is the agent's own, or is bookkeeping.
+// agent: it does not exist, is the agent's own, or is bookkeeping. It
+// asks for one delivery per event (gateway.PerEvent): an event merged
+// into a buffered delivery, or summarised in a digest, is found alone.
 func FindDelivery(ctx context.Context, b Backend, agent, group, id string) (gateway.Delivery, bool, error) {
-	ds, err := b.Deliveries(ctx, agent, group, 0, 0)
+	ds, err := b.Deliveries(gateway.PerEvent(ctx), agent, group, 0, 0)
 	if err != nil {
 		return gateway.Delivery{}, false, err
 	}

@@ -89,6 +89,9 @@ func (rm *Remote) Deliveries(ctx context.Context, agent, group string, sinceSeq 
 			page = min(page, limit-len(out))
 		}
 		q.Set("limit", strconv.Itoa(page))
+		if gateway.IsPerEvent(ctx) {
+			q.Set("per_event", "1")
+		}
 		var res struct {
 			Deliveries []gateway.Delivery `json:"deliveries"`
 		}

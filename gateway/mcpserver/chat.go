@@ -62,6 +62,13 @@ type EventView struct {
 	Settled string `json:"settled,omitempty"`
 	// Prompt is the event in the C2A prompt injection format.
 	Prompt string `json:"prompt"`
+	// Fragments lists the events a buffered delivery merged, oldest
+	// first; EventID is the last (docs/agents.md, "Buffered and digest
+	// delivery").
+	Fragments []string `json:"fragments,omitempty"`
+	// Digest is a digest event's summary: counts, authors, topics and the
+	// event ids to pull the bodies with (eventId).
+	Digest *gateway.Digest `json:"digest,omitempty"`
 }
 
 func view(d gateway.Delivery) EventView {
@@ -70,8 +77,11 @@ func view(d gateway.Delivery) EventView {
 		Intent: d.Intent, Context: d.Context, MessageID: d.MessageID, TS: d.TS, Directedness: d.Directedness,
 		Policy: d.Policy, Reason: d.Reason, Injection: d.Injection, Priority: d.Priority,
 		UntrustedContent: d.Content, Acked: d.Acked, ClaimedBy: d.ClaimedBy, Expired: d.Expired,
-		Verification: d.Verification, Prompt: c2a.Render(d),
+		Verification: d.Verification, Prompt: c2a.Render(d), Digest: d.Digest,
 		Obligation: obligationView(d.Obligation), Responded: d.Responded, Discharged: d.Discharged, Settled: d.Settled(),
+	}
+	for _, f := range d.Fragments {
+		v.Fragments = append(v.Fragments, f.EventID)
 	}
 	if k := d.Knock; k != nil && d.Content == "" {
 		v.Knock = &c2a.Knock{From: k.From, Where: k.Where, Directedness: k.Directedness, Policy: k.Policy,
@@ -207,7 +217,8 @@ func (s *server) readThread(ctx context.Context, in threadIn) (*mcp.CallToolResu
 	if in.EventID == "" && in.Thread == "" {
 		return nil, out, errors.New("give eventId or thread")
 	}
-	ds, err := s.opts.Backend.Deliveries(ctx, s.opts.Agent, in.Group, 0, 0)
+	// One delivery per event: the thread shows each message.
+	ds, err := s.opts.Backend.Deliveries(gateway.PerEvent(ctx), s.opts.Agent, in.Group, 0, 0)
 	if err != nil {
 		return nil, out, err
 	}
@@ -354,6 +365,14 @@ func (s *server) sendMessage(ctx context.Context, in sendIn) (*mcp.CallToolResul
 			o.Context = d.Context
 		}
 	}
+	return s.sendOutbound(ctx, o, in.Unsigned)
+}
+
+// sendOutbound composes, signs (unless unsigned) and sends o, answering
+// with what the relay recorded.
+func (s *server) sendOutbound(ctx context.Context, o c2a.Outbound, unsigned bool) (*mcp.CallToolResult, sendOut, error) {
+	var out sendOut
+	dir := o.Directedness
 	if o.IdempotencyKey == "" {
 		o.IdempotencyKey = envelope.NewID()
 	}
@@ -361,7 +380,7 @@ func (s *server) sendMessage(ctx context.Context, in sendIn) (*mcp.CallToolResul
 	if err != nil {
 		return nil, out, err
 	}
-	if s.opts.Signer != nil && !in.Unsigned {
+	if s.opts.Signer != nil && !unsigned {
 		if text, err = s.opts.Signer(text); err != nil {
 			return nil, out, fmt.Errorf("signing: %w", err)
 		}

@@ -375,6 +375,13 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 		})
 	}
 	s.tasks.Go(func() {
+		// Digest events of the agents with a digest interval (docs/agents.md,
+		// "Buffered and digest delivery").
+		if err := core.Relay.RunDigests(bg); err != nil {
+			log.Error("digests stopped", "err", err)
+		}
+	})
+	s.tasks.Go(func() {
 		// The projections catch up from their high-water mark (from the
 		// start when absent): now rather than in the first request.
 		if err := core.Relay.SyncProjection(bg); err != nil && bg.Err() == nil {

@@ -119,7 +119,7 @@ func (s *Server) groupWindow(ctx context.Context, group string, from, to int64) 
 
 // groupLast returns the seq of group's last event, 0 for no group.
 func (s *Server) groupLast(ctx context.Context, group string) (int64, error) {
-	gs, err := s.relay.Store().Groups(ctx)
+	gs, err := s.relay.Groups(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -90,7 +90,7 @@ const changePoll = time.Second
 // version is a short digest of every group's last seq: it changes exactly
 // when something was appended anywhere.
 func (s *Server) version(ctx context.Context) (string, error) {
-	gs, err := s.relay.Store().Groups(ctx)
+	gs, err := s.relay.Groups(ctx)
 	if err != nil {
 		return "", err
 	}

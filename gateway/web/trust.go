@@ -86,7 +86,7 @@ func (s *Server) trustPage(w http.ResponseWriter, r *http.Request, c *call) {
 // trustEvents returns the ledger's first-use and key-changed envelopes,
 // newest first.
 func (s *Server) trustEvents(ctx context.Context) ([]trustEvent, error) {
-	gs, err := s.relay.Store().Groups(ctx)
+	gs, err := s.relay.Groups(ctx)
 	if err != nil {
 		return nil, err
 	}
