@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -222,6 +224,13 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 		return res, fmt.Errorf("gateway: recording %s: %w", req.Action, err)
 	}
 	res.Event, res.Duplicate = out[0].Event, out[0].Duplicate
+	if req.Action == ActionResolve {
+		// A BLOCKED's addressee resolving it tells its author (once,
+		// even when this resolve is a retry whose notice was lost).
+		if err := r.unblock(ctx, target, td, req.Actor, req.Note); err != nil {
+			return res, err
+		}
+	}
 	if req.Action == ActionRead {
 		c, err := r.advanceCursor(ctx, req.Group, req.Actor, target)
 		if err != nil {
@@ -272,6 +281,18 @@ type SendRequest struct {
 	Meta    []envelope.Meta `json:"meta,omitempty"`
 	Body    string          `json:"body"`
 	Message string          `json:"message,omitempty"` // idempotency: reuse the same id on retries
+	// Handoff makes the envelope a HANDOFF with its `meta: handoff`
+	// (BeadBoard §6.2); Intent defaults to HANDOFF.
+	Handoff *Handoff `json:"handoff,omitempty"`
+	// Blocked makes the envelope a BLOCKED with its `meta: blocked`
+	// (BeadBoard §6.2); Intent defaults to REQUEST.
+	Blocked *Blocked `json:"blocked,omitempty"`
+	// SrcGroupID and SrcEventID say the message is forwarded from that
+	// event (`meta: provenance`, CCCS §9.1): both or neither. Summarized
+	// says Body is a summary of it.
+	SrcGroupID string `json:"src_group_id,omitempty"`
+	SrcEventID string `json:"src_event_id,omitempty"`
+	Summarized bool   `json:"summarized,omitempty"`
 }
 
 // Signer signs composed envelopes for principals whose keys the relay
@@ -288,6 +309,23 @@ func (r *Relay) Compose(ctx context.Context, principal string, req SendRequest, 
 	if from == "" {
 		from = principal
 	}
+	meta := slices.Clone(req.Meta)
+	switch {
+	case req.Handoff != nil && req.Blocked != nil:
+		return nil, actionErr(CodeInvalid, "send is a handoff or a blocker, not both")
+	case req.Handoff != nil:
+		req.Intent = cmp.Or(req.Intent, envelope.IntentHandoff)
+		meta = append(meta, req.Handoff.Meta())
+	case req.Blocked != nil:
+		req.Intent = cmp.Or(req.Intent, envelope.IntentRequest)
+		meta = append(meta, req.Blocked.Meta())
+	}
+	if err := checkProvenance(req.SrcGroupID, req.SrcEventID); err != nil {
+		return nil, actionErr(CodeInvalid, "%v", err)
+	}
+	if req.SrcGroupID != "" {
+		meta = append(meta, ProvenanceMeta(req.SrcGroupID, req.SrcEventID, req.Summarized))
+	}
 	if req.To == "" || req.Intent == "" {
 		return nil, actionErr(CodeInvalid, "send needs \"to\" and \"intent\"")
 	}
@@ -300,7 +338,10 @@ func (r *Relay) Compose(ctx context.Context, principal string, req SendRequest, 
 	if req.Message != "" {
 		env.Message = req.Message
 	}
-	env.Meta = req.Meta
+	env.Meta = meta
+	if err := checkProtocol(env); err != nil {
+		return nil, actionErr(CodeInvalid, "%v", err)
+	}
 	text, err := envelope.Marshal(env)
 	if err != nil {
 		return nil, actionErr(CodeInvalid, "%v", err)

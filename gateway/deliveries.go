@@ -36,6 +36,8 @@ type Delivery struct {
 	Acked bool `json:"acked,omitempty"`
 	// Obligation is the event's obligation (`meta: obligation`), if any.
 	Obligation *attention.Obligation `json:"obligation,omitempty"`
+	// Protocol is the event's HANDOFF or BLOCKED (BeadBoard §6.2), if any.
+	Protocol *Protocol `json:"protocol,omitempty"`
 	// Discharged reports that the obligation's author or delegate
 	// discharged it: only then is it settled.
 	Discharged bool `json:"discharged,omitempty"`
@@ -100,7 +102,7 @@ func (r *Relay) Deliveries(ctx context.Context, agent, group string, sinceSeq in
 	agent = r.book.ActorID(agent)
 	groups := []string{group}
 	if group == "" {
-		gs, err := r.store.Groups(ctx)
+		gs, err := r.Groups(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: listing groups: %w", err)
 		}
@@ -374,7 +376,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
 		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
-		Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
+		Protocol: d.Protocol, Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification

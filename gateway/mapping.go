@@ -46,6 +46,12 @@ type XCrosstalk struct {
 	AssignedIDs    bool               `json:"assigned_ids,omitempty"`
 	IdempotencyKey string             `json:"idempotency_key,omitempty"`
 	Warnings       []string           `json:"warnings,omitempty"`
+	// Route is where the envelope came from before this relay: the hops
+	// of its `meta: routing` X-Route, oldest first. A relay passing an
+	// unsigned envelope on appends itself (relay://NAME), so the last hop
+	// of one relayed from another relay names that relay; a signed one is
+	// passed on verbatim and keeps the route it was signed with.
+	Route []string `json:"route,omitempty"`
 }
 
 // EventData is the union of the data members the relay writes and reads.
@@ -61,6 +67,12 @@ type EventData struct {
 	// Obligation is the message's `meta: obligation`, its Delegate an
 	// actor id.
 	Obligation *attention.Obligation `json:"obligation,omitempty"`
+	// Protocol is the message's BeadBoard HANDOFF or BLOCKED
+	// (`meta: handoff`, `meta: blocked`).
+	Protocol *Protocol `json:"protocol,omitempty"`
+	// Provenance of a forwarded message (CCCS §9.1), inline:
+	// src_group_id, src_event_id, summarized.
+	Provenance
 	// chat.ack, chat.read, chat.reaction, claims, dispositions
 	ActorID string `json:"actor_id,omitempty"`
 	EventID string `json:"event_id,omitempty"`
@@ -135,6 +147,7 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		Pkid:           o.Verification.Pkid,
 		IdempotencyKey: in.IdempotencyKey,
 		Warnings:       env.Warnings(),
+		Route:          routeOf(env),
 	}
 	if env.Message == "" {
 		// v1.0: assign the deterministic id the dedupe key is made of
@@ -226,6 +239,13 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		if ob, ok, _ := r.obligation(env); ok {
 			d.Obligation = &ob
 		}
+		if p, _ := protocolOf(env); p != nil {
+			// A HANDOFF or BLOCKED needs its addressee's chat.ack (BeadBoard
+			// §6.2 requires_ack) and is owed until then.
+			d.Protocol, d.Priority = p, "attention"
+			d.Obligation = protocolObligation(p, d.Obligation)
+		}
+		d.Provenance, _ = provenanceOf(env)
 	}
 	rec.Data, rec.Compact = mustJSON(d), true
 	return rec

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
 // Waiting is one open obligation an agent authored (or may discharge as
@@ -28,14 +29,24 @@ type Waiting struct {
 	// only in listings that include settled obligations (WaitingOn with
 	// All).
 	DischargedBy string `json:"discharged_by,omitempty"`
+	// Protocol is set for a HANDOFF or BLOCKED (BeadBoard §6.2).
+	Protocol *Protocol `json:"protocol,omitempty"`
+	// Acked is who acknowledged it (chat.ack): a HANDOFF it settles, a
+	// BLOCKED it leaves accepted but not yet resolved.
+	Acked []string `json:"acked,omitempty"`
+	// ResolvedBy is the addressee that resolved a BLOCKED; set only in
+	// listings that include settled ones.
+	ResolvedBy string `json:"resolved_by,omitempty"`
 }
 
 // waitingKinds are the kinds Waiting reads.
-var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, KindDisposition}
+var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, KindDisposition, KindNotify}
 
 // Waiting returns the open obligations agent authored or is the delegate
 // of, over every group, oldest first (issue #14 "what I am blocking /
-// waiting on"). Discharged obligations are left out.
+// waiting on"). Discharged obligations are left out, and so are a
+// HANDOFF its addressee acknowledged and a BLOCKED its addressee resolved
+// (docs/agents.md "Handoff and blocked").
 func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 	return r.waiting(ctx, agent, false)
 }
@@ -44,6 +55,15 @@ func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
 // set.
 func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting, error) {
 	agent = r.book.ActorID(agent)
+	return r.openObligations(ctx, all, func(ev ledger.Event, ob *attention.Obligation, _ *Protocol) bool {
+		return ob.CanDischarge(ev.By, agent)
+	})
+}
+
+// openObligations returns the obligations of every group that keep
+// selects, oldest first in each group: the open ones, or with all the
+// settled ones too (Waiting says what settles one).
+func (r *Relay) openObligations(ctx context.Context, all bool, keep func(ev ledger.Event, ob *attention.Obligation, p *Protocol) bool) ([]Waiting, error) {
 	gs, err := r.Groups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: listing groups: %w", err)
@@ -64,9 +84,9 @@ func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting,
 				}
 				switch ev.Kind {
 				case KindMessage:
-					if ob := d.Obligation; ob != nil && ob.CanDischarge(ev.By, agent) {
+					if ob := d.Obligation; ob != nil && keep(ev, ob, d.Protocol) {
 						w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
-							Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline)}
+							Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol}
 						if d.X != nil && d.X.Envelope != nil {
 							w.MessageID = d.X.Envelope.Message
 						}
@@ -84,9 +104,31 @@ func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting,
 						}
 						delete(open, d.EventID)
 					}
+				case KindNotify:
+					// The relay's notice that a BLOCKED's addressee resolved it.
+					if i, ok := open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
+						out[i].ResolvedBy = d.ActorID
+						if !all {
+							out[i].EventID = ""
+						}
+						delete(open, d.RelatedEventID)
+					}
 				default:
-					if i, ok := open[d.EventID]; ok {
-						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
+					i, ok := open[d.EventID]
+					if !ok || strings.EqualFold(ev.By, out[i].Author) { // the author's own notes are no answer
+						break
+					}
+					out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
+					if ev.Kind != KindAck {
+						break
+					}
+					out[i].Acked = appendEvidence(out[i].Acked, ev.By)
+					if p := out[i].Protocol; p != nil && p.EventType == ProtocolHandoff {
+						// The addressee accepted the handoff: nothing left to wait on.
+						if !all {
+							out[i].EventID = ""
+						}
+						delete(open, d.EventID)
 					}
 				}
 			}
@@ -123,7 +165,8 @@ func (d Delivery) Owes() bool {
 		return false
 	}
 	if d.Obligation != nil && d.Reason == attention.ReasonObligation {
-		return !d.Discharged
+		// A HANDOFF or BLOCKED is settled, for its addressee, by its ack.
+		return !d.Discharged && !(d.Obligation.Ack && d.Acked)
 	}
 	return !d.Acked && !d.Responded
 }

@@ -37,7 +37,8 @@ type Page[T any] struct {
 
 // Settled reports how an item the agent owed was settled (issue #14
 // "States of an event"): "discharged" for an obligation its author or
-// delegate closed, "acknowledged" or "answered" for another must_respond
+// delegate closed, "accepted" for a HANDOFF or BLOCKED its addressee
+// acknowledged, "acknowledged" or "answered" for another must_respond
 // event the agent acknowledged or replied to, "lapsed" for one whose
 // deadline passed unanswered (C2A "Stale Events": it reads may_respond
 // now). It returns "" for an item still owed (Owes) and for one that
@@ -45,8 +46,11 @@ type Page[T any] struct {
 func (d Delivery) Settled() string {
 	switch {
 	case d.Obligation != nil && d.Reason == attention.ReasonObligation:
-		if d.Discharged {
+		switch {
+		case d.Discharged:
 			return "discharged"
+		case d.Obligation.Ack && d.Acked:
+			return "accepted" // a HANDOFF or BLOCKED its addressee acknowledged
 		}
 		return ""
 	case d.Policy != attention.MustRespond && !(d.Expired && d.Policy == attention.MayRespond):

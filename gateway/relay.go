@@ -368,6 +368,9 @@ func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err erro
 	if err := r.refuseSquatters(ctx, in, outs); err != nil {
 		return nil, err
 	}
+	if err := r.closeBlockers(ctx, outs); err != nil {
+		return nil, err
+	}
 	for i := range outs {
 		o := &outs[i]
 		if o.Reject != nil {
@@ -463,6 +466,9 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 		}
 	}
 	if err := r.checkObligation(env); err != nil {
+		return reject(envelope.CodeFormat, "%v", err)
+	}
+	if err := checkProtocol(env); err != nil {
 		return reject(envelope.CodeFormat, "%v", err)
 	}
 	if g := r.Group(env.Context); SystemGroup(g) {

@@ -452,8 +452,12 @@ lapsed, discharged), hidden by default.`)
 		switch settled := d.Settled(); {
 		case settled == "lapsed":
 			policy = "lapsed (deadline passed unanswered)"
+		case settled != "" && d.Protocol != nil:
+			policy = "settled (" + d.Protocol.Label() + ", " + settled + ")"
 		case settled != "":
 			policy = "settled (" + settled + ")"
+		case d.Protocol != nil:
+			policy += " (" + d.Protocol.Label() + ": " + firstLine(d.Protocol.Subject, 30) + ")"
 		case d.Obligation != nil:
 			policy += " (obligation, blocks " + string(d.Obligation.Blocks) + ")"
 		case d.Acked:
@@ -531,11 +535,22 @@ func printWaiting(ctx context.Context, e *env, rf relayFlags, agent string, all,
 		if answered == "" {
 			answered = "-"
 		}
-		state := "open"
-		if w.DischargedBy != "" {
-			state = "discharged by " + w.DischargedBy
+		to := strings.Join(w.To, ",")
+		if w.Protocol != nil {
+			to = w.Protocol.Label() + " " + to // BeadBoard §6.3
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.Group, w.Seq, strings.Join(w.To, ","), w.Obligation.Blocks,
+		state := "open"
+		switch {
+		case w.DischargedBy != "":
+			state = "discharged by " + w.DischargedBy
+		case w.ResolvedBy != "":
+			state = "resolved by " + w.ResolvedBy
+		case w.Protocol != nil && w.Protocol.EventType == gateway.ProtocolHandoff && len(w.Acked) > 0:
+			state = "accepted by " + strings.Join(w.Acked, ",")
+		case len(w.Acked) > 0:
+			state = "open, accepted by " + strings.Join(w.Acked, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.Group, w.Seq, to, w.Obligation.Blocks,
 			deadline, firstLine(w.Obligation.DefaultAction, 40), answered, state, w.EventID)
 	}
 	return tw.Flush()

@@ -57,6 +57,7 @@ type command struct {
 var commands = []*command{
 	cmdParse, cmdFmt, cmdNew, cmdReply, cmdValidate,
 	cmdRelay, cmdSend, cmdLog, cmdInbox, cmdAck, cmdClaim, cmdDischarge,
+	cmdHandoff, cmdBlocked, cmdForward,
 	cmdReserve, cmdRelease, cmdReservations, cmdHeartbeat,
 	cmdKeygen, cmdSign, cmdVerify, cmdTrust, cmdToken,
 	cmdMCP, cmdHarness,

@@ -157,6 +157,7 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	m.HandleFunc("GET /v1/agents/{agent}/stream", s.names(s.agentStream))
 	m.HandleFunc("POST /v1/groups/{group}/events/{id}/{action}", s.names(s.act))
 	m.HandleFunc("POST /v1/send", s.send)
+	m.HandleFunc("POST /v1/forward", s.forward)
 	s.mux = m
 	return s
 }

@@ -432,6 +432,40 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, `send needs "from" (or X-Crosstalk-Agent) without a token`)
 		return
 	}
+	s.composeAndIngest(w, r, agent, req)
+}
+
+// forward answers POST /v1/forward: the event named by event_id, which
+// the caller was shown, is appended to to_group with its provenance (CCCS
+// §9.1), as a send by the caller; the answer is send's.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.agentOf(r, "")
+	if err != nil {
+		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
+		return
+	}
+	if agent == LocalUser && r.Header.Get("X-Crosstalk-Agent") == "" {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, `forward needs X-Crosstalk-Agent without a token`)
+		return
+	}
+	var req gateway.ForwardRequest
+	if err := readJSON(r, &req, false); err != nil {
+		badBody(w, err)
+		return
+	}
+	send, err := s.relay.Forward(r.Context(), agent, req)
+	if err != nil {
+		status, code, msg := actionStatus(err)
+		writeError(w, status, code, msg)
+		return
+	}
+	r.Header.Set("Accept", "application/json")
+	s.composeAndIngest(w, r, agent, send)
+}
+
+// composeAndIngest composes req as agent, ingests it and answers with the
+// outcome (send, forward).
+func (s *Server) composeAndIngest(w http.ResponseWriter, r *http.Request, agent string, req gateway.SendRequest) {
 	text, err := s.relay.Compose(r.Context(), agent, req, s.signer)
 	if err != nil {
 		status, code, msg := actionStatus(err)

@@ -37,6 +37,11 @@ type Obligation struct {
 	Delegate string `json:"delegate,omitempty"`
 	// Deadline is when it lapses; zero for none.
 	Deadline time.Time `json:"deadline,omitzero"`
+	// Ack says an addressee's acknowledgement (chat.ack) settles what
+	// that addressee owes: a BeadBoard HANDOFF or BLOCKED (§6.2), which
+	// the relay records with this set (docs/agents.md "Handoff and
+	// blocked"). The author's side closes as the relay decides.
+	Ack bool `json:"ack,omitempty"`
 }
 
 // ParseObligation reads the fields of `meta: obligation`: Blocks (halted,

@@ -185,6 +185,9 @@ type Outbound struct {
 	// Obligation, when set, is written as `meta: obligation`
 	// (docs/format.md); the relay checks its values.
 	Obligation *OutboundObligation
+	// Meta are further META blocks, written after the others: a
+	// handoff, a blocker, a forward's provenance (docs/format.md §4).
+	Meta []envelope.Meta
 }
 
 // OutboundObligation is the `meta: obligation` of an Outbound: each
@@ -280,6 +283,7 @@ func Compose(o Outbound) ([]byte, *envelope.Envelope, error) {
 		}
 		env.Meta = append(env.Meta, envelope.Meta{Namespace: "obligation", Fields: fs})
 	}
+	env.Meta = append(env.Meta, o.Meta...)
 	text, err := envelope.Marshal(env)
 	if err != nil {
 		return nil, nil, fmt.Errorf("c2a: composing: %w", err)

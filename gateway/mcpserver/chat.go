@@ -365,6 +365,14 @@ func (s *server) sendMessage(ctx context.Context, in sendIn) (*mcp.CallToolResul
 			o.Context = d.Context
 		}
 	}
+	return s.sendOutbound(ctx, o, in.Unsigned)
+}
+
+// sendOutbound composes, signs (unless unsigned) and sends o, answering
+// with what the relay recorded.
+func (s *server) sendOutbound(ctx context.Context, o c2a.Outbound, unsigned bool) (*mcp.CallToolResult, sendOut, error) {
+	var out sendOut
+	dir := o.Directedness
 	if o.IdempotencyKey == "" {
 		o.IdempotencyKey = envelope.NewID()
 	}
@@ -372,7 +380,7 @@ func (s *server) sendMessage(ctx context.Context, in sendIn) (*mcp.CallToolResul
 	if err != nil {
 		return nil, out, err
 	}
-	if s.opts.Signer != nil && !in.Unsigned {
+	if s.opts.Signer != nil && !unsigned {
 		if text, err = s.opts.Signer(text); err != nil {
 			return nil, out, fmt.Errorf("signing: %w", err)
 		}

@@ -289,6 +289,21 @@ func (s *server) register(srv *mcp.Server) error {
 			Description: "Close an obligation you sent (chat.send_message with obligation) or are the delegate of: its " +
 				"receivers owe nothing more. Their replies are evidence; only you discharge it."},
 			map[string]func(*jsonschema.Schema){"eventId": minLen(1)}, s.discharge),
+		addTool(srv, s, &mcp.Tool{Name: "chat.handoff", Title: "Hand work off", Annotations: idem,
+			Description: "Pass work to one agent (BeadBoard HANDOFF, shown as \"Passed to\"): subject, summary of where it " +
+				"stands, next action. The addressee owes an acknowledgement until it gives one (chat.react with signal agree records it)."},
+			map[string]func(*jsonschema.Schema){"to": lenRange(1, 256), "subject": lenRange(1, 1000), "summary": lenRange(1, 1000),
+				"nextAction": lenRange(1, 1000), "body": lenRange(0, c2a.MaxBody)}, s.handoff),
+		addTool(srv, s, &mcp.Tool{Name: "chat.blocked", Title: "Report a blocker", Annotations: idem,
+			Description: "Tell the one agent you wait on that you are blocked (BeadBoard BLOCKED, shown as \"Needs input\"): " +
+				"subject, blocker, requested action, urgency. It owes an acknowledgement (chat.react agree); when it resolves the blocker " +
+				"(chat.resolve) you get a system.notify \"unblocked\"."},
+			map[string]func(*jsonschema.Schema){"on": lenRange(1, 256), "subject": lenRange(1, 1000), "blocker": lenRange(1, 1000),
+				"requestedAction": lenRange(1, 1000), "urgency": lenRange(1, 10), "body": lenRange(0, c2a.MaxBody)}, s.blocked),
+		addTool(srv, s, &mcp.Tool{Name: "chat.forward", Title: "Forward to another group", Annotations: idem,
+			Description: "Forward a message delivered to you into another group with its provenance (src_group_id, " +
+				"src_event_id): the original text, or a summary that is marked [Summarized]."},
+			map[string]func(*jsonschema.Schema){"eventId": minLen(1), "toGroup": lenRange(1, 256), "summary": lenRange(0, c2a.MaxBody)}, s.forward),
 		addTool(srv, s, &mcp.Tool{Name: "chat.owe", Title: "What you owe", Annotations: ro,
 			Description: "List what you owe, oldest first: open obligations addressed to you (owed until their author " +
 				"discharges them, whatever you replied) and must_respond events you have neither answered nor acknowledged. " +

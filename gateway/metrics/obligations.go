@@ -41,6 +41,7 @@ func (m *Metrics) WatchRelay(relay *gateway.Relay) {
 //
 //   - an event with an obligation (`meta: obligation`) is owed by each
 //     addressee until a discharge event closes it, whatever its deadline;
+//     a HANDOFF's or BLOCKED's also by the addressee's ack;
 //   - any other must_respond event is owed until the agent acknowledges
 //     it, answers it (a reply or a disposition) or the deadline it carries
 //     (X-Deadline) passes (C2A "Stale Events"); without one, for ever.
@@ -75,6 +76,9 @@ type owed struct {
 	label    string // agent, or OtherAgent
 	deadline time.Time
 	obliged  bool // an obligation: only a discharge closes it
+	// acks: a HANDOFF or BLOCKED, whose addressee's ack closes it too
+	// (attention.Obligation.Ack).
+	acks bool
 }
 
 // maxScan bounds how many events one scrape reads per group; the rest is
@@ -174,7 +178,7 @@ func (o *obligations) read(ev ledger.Event, w *window, now time.Time) {
 	}
 	switch ev.Kind {
 	case gateway.KindAck:
-		closeWhere(d.EventID, byAgent(d.ActorID))
+		closeWhere(d.EventID, func(ow owed) bool { return (!ow.obliged || ow.acks) && strings.EqualFold(ow.agent, d.ActorID) })
 	case gateway.KindDisposition:
 		closeWhere(d.EventID, byAgent(ev.By))
 	case gateway.KindDischarge:
@@ -194,7 +198,7 @@ func (o *obligations) decide(ev ledger.Event, d gateway.EventData, w *window, no
 		del := attention.Decide(ae, a, attention.State{}, now)
 		if del.Policy == attention.MustRespond {
 			w.open = append(w.open, owed{event: ev.ID, agent: a.ID, label: label, deadline: del.Deadline,
-				obliged: del.Reason == attention.ReasonObligation})
+				obliged: del.Reason == attention.ReasonObligation, acks: d.Obligation != nil && d.Obligation.Ack})
 		}
 	}
 	for _, a := range book.Agents() {

@@ -102,4 +102,15 @@ func TestObligationsWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(map[string]int{"chatgpt": 1001, "claude": 0, "other": 1})
+	// A HANDOFF is owed until its addressee acks it; an ack of a plain
+	// obligation does not close it.
+	handoff := send("CHATGPT", "CLAUDE", "HANDOFF", "new", func(e *envelope.Envelope) {
+		e.Meta = append(e.Meta, envelope.Meta{Namespace: "handoff", Fields: []envelope.Field{
+			{Key: "Subject", Value: "s"}, {Key: "Summary", Value: "m"}, {Key: "Next-Action", Value: "n"}}})
+	})
+	check(map[string]int{"chatgpt": 1001, "claude": 1, "other": 1})
+	if _, err := relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionAck, Group: "new", EventID: handoff.Event.ID, Actor: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	check(map[string]int{"chatgpt": 1001, "claude": 0, "other": 1})
 }

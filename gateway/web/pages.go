@@ -287,8 +287,11 @@ func (s *Server) queue(ctx context.Context, agent string, cur cursor) ([]deliver
 		if d.Reason == attention.ReasonObligation {
 			// Only its author or delegate settles an obligation: a
 			// reply or a disposition is evidence (docs/agents.md).
-			if d.Discharged {
+			switch {
+			case d.Discharged:
 				v.Settled = "discharged"
+			case d.Obligation != nil && d.Obligation.Ack && d.Acked:
+				v.Settled = "accepted" // a HANDOFF or BLOCKED: its ack settles it (BeadBoard §6.3)
 			}
 		} else if disp, ok := settled.byEvent[d.EventID]; ok && attention.Settles(d.Policy, disp) {
 			v.Settled = string(disp)

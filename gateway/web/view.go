@@ -46,6 +46,10 @@ type item struct {
 	// envelope (never re-serialized, docs/design.md §4.2), the canonical form of an
 	// unsigned one; CopyFenced the same in a ``` fence (docs/design.md §3.2).
 	Copy, CopyFenced string
+	// Protocol is the HANDOFF or BLOCKED the message is (BeadBoard §6.3
+	// labels), Src where a forwarded message came from (CCCS §9.1).
+	Protocol *gateway.Protocol
+	Src      gateway.Provenance
 }
 
 // Anchor is the element id of the item.
@@ -155,6 +159,7 @@ func (t *timeline) add(ev ledger.Event) (item, bool) {
 			it.Status, it.StatusClass = "", ""
 		}
 		it.Attention = d.Priority == "attention"
+		it.Protocol, it.Src = d.Protocol, d.Provenance
 		if it.Parent != "" {
 			if seq, ok := t.msgSeq[it.Parent]; ok {
 				it.ParentSeq, it.ParentFrom = seq, t.msgFrom[it.Parent]

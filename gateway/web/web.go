@@ -75,7 +75,7 @@ type Server struct {
 
 // pageNames are the templates under templates/ that are whole pages; each
 // is parsed with layout.html and item.html.
-var pageNames = []string{"index", "group", "thread", "agents", "agent", "paste", "compose", "trust", "confirm", "token", "login", "error"}
+var pageNames = []string{"index", "group", "thread", "agents", "agent", "handoffs", "paste", "compose", "trust", "confirm", "token", "login", "error"}
 
 // New returns the handler for the relay's whole listener: a, and the pages
 // mounted on it with a.Mount, so that they sit behind the API's gate
@@ -123,9 +123,10 @@ var funcs = template.FuncMap{
 	"pathEscape": url.PathEscape,
 	// show writes a user-supplied name with invisible and bidi characters
 	// visible; templates put it in <bdi> so it cannot reorder the page.
-	"show":       envelope.ShowInvisible,
-	"humanTime":  humanTime,
-	"threadLink": threadLink,
+	"show":         envelope.ShowInvisible,
+	"humanTime":    humanTime,
+	"threadLink":   threadLink,
+	"protocolRows": protocolRows,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -146,6 +147,8 @@ func (s *Server) routes() http.Handler {
 	m.HandleFunc("GET /ui/groups/{group}/stream", s.wrap(s.stream))
 	m.HandleFunc("GET /ui/changes", s.wrap(s.changes))
 	m.HandleFunc("POST /ui/groups/{group}/read", s.wrap(s.markRead))
+	m.HandleFunc("GET /ui/handoffs", s.wrap(s.handoffs))
+	m.HandleFunc("GET /ui/events/{id}", s.wrap(s.event))
 	m.HandleFunc("GET /ui/agents", s.wrap(s.agents))
 	m.HandleFunc("GET /ui/agents/{agent}", s.wrap(s.agent))
 	m.HandleFunc("POST /ui/agents/{agent}/act", s.wrap(s.act))

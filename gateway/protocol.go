@@ -1,0 +1,418 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+)
+
+// BeadBoard §6.2 protocol event types the relay records on a chat.message
+// (data.protocol).
+const (
+	ProtocolHandoff = "HANDOFF"
+	ProtocolBlocked = "BLOCKED"
+)
+
+// Urgency values of a BLOCKED (BeadBoard §6.2).
+const (
+	UrgencyLow    = "low"
+	UrgencyMedium = "medium"
+	UrgencyHigh   = "high"
+)
+
+// META namespaces of a handoff, a blocker and a forward's provenance
+// (docs/format.md §4).
+const (
+	metaHandoff    = "handoff"
+	metaBlocked    = "blocked"
+	metaProvenance = "provenance"
+)
+
+// KindUnblocked is data.kind of the system.notify the relay appends for a
+// BLOCKED's author when its addressee resolves it.
+const KindUnblocked = "unblocked"
+
+// maxProtocolText bounds each one-line field of a handoff or a blocker.
+const maxProtocolText = 1000
+
+// ErrProtocol is wrapped by the errors of a bad `meta: handoff`,
+// `meta: blocked` or `meta: provenance`.
+var ErrProtocol = errors.New("gateway: bad protocol block")
+
+// Protocol is data.protocol of a chat.message that is a BeadBoard HANDOFF
+// or BLOCKED (BeadBoard §6.2): from_agent is the event's by, to_agent its
+// to. Both require the addressee's acknowledgement (requires_ack is always
+// true); docs/agents.md "Handoff and blocked" says who closes them.
+type Protocol struct {
+	EventType string `json:"event_type"` // ProtocolHandoff or ProtocolBlocked
+	Subject   string `json:"subject"`
+	// HANDOFF
+	Summary    string `json:"summary,omitempty"`
+	NextAction string `json:"next_action,omitempty"`
+	// BLOCKED
+	Blocker         string `json:"blocker,omitempty"`
+	RequestedAction string `json:"requested_action,omitempty"`
+	Urgency         string `json:"urgency,omitempty"`
+	RequiresAck     bool   `json:"requires_ack"`
+}
+
+// Label is the UI label of the event type (BeadBoard §6.3): "Passed to"
+// for a HANDOFF, "Needs input" for a BLOCKED.
+func (p Protocol) Label() string {
+	if p.EventType == ProtocolBlocked {
+		return "Needs input"
+	}
+	return "Passed to"
+}
+
+// Handoff is the API's and MCP's form of a HANDOFF (BeadBoard §6.2).
+type Handoff struct {
+	Subject    string `json:"subject"`
+	Summary    string `json:"summary"`
+	NextAction string `json:"next_action"`
+}
+
+// Blocked is the API's and MCP's form of a BLOCKED (BeadBoard §6.2).
+type Blocked struct {
+	Subject         string `json:"subject"`
+	Blocker         string `json:"blocker"`
+	RequestedAction string `json:"requested_action"`
+	Urgency         string `json:"urgency"`
+}
+
+// Meta returns h as its `meta: handoff` block.
+func (h Handoff) Meta() envelope.Meta {
+	return metaBlock(metaHandoff, "Subject", h.Subject, "Summary", h.Summary, "Next-Action", h.NextAction)
+}
+
+// Meta returns b as its `meta: blocked` block.
+func (b Blocked) Meta() envelope.Meta {
+	return metaBlock(metaBlocked, "Subject", b.Subject, "Blocker", b.Blocker, "Requested-Action", b.RequestedAction, "Urgency", b.Urgency)
+}
+
+// ProvenanceMeta returns the `meta: provenance` block of a message
+// forwarded from event srcEvent of group srcGroup (CCCS §9.1); summarized
+// says its text is a summary, not the original.
+func ProvenanceMeta(srcGroup, srcEvent string, summarized bool) envelope.Meta {
+	m := metaBlock(metaProvenance, "Src-Group-Id", srcGroup, "Src-Event-Id", srcEvent)
+	if summarized {
+		m.Fields = append(m.Fields, envelope.Field{Key: "Summarized", Value: "yes"})
+	}
+	return m
+}
+
+func metaBlock(ns string, kv ...string) envelope.Meta {
+	m := envelope.Meta{Namespace: ns}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Fields = append(m.Fields, envelope.Field{Key: kv[i], Value: strings.TrimSpace(kv[i+1])})
+	}
+	return m
+}
+
+func hasMeta(env *envelope.Envelope, ns string) bool {
+	return slices.ContainsFunc(env.Meta, func(m envelope.Meta) bool { return m.Namespace == ns })
+}
+
+// protocolOf reads env's `meta: handoff` or `meta: blocked`; nil when it
+// has neither. Errors wrap ErrProtocol and name the field.
+func protocolOf(env *envelope.Envelope) (*Protocol, error) {
+	h, b := hasMeta(env, metaHandoff), hasMeta(env, metaBlocked)
+	switch {
+	case !h && !b:
+		return nil, nil
+	case h && b:
+		return nil, fmt.Errorf("%w: an envelope is a handoff or a blocker, not both", ErrProtocol)
+	}
+	ns := metaHandoff
+	if b {
+		ns = metaBlocked
+	}
+	field := func(key string, required bool) (string, error) {
+		v, _ := env.MetaValue(ns, key)
+		v = strings.TrimSpace(v)
+		switch {
+		case required && v == "":
+			return "", fmt.Errorf("%w: meta: %s needs %s (BeadBoard §6.2)", ErrProtocol, ns, key)
+		case len(v) > maxProtocolText || strings.ContainsAny(v, "\r\n"):
+			return "", fmt.Errorf("%w: meta: %s %s must be one line of at most %d bytes", ErrProtocol, ns, key, maxProtocolText)
+		}
+		return v, nil
+	}
+	p := &Protocol{RequiresAck: true}
+	var keys []string
+	var to []*string
+	if h {
+		p.EventType = ProtocolHandoff
+		keys, to = []string{"Subject", "Summary", "Next-Action"}, []*string{&p.Subject, &p.Summary, &p.NextAction}
+		if env.Intent != envelope.IntentHandoff {
+			return nil, fmt.Errorf("%w: meta: handoff belongs on a HANDOFF, not a %s", ErrProtocol, env.Intent)
+		}
+	} else {
+		p.EventType = ProtocolBlocked
+		keys, to = []string{"Subject", "Blocker", "Requested-Action", "Urgency"}, []*string{&p.Subject, &p.Blocker, &p.RequestedAction, &p.Urgency}
+		if env.Intent != envelope.IntentRequest && env.Intent != envelope.IntentEscalate {
+			return nil, fmt.Errorf("%w: meta: blocked belongs on a REQUEST or an ESCALATE, not a %s", ErrProtocol, env.Intent)
+		}
+	}
+	for i, k := range keys {
+		v, err := field(k, true)
+		if err != nil {
+			return nil, err
+		}
+		*to[i] = v
+	}
+	if b {
+		p.Urgency = strings.ToLower(p.Urgency)
+		switch p.Urgency {
+		case UrgencyLow, UrgencyMedium, UrgencyHigh:
+		default:
+			return nil, fmt.Errorf("%w: meta: blocked Urgency %q is not low, medium or high", ErrProtocol, p.Urgency)
+		}
+	}
+	if envelope.IsBroadcast(env.To) || strings.HasPrefix(strings.TrimSpace(env.To), "@") {
+		// One agent owes the acknowledgement: not everyone, not a role.
+		return nil, fmt.Errorf("%w: a %s names one agent, not %s", ErrProtocol, p.EventType, env.To)
+	}
+	return p, nil
+}
+
+// Provenance is where a forwarded chat.message came from (CCCS §9.1):
+// data.src_group_id, data.src_event_id and, for a summary rather than the
+// original text, data.summarized.
+type Provenance struct {
+	SrcGroupID string `json:"src_group_id,omitempty"`
+	SrcEventID string `json:"src_event_id,omitempty"`
+	Summarized bool   `json:"summarized,omitempty"`
+}
+
+// provenanceOf reads env's `meta: provenance`: both Src-Group-Id and
+// Src-Event-Id, or neither (CCCS §6.1, §9.1). Errors wrap ErrProtocol.
+func provenanceOf(env *envelope.Envelope) (Provenance, error) {
+	var p Provenance
+	if !hasMeta(env, metaProvenance) {
+		return p, nil
+	}
+	g, _ := env.MetaValue(metaProvenance, "Src-Group-Id")
+	e, _ := env.MetaValue(metaProvenance, "Src-Event-Id")
+	s, _ := env.MetaValue(metaProvenance, "Summarized")
+	p.SrcGroupID, p.SrcEventID = strings.TrimSpace(g), strings.TrimSpace(e)
+	if err := checkProvenance(p.SrcGroupID, p.SrcEventID); err != nil {
+		return p, err
+	}
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "no", "false":
+	case "yes", "true":
+		p.Summarized = true
+	default:
+		return p, fmt.Errorf("%w: meta: provenance Summarized %q is not yes or no", ErrProtocol, s)
+	}
+	switch env.Intent {
+	case envelope.IntentAck, envelope.IntentNack, envelope.IntentRevoke, envelope.IntentError:
+		return p, fmt.Errorf("%w: meta: provenance belongs on a message, not a %s", ErrProtocol, env.Intent)
+	}
+	return p, nil
+}
+
+// checkProvenance enforces CCCS §6.1: "If either src_group_id or
+// src_event_id is present, both MUST be present."
+func checkProvenance(group, event string) error {
+	switch {
+	case group == "" && event == "":
+		return nil
+	case group == "":
+		return fmt.Errorf("%w: src_event_id %q without src_group_id: provenance names both or neither (CCCS §9.1)", ErrProtocol, event)
+	case event == "":
+		return fmt.Errorf("%w: src_group_id %q without src_event_id: provenance names both or neither (CCCS §9.1)", ErrProtocol, group)
+	}
+	for _, v := range []string{group, event} {
+		if len(v) > 200 || strings.ContainsAny(v, "\r\n\t ") {
+			return fmt.Errorf("%w: provenance id %q must be one word of at most 200 bytes", ErrProtocol, v)
+		}
+	}
+	return nil
+}
+
+// checkProtocol refuses a bad `meta: handoff`, `meta: blocked` or
+// `meta: provenance` (checkEnvelope turns the error into E-FORMAT).
+func checkProtocol(env *envelope.Envelope) error {
+	if _, err := protocolOf(env); err != nil {
+		return err
+	}
+	_, err := provenanceOf(env)
+	return err
+}
+
+// protocolObligation is the obligation a HANDOFF or BLOCKED carries: the
+// addressee owes an acknowledgement (attention.Obligation.Ack), and the
+// author of a BLOCKED is halted. An explicit `meta: obligation` on the
+// same envelope keeps its deadline, default action and delegate.
+func protocolObligation(p *Protocol, explicit *attention.Obligation) *attention.Obligation {
+	ob := attention.Obligation{Blocks: attention.BlocksNone}
+	if explicit != nil {
+		ob = *explicit
+	}
+	if p.EventType == ProtocolBlocked && ob.Blocks == attention.BlocksNone {
+		ob.Blocks = attention.BlocksHalted
+	}
+	ob.Ack = true
+	return &ob
+}
+
+// unblock appends, once, the system.notify that tells a BLOCKED's author
+// its addressee actor resolved it (docs/agents.md "Handoff and blocked").
+// Nothing happens for any other event, or when actor is the author or not
+// an addressee.
+func (r *Relay) unblock(ctx context.Context, target ledger.Event, td EventData, actor, note string) error {
+	p := td.Protocol
+	if target.Kind != KindMessage || p == nil || p.EventType != ProtocolBlocked ||
+		strings.EqualFold(actor, target.By) || !r.addressedTo(td.To, actor) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s resolved your blocker %q", actor, p.Subject)
+	if note != "" {
+		msg += ": " + note
+	}
+	d := EventData{Kind: KindUnblocked, Title: "unblocked: " + p.Subject, Message: oneLineNote(msg),
+		TargetActorID: target.By, RelatedEventID: target.ID, Priority: "normal", RequiresAck: true, ActorID: actor}
+	rec := ledger.Record{Kind: KindNotify, GroupID: target.GroupID, By: "system", Data: mustJSON(d),
+		DedupeKey: "unblocked:" + target.GroupID + ":" + target.ID}
+	if _, err := r.store.Append(ctx, []ledger.Record{rec}); err != nil {
+		return fmt.Errorf("gateway: recording the unblock of %s: %w", target.ID, err)
+	}
+	return nil
+}
+
+// closeBlockers tells the author of each BLOCKED that a recorded CLOSE
+// from its addressee answered (the envelope form of the resolve action).
+func (r *Relay) closeBlockers(ctx context.Context, outs []Outcome) error {
+	for _, o := range outs {
+		if o.Reject != nil || o.Envelope == nil || o.Envelope.Intent != envelope.IntentClose || o.Event.Kind != KindMessage {
+			continue
+		}
+		d, err := ParseData(o.Event)
+		if err != nil || d.ReplyTo == "" {
+			continue
+		}
+		target, err := r.store.Get(ctx, d.ReplyTo)
+		if errors.Is(err, ledger.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("gateway: reading the parent of %s: %w", o.Event.ID, err)
+		}
+		td, err := ParseData(target)
+		if err != nil {
+			continue
+		}
+		if err := r.unblock(ctx, target, td, o.Event.By, firstLine(d.Text)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// ForwardRequest asks to forward event EventID into group ToGroup (CCCS
+// §9.1): the source group is the event's own.
+type ForwardRequest struct {
+	EventID string `json:"event_id"`
+	ToGroup string `json:"to_group"`
+	// Summary, when set, replaces the original text, prefixed
+	// "[Summarized] ", and the message says so (data.summarized).
+	Summary string `json:"summary,omitempty"`
+	// To and Intent address the forwarded message; ALL and BROADCAST
+	// (context for everyone, asking nothing) by default.
+	To     string `json:"to,omitempty"`
+	Intent string `json:"intent,omitempty"`
+	// Message is the forwarded envelope's message id: a retry with the
+	// same one records once.
+	Message string `json:"message,omitempty"`
+}
+
+// Forward returns the envelope request that forwards req.EventID, a
+// chat.message actor was shown, into another group with its provenance:
+// the original text verbatim, or a summary that says so (CCCS §9.1 (a),
+// (b)). The caller composes and ingests it like any send.
+func (r *Relay) Forward(ctx context.Context, actor string, req ForwardRequest) (SendRequest, error) {
+	actor = r.book.ActorID(actor)
+	req.ToGroup = strings.TrimSpace(req.ToGroup)
+	if req.EventID == "" || req.ToGroup == "" {
+		return SendRequest{}, actionErr(CodeInvalid, "forward needs an event id and a destination group")
+	}
+	src, err := r.store.Get(ctx, req.EventID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return SendRequest{}, actionErr(CodeNotFound, "no event %q to forward", req.EventID)
+	}
+	if err != nil {
+		return SendRequest{}, fmt.Errorf("gateway: reading %s to forward: %w", req.EventID, err)
+	}
+	sd, err := ParseData(src)
+	switch {
+	case err != nil || src.Kind != KindMessage:
+		return SendRequest{}, actionErr(CodeInvalid, "event %s is a %s; only a chat.message is forwarded", src.ID, src.Kind)
+	case !r.shownTo(src, sd, actor):
+		// Forwarding must not leak a message to a group its forwarder was
+		// never shown it in.
+		return SendRequest{}, actionErr(CodePermission, "event %s is not addressed to %s, who may not forward it", src.ID, actor)
+	case r.Group(r.contextOf(req.ToGroup)) == src.GroupID:
+		return SendRequest{}, actionErr(CodeInvalid, "event %s is already in group %s; forward it to another group", src.ID, src.GroupID)
+	}
+	out := SendRequest{From: actor, To: cmp.Or(strings.TrimSpace(req.To), "ALL"), Intent: cmp.Or(strings.TrimSpace(req.Intent), envelope.IntentBroadcast),
+		Context: r.contextOf(req.ToGroup), Body: sd.Text, SrcGroupID: src.GroupID, SrcEventID: src.ID, Message: req.Message}
+	if s := strings.TrimSpace(req.Summary); s != "" {
+		out.Body, out.Summarized = SummaryPrefix+s, true
+	}
+	return out, nil
+}
+
+// SummaryPrefix starts the text of a summarised forward (CCCS §9.1 (b)).
+const SummaryPrefix = "[Summarized] "
+
+// contextOf returns the envelope context that maps to group: the
+// configured one, none for the default group, or the group id itself.
+func (r *Relay) contextOf(group string) string {
+	for c, g := range r.groups {
+		if g == group {
+			return c
+		}
+	}
+	if group == DefaultGroup {
+		return ""
+	}
+	return group
+}
+
+// routeOf splits env's X-Route (`a → b → c`, or with "->") into its hops.
+func routeOf(env *envelope.Envelope) []string {
+	v, ok := env.MetaValue("routing", "X-Route")
+	if !ok {
+		return nil
+	}
+	var hops []string
+	for _, h := range strings.Split(strings.ReplaceAll(v, "->", "→"), "→") {
+		if h = strings.TrimSpace(h); h != "" && len(hops) < 32 {
+			hops = append(hops, h)
+		}
+	}
+	return hops
+}
+
+// OpenProtocol returns every HANDOFF and BLOCKED still open, over every
+// group, oldest first in each group (the web inbox's "Passed to" / "Needs
+// input" list): a HANDOFF until its addressee acknowledges it, a BLOCKED
+// until its addressee resolves it (Waiting.Acked says who accepted it
+// meanwhile), either until its author withdraws it.
+func (r *Relay) OpenProtocol(ctx context.Context) ([]Waiting, error) {
+	return r.openObligations(ctx, false, func(_ ledger.Event, _ *attention.Obligation, p *Protocol) bool { return p != nil })
+}
