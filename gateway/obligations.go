@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -37,6 +39,11 @@ type Waiting struct {
 	// ResolvedBy is the addressee that resolved a BLOCKED; set only in
 	// listings that include settled ones.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// Rung is the last rung of its returns and escalation recorded so far,
+	// 0 for none; EscalatedTo is "coordinator" or "human" once it
+	// escalated (docs/agents.md "Returns and escalation").
+	Rung        int    `json:"rung,omitempty"`
+	EscalatedTo string `json:"escalated_to,omitempty"`
 }
 
 // waitingKinds are the kinds Waiting reads.
@@ -48,16 +55,70 @@ var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, K
 // HANDOFF its addressee acknowledged and a BLOCKED its addressee resolved
 // (docs/agents.md "Handoff and blocked").
 func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
-	return r.waiting(ctx, agent, false)
+	var out []Waiting
+	for after := ""; ; {
+		ws, err := r.waitingPage(ctx, agent, after, false, MaxOpenSetPage)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ws...)
+		if len(ws) < MaxOpenSetPage {
+			return out, nil
+		}
+		after = ws[len(ws)-1].EventID
+	}
 }
 
-// waiting is Waiting, with the discharged obligations too when all is
-// set.
-func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting, error) {
+// waitingPage returns the obligations agent authored or is the delegate
+// of with event ids after after, oldest first, at most limit: the open
+// ones, and the settled ones too when all is set (Waiting says what
+// settles one). It reads them, their evidence and acks from the
+// projections (docs/scaling.md "Projections"), and each obligation's
+// event from the ledger: O(limit).
+func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, limit int) ([]Waiting, error) {
+	db, err := r.Projection(ctx)
+	if err != nil {
+		return nil, err
+	}
 	agent = r.book.ActorID(agent)
-	return r.openObligations(ctx, all, func(ev ledger.Event, ob *attention.Obligation, _ *Protocol) bool {
-		return ob.CanDischarge(ev.By, agent)
-	})
+	rows, err := db.Waits(ctx, strings.ToLower(agent), after, all, limit)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	now := r.now()
+	out := []Waiting{}
+	for _, row := range rows {
+		ev, err := r.store.Get(ctx, row.Event)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: obligation %s: %w", row.Event, err)
+		}
+		d, err := ParseData(ev)
+		ob := d.Obligation
+		if err != nil || ob == nil || !ob.CanDischarge(ev.By, agent) {
+			continue
+		}
+		w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
+			Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol,
+			DischargedBy: row.DischargedBy, ResolvedBy: row.ResolvedBy}
+		if d.X != nil && d.X.Envelope != nil {
+			w.MessageID = d.X.Envelope.Message
+		}
+		answers, err := db.Evidence(ctx, ev.ID)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		for _, a := range answers {
+			if !a.Reply && strings.EqualFold(a.Actor, ev.By) {
+				continue // the author's own notes are no answer
+			}
+			w.Evidence = appendEvidence(w.Evidence, a.Actor)
+			if a.Ack {
+				w.Acked = appendEvidence(w.Acked, a.Actor)
+			}
+		}
+		out = append(out, w)
+	}
+	return out, nil
 }
 
 // openObligations returns the obligations of every group that keep
@@ -78,6 +139,9 @@ func (r *Relay) openObligations(ctx context.Context, all bool, keep func(ev ledg
 				return nil, fmt.Errorf("gateway: reading group %q: %w", g.ID, err)
 			}
 			for _, ev := range evs {
+				if len(open) == 0 && (ev.Kind != KindMessage || !bytes.Contains(ev.Data, []byte(`"obligation"`))) {
+					continue // nothing open to answer or close, and it opens nothing: not decoded
+				}
 				d, err := ParseData(ev)
 				if err != nil {
 					continue
@@ -105,6 +169,11 @@ func (r *Relay) openObligations(ctx context.Context, all bool, keep func(ev ledg
 						delete(open, d.EventID)
 					}
 				case KindNotify:
+					if rd, ok := rungOf(ev); ok {
+						if i, ok := open[rd.RelatedEventID]; ok && rd.Rung > out[i].Rung {
+							out[i].Rung, out[i].EscalatedTo = rd.Rung, rd.EscalatedTo
+						}
+					}
 					// The relay's notice that a BLOCKED's addressee resolved it.
 					if i, ok := open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
 						out[i].ResolvedBy = d.ActorID
@@ -169,4 +238,55 @@ func (d Delivery) Owes() bool {
 		return !d.Discharged && !(d.Obligation.Ack && d.Acked)
 	}
 	return !d.Acked && !d.Responded
+}
+
+// dischargeUpdate returns the delivery of the discharge ev to the
+// tracker's agent, and whether it gets one: it does when the obligation
+// ev closes is addressed to it (it was delivered as must_respond, reason
+// obligation, whatever claims were made since) or when it may discharge
+// it itself (the author, the delegate), unless it discharged it. The
+// delivery is to_me, must_not_respond, reason discharged, tool_mailbox:
+// it owes nothing and tells the agent's streams that the obligation is
+// closed (docs/agents.md "Streams learn of discharges"). It costs one
+// read of the obligation's event per discharge.
+func (t *tracker) dischargeUpdate(ctx context.Context, ev ledger.Event, d EventData) (Delivery, bool, error) {
+	if d.EventID == "" || strings.EqualFold(ev.By, t.agent.ID) {
+		return Delivery{}, false, nil
+	}
+	ob, err := t.r.store.Get(ctx, d.EventID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return Delivery{}, false, nil
+	}
+	if err != nil {
+		return Delivery{}, false, fmt.Errorf("gateway: obligation %s of discharge %s: %w", d.EventID, ev.ID, err)
+	}
+	od, err := ParseData(ob)
+	if err != nil || ob.Kind != KindMessage || od.Obligation == nil {
+		return Delivery{}, false, nil
+	}
+	ae := AttentionEvent(ob, od)
+	owed := attention.Decide(ae, t.agent, attention.State{}, t.now).Reason == attention.ReasonObligation
+	if !owed && !od.Obligation.CanDischarge(ob.By, t.agent.ID) {
+		return Delivery{}, false, nil
+	}
+	out := Delivery{
+		Delivery: attention.Delivery{
+			EventID: ev.ID, Seq: ev.Seq, Group: ev.GroupID, Thread: ae.Thread, Agent: t.agent.ID,
+			Directedness: attention.ToMe, Policy: attention.MustNotRespond, Reason: attention.ReasonDischarged,
+			Injection: attention.ToolMailbox, Priority: "normal", IdempotencyKey: ev.ID + ":" + t.agent.ID,
+		},
+		Kind: ev.Kind, From: ev.By, To: []string{t.agent.ID}, Context: ae.Context, TS: ev.TS,
+		Content: d.Text, Obligation: od.Obligation, Discharged: true, Discharges: ob.ID,
+		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+	}
+	if x := d.X; x != nil {
+		out.Verification = x.Verification
+		if x.Envelope != nil { // an ACK envelope: its intent and words
+			out.Intent, out.MessageID = x.Envelope.Intent, x.Envelope.Message
+			if out.Content == "" {
+				out.Content = x.Envelope.Body
+			}
+		}
+	}
+	return out, true, nil
 }

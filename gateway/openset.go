@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
 // MaxOpenSetPage is the most items one page of an open-set query holds.
@@ -67,56 +69,82 @@ func (d Delivery) Settled() string {
 
 // Owed returns a page of what agent owes over every group (issue #14
 // "what I owe"): the deliveries for which Delivery.Owes holds, and with
-// q.All the settled ones (Delivery.Settled) too. It walks every group's
-// deliveries for the agent, as Deliveries does.
+// q.All the settled ones (Delivery.Settled) too. It reads the items the
+// projections say the agent may owe (docs/scaling.md "Projections"),
+// a page at a time, and decides each again (DeliveriesOf): O(page),
+// plus the items it skips (lapsed, claimed by another).
 func (r *Relay) Owed(ctx context.Context, agent string, q OpenSetQuery) (Page[Delivery], error) {
-	ds, err := r.Deliveries(ctx, agent, "", 0, 0)
+	db, err := r.Projection(ctx)
 	if err != nil {
 		return Page[Delivery]{}, err
 	}
-	kept := ds[:0]
-	for _, d := range ds {
-		if d.Owes() || q.All && d.Settled() != "" {
-			kept = append(kept, d)
-		}
-	}
-	return pageOf(kept, func(d Delivery) string { return d.EventID }, q), nil
-}
-
-// WaitingOn returns a page of the obligations agent authored or may
-// discharge as the delegate, over every group (issue #14 "what I am
-// waiting on"): the open ones, and with q.All the discharged ones too
-// (their DischargedBy set).
-func (r *Relay) WaitingOn(ctx context.Context, agent string, q OpenSetQuery) (Page[Waiting], error) {
-	ws, err := r.waiting(ctx, agent, q.All)
+	id := r.book.ActorID(agent)
+	a := r.newTracker(id).agent
+	tokens := []string{strings.ToLower(id)}
+	roles, err := db.OweTokens(ctx)
 	if err != nil {
-		return Page[Waiting]{}, err
+		return Page[Delivery]{}, fmt.Errorf("gateway: %w", err)
 	}
-	return pageOf(ws, func(w Waiting) string { return w.EventID }, q), nil
-}
-
-// pageOf sorts items by id and returns the page of q.
-func pageOf[T any](items []T, id func(T) string, q OpenSetQuery) Page[T] {
-	slices.SortStableFunc(items, func(a, b T) int { return strings.Compare(id(a), id(b)) })
-	if q.After != "" {
-		i, _ := slices.BinarySearchFunc(items, q.After, func(x T, after string) int {
-			if id(x) <= after {
-				return -1
-			}
-			return 1
-		})
-		items = items[i:]
+	for _, t := range roles {
+		probe := attention.Event{Kind: KindMessage, Intent: attention.IntentRequest, To: []string{t}}
+		if dir := attention.DirectednessOf(probe, a, attention.State{}, time.Time{}); dir == attention.ToMe || dir == attention.ToMyRole {
+			tokens = append(tokens, t)
+		}
 	}
 	limit := q.Limit
 	if limit <= 0 || limit > MaxOpenSetPage {
 		limit = MaxOpenSetPage
 	}
-	p := Page[T]{Items: items}
-	if len(items) > limit {
-		p.Items, p.Next = items[:limit], id(items[limit-1])
+	p := Page[Delivery]{Items: []Delivery{}}
+	for after := q.After; ; {
+		rows, err := db.Owed(ctx, tokens, after, q.All, limit+1)
+		if err != nil {
+			return p, fmt.Errorf("gateway: %w", err)
+		}
+		evs := make([]ledger.Logged, 0, len(rows))
+		for _, o := range rows {
+			ev, err := r.store.Get(ctx, o.Event)
+			if err != nil {
+				return p, fmt.Errorf("gateway: owed event %s: %w", o.Event, err)
+			}
+			evs = append(evs, ledger.Logged{Pos: o.Pos, Event: ev})
+		}
+		ds, err := r.DeliveriesOf(ctx, id, evs)
+		if err != nil {
+			return p, err
+		}
+		for _, d := range ds {
+			if d.Owes() || q.All && d.Settled() != "" {
+				if len(p.Items) == limit {
+					p.Next = p.Items[limit-1].EventID
+					return p, nil
+				}
+				p.Items = append(p.Items, d)
+			}
+		}
+		if len(rows) <= limit {
+			return p, nil
+		}
+		after = rows[len(rows)-1].Event
 	}
-	if p.Items == nil {
-		p.Items = []T{}
+}
+
+// WaitingOn returns a page of the obligations agent authored or may
+// discharge as the delegate, over every group (issue #14 "what I am
+// waiting on"): the open ones, and with q.All the discharged ones too
+// (their DischargedBy set). It reads them from the projections: O(page).
+func (r *Relay) WaitingOn(ctx context.Context, agent string, q OpenSetQuery) (Page[Waiting], error) {
+	limit := q.Limit
+	if limit <= 0 || limit > MaxOpenSetPage {
+		limit = MaxOpenSetPage
 	}
-	return p
+	ws, err := r.waitingPage(ctx, agent, q.After, q.All, limit+1)
+	if err != nil {
+		return Page[Waiting]{}, err
+	}
+	p := Page[Waiting]{Items: ws}
+	if len(ws) > limit {
+		p.Items, p.Next = ws[:limit], ws[limit-1].EventID
+	}
+	return p, nil
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -155,14 +154,8 @@ type Relay struct {
 
 	projMu      sync.Mutex // serialises SyncProjection
 	proj        *projection.DB
-	projOwned   bool  // proj was opened by the relay (in memory)
 	projChecked bool  // its high-water mark was checked against the ledger
 	projPos     int64 // the log position proj has applied up to
-	// projWrites counts the appends through projectingStore that have
-	// returned; projSynced (under projMu) is the count a sync read the
-	// log after, so every append it counts is applied.
-	projWrites atomic.Int64
-	projSynced int64
 }
 
 // New returns a relay that records into store.

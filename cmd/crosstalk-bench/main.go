@@ -2,7 +2,7 @@
 //
 //	crosstalk-bench ingest [--clients N] [--duration D] [--json] [--cpuprofile FILE]
 //	crosstalk-bench scale  [--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]
-//	crosstalk-bench history [--sizes 10000,100000] [--runs N] [--json]
+//	crosstalk-bench history [--sizes 10000,100000] [--ledgers sqlite,jetstream] [--runs N] [--json]
 //	crosstalk-bench import [--events N] [--file FILE] [--again] [--json] [--cpuprofile FILE]
 //
 // It is a separate binary so that the crosstalk binary does not carry the
@@ -258,22 +258,26 @@ func printJSON(w io.Writer, v any) error {
 }
 
 const historyDoc = `
-History builds SQLite ledgers of each of --sizes events (a realistic mix:
-half the events in the group "big", the rest in seven others; requests that
-must be answered, broadcasts, replies, acks and dispositions between six
-agents that are not in the address book), imports each as crosstalk ledger
-import does (timed: events per second, generation of the JSON Lines
-included), starts the relay on it and times, over HTTP, each read of issue
-13: the web inbox (/, a group's newest and a middle page, a thread, the
-Agents page, an agent's page), the paged API reads (events, deliveries,
-agents). For each read it prints the p50 of --runs runs, the bytes of the
-answer and the ratio to the first size, then the process's RSS (the relay
-runs in it) after the reads. Use --sizes 10000,1000000 for the issue's
-comparison. Nothing is kept. See docs/performance.md ("History").`
+History builds ledgers of each of --sizes events on each of --ledgers (sqlite;
+jetstream, a one-node JetStream in the process) with a realistic mix: half the
+events in the group "big", the rest in seven others; requests that must be
+answered, broadcasts, replies, acks and dispositions between six agents that
+are not in the address book. It imports each as crosstalk ledger import does
+(timed: events per second, generation of the JSON Lines included), starts the
+relay on it (timed: building its projections), appends 1000 events, restarts
+it (timed: catching the projections up from their checkpoint) and times, over
+HTTP, each read of issue 13: the web inbox (/, a group's newest and a middle
+page, a thread, the Agents page, an agent's page), the paged API reads
+(events, deliveries, agents). For each read it prints the p50 of --runs runs,
+the bytes of the answer and the ratio to the first size of the same ledger,
+then the process's RSS (the relay runs in it) after the reads. Use --sizes
+10000,1000000 for the issue's comparison. Nothing is kept. See
+docs/performance.md ("History").`
 
 func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("history", "[--sizes 10000,100000] [--runs N] [--json]", historyDoc, stdout)
+	fs := newFlags("history", "[--sizes 10000,100000] [--ledgers sqlite,jetstream] [--runs N] [--json]", historyDoc, stdout)
 	sizes := fs.String("sizes", "10000,100000", "comma-separated ledger `sizes` in events, smallest first")
+	ledgers := fs.String("ledgers", "sqlite", "comma-separated ledger `backends`: sqlite, jetstream")
 	runs := fs.Int("runs", 15, "timed runs of each read per size")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args); err != nil {
@@ -290,7 +294,16 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *runs < 1 {
 		return usagef("history: --runs must be at least 1")
 	}
-	o := bench.HistoryOptions{Sizes: ns, Runs: *runs, Progress: stderr}
+	var ls []string
+	for _, l := range strings.Split(*ledgers, ",") {
+		switch l = strings.TrimSpace(l); l {
+		case "sqlite", "jetstream":
+			ls = append(ls, l)
+		default:
+			return usagef("history: --ledgers wants sqlite or jetstream, not %q", l)
+		}
+	}
+	o := bench.HistoryOptions{Sizes: ns, Ledgers: ls, Runs: *runs, Progress: stderr}
 	if *asJSON {
 		o.Progress = nil
 	}

@@ -122,6 +122,11 @@ type Crosstalk struct {
 	Verification string `json:"verification,omitempty"`
 	Acked        bool   `json:"acked,omitempty"`
 	ClaimedBy    string `json:"claimedBy,omitempty"`
+	// Discharged reports a discharged obligation; Discharges is set on
+	// the update that tells of the discharge: the obligation's event id
+	// (docs/agents.md "Streams learn of discharges").
+	Discharged bool   `json:"discharged,omitempty"`
+	Discharges string `json:"discharges,omitempty"`
 	// Prompt is the event in the C2A prompt injection format (Render).
 	Prompt string `json:"prompt"`
 }
@@ -146,6 +151,7 @@ func FromDelivery(d gateway.Delivery, attempt int, now time.Time) Event {
 		Crosstalk: Crosstalk{
 			Group: d.Group, Seq: d.Seq, Kind: d.Kind, Intent: d.Intent, Message: d.MessageID,
 			Verification: d.Verification, Acked: d.Acked, ClaimedBy: d.ClaimedBy,
+			Discharged: d.Discharged, Discharges: d.Discharges,
 		},
 	}
 	if ev.Reliability.IdempotencyKey == "" {

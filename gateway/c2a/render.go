@@ -61,13 +61,14 @@ func Render(d gateway.Delivery) string {
 	if d.ClaimedBy != "" {
 		field("claimed_by", d.ClaimedBy)
 	}
+	field("discharges", d.Discharges)
 	if ob := d.Obligation; ob != nil {
 		v := "blocks " + string(ob.Blocks)
 		if !ob.Deadline.IsZero() {
 			v += ", deadline " + ob.Deadline.UTC().Format(time.RFC3339)
 		}
 		if d.Discharged {
-			v += ", discharged by its author"
+			v += ", discharged"
 		} else {
 			v += ", open until its author discharges it"
 		}
