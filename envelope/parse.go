@@ -151,8 +151,10 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 	}
 	r := st.r
 	for {
-		if st.mode == modeBody && st.contig && !r.hasPend && !r.sc.skipLF {
-			st.bodyRun()
+		if st.contig && !st.quoted && !r.hasPend && !r.sc.skipLF {
+			if err := st.run(); err != nil {
+				return st.abort(err)
+			}
 		}
 		line, long, no, ok := r.readLine()
 		if !ok {
@@ -176,12 +178,10 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 			r.unread(line, long, no)
 			return st.finish(false)
 		}
-		if !utf8.Valid(c) {
-			// Envelopes are UTF-8 (spec "File"); replacing bad bytes would
-			// change what was signed and what the ledger keeps.
-			return st.abort(syntaxErr(CodeFormat, no, 0, "line is not valid UTF-8"))
-		}
 		if err := st.appendSrc(c, no); err != nil {
+			if !utf8.Valid(c) {
+				err = badUTF8(no) // what the line would have failed first
+			}
 			return st.abort(err)
 		}
 		if isEnd(c) {
@@ -193,42 +193,44 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 	}
 }
 
-// bodyRun takes, in one pass, the body lines that follow in the scanner's
-// buffer and that nothing but the body can claim: empty or starting with a
-// blank (so not a header, [[END]], fence, sig: or field line), LF-terminated
-// and no longer than the line limit. It is the per-line loop of read and
-// line for exactly those lines, with one UTF-8 check for all of them; it
-// takes none when that check or the envelope size limit fails, leaving
-// the lines to read, which reports the error at its line.
-func (st *envState) bodyRun() {
+// run is read's loop, in one pass and without the scanner, for the lines
+// that follow in a buffer holding the rest of the input (st.contig,
+// unquoted) and that can neither end the envelope nor be a header: not
+// starting with '[' or the open fence's character. For those, read's
+// quote, length, fence, header and [[END]] tests are all false and their
+// source is the buffer itself; body lines that nothing but the body can
+// claim (empty or indented) skip line too. It stops, leaving the line to
+// read, at a CR (read's scanner handles the other line ends), at the end
+// of the buffer, and at a line over the line or envelope size limit. It
+// returns a line's error, which read reports.
+func (st *envState) run() *SyntaxError {
 	s := &st.r.sc
 	buf := s.buf[:s.end]
 	if cr := s.firstCR(); cr >= 0 {
-		buf = buf[:cr] // a CR ends the run: the scanner handles line ends other than LF
+		buf = buf[:cr]
 	}
-	sc := st.sc
-	nBody, keep := len(sc.body), st.bodyKeep
-	from, p, lines := s.start, s.start, 0
-	var last []byte
-	for p < len(buf) && (buf[p] == '\n' || buf[p] == ' ' || buf[p] == '\t') {
+	for p := s.start; p < len(buf); {
 		i := bytes.IndexByte(buf[p:], '\n')
-		if i < 0 || i > s.maxLine {
+		if i < 0 || i > s.maxLine || p+i+1-st.srcOff > st.lim.Envelope {
 			break
 		}
-		last = buf[p : p+i]
-		st.addBodyAt(last, p-st.srcOff)
+		c := buf[p : p+i]
+		if len(c) > 0 && (c[0] == '[' || st.fenceLen > 0 && c[0] == st.fenceChar) {
+			break
+		}
+		off := p - st.srcOff
 		p += i + 1
-		lines++
+		s.start, s.line = p, s.line+1
+		st.srcEnd, st.cur = p, c
+		if st.mode == modeBody && (len(c) == 0 || c[0] == ' ' || c[0] == '\t') {
+			st.addBodyAt(c, off)
+			continue
+		}
+		if err := st.line(c, s.line, 1); err != nil {
+			return err
+		}
 	}
-	if lines == 0 {
-		return
-	}
-	if p-st.srcOff > st.lim.Envelope || !utf8.Valid(buf[from:p]) {
-		sc.body, st.bodyKeep = sc.body[:nBody], keep
-		return
-	}
-	s.start, s.line = p, s.line+lines
-	st.srcEnd, st.cur = p, last
+	return nil
 }
 
 // unquote removes the envelope's quote prefix from a line that starts with
@@ -276,10 +278,44 @@ func (st *envState) appendSrc(c []byte, no int) *SyntaxError {
 	return nil
 }
 
-// abort records err, skips the rest of the envelope and returns err.
+// abort skips the rest of the envelope and returns err, or the error of
+// an earlier line that is not valid UTF-8.
 func (st *envState) abort(err *SyntaxError) (*Envelope, error) {
+	if bad := st.checkUTF8(); bad != nil {
+		err = bad
+	}
 	st.resync()
 	return nil, err
+}
+
+// checkUTF8 returns an error naming the first line of the source read so
+// far that is not valid UTF-8, or nil. Envelopes are UTF-8 (spec "File");
+// replacing bad bytes would change what was signed and what the ledger
+// keeps. The source is checked in one pass when the envelope ends rather
+// than line by line; the error is the one a line-by-line check would have
+// stopped at, since every line before the one that ended the envelope is
+// in the source, one source line per input line.
+func (st *envState) checkUTF8() *SyntaxError {
+	src := st.src
+	if st.contig {
+		src = st.r.sc.buf[st.srcOff:st.srcEnd]
+	}
+	if utf8.Valid(src) {
+		return nil
+	}
+	no := st.headerLine
+	for len(src) > 0 { // LF is in no multi-byte sequence: some line is bad
+		line, rest, _ := bytes.Cut(src, []byte{'\n'})
+		if !utf8.Valid(line) {
+			break
+		}
+		src, no = rest, no+1
+	}
+	return badUTF8(no)
+}
+
+func badUTF8(line int) *SyntaxError {
+	return syntaxErr(CodeFormat, line, 0, "line is not valid UTF-8")
 }
 
 // resync skips to the end of a malformed envelope: a column-0 [[END]]
@@ -501,7 +537,8 @@ func (st *envState) join(src []byte, lines []span, n, extra int) string {
 
 // allocEnvelope returns a new Envelope, and room for its META blocks and
 // all its fields: when small, in the Envelope's own allocation if they
-// are few.
+// are few (sized so that the one allocation is at most 48 bytes larger
+// than the three it replaces).
 func allocEnvelope(metas, fields int, small bool) (*Envelope, []Meta, []Field) {
 	switch {
 	case metas == 0 && fields == 0:
@@ -513,11 +550,11 @@ func allocEnvelope(metas, fields int, small bool) (*Envelope, []Meta, []Field) {
 			f [4]Field
 		})
 		return &p.e, p.m[:metas:metas], p.f[:fields:fields]
-	case small && metas <= 2 && fields <= 8:
+	case small && metas <= 2 && fields <= 6:
 		p := new(struct {
 			e Envelope
 			m [2]Meta
-			f [8]Field
+			f [6]Field
 		})
 		return &p.e, p.m[:metas:metas], p.f[:fields:fields]
 	}
@@ -526,6 +563,9 @@ func allocEnvelope(metas, fields int, small bool) (*Envelope, []Meta, []Field) {
 
 // finish checks the envelope read so far and returns it.
 func (st *envState) finish(complete bool) (*Envelope, error) {
+	if err := st.checkUTF8(); err != nil {
+		return nil, err
+	}
 	line := st.headerLine
 	if !complete && st.r.Strict {
 		return nil, syntaxErr(CodeFormat, line, 0, "envelope not terminated: missing [[END]]")

@@ -211,8 +211,11 @@ func (s *lineScanner) next() (line []byte, long, ok bool) {
 		if i >= 0 {
 			i += searched
 		}
-		if cr := s.firstCR(); cr >= 0 && (i < 0 || cr-s.start < i) {
-			i = cr - s.start
+		// No CR in what is buffered (the common case) needs no call.
+		if s.cr >= 0 || s.crTo != s.end {
+			if cr := s.firstCR(); cr >= 0 && (i < 0 || cr-s.start < i) {
+				i = cr - s.start
+			}
 		}
 		if i >= 0 {
 			s.line++

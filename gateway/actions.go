@@ -109,6 +109,9 @@ type ActionRequest struct {
 	Actor   string
 	Signal  string // react: a C2A signal (agree, declined, claimed, done, …)
 	Note    string // defer, resolve: free text
+	// TakeoverStale (claim) takes over a claim whose holder is stale, not
+	// only evicted (BeadBoard §4.4; an active holder's claim never).
+	TakeoverStale bool
 }
 
 // ActionResult is what an action recorded.
@@ -190,7 +193,7 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 		}
 		// Claims of evicted agents are released first (docs/design.md §5.4); the
 		// ledger's claims only know their TTL.
-		if _, _, err := r.ReleaseEvictedClaim(ctx, req.Group, target.ID); err != nil {
+		if _, _, err := r.releaseClaim(ctx, req.Group, target.ID, req.TakeoverStale); err != nil {
 			return res, err
 		}
 		c, err := r.store.Claim(ctx, req.Group, target.ID, req.Actor, r.claimTTL, r.now())

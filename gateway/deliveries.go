@@ -275,12 +275,10 @@ type tracker struct {
 	r       *Relay
 	agent   attention.Agent
 	threads *threadSet
-	acked   map[string]bool
-	// responded and discharged hold the events the agent answered and
-	// the obligations discharged, as far as the walk went.
-	responded, discharged map[string]bool
 	// claimed holds the events that have an x.crosstalk.claim event: only
 	// those can have a claim in the store, so only those are looked up.
+	// DeliveriesOf sets it from the projections; streams have none (they
+	// send a message before its claim exists).
 	claimed map[string]bool
 	now     time.Time
 	seen    map[string]time.Time
@@ -294,23 +292,7 @@ func (r *Relay) newTracker(agent string) *tracker {
 	if entry, ok := r.book.Agent(agent); ok {
 		a.Roles = entry.Roles
 	}
-	return &tracker{r: r, agent: a, threads: newThreadSet(), acked: map[string]bool{}, responded: map[string]bool{}, discharged: map[string]bool{}, claimed: map[string]bool{}, now: r.now(), seen: r.LastSeen()}
-}
-
-// learnClaims notes which of evs were ever claimed, from their claim
-// events, before the walk reaches the messages those events follow.
-func (t *tracker) learnClaims(evs []ledger.Event) {
-	if t.claimed == nil {
-		return
-	}
-	for _, ev := range evs {
-		if ev.Kind != KindClaim {
-			continue
-		}
-		if d, err := ParseData(ev); err == nil {
-			t.claimed[d.EventID] = true
-		}
-	}
+	return &tracker{r: r, agent: a, threads: newThreadSet(), now: r.now(), seen: r.LastSeen()}
 }
 
 // observe returns the delivery of ev to the tracker's agent, and whether
@@ -325,26 +307,6 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 		return out, ok, nil
 	}
 	ae := AttentionEvent(ev, d)
-	if ev.Kind == KindAck && t.acked != nil && strings.EqualFold(d.ActorID, t.agent.ID) {
-		t.acked[d.EventID] = true
-	}
-	if ev.Kind == KindNotifyAck && t.acked != nil && strings.EqualFold(d.ActorID, t.agent.ID) {
-		t.acked[d.NotifyEventID] = true // closes a notice's requires_ack (CCCS §7.2)
-	}
-	if t.responded != nil && strings.EqualFold(ev.By, t.agent.ID) {
-		switch {
-		case ev.Kind == KindMessage && d.ReplyTo != "":
-			t.responded[d.ReplyTo] = true
-		case ev.Kind == KindDisposition && d.EventID != "":
-			t.responded[d.EventID] = true
-		}
-	}
-	if ev.Kind == KindDischarge && t.discharged != nil {
-		t.discharged[d.EventID] = true
-	}
-	if ev.Kind == KindClaim && t.claimed != nil {
-		t.claimed[d.EventID] = true
-	}
 	if ev.Kind == KindDischarge {
 		return t.dischargeUpdate(ctx, ev, d)
 	}
@@ -415,7 +377,6 @@ func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, since
 func (r *Relay) followDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
 		tr, from := r.resumeTracker(r.book.ActorID(agent), group, sinceSeq)
-		tr.forget()
 		for ev, err := range r.store.Follow(ctx, group, from) {
 			if err != nil {
 				yield(Delivery{}, err)
@@ -434,16 +395,11 @@ func (r *Relay) followDeliveries(ctx context.Context, agent, group string, since
 }
 
 // emit observes ev with the clock and liveness of now. Streams' trackers
-// keep no acks (forget), so their deliveries leave Acked unset.
+// know no acks, so their deliveries leave Acked unset.
 func (t *tracker) emit(ctx context.Context, ev ledger.Event) (Delivery, bool, error) {
 	t.now, t.seen = t.r.now(), t.r.LastSeen()
 	return t.observe(ctx, ev)
 }
-
-// forget makes a tracker of a stream keep no acks or claims: a stream
-// sends a message before its ack or claim exists, so they would only
-// grow with history. Thread participation is kept.
-func (t *tracker) forget() { t.acked, t.claimed = nil, nil }
 
 // streamTrackers bounds the per-group trackers one FollowAgent keeps;
 // past it, the least recently used is saved to the relay's cache
@@ -551,7 +507,6 @@ func (l *trackerLRU) get(ctx context.Context, agent, group string, seq int64) (*
 		l.drop(e)
 	}
 	tr, last := l.r.resumeTracker(agent, group, seq-1)
-	tr.forget()
 	for last < seq-1 {
 		evs, err := l.r.store.Range(ctx, group, last, nil, min(streamPage, int(seq-1-last)))
 		if err != nil {

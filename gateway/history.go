@@ -44,12 +44,11 @@ func (r *Relay) DeliveriesOf(ctx context.Context, agent string, evs []ledger.Log
 	return out, nil
 }
 
-// projectedTracker returns a tracker of agent that learns nothing from
-// the events it observes: thread participation comes from db (projView)
-// and the caller sets its claims.
+// projectedTracker returns a tracker of agent whose thread participation
+// comes from db (projView), not from the events it observed; the caller
+// sets its claims.
 func (r *Relay) projectedTracker(agent string, db *projection.DB) *tracker {
 	tr := r.newTracker(agent)
-	tr.acked, tr.responded, tr.discharged = nil, nil, nil
 	tr.view = newProjView(db, tr.agent)
 	return tr
 }

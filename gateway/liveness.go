@@ -12,6 +12,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/liveness"
+	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 )
 
 // AgentStatus is one actor of the ledger or the address book with its
@@ -58,6 +59,15 @@ func (r *Relay) SyncLiveness(ctx context.Context) error { return r.live.Sync(ctx
 
 // Liveness returns the liveness tracker: statuses, the sweeper (Run).
 func (r *Relay) Liveness() *liveness.Tracker { return r.live }
+
+// ReservePolicy is how reservations judge holders (BeadBoard §4.4): on
+// this relay's liveness, with its threshold.
+func (r *Relay) ReservePolicy() reserve.Policy {
+	return reserve.Policy{StaleAfter: r.StaleAfter(), LastSeen: func(agent string) time.Time { t, _ := r.AgentLiveness(agent); return t }}
+}
+
+// Now returns the time by the relay's clock (Options.Now).
+func (r *Relay) Now() time.Time { return r.now() }
 
 // StaleAfter returns the liveness stale threshold (Options.StaleAfter).
 func (r *Relay) StaleAfter() time.Duration { return r.live.StaleAfter() }
@@ -107,6 +117,12 @@ func (r *Relay) Agents(ctx context.Context) ([]AgentStatus, error) {
 // time. It returns the released claim and true when it released one, and
 // records a system.notify (kind claim_released) for the holder.
 func (r *Relay) ReleaseEvictedClaim(ctx context.Context, group, eventID string) (ledger.Claim, bool, error) {
+	return r.releaseClaim(ctx, group, eventID, false)
+}
+
+// releaseClaim is ReleaseEvictedClaim; with stale, a stale holder's
+// claim is released too (a takeover, BeadBoard §4.4).
+func (r *Relay) releaseClaim(ctx context.Context, group, eventID string, stale bool) (ledger.Claim, bool, error) {
 	if err := r.SyncLiveness(ctx); err != nil {
 		return ledger.Claim{}, false, err
 	}
@@ -127,14 +143,15 @@ func (r *Relay) ReleaseEvictedClaim(ctx context.Context, group, eventID string) 
 			seen = t
 		}
 	}
-	if attention.LivenessAfter(seen, now, r.StaleAfter()) != attention.Evicted {
+	l := attention.LivenessAfter(seen, now, r.StaleAfter())
+	if l == attention.Active || l == attention.Stale && !stale {
 		return c, false, nil
 	}
 	if err := r.store.ReleaseClaim(ctx, group, eventID, c.Actor); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return c, false, fmt.Errorf("gateway: releasing %s's claim on %s: %w", c.Actor, eventID, err)
 	}
-	r.log.LogAttrs(ctx, slog.LevelInfo, "claim of evicted agent released", slog.String("group", group), slog.String("event", eventID), slog.String("holder", c.Actor))
-	msg := fmt.Sprintf("claim on %s released: %s was evicted (last seen %s)", eventID, c.Actor, seen.UTC().Format(time.RFC3339))
+	r.log.LogAttrs(ctx, slog.LevelInfo, "claim of "+string(l)+" agent released", slog.String("group", group), slog.String("event", eventID), slog.String("holder", c.Actor))
+	msg := fmt.Sprintf("claim on %s released: %s was %s (last seen %s)", eventID, c.Actor, l, seen.UTC().Format(time.RFC3339))
 	if err := r.NotifyAgent(ctx, c.Actor, group, eventID, "claim_released", msg); err != nil {
 		return c, true, err
 	}

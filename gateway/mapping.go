@@ -108,6 +108,7 @@ func ParseData(ev ledger.Event) (EventData, error) {
 	return d, err
 }
 
+// mustJSON marshals event data: compact JSON (ledger.Record.Compact).
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -246,7 +247,7 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		}
 		d.Provenance, _ = provenanceOf(env)
 	}
-	rec.Data = mustJSON(d)
+	rec.Data, rec.Compact = mustJSON(d), true
 	return rec
 }
 
@@ -272,7 +273,7 @@ func (r *Relay) rejectionRecord(in Intake, o *Outcome) ledger.Record {
 	if x == nil {
 		d.X = &XCrosstalk{Transport: in.Transport, Source: in.Source, Principal: in.Principal}
 	}
-	return ledger.Record{Kind: KindNotify, GroupID: group, By: "system", Data: mustJSON(d)}
+	return ledger.Record{Kind: KindNotify, GroupID: group, By: "system", Data: mustJSON(d), Compact: true}
 }
 
 // pollTargets reads `meta: poll` `Targets: a, b` (the POLL recipients

@@ -50,16 +50,70 @@ var waitingKinds = []string{KindMessage, KindDischarge, KindReaction, KindAck, K
 // HANDOFF its addressee acknowledged and a BLOCKED its addressee resolved
 // (docs/agents.md "Handoff and blocked").
 func (r *Relay) Waiting(ctx context.Context, agent string) ([]Waiting, error) {
-	return r.waiting(ctx, agent, false)
+	var out []Waiting
+	for after := ""; ; {
+		ws, err := r.waitingPage(ctx, agent, after, false, MaxOpenSetPage)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ws...)
+		if len(ws) < MaxOpenSetPage {
+			return out, nil
+		}
+		after = ws[len(ws)-1].EventID
+	}
 }
 
-// waiting is Waiting, with the discharged obligations too when all is
-// set.
-func (r *Relay) waiting(ctx context.Context, agent string, all bool) ([]Waiting, error) {
+// waitingPage returns the obligations agent authored or is the delegate
+// of with event ids after after, oldest first, at most limit: the open
+// ones, and the settled ones too when all is set (Waiting says what
+// settles one). It reads them, their evidence and acks from the
+// projections (docs/scaling.md "Projections"), and each obligation's
+// event from the ledger: O(limit).
+func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, limit int) ([]Waiting, error) {
+	db, err := r.Projection(ctx)
+	if err != nil {
+		return nil, err
+	}
 	agent = r.book.ActorID(agent)
-	return r.openObligations(ctx, all, func(ev ledger.Event, ob *attention.Obligation, _ *Protocol) bool {
-		return ob.CanDischarge(ev.By, agent)
-	})
+	rows, err := db.Waits(ctx, strings.ToLower(agent), after, all, limit)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	now := r.now()
+	out := []Waiting{}
+	for _, row := range rows {
+		ev, err := r.store.Get(ctx, row.Event)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: obligation %s: %w", row.Event, err)
+		}
+		d, err := ParseData(ev)
+		ob := d.Obligation
+		if err != nil || ob == nil || !ob.CanDischarge(ev.By, agent) {
+			continue
+		}
+		w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
+			Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol,
+			DischargedBy: row.DischargedBy, ResolvedBy: row.ResolvedBy}
+		if d.X != nil && d.X.Envelope != nil {
+			w.MessageID = d.X.Envelope.Message
+		}
+		answers, err := db.Evidence(ctx, ev.ID)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		for _, a := range answers {
+			if !a.Reply && strings.EqualFold(a.Actor, ev.By) {
+				continue // the author's own notes are no answer
+			}
+			w.Evidence = appendEvidence(w.Evidence, a.Actor)
+			if a.Ack {
+				w.Acked = appendEvidence(w.Acked, a.Actor)
+			}
+		}
+		out = append(out, w)
+	}
+	return out, nil
 }
 
 // openObligations returns the obligations of every group that keep

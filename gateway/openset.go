@@ -3,8 +3,8 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -69,123 +69,82 @@ func (d Delivery) Settled() string {
 
 // Owed returns a page of what agent owes over every group (issue #14
 // "what I owe"): the deliveries for which Delivery.Owes holds, and with
-// q.All the settled ones (Delivery.Settled) too, one per event (never
-// merged by buffered or digest injection). See owed for its cost.
+// q.All the settled ones (Delivery.Settled) too. It reads the items the
+// projections say the agent may owe (docs/scaling.md "Projections"),
+// a page at a time, and decides each again (DeliveriesOf): O(page),
+// plus the items it skips (lapsed, claimed by another).
 func (r *Relay) Owed(ctx context.Context, agent string, q OpenSetQuery) (Page[Delivery], error) {
-	ds, err := r.owed(ctx, r.book.ActorID(agent))
+	db, err := r.Projection(ctx)
 	if err != nil {
 		return Page[Delivery]{}, err
 	}
-	kept := ds[:0]
-	for _, d := range ds {
-		if d.Owes() || q.All && d.Settled() != "" {
-			kept = append(kept, d)
-		}
-	}
-	return pageOf(kept, func(d Delivery) string { return d.EventID }, q), nil
-}
-
-// owedKinds are the kinds that ask something of an agent or settle it.
-var owedKinds = []string{KindMessage, KindAck, KindNotifyAck, KindDisposition, KindDischarge}
-
-// owed returns agent's deliveries of every group that are or were
-// must_respond, with their acks, answers and discharges marked. Whether
-// an event is must_respond for an agent does not depend on the threads it
-// takes part in (attention.Decide), so it reads only owedKinds, and the
-// claims first (a role obligation claimed by another is not owed), and
-// decides each message without the projections: one pass over each
-// group's messages, acks and dispositions, skipping reads, reactions,
-// deliveries and the relay's bookkeeping.
-func (r *Relay) owed(ctx context.Context, agent string) ([]Delivery, error) {
-	gs, err := r.Groups(ctx)
+	id := r.book.ActorID(agent)
+	a := r.newTracker(id).agent
+	tokens := []string{strings.ToLower(id)}
+	roles, err := db.OweTokens(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: listing groups: %w", err)
+		return Page[Delivery]{}, fmt.Errorf("gateway: %w", err)
 	}
-	var out []Delivery
-	for _, g := range gs {
-		tr := r.newTracker(agent)
-		if err := r.scan(ctx, g.ID, []string{KindClaim}, func(evs []ledger.Event) error {
-			tr.learnClaims(evs)
-			return nil
-		}); err != nil {
-			return nil, err
+	for _, t := range roles {
+		probe := attention.Event{Kind: KindMessage, Intent: attention.IntentRequest, To: []string{t}}
+		if dir := attention.DirectednessOf(probe, a, attention.State{}, time.Time{}); dir == attention.ToMe || dir == attention.ToMyRole {
+			tokens = append(tokens, t)
 		}
-		first := len(out)
-		err := r.scan(ctx, g.ID, owedKinds, func(evs []ledger.Event) error {
-			for _, ev := range evs {
-				d, show, err := tr.observe(ctx, ev)
-				if err != nil {
-					return err
-				}
-				if show && ev.Kind == KindMessage && (d.Policy == attention.MustRespond || d.Expired && d.Policy == attention.MayRespond) {
-					out = append(out, d)
-				}
+	}
+	limit := q.Limit
+	if limit <= 0 || limit > MaxOpenSetPage {
+		limit = MaxOpenSetPage
+	}
+	p := Page[Delivery]{Items: []Delivery{}}
+	for after := q.After; ; {
+		rows, err := db.Owed(ctx, tokens, after, q.All, limit+1)
+		if err != nil {
+			return p, fmt.Errorf("gateway: %w", err)
+		}
+		evs := make([]ledger.Logged, 0, len(rows))
+		for _, o := range rows {
+			ev, err := r.store.Get(ctx, o.Event)
+			if err != nil {
+				return p, fmt.Errorf("gateway: owed event %s: %w", o.Event, err)
 			}
-			return nil
-		})
+			evs = append(evs, ledger.Logged{Pos: o.Pos, Event: ev})
+		}
+		ds, err := r.DeliveriesOf(ctx, id, evs)
 		if err != nil {
-			return nil, err
+			return p, err
 		}
-		for i := first; i < len(out); i++ {
-			id := out[i].EventID
-			out[i].Acked, out[i].Responded, out[i].Discharged = tr.acked[id], tr.responded[id], tr.discharged[id]
+		for _, d := range ds {
+			if d.Owes() || q.All && d.Settled() != "" {
+				if len(p.Items) == limit {
+					p.Next = p.Items[limit-1].EventID
+					return p, nil
+				}
+				p.Items = append(p.Items, d)
+			}
 		}
-	}
-	return out, nil
-}
-
-// scan calls fn with group's events of kinds, in seq order, in pages of
-// inboxPage.
-func (r *Relay) scan(ctx context.Context, group string, kinds []string, fn func([]ledger.Event) error) error {
-	for after := int64(0); ; {
-		evs, err := r.store.Range(ctx, group, after, kinds, inboxPage)
-		if err != nil {
-			return fmt.Errorf("gateway: reading group %q: %w", group, err)
+		if len(rows) <= limit {
+			return p, nil
 		}
-		if err := fn(evs); err != nil {
-			return err
-		}
-		if len(evs) < inboxPage {
-			return nil
-		}
-		after = evs[len(evs)-1].Seq
+		after = rows[len(rows)-1].Event
 	}
 }
 
 // WaitingOn returns a page of the obligations agent authored or may
 // discharge as the delegate, over every group (issue #14 "what I am
 // waiting on"): the open ones, and with q.All the discharged ones too
-// (their DischargedBy set).
+// (their DischargedBy set). It reads them from the projections: O(page).
 func (r *Relay) WaitingOn(ctx context.Context, agent string, q OpenSetQuery) (Page[Waiting], error) {
-	ws, err := r.waiting(ctx, agent, q.All)
-	if err != nil {
-		return Page[Waiting]{}, err
-	}
-	return pageOf(ws, func(w Waiting) string { return w.EventID }, q), nil
-}
-
-// pageOf sorts items by id and returns the page of q.
-func pageOf[T any](items []T, id func(T) string, q OpenSetQuery) Page[T] {
-	slices.SortStableFunc(items, func(a, b T) int { return strings.Compare(id(a), id(b)) })
-	if q.After != "" {
-		i, _ := slices.BinarySearchFunc(items, q.After, func(x T, after string) int {
-			if id(x) <= after {
-				return -1
-			}
-			return 1
-		})
-		items = items[i:]
-	}
 	limit := q.Limit
 	if limit <= 0 || limit > MaxOpenSetPage {
 		limit = MaxOpenSetPage
 	}
-	p := Page[T]{Items: items}
-	if len(items) > limit {
-		p.Items, p.Next = items[:limit], id(items[limit-1])
+	ws, err := r.waitingPage(ctx, agent, q.After, q.All, limit+1)
+	if err != nil {
+		return Page[Waiting]{}, err
 	}
-	if p.Items == nil {
-		p.Items = []T{}
+	p := Page[Waiting]{Items: ws}
+	if len(ws) > limit {
+		p.Items, p.Next = ws[:limit], ws[limit-1].EventID
 	}
-	return p
+	return p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"time"
 
@@ -41,11 +42,19 @@ func (s projectingStore) ImportEvents(ctx context.Context, evs []ledger.Event) (
 	return n, err
 }
 
-// syncAfterWrite is SyncProjection after an append that succeeded: a
-// failure is logged, not returned (the events are recorded), and the
-// next read catches up.
+// syncAfterWrite is SyncProjection after an append that succeeded. A
+// failure is logged, not returned (the events are recorded), and when a
+// sync is already under way (the catch-up of a start, another append's)
+// it does not wait for it: every read syncs first, so the next one
+// applies what that sync missed, and an intake never waits for a
+// catch-up.
 func (r *Relay) syncAfterWrite(ctx context.Context) {
-	if err := r.SyncProjection(context.WithoutCancel(ctx)); err != nil {
+	if !r.projMu.TryLock() {
+		return
+	}
+	err := r.syncLocked(context.WithoutCancel(ctx))
+	r.projMu.Unlock()
+	if err != nil {
 		r.log.Warn("updating the projections after an append", "err", err)
 	}
 }
@@ -60,7 +69,9 @@ func (r *Relay) projectionDB(ctx context.Context) (*projection.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: projections: %w", err)
 	}
-	r.proj, r.projOwned = db, true
+	// Nothing else holds it: close it when the relay is garbage.
+	runtime.AddCleanup(r, func(db *projection.DB) { db.Close() }, db)
+	r.proj = db
 	return db, nil
 }
 
@@ -73,6 +84,11 @@ func (r *Relay) projectionDB(ctx context.Context) (*projection.DB, error) {
 func (r *Relay) SyncProjection(ctx context.Context) error {
 	r.projMu.Lock()
 	defer r.projMu.Unlock()
+	return r.syncLocked(ctx)
+}
+
+// syncLocked is SyncProjection with projMu held.
+func (r *Relay) syncLocked(ctx context.Context) error {
 	db, err := r.projectionDB(ctx)
 	if err != nil {
 		return err
@@ -139,17 +155,10 @@ func (r *Relay) ProjectionHighWater(ctx context.Context) (int64, string, error) 
 func (r *Relay) CheckProjection(ctx context.Context) ([]string, error) {
 	r.projMu.Lock()
 	defer r.projMu.Unlock()
-	db, err := r.projectionDB(ctx)
-	if err == nil && !r.projChecked {
-		err = r.checkHighWater(ctx, db)
-		r.projChecked = err == nil
-	}
-	if err == nil {
-		r.projPos, err = r.applyLog(ctx, db, r.projPos, 0)
-	}
-	if err != nil {
+	if err := r.syncLocked(ctx); err != nil {
 		return nil, err
 	}
+	db := r.proj
 	fresh, err := projection.Open(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("gateway: projections: %w", err)
@@ -224,17 +233,16 @@ func (r *Relay) checkHighWater(ctx context.Context, db *projection.DB) error {
 // whole ledger (`crosstalk ledger reindex`).
 func (r *Relay) Reindex(ctx context.Context) error {
 	r.projMu.Lock()
+	defer r.projMu.Unlock()
 	db, err := r.projectionDB(ctx)
 	if err == nil {
 		err = db.Reset(ctx)
 	}
 	if err != nil {
-		r.projMu.Unlock()
 		return fmt.Errorf("gateway: reindex: %w", err)
 	}
 	r.projPos, r.projChecked = 0, true
-	r.projMu.Unlock()
-	return r.SyncProjection(ctx)
+	return r.syncLocked(ctx)
 }
 
 // Projection returns the relay's projection DB, up to date with the
@@ -246,18 +254,6 @@ func (r *Relay) Projection(ctx context.Context) (*projection.DB, error) {
 	r.projMu.Lock()
 	defer r.projMu.Unlock()
 	return r.proj, nil
-}
-
-// closeProjection closes the projection DB the relay opened itself.
-func (r *Relay) closeProjection() error {
-	r.projMu.Lock()
-	defer r.projMu.Unlock()
-	if r.proj == nil || !r.projOwned {
-		return nil
-	}
-	err := r.proj.Close()
-	r.proj = nil
-	return err
 }
 
 // factsOf is what the projections keep of l: the same rules as a
@@ -310,7 +306,91 @@ func (r *Relay) factsOf(l ledger.Logged) projection.Facts {
 		}
 	}
 	f.Actors = r.actorFacts(ev, d, ae)
+	r.openSetFacts(&f, ev, d, ae)
 	return f
+}
+
+// mustIntents are the intents that make a message to_me must_respond
+// (attention's policy; "" is a plain message, a REQUEST).
+var mustIntents = map[attention.Intent]bool{"": true, attention.IntentRequest: true, attention.IntentEscalate: true, attention.IntentHandoff: true, attention.IntentPoll: true}
+
+// oweTokens returns the tokens a recipient as recorded may owe under:
+// a role or group selector as such ("@all" for every spelling of it), an
+// actor as written and as the address book names it, in lower case.
+func (r *Relay) oweTokens(to string) []string {
+	t := strings.ToLower(strings.TrimSpace(to))
+	switch {
+	case t == "":
+		return nil
+	case t == "all" || t == "*":
+		return []string{"@all"}
+	case t == "user":
+		return []string{"@user"}
+	case strings.HasPrefix(t, "@"):
+		return []string{t}
+	}
+	if id := strings.ToLower(r.book.ActorID(to)); id != t {
+		return []string{t, id}
+	}
+	return []string{t}
+}
+
+// openSetFacts adds to f what Owed and WaitingOn read: who may owe a
+// message (a superset: reads decide each item again), the obligation's
+// author and delegate, what an event settles, discharges, resolves or
+// answers (the rules of openObligations).
+func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, ae attention.Event) {
+	answer := func(event string, reply, ack bool) {
+		if event != "" && ev.By != "" {
+			f.Answers = append(f.Answers, projection.Answer{Event: event, Actor: ev.By, Reply: reply, Ack: ack})
+		}
+	}
+	settle := func(event, actor string, ack bool) {
+		if event != "" && actor != "" {
+			f.Settles = append(f.Settles, projection.Settle{Event: event, Token: strings.ToLower(actor), Ack: ack})
+		}
+	}
+	switch ev.Kind {
+	case KindMessage:
+		ob := d.Obligation
+		if in := ae.Intent.Canonical(); in != attention.IntentBroadcast && (ob != nil || mustIntents[in]) {
+			for _, to := range d.To {
+				for _, t := range r.oweTokens(to) {
+					if strings.HasPrefix(t, "@") && ob == nil {
+						continue // a role's request is claimed first, never owed
+					}
+					f.Owes = append(f.Owes, projection.Owe{Token: t, Obligation: ob != nil, Ack: ob != nil && ob.Ack})
+				}
+			}
+		}
+		if ob != nil {
+			f.Waits = append(f.Waits, strings.ToLower(ev.By))
+			if dl := strings.ToLower(ob.Delegate); dl != "" && dl != f.Waits[0] {
+				f.Waits = append(f.Waits, dl)
+			}
+			f.WaitAuthor, f.WaitHandoff = ev.By, d.Protocol != nil && d.Protocol.EventType == ProtocolHandoff
+		}
+		if d.ReplyTo != "" {
+			settle(d.ReplyTo, ev.By, false)
+			answer(d.ReplyTo, true, false)
+		}
+	case KindAck:
+		settle(d.EventID, d.ActorID, true)
+		answer(d.EventID, false, true)
+	case KindNotifyAck:
+		settle(d.NotifyEventID, d.ActorID, true)
+	case KindDisposition:
+		settle(d.EventID, ev.By, false)
+		answer(d.EventID, false, false)
+	case KindReaction:
+		answer(d.EventID, false, false)
+	case KindDischarge:
+		f.Discharges, f.DischargedBy = d.EventID, ev.By
+	case KindNotify:
+		if d.Kind == KindUnblocked && d.RelatedEventID != "" {
+			f.Resolves, f.ResolvedBy = d.RelatedEventID, d.ActorID
+		}
+	}
 }
 
 // actorFacts is what ev says of its author and recipients for the

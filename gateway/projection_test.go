@@ -297,3 +297,51 @@ func TestDeliveriesOfMatchesWalk(t *testing.T) {
 		t.Fatal("no delivery to a thread participant: the mix does not test participation")
 	}
 }
+
+// TestOwedMatchesDeliveries checks that Owed, read from the projections
+// in pages of 7, lists exactly what the agent's deliveries over every
+// group say it owes (Delivery.Owes), and with All what it settled too.
+func TestOwedMatchesDeliveries(t *testing.T) {
+	ctx := context.Background()
+	r := gateway.New(memory.New(nil), &gateway.Options{Book: projBook(t)})
+	appendRandom(t, r, rand.New(rand.NewPCG(5, 8)), 400)
+	owing := 0
+	for _, agent := range append(slices.Clone(projAgents), "gemini") {
+		ds, err := r.Deliveries(ctx, agent, "", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, all := range []bool{false, true} {
+			var want []string
+			for _, d := range ds {
+				if d.Owes() || all && d.Settled() != "" {
+					want = append(want, d.EventID)
+				}
+			}
+			slices.Sort(want)
+			var got []string
+			for q := (gateway.OpenSetQuery{All: all, Limit: 7}); ; {
+				p, err := r.Owed(ctx, agent, q)
+				if err != nil {
+					t.Fatalf("Owed(%s) = %v", agent, err)
+				}
+				for _, d := range p.Items {
+					got = append(got, d.EventID)
+				}
+				if p.Next == "" {
+					break
+				}
+				q.After = p.Next
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s (all %v): Owed = %d items %v, deliveries owe %d %v", agent, all, len(got), got, len(want), want)
+			}
+			if !all {
+				owing += len(want)
+			}
+		}
+	}
+	if owing == 0 {
+		t.Fatal("nobody owes anything: the mix does not test Owed")
+	}
+}

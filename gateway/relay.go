@@ -154,7 +154,6 @@ type Relay struct {
 
 	projMu      sync.Mutex // serialises SyncProjection
 	proj        *projection.DB
-	projOwned   bool  // proj was opened by the relay (in memory)
 	projChecked bool  // its high-water mark was checked against the ledger
 	projPos     int64 // the log position proj has applied up to
 }
@@ -266,6 +265,9 @@ type Intake struct {
 	IdempotencyKey string
 	// Data is the text; at most MaxIntake bytes are read.
 	Data io.Reader
+	// Text, when not nil, is the text already in memory, taken instead
+	// of reading Data (an HTTP body the handler has read).
+	Text []byte
 }
 
 // Outcome is what happened to one envelope of an intake.
@@ -323,9 +325,11 @@ var ErrTooManyEnvelopes = errors.New("gateway: too many envelopes in one intake"
 // nothing was recorded.
 func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err error) {
 	defer r.observeIngest(in.Transport, time.Now(), &outs, &err)
-	data, err := io.ReadAll(io.LimitReader(in.Data, int64(r.maxBytes)+1))
-	if err != nil {
-		return nil, fmt.Errorf("gateway: reading %s intake: %w", in.Transport, err)
+	data := in.Text
+	if data == nil {
+		if data, err = io.ReadAll(io.LimitReader(in.Data, int64(r.maxBytes)+1)); err != nil {
+			return nil, fmt.Errorf("gateway: reading %s intake: %w", in.Transport, err)
+		}
 	}
 	if len(data) > r.maxBytes {
 		outs = []Outcome{{Reject: &Rejection{Code: envelope.CodeTooLarge, Reason: fmt.Sprintf("input larger than %d bytes", r.maxBytes)}}}

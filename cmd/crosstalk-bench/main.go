@@ -2,7 +2,8 @@
 //
 //	crosstalk-bench ingest [--clients N] [--duration D] [--json] [--cpuprofile FILE]
 //	crosstalk-bench scale  [--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]
-//	crosstalk-bench history [--sizes 10000,100000] [--runs N] [--json]
+//	crosstalk-bench history [--sizes 10000,100000] [--ledgers sqlite,jetstream] [--runs N] [--json]
+//	crosstalk-bench import [--events N] [--file FILE] [--json]
 //
 // It is a separate binary so that the crosstalk binary does not carry the
 // embedded NATS servers scale needs. docs/performance.md explains the
@@ -43,13 +44,15 @@ const (
 
 const usage = `crosstalk-bench — measure the relay's ingest on this machine
 
-usage: crosstalk-bench ingest|scale|history [flags]
+usage: crosstalk-bench ingest|scale|history|import [flags]
 
   ingest  the relay against its ceilings (docs/performance.md, "Relay ingest")
   scale   SQLite against JetStream, one node and a 3-node cluster
           (docs/performance.md, "Relay scale-out"; docs/scaling.md)
   history the relay's reads on ledgers of growing history, and ledger
           import (docs/performance.md, "History")
+  import  crosstalk ledger import of a million events into SQLite
+          (docs/performance.md, "Ledger import")
 
 Run ` + "`crosstalk-bench ingest --help`" + ` for a command's flags.
 `
@@ -126,8 +129,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runScale(ctx, args[1:], stdout, stderr)
 	case "history":
 		err = runHistory(ctx, args[1:], stdout, stderr)
+	case "import":
+		err = runImport(ctx, args[1:], stdout, stderr)
 	default:
-		err = usagef("unknown command %q, want ingest, scale or history", args[0])
+		err = usagef("unknown command %q, want ingest, scale, history or import", args[0])
 	}
 	var ue *usageError
 	switch {
@@ -190,17 +195,11 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *duration < 100*time.Millisecond {
 		return usagef("ingest: --duration must be at least 100ms")
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	o := bench.IngestOptions{Clients: *clients, Duration: *duration, Progress: stderr}
 	if *asJSON {
 		o.Progress = nil
@@ -259,22 +258,26 @@ func printJSON(w io.Writer, v any) error {
 }
 
 const historyDoc = `
-History builds SQLite ledgers of each of --sizes events (a realistic mix:
-half the events in the group "big", the rest in seven others; requests that
-must be answered, broadcasts, replies, acks and dispositions between six
-agents that are not in the address book), imports each as crosstalk ledger
-import does (timed: events per second, generation of the JSON Lines
-included), starts the relay on it and times, over HTTP, each read of issue
-13: the web inbox (/, a group's newest and a middle page, a thread, the
-Agents page, an agent's page), the paged API reads (events, deliveries,
-agents). For each read it prints the p50 of --runs runs, the bytes of the
-answer and the ratio to the first size, then the process's RSS (the relay
-runs in it) after the reads. Use --sizes 10000,1000000 for the issue's
-comparison. Nothing is kept. See docs/performance.md ("History").`
+History builds ledgers of each of --sizes events on each of --ledgers (sqlite;
+jetstream, a one-node JetStream in the process) with a realistic mix: half the
+events in the group "big", the rest in seven others; requests that must be
+answered, broadcasts, replies, acks and dispositions between six agents that
+are not in the address book. It imports each as crosstalk ledger import does
+(timed: events per second, generation of the JSON Lines included), starts the
+relay on it (timed: building its projections), appends 1000 events, restarts
+it (timed: catching the projections up from their checkpoint) and times, over
+HTTP, each read of issue 13: the web inbox (/, a group's newest and a middle
+page, a thread, the Agents page, an agent's page), the paged API reads
+(events, deliveries, agents). For each read it prints the p50 of --runs runs,
+the bytes of the answer and the ratio to the first size of the same ledger,
+then the process's RSS (the relay runs in it) after the reads. Use --sizes
+10000,1000000 for the issue's comparison. Nothing is kept. See
+docs/performance.md ("History").`
 
 func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("history", "[--sizes 10000,100000] [--runs N] [--json]", historyDoc, stdout)
+	fs := newFlags("history", "[--sizes 10000,100000] [--ledgers sqlite,jetstream] [--runs N] [--json]", historyDoc, stdout)
 	sizes := fs.String("sizes", "10000,100000", "comma-separated ledger `sizes` in events, smallest first")
+	ledgers := fs.String("ledgers", "sqlite", "comma-separated ledger `backends`: sqlite, jetstream")
 	runs := fs.Int("runs", 15, "timed runs of each read per size")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args); err != nil {
@@ -291,10 +294,82 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *runs < 1 {
 		return usagef("history: --runs must be at least 1")
 	}
-	o := bench.HistoryOptions{Sizes: ns, Runs: *runs, Progress: stderr}
+	var ls []string
+	for _, l := range strings.Split(*ledgers, ",") {
+		switch l = strings.TrimSpace(l); l {
+		case "sqlite", "jetstream":
+			ls = append(ls, l)
+		default:
+			return usagef("history: --ledgers wants sqlite or jetstream, not %q", l)
+		}
+	}
+	o := bench.HistoryOptions{Sizes: ns, Ledgers: ls, Runs: *runs, Progress: stderr}
 	if *asJSON {
 		o.Progress = nil
 	}
 	res, err := bench.History(ctx, o)
 	return report(stdout, res, err, *asJSON)
+}
+
+const importDoc = `
+Import times crosstalk ledger import of a JSON Lines export into a new
+SQLite ledger in a temporary directory: the ledger opened as the command
+opens it, fed by the same import code, closed (everything durable) before
+the clock stops. The export holds --events events of the realistic mix of
+crosstalk-bench history (half in the group "big", the rest in seven others;
+messages, acks and dispositions between six agents), generated before the
+clock starts. It then imports the same file a second time, when every event
+is already present and skipped (a resumed import). It prints events per
+second for both (goal: ≥ 100000 into a new ledger, for 1000000 events).
+With --file, the export is read from FILE, or generated into FILE and kept
+when FILE does not exist, so that the command itself can be timed on it:
+
+  crosstalk-bench import --file /tmp/1m.jsonl
+  time crosstalk ledger import --ledger /tmp/new.db /tmp/1m.jsonl
+
+See docs/performance.md ("Ledger import").`
+
+func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("import", "[--events N] [--file FILE] [--json] [--cpuprofile FILE]", importDoc, stdout)
+	events := fs.Int("events", 1_000_000, "events in the generated export")
+	file := fs.String("file", "", "JSON Lines export `file` to import; generated and kept when it does not exist")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` (go tool pprof)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *events < 1 || *events > 10_000_000 {
+		return usagef("import: --events wants a number from 1 to 10000000, not %d", *events)
+	}
+	stop, err := startProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	o := bench.ImportOptions{Events: *events, File: *file, Progress: stderr}
+	if *asJSON {
+		o.Progress = nil
+	}
+	res, err := bench.Import(ctx, o)
+	return report(stdout, res, err, *asJSON)
+}
+
+// startProfile starts a CPU profile into the file at path ("": none) and
+// returns the function that stops it.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

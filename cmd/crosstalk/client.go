@@ -51,7 +51,7 @@ var cmdAck = &command{
 
 var cmdClaim = &command{
 	name:    "claim",
-	args:    "--agent A --group G EVENT-ID",
+	args:    "--agent A --group G [--takeover-stale] EVENT-ID",
 	summary: "claim an event (a role request) as an agent",
 	run:     func(ctx context.Context, e *env, args []string) error { return runAction(ctx, e, "claim", args) },
 }
@@ -600,6 +600,10 @@ wins). With tokens configured, --agent must be the token's principal.`)
 	agent := fs.String("agent", "", "agent `name` acting (required)")
 	group := fs.String("group", gateway.DefaultGroup, "group of the event")
 	asJSON := fs.Bool("json", false, "print the recorded event as JSON")
+	var takeover *bool
+	if action == "claim" {
+		takeover = fs.Bool("takeover-stale", false, "take over the claim of a stale holder (an evicted holder's is released anyway; an active holder's never)")
+	}
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -607,9 +611,13 @@ wins). With tokens configured, --agent must be the token's principal.`)
 	if len(pos) != 1 || *agent == "" {
 		return usagef("%s: want --agent A [--group G] EVENT-ID", action)
 	}
+	body := "{}"
+	if takeover != nil && *takeover {
+		body = `{"takeover_stale":true}`
+	}
 	var res gateway.ActionResult
 	path := "/v1/groups/" + url.PathEscape(*group) + "/events/" + url.PathEscape(pos[0]) + "/" + action
-	if err := rf.do(ctx, "POST", path, *agent, strings.NewReader("{}"), &res); err != nil {
+	if err := rf.do(ctx, "POST", path, *agent, strings.NewReader(body), &res); err != nil {
 		return err
 	}
 	if *asJSON {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/mcpserver"
+	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 	"github.com/crosstalk-go/crosstalk/gateway/server"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -71,7 +73,12 @@ func (bf backendFlags) open(ctx context.Context, log *slog.Logger, transport str
 	if err != nil {
 		return nil, nil, err
 	}
-	return &c2a.Local{Relay: core.Relay, Transport: transport}, func() { core.Close() }, nil
+	scopes, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Policy: core.Relay.ReservePolicy()})
+	if err != nil {
+		core.Close()
+		return nil, nil, fmt.Errorf("reservations: %w", err)
+	}
+	return &c2a.Local{Relay: core.Relay, Transport: transport, Scopes: scopes}, func() { core.Close() }, nil
 }
 
 func runMCP(ctx context.Context, e *env, args []string) error {

@@ -40,7 +40,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, authenticated := principal(r)
-	in := gateway.Intake{Transport: "http", Source: r.RemoteAddr, IdempotencyKey: r.Header.Get("Idempotency-Key"), Data: bytes.NewReader(body)}
+	in := gateway.Intake{Transport: "http", Source: r.RemoteAddr, IdempotencyKey: r.Header.Get("Idempotency-Key"), Text: body}
 	if authenticated {
 		in.Principal = p
 	}
@@ -226,7 +226,13 @@ func (s *Server) eventsBefore(w http.ResponseWriter, r *http.Request, kinds []st
 	var evs []ledgerEvent
 	end := max(before-1, 0) // the last seq still to read
 	for end > 0 && len(evs) < limit && before-1-end < beforeScan {
-		from := max(0, end-int64(max(limit, 256)))
+		// Seqs are dense: without a kinds filter the page is exactly the
+		// limit seqs before end; with one, read wider windows.
+		window := limit - len(evs)
+		if len(kinds) > 0 {
+			window = max(limit, 256)
+		}
+		from := max(0, end-int64(window))
 		win, err := st.Range(r.Context(), group, from, kinds, int(end-from))
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
@@ -346,6 +352,8 @@ const defaultDeliveryPage = 100
 type actionBody struct {
 	Signal string `json:"signal"`
 	Note   string `json:"note"`
+	// TakeoverStale (claim): take over a stale holder's claim.
+	TakeoverStale bool `json:"takeover_stale"`
 }
 
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
@@ -361,7 +369,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.relay.Act(r.Context(), gateway.ActionRequest{
 		Action: gateway.Action(r.PathValue("action")), Group: r.PathValue("group"), EventID: r.PathValue("id"),
-		Actor: agent, Signal: body.Signal, Note: body.Note,
+		Actor: agent, Signal: body.Signal, Note: body.Note, TakeoverStale: body.TakeoverStale,
 	})
 	if err != nil {
 		status, code, msg := actionStatus(err)
@@ -472,7 +480,7 @@ func (s *Server) composeAndIngest(w http.ResponseWriter, r *http.Request, agent 
 		writeError(w, status, code, msg)
 		return
 	}
-	in := gateway.Intake{Transport: "api", Source: r.RemoteAddr, Data: bytes.NewReader(text), IdempotencyKey: r.Header.Get("Idempotency-Key")}
+	in := gateway.Intake{Transport: "api", Source: r.RemoteAddr, Text: text, IdempotencyKey: r.Header.Get("Idempotency-Key")}
 	if _, authenticated := principal(r); authenticated {
 		in.Principal = agent
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
-	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 )
 
@@ -46,11 +45,7 @@ type ReserveBody struct {
 }
 
 // ReserveAnswer is the answer of POST /v1/reservations.
-type ReserveAnswer struct {
-	Granted      bool                  `json:"granted"`
-	Reservations []reserve.Reservation `json:"reservations"`
-	Conflicts    []reserve.Conflict    `json:"conflicts,omitempty"`
-}
+type ReserveAnswer = gateway.ReserveAnswer
 
 func (s *Server) reserve(w http.ResponseWriter, r *http.Request, svc *reserve.Service) {
 	var body ReserveBody
@@ -112,21 +107,12 @@ func (s *Server) reservations(w http.ResponseWriter, r *http.Request, svc *reser
 		s.reserveError(w, err)
 		return
 	}
-	out := make([]HeldReservation, len(rs))
-	for i, rv := range rs {
-		out[i].Reservation = rv
-		out[i].HolderLastSeen, out[i].HolderLiveness = s.relay.AgentLiveness(rv.Agent)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"reservations": out})
+	writeJSON(w, http.StatusOK, map[string]any{"reservations": s.relay.WithLiveness(rs)})
 }
 
 // HeldReservation is a live reservation with its holder's liveness, as
 // GET /v1/reservations lists it.
-type HeldReservation struct {
-	reserve.Reservation
-	HolderLiveness attention.Liveness `json:"holder_liveness"`
-	HolderLastSeen time.Time          `json:"holder_last_seen,omitzero"`
-}
+type HeldReservation = gateway.HeldReservation
 
 // reserveError answers an error of package reserve: the caller's (400,
 // 409 for a scope not held) or the ledger's (500).

@@ -12,6 +12,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 )
 
 // Backend is a relay as agent interfaces see it. [Local] and [Remote]
@@ -74,6 +75,9 @@ type Local struct {
 	Relay *gateway.Relay
 	// Transport names the intake of sent envelopes ("mcp", "channel").
 	Transport string
+	// Scopes is the relay's reservation service (Coordinator); nil
+	// refuses reservations with ErrNoReservations.
+	Scopes *reserve.Service
 }
 
 var _ Backend = (*Local)(nil)

@@ -192,7 +192,7 @@ func (rm *Remote) Events(ctx context.Context, group string, sinceSeq int64, kind
 
 // Act posts POST /v1/groups/{group}/events/{id}/{action}.
 func (rm *Remote) Act(ctx context.Context, req gateway.ActionRequest) (gateway.ActionResult, error) {
-	body, _ := json.Marshal(map[string]string{"signal": req.Signal, "note": req.Note})
+	body, _ := json.Marshal(map[string]any{"signal": req.Signal, "note": req.Note, "takeover_stale": req.TakeoverStale})
 	var res gateway.ActionResult
 	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/groups/" + esc(req.Group) + "/events/" + esc(req.EventID) + "/" + esc(string(req.Action)),
 		Agent: req.Actor, Body: body}, &res)

@@ -14,7 +14,7 @@ import (
 // importBatch how many lines Import hands to ImportEvents at once.
 const (
 	exportPage  = 1000
-	importBatch = 500
+	importBatch = 4096
 )
 
 // MaxLineSize is the longest export line Import accepts.
@@ -68,31 +68,72 @@ func Export(ctx context.Context, s Store, w io.Writer) error {
 // be repeated or resumed. It returns how many events it stored or skipped;
 // on a bad line it stops with an error naming the line, and the events
 // before that line are stored.
+//
+// Lines are decoded on a goroutine of their own while the previous batch is
+// being stored, in batches of importBatch events; the store validates each
+// event (ImportEvents), and its refusal is reported with the event's line.
+// After a refusal, Import returns once that goroutine has finished the line
+// it was reading, so r is not read after Import returns.
 func Import(ctx context.Context, s Store, r io.Reader) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	batches := make(chan importChunk, 1)
+	go decodeLines(ctx, r, batches)
+	defer func() {
+		cancel()
+		for range batches { // wait for decodeLines to stop reading r
+		}
+	}()
+	done := 0
+	for c := range batches {
+		if len(c.evs) > 0 {
+			k, err := s.ImportEvents(ctx, c.evs)
+			done += k
+			if err != nil {
+				if k < len(c.lines) {
+					return done, fmt.Errorf("ledger: import: line %d: %w", c.lines[k], err)
+				}
+				return done, fmt.Errorf("ledger: import: %w", err)
+			}
+		}
+		if c.err != nil {
+			return done, c.err
+		}
+	}
+	return done, ctx.Err()
+}
+
+// importChunk is a batch of decoded events and the input line of each;
+// err, in the last chunk, is why decoding stopped before the end.
+type importChunk struct {
+	evs   []Event
+	lines []int
+	err   error
+}
+
+// decodeLines decodes r's lines into chunks of importBatch events sent on
+// out, which it closes at the end of r, after a bad line (its chunk
+// carries the error), or when ctx ends.
+func decodeLines(ctx context.Context, r io.Reader, out chan<- importChunk) {
+	defer close(out)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLineSize)
 	var (
-		done  int
-		batch []Event
-		lines []int // input line of each batch element
-		n     int
+		c importChunk
+		n int
 	)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+	send := func() bool {
+		select {
+		case out <- c:
+			c = importChunk{}
+			return true
+		case <-ctx.Done():
+			return false
 		}
-		k, err := s.ImportEvents(ctx, batch)
-		done += k
-		if err != nil {
-			if k < len(lines) {
-				return fmt.Errorf("ledger: import: line %d: %w", lines[k], err)
-			}
-			return fmt.Errorf("ledger: import: %w", err)
-		}
-		batch, lines = batch[:0], lines[:0]
-		return nil
 	}
 	for sc.Scan() {
+		if ctx.Err() != nil {
+			return
+		}
 		n++
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
@@ -100,38 +141,50 @@ func Import(ctx context.Context, s Store, r io.Reader) (int, error) {
 		}
 		var l line
 		if err := json.Unmarshal(b, &l); err != nil {
-			if ferr := flush(); ferr != nil {
-				return done, ferr
-			}
-			return done, fmt.Errorf("ledger: import: line %d: %w", n, err)
+			c.err = fmt.Errorf("ledger: import: line %d: %w", n, err)
+			send()
+			return
 		}
 		ev := l.Event
 		ev.DedupeKey = l.DedupeKey
-		if err := ev.Validate(); err != nil {
-			if ferr := flush(); ferr != nil {
-				return done, ferr
-			}
-			return done, fmt.Errorf("ledger: import: line %d: %w", n, err)
-		}
-		batch = append(batch, ev)
-		lines = append(lines, n)
-		if len(batch) == importBatch {
-			if err := flush(); err != nil {
-				return done, err
-			}
+		ev.Compact = compactJSON(ev.Data)
+		c.evs = append(c.evs, ev)
+		c.lines = append(c.lines, n)
+		if len(c.evs) == importBatch && !send() {
+			return
 		}
 	}
-	if err := sc.Err(); err != nil {
-		if ferr := flush(); ferr != nil {
-			return done, ferr
-		}
-		if errors.Is(err, bufio.ErrTooLong) {
-			return done, fmt.Errorf("ledger: import: line %d: longer than %d bytes", n+1, MaxLineSize)
-		}
-		return done, fmt.Errorf("ledger: import: after line %d: %w", n, err)
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		c.err = fmt.Errorf("ledger: import: line %d: longer than %d bytes", n+1, MaxLineSize)
+	case err != nil:
+		c.err = fmt.Errorf("ledger: import: after line %d: %w", n, err)
 	}
-	if err := flush(); err != nil {
-		return done, err
+	if len(c.evs) > 0 || c.err != nil {
+		send()
 	}
-	return done, nil
+}
+
+// compactJSON reports whether b, valid JSON (json.Unmarshal checked the
+// line it came from), is an object without whitespace outside its strings:
+// then NormalizeData would return it unchanged. Export writes such data,
+// so an import is spared a second scan of it with the JSON scanner.
+func compactJSON(b []byte) bool {
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	in, esc := false, false
+	for _, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }

@@ -115,6 +115,41 @@ func TestRecordValidate(t *testing.T) {
 	}
 }
 
+// TestRecordNormalizedCompact checks that data marked Compact is stored as
+// given, and that the mark does not let data that is no object through.
+func TestRecordNormalizedCompact(t *testing.T) {
+	tests := []struct {
+		name     string
+		data     string
+		want     string
+		wantSame bool // the record's own bytes, not a compacted copy
+		wantErr  error
+	}{
+		{"object", `{"a":1,"b":"x y"}`, `{"a":1,"b":"x y"}`, true, nil},
+		{"empty", ``, `{}`, false, nil},
+		{"not an object", `[1]`, ``, false, ledger.ErrInvalid},
+		{"leading space", ` {"a": 1}`, `{"a":1}`, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := json.RawMessage(tt.data)
+			r, err := ledger.Record{Kind: "k", GroupID: "g", Data: in, Compact: true}.Normalized()
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("Normalized() error = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if string(r.Data) != tt.want {
+				t.Errorf("Normalized().Data = %s, want %s", r.Data, tt.want)
+			}
+			if same := len(in) > 0 && &r.Data[0] == &in[0]; same != tt.wantSame {
+				t.Errorf("Normalized() kept the record's bytes = %v, want %v", same, tt.wantSame)
+			}
+		})
+	}
+}
+
 func TestEqual(t *testing.T) {
 	a := validEvent()
 	b := a

@@ -449,8 +449,14 @@ type ActionOut struct {
 }
 
 func (s *server) act(ctx context.Context, d gateway.Delivery, action gateway.Action, signal, note string) (ActionOut, error) {
-	res, err := s.opts.Backend.Act(ctx, gateway.ActionRequest{Action: action, Group: d.Group, EventID: d.EventID,
-		Actor: s.opts.Agent, Signal: signal, Note: note})
+	return s.actWith(ctx, d, gateway.ActionRequest{Action: action, Signal: signal, Note: note})
+}
+
+// actWith is act with the request's other fields (TakeoverStale).
+func (s *server) actWith(ctx context.Context, d gateway.Delivery, req gateway.ActionRequest) (ActionOut, error) {
+	action := req.Action
+	req.Group, req.EventID, req.Actor = d.Group, d.EventID, s.opts.Agent
+	res, err := s.opts.Backend.Act(ctx, req)
 	if err != nil {
 		return ActionOut{}, err
 	}
@@ -502,6 +508,8 @@ func (s *server) react(ctx context.Context, in reactIn) (*mcp.CallToolResult, Ac
 type claimIn struct {
 	EventID string `json:"eventId" jsonschema:"the event to claim (aimed at you or your role)"`
 	Group   string `json:"group,omitempty" jsonschema:"the event's group (default: found from your deliveries)"`
+	// TakeoverStale takes over a stale holder's claim (BeadBoard §4.4).
+	TakeoverStale bool `json:"takeoverStale,omitempty" jsonschema:"take over the claim if its holder is stale (no heartbeat or activity for stale_after); an active holder's claim is never taken over"`
 }
 
 func (s *server) claim(ctx context.Context, in claimIn) (*mcp.CallToolResult, ActionOut, error) {
@@ -509,7 +517,7 @@ func (s *server) claim(ctx context.Context, in claimIn) (*mcp.CallToolResult, Ac
 	if err != nil {
 		return nil, ActionOut{}, err
 	}
-	out, err := s.act(ctx, d, gateway.ActionClaim, "", "")
+	out, err := s.actWith(ctx, d, gateway.ActionRequest{Action: gateway.ActionClaim, TakeoverStale: in.TakeoverStale})
 	if err != nil {
 		return nil, out, err
 	}

@@ -332,5 +332,6 @@ func (s *server) register(srv *mcp.Server) error {
 				"key-changed, bad-signature, unknown-key or revoked. publicKey (alg:base64url) is then the only key tried. Never pins."},
 			map[string]func(*jsonschema.Schema){"text": lenRange(1, MaxText)}, s.verify),
 	}
+	errs = append(errs, s.registerScopes(srv))
 	return errors.Join(errs...)
 }

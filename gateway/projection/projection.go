@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -30,7 +31,7 @@ import (
 
 // Schema is the version of the tables; a DB of another version is reset
 // on Open, to be rebuilt from the ledger.
-const Schema = 1
+const Schema = 3
 
 // JoinKind says how an actor joined a thread.
 type JoinKind int
@@ -91,6 +92,32 @@ type ActorFact struct {
 	Settles []string
 }
 
+// Owe is a recipient that may owe an event: a token (an actor id in
+// lower case, or a role or group selector such as "@reviewer", "@all")
+// named by a message with a must-respond intent or an obligation.
+type Owe struct {
+	Token      string
+	Obligation bool
+	// Ack: the obligation is settled for its addressee by its ack
+	// (a HANDOFF or BLOCKED).
+	Ack bool
+}
+
+// Settle closes what Token owes of Event unless it is an obligation (an
+// ack, a reply, a disposition by Token); an Ack also closes an
+// obligation its ack settles.
+type Settle struct {
+	Event, Token string
+	Ack          bool
+}
+
+// Answer is an event that answers an obligation: a reply (Reply), an
+// ack (Ack), a reaction or a disposition, by Actor.
+type Answer struct {
+	Event, Actor string
+	Reply, Ack   bool
+}
+
 // Facts is what the projections keep of one ledger event.
 type Facts struct {
 	// Pos is the event's ledger log position; Facts are applied in
@@ -103,6 +130,36 @@ type Facts struct {
 	Joins   []Join
 	Marks   []Mark
 	Actors  []ActorFact
+	// Owes are the recipients that may owe this event; Waits the actors
+	// (lower case) that wait on its obligation: its author and delegate;
+	// WaitAuthor is the author as recorded, WaitHandoff says a
+	// HANDOFF (closed by an ack of anyone but its author).
+	Owes        []Owe
+	Waits       []string
+	WaitAuthor  string
+	WaitHandoff bool
+	// Settles close owed items; Discharges is the event whose
+	// obligation this one discharges, by DischargedBy; Resolves the
+	// BLOCKED its addressee ResolvedBy resolved.
+	Settles                  []Settle
+	Discharges, DischargedBy string
+	Resolves, ResolvedBy     string
+	// Answers are what this event answers, kept for the open
+	// obligations among them.
+	Answers []Answer
+}
+
+// OweRow is an item a token may owe.
+type OweRow struct {
+	Event, Group string
+	Pos          int64
+}
+
+// WaitRow is an obligation an actor waits on.
+type WaitRow struct {
+	Event, Group             string
+	Pos                      int64
+	DischargedBy, ResolvedBy string
 }
 
 // GroupSummary is a group's projection.
@@ -143,6 +200,17 @@ CREATE TABLE IF NOT EXISTS actors(key TEXT PRIMARY KEY, id TEXT, events INTEGER,
 	owes INTEGER, last_ts TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS owed(actor TEXT, event TEXT, msg TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS owed_msg ON owed(actor, msg) WHERE msg != '';
+CREATE TABLE IF NOT EXISTS owe(token TEXT, event TEXT, grp TEXT, pos INTEGER, obligation INTEGER, ackable INTEGER, open INTEGER,
+	PRIMARY KEY(token, event)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS owe_open ON owe(token, event) WHERE open = 1;
+CREATE INDEX IF NOT EXISTS owe_event ON owe(event);
+CREATE TABLE IF NOT EXISTS owe_tokens(token TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS waits(actor TEXT, event TEXT, grp TEXT, pos INTEGER, author TEXT, handoff INTEGER,
+	open INTEGER, discharged_by TEXT, resolved_by TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS waits_open ON waits(actor, event) WHERE open = 1;
+CREATE INDEX IF NOT EXISTS waits_event ON waits(event);
+CREATE TABLE IF NOT EXISTS evidence(event TEXT, actor TEXT, reply INTEGER, ack INTEGER, seq INTEGER,
+	PRIMARY KEY(event, actor, reply, ack)) WITHOUT ROWID;
 `
 
 // Open opens (creating it if needed) the projection DB in the file path,
@@ -180,11 +248,20 @@ func Open(ctx context.Context, path string) (*DB, error) {
 }
 
 func (p *DB) migrate(ctx context.Context) error {
+	var v int
+	err := p.db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'schema'`).Scan(&v)
+	if err == nil && v != Schema {
+		// Tables of another version may differ in shape: start over.
+		for _, t := range []string{"meta", "joins", "marks", "groups", "actors", "owed", "owe", "owe_tokens", "waits", "evidence"} {
+			if _, err := p.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
+				return err
+			}
+		}
+	}
 	if _, err := p.db.ExecContext(ctx, schema); err != nil {
 		return err
 	}
-	var v int
-	err := p.db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'schema'`).Scan(&v)
+	err = p.db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'schema'`).Scan(&v)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -207,7 +284,7 @@ func (p *DB) Reset(ctx context.Context) error {
 		return fmt.Errorf("projection: reset: %w", err)
 	}
 	defer tx.Rollback()
-	for _, t := range []string{"meta", "joins", "marks", "groups", "actors", "owed"} {
+	for _, t := range []string{"meta", "joins", "marks", "groups", "actors", "owed", "owe", "owe_tokens", "waits", "evidence"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
 			return fmt.Errorf("projection: reset %s: %w", t, err)
 		}
@@ -269,8 +346,9 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 		return err
 	}
 	defer a.close()
-	last := facts[len(facts)-1]
-	for _, f := range facts {
+	var last *Facts
+	for i := range facts {
+		f := &facts[i]
 		if f.Pos <= hwm {
 			continue
 		}
@@ -278,6 +356,12 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 			return fmt.Errorf("projection: apply event %s: %w", f.EventID, err)
 		}
 		last, hwm = f, f.Pos
+	}
+	if last == nil {
+		return nil // all applied before: the mark stays
+	}
+	if err := a.flush(ctx); err != nil {
+		return fmt.Errorf("projection: apply: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE meta SET v = CASE k WHEN 'pos' THEN ? ELSE ? END WHERE k IN ('pos', 'event')`, last.Pos, last.EventID); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
@@ -288,26 +372,50 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 	return nil
 }
 
-// applier holds Apply's prepared statements.
+// applier holds Apply's prepared statements, and the group and actor
+// counters of the facts applied so far, written once per Apply (flush):
+// a row per group and actor touched instead of one per event.
 type applier struct {
-	join, mark, group, actor, owe, settle, owes *sql.Stmt
+	groups map[string]*GroupSummary
+	actors map[string]*actorDelta
+
+	join, mark, group, actor, owe, settle                    *sql.Stmt
+	oweItem, oweToken, oweSettle, oweDischarge, wait, waitDo *sql.Stmt
+	evidence, waitHandoff, waitResolve                       *sql.Stmt
+}
+
+// actorDelta is what an Apply adds to an actor's row.
+type actorDelta struct {
+	id                      string
+	events, addressed, owes int64
+	lastTS                  string
 }
 
 func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
-	var a applier
+	a := applier{groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}}
 	for _, s := range []struct {
 		st **sql.Stmt
 		q  string
 	}{
 		{&a.join, `INSERT INTO joins(grp, thread, kind, token, seq) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&a.mark, `INSERT INTO marks(grp, event, kind, actor) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING`},
-		{&a.group, `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, 1, ?2, ?3, ?4, ?5)
-			ON CONFLICT(grp) DO UPDATE SET events = events + 1, last_seq = ?2, last_pos = ?3, last_ts = ?4, last_event = ?5`},
-		{&a.actor, `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, 0, ?5)
-			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, last_ts = ?5`},
+		{&a.group, `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`},
+		{&a.actor, `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, owes = owes + ?5, last_ts = ?6`},
 		{&a.owe, `INSERT INTO owed(actor, event, msg) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&a.settle, `DELETE FROM owed WHERE actor = ?1 AND (event = ?2 OR (msg = ?2 AND msg != ''))`},
-		{&a.owes, `UPDATE actors SET owes = owes + ? WHERE key = ?`},
+		{&a.oweItem, `INSERT INTO owe(token, event, grp, pos, obligation, ackable, open) VALUES(?, ?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`},
+		{&a.oweToken, `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`},
+		{&a.oweSettle, `UPDATE owe SET open = 0 WHERE token = ?1 AND event = ?2 AND open = 1 AND (obligation = 0 OR (?3 AND ackable = 1))`},
+		{&a.oweDischarge, `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1`},
+		{&a.wait, `INSERT INTO waits(actor, event, grp, pos, author, handoff, open, discharged_by, resolved_by)
+			VALUES(?, ?, ?, ?, ?, ?, 1, '', '') ON CONFLICT DO NOTHING`},
+		{&a.waitDo, `UPDATE waits SET open = 0, discharged_by = ?1 WHERE event = ?2 AND open = 1`},
+		{&a.waitResolve, `UPDATE waits SET open = 0, resolved_by = ?1 WHERE event = ?2 AND open = 1`},
+		{&a.waitHandoff, `UPDATE waits SET open = 0 WHERE event = ?1 AND open = 1 AND handoff = 1 AND lower(author) != lower(?2)`},
+		{&a.evidence, `INSERT INTO evidence(event, actor, reply, ack, seq) SELECT ?1, ?2, ?3, ?4, ?5
+			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND open = 1) ON CONFLICT DO NOTHING`},
 	} {
 		st, err := tx.PrepareContext(ctx, s.q)
 		if err != nil {
@@ -320,17 +428,22 @@ func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 }
 
 func (a *applier) close() {
-	for _, st := range []*sql.Stmt{a.join, a.mark, a.group, a.actor, a.owe, a.settle, a.owes} {
+	for _, st := range []*sql.Stmt{a.join, a.mark, a.group, a.actor, a.owe, a.settle,
+		a.oweItem, a.oweToken, a.oweSettle, a.oweDischarge, a.wait, a.waitDo, a.evidence, a.waitHandoff, a.waitResolve} {
 		if st != nil {
 			st.Close()
 		}
 	}
 }
 
-func (a *applier) apply(ctx context.Context, f Facts) error {
-	if _, err := a.group.ExecContext(ctx, f.Group, f.Seq, f.Pos, f.TS, f.EventID); err != nil {
-		return err
+func (a *applier) apply(ctx context.Context, f *Facts) error {
+	g, ok := a.groups[f.Group]
+	if !ok {
+		g = &GroupSummary{Group: f.Group}
+		a.groups[f.Group] = g
 	}
+	g.Events++
+	g.LastSeq, g.LastPos, g.LastTS, g.LastEvent = f.Seq, f.Pos, f.TS, f.EventID
 	for _, j := range f.Joins {
 		if _, err := a.join.ExecContext(ctx, f.Group, j.Thread, int(j.Kind), j.Token, f.Seq); err != nil {
 			return err
@@ -341,12 +454,19 @@ func (a *applier) apply(ctx context.Context, f Facts) error {
 			return err
 		}
 	}
+	if err := a.applyOpenSets(ctx, f); err != nil {
+		return err
+	}
 	for _, af := range f.Actors {
 		key := strings.ToLower(af.ID)
-		if _, err := a.actor.ExecContext(ctx, key, af.ID, b2i(af.Wrote), b2i(af.Addressed), f.TS); err != nil {
-			return err
+		d, ok := a.actors[key]
+		if !ok {
+			d = &actorDelta{id: af.ID}
+			a.actors[key] = d
 		}
-		var delta int64
+		d.events += int64(b2i(af.Wrote))
+		d.addressed += int64(b2i(af.Addressed))
+		d.lastTS = f.TS
 		for _, id := range af.Settles {
 			if id == "" {
 				continue
@@ -356,7 +476,7 @@ func (a *applier) apply(ctx context.Context, f Facts) error {
 				return err
 			}
 			n, _ := res.RowsAffected()
-			delta -= n
+			d.owes -= n
 		}
 		if af.Owes {
 			res, err := a.owe.ExecContext(ctx, key, f.EventID, af.Msg)
@@ -364,12 +484,72 @@ func (a *applier) apply(ctx context.Context, f Facts) error {
 				return err
 			}
 			n, _ := res.RowsAffected()
-			delta += n
+			d.owes += n
 		}
-		if delta != 0 {
-			if _, err := a.owes.ExecContext(ctx, delta, key); err != nil {
+	}
+	return nil
+}
+
+// flush writes the group and actor counters of the facts applied.
+func (a *applier) flush(ctx context.Context) error {
+	for _, g := range a.groups {
+		if _, err := a.group.ExecContext(ctx, g.Group, g.Events, g.LastSeq, g.LastPos, g.LastTS, g.LastEvent); err != nil {
+			return err
+		}
+	}
+	for key, d := range a.actors {
+		if _, err := a.actor.ExecContext(ctx, key, d.id, d.events, d.addressed, d.owes, d.lastTS); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyOpenSets applies what f says of owed items and awaited
+// obligations. Evidence goes first: an event answers others, never
+// itself.
+func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
+	for _, e := range f.Answers {
+		if _, err := a.evidence.ExecContext(ctx, e.Event, e.Actor, b2i(e.Reply), b2i(e.Ack), f.Seq); err != nil {
+			return err
+		}
+		if e.Ack {
+			if _, err := a.waitHandoff.ExecContext(ctx, e.Event, e.Actor); err != nil {
 				return err
 			}
+		}
+	}
+	for _, o := range f.Owes {
+		if _, err := a.oweItem.ExecContext(ctx, o.Token, f.EventID, f.Group, f.Pos, b2i(o.Obligation), b2i(o.Ack)); err != nil {
+			return err
+		}
+		if strings.HasPrefix(o.Token, "@") {
+			if _, err := a.oweToken.ExecContext(ctx, o.Token); err != nil {
+				return err
+			}
+		}
+	}
+	for _, w := range f.Waits {
+		if _, err := a.wait.ExecContext(ctx, w, f.EventID, f.Group, f.Pos, f.WaitAuthor, b2i(f.WaitHandoff)); err != nil {
+			return err
+		}
+	}
+	for _, st := range f.Settles {
+		if _, err := a.oweSettle.ExecContext(ctx, st.Token, st.Event, b2i(st.Ack)); err != nil {
+			return err
+		}
+	}
+	if f.Discharges != "" {
+		if _, err := a.oweDischarge.ExecContext(ctx, f.Discharges); err != nil {
+			return err
+		}
+		if _, err := a.waitDo.ExecContext(ctx, f.DischargedBy, f.Discharges); err != nil {
+			return err
+		}
+	}
+	if f.Resolves != "" {
+		if _, err := a.waitResolve.ExecContext(ctx, f.ResolvedBy, f.Resolves); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -486,6 +666,10 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 		`SELECT 'group', grp, events, last_seq, last_pos, last_ts || ' ' || last_event FROM groups ORDER BY grp`,
 		`SELECT 'actor', key, id, events, addressed, owes || ' ' || last_ts FROM actors ORDER BY key`,
 		`SELECT 'owed', actor, event, msg, '', '' FROM owed ORDER BY actor, event`,
+		`SELECT 'owe', token, event, grp, pos, obligation || ' ' || ackable || ' ' || open FROM owe ORDER BY token, event`,
+		`SELECT 'owe_token', token, '', '', '', '' FROM owe_tokens ORDER BY token`,
+		`SELECT 'wait', actor, event, grp, pos, author || ' ' || handoff || ' ' || open || ' ' || discharged_by || ' ' || resolved_by FROM waits ORDER BY actor, event`,
+		`SELECT 'evidence', event, actor, reply, ack, seq FROM evidence ORDER BY event, actor, reply, ack`,
 	} {
 		rows, err := p.db.QueryContext(ctx, q)
 		if err != nil {
@@ -506,4 +690,110 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// OweTokens returns the role and group selectors ("@reviewer", "@all")
+// that some message may be owed by, for a reader to match against an
+// agent's roles.
+func (p *DB) OweTokens(ctx context.Context) ([]string, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT token FROM owe_tokens ORDER BY token`)
+	if err != nil {
+		return nil, fmt.Errorf("projection: owe tokens: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, fmt.Errorf("projection: owe tokens: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Owed returns the items any of tokens may owe with event ids after
+// after, in event id order, at most limit of them (1 to 1000): only the
+// open ones (not settled by Token's ack or reply, nor discharged) unless
+// all. An item named by several tokens is listed once. Each token's read
+// is a keyset range of an index: O(limit × tokens).
+func (p *DB) Owed(ctx context.Context, tokens []string, after string, all bool, limit int) ([]OweRow, error) {
+	limit = min(max(limit, 1), 1000)
+	q := `SELECT event, grp, pos FROM owe INDEXED BY owe_open WHERE token = ? AND open = 1 AND event > ? ORDER BY event LIMIT ?`
+	if all {
+		q = `SELECT event, grp, pos FROM owe WHERE token = ? AND event > ? ORDER BY event LIMIT ?`
+	}
+	seen := map[string]bool{}
+	var out []OweRow
+	for _, t := range tokens {
+		rows, err := p.db.QueryContext(ctx, q, t, after, limit)
+		if err != nil {
+			return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
+		}
+		for rows.Next() {
+			var o OweRow
+			if err := rows.Scan(&o.Event, &o.Group, &o.Pos); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
+			}
+			if !seen[o.Event] {
+				seen[o.Event] = true
+				out = append(out, o)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
+		}
+	}
+	slices.SortFunc(out, func(a, b OweRow) int { return strings.Compare(a.Event, b.Event) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Waits returns the obligations actor (lower case) authored or is the
+// delegate of, with event ids after after, in event id order, at most
+// limit of them (1 to 1000): only the open ones unless all.
+func (p *DB) Waits(ctx context.Context, actor, after string, all bool, limit int) ([]WaitRow, error) {
+	limit = min(max(limit, 1), 1000)
+	q := `SELECT event, grp, pos, discharged_by, resolved_by FROM waits INDEXED BY waits_open WHERE actor = ? AND open = 1 AND event > ? ORDER BY event LIMIT ?`
+	if all {
+		q = `SELECT event, grp, pos, discharged_by, resolved_by FROM waits WHERE actor = ? AND event > ? ORDER BY event LIMIT ?`
+	}
+	rows, err := p.db.QueryContext(ctx, q, actor, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("projection: waits of %q: %w", actor, err)
+	}
+	defer rows.Close()
+	var out []WaitRow
+	for rows.Next() {
+		var w WaitRow
+		if err := rows.Scan(&w.Event, &w.Group, &w.Pos, &w.DischargedBy, &w.ResolvedBy); err != nil {
+			return nil, fmt.Errorf("projection: waits of %q: %w", actor, err)
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// Evidence returns what answered the obligation event while it was
+// open, in the order it first did (per actor and way of answering).
+func (p *DB) Evidence(ctx context.Context, event string) ([]Answer, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT actor, reply, ack FROM evidence WHERE event = ? ORDER BY seq, actor, reply, ack`, event)
+	if err != nil {
+		return nil, fmt.Errorf("projection: evidence of %s: %w", event, err)
+	}
+	defer rows.Close()
+	var out []Answer
+	for rows.Next() {
+		a := Answer{Event: event}
+		if err := rows.Scan(&a.Actor, &a.Reply, &a.Ack); err != nil {
+			return nil, fmt.Errorf("projection: evidence of %s: %w", event, err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
 }

@@ -193,6 +193,17 @@ func (s *Service) List(ctx context.Context, path string) ([]Reservation, error) 
 	return s.t.List(s.now(), path)
 }
 
+// Takeovers returns the latest takeovers (at most MaxTakeovers), newest
+// first.
+func (s *Service) Takeovers(ctx context.Context) ([]Takeover, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.sync(ctx); err != nil {
+		return nil, err
+	}
+	return s.t.Takeovers(), nil
+}
+
 // IsRequestError reports whether err is the caller's fault (a bad
 // request, a conflict or a scope not held) rather than the ledger's.
 func IsRequestError(err error) bool {

@@ -243,6 +243,10 @@ func TestTakeover(t *testing.T) {
 			if rs, _ := f.svc.List(context.Background(), "src/*"); len(rs) != 1 || rs[0].Agent != "bob" {
 				t.Fatalf("after takeover: %v", rs)
 			}
+			tks, err := f.svc.Takeovers(context.Background())
+			if err != nil || len(tks) != 1 || tks[0].Reservation != old[0] || tks[0].By != "bob" {
+				t.Fatalf("takeovers = %+v, %v; want alice's %+v by bob", tks, err, old[0])
+			}
 		})
 	}
 }

@@ -125,10 +125,35 @@ type Table struct {
 	// root, can overlap.
 	bySeg  map[string]map[string]bool
 	voided map[string][]Conflict // grants that lost to an earlier overlap
+	// takeovers are the latest MaxTakeovers takeovers, oldest first.
+	takeovers []Takeover
 	// Seq is the seq of the last event applied.
 	Seq int64
 	// applied counts the reservation events applied, for pruning.
 	applied int
+}
+
+// Takeover is a reservation archived as expired because another agent
+// took it over (BeadBoard §4.4), as the ledger recorded it.
+type Takeover struct {
+	// EventID is the takeover event's id; At its time.
+	EventID string    `json:"event_id"`
+	At      time.Time `json:"at"`
+	// Reservation is the reservation taken over, as it was.
+	Reservation Reservation `json:"reservation"`
+	By          string      `json:"by"`
+}
+
+// MaxTakeovers is how many takeovers a Table remembers.
+const MaxTakeovers = 100
+
+// Takeovers returns the latest takeovers, newest first.
+func (t *Table) Takeovers() []Takeover {
+	out := make([]Takeover, len(t.takeovers))
+	for i, tk := range t.takeovers {
+		out[len(out)-1-i] = tk
+	}
+	return out
 }
 
 // pruneEvery is how many events Apply folds between two prunes of
@@ -496,6 +521,12 @@ func (t *Table) Apply(ev ledger.Event) error {
 			t.remove(r.ID)
 		}
 	case ActionTakeover:
+		if r, ok := t.res[d.ReservationID]; ok {
+			if len(t.takeovers) == MaxTakeovers {
+				t.takeovers = append(t.takeovers[:0], t.takeovers[1:]...)
+			}
+			t.takeovers = append(t.takeovers, Takeover{EventID: ev.ID, At: at, Reservation: r, By: d.TakenOverBy})
+		}
 		t.remove(d.ReservationID)
 	default:
 		return fmt.Errorf("reserve: event %s: unknown action %q", ev.ID, d.Action)

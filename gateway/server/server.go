@@ -328,10 +328,7 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams, Minted: minted, Heartbeat: o.Heartbeat,
 	})
 	a.MountAgents(o.Channel) // the JSON-RPC channel, agent list, cursors, heartbeats (docs/agents.md)
-	resv, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Now: o.Now, Policy: reserve.Policy{
-		StaleAfter: core.Relay.StaleAfter(),
-		LastSeen:   func(agent string) time.Time { t, _ := core.Relay.AgentLiveness(agent); return t },
-	}})
+	resv, err := reserve.NewService(ctx, core.Relay.Store(), reserve.Options{Now: o.Now, Policy: core.Relay.ReservePolicy()})
 	if err != nil {
 		a.Close()
 		ln.Close()
@@ -346,7 +343,7 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 	a.Handle(a2a.Prefix, bridge) // A2A cards and endpoints of the agents with A2A set (docs/agents.md)
 	site, err := web.New(core.Relay, a, &web.Options{
 		Logger: log.With("component", "web"), Trust: core.Trust,
-		Admins: o.Admins, Secure: o.SecureCookies, Heartbeat: o.Heartbeat, Tokens: minted,
+		Admins: o.Admins, Secure: o.SecureCookies, Heartbeat: o.Heartbeat, Tokens: minted, Reservations: resv,
 	})
 	if err != nil {
 		bridge.Close()

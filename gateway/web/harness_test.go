@@ -17,6 +17,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 	"github.com/crosstalk-go/crosstalk/gateway/web"
 	"github.com/crosstalk-go/crosstalk/signing"
@@ -30,6 +31,7 @@ type harness struct {
 	srv    *httptest.Server
 	relay  *gateway.Relay
 	store  ledger.Store
+	resv   *reserve.Service
 	trust  *signing.TrustStore
 	client *http.Client // with a cookie jar: one browser
 }
@@ -39,6 +41,8 @@ type harnessOptions struct {
 	minted *tokens.Store // crosstalk token new; also the trust page's mint button
 	admins []string
 	tls    bool
+	now    func() time.Time // the relay's and ledger's clock; nil is time.Now
+	stale  time.Duration    // liveness threshold; 0 is the default
 }
 
 func newHarness(t *testing.T, o *harnessOptions) *harness {
@@ -46,7 +50,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	if o == nil {
 		o = &harnessOptions{}
 	}
-	st := memory.New(nil)
+	st := memory.New(o.now)
 	trust := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
 	verifier := gateway.NewTrustVerifier(&signing.Verifier{Store: trust})
 	book, err := gateway.NewAddressBook([]gateway.Agent{
@@ -57,13 +61,18 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	if err != nil {
 		t.Fatalf("NewAddressBook() = %v", err)
 	}
-	relay := gateway.New(st, &gateway.Options{Book: book, Verifier: verifier})
+	relay := gateway.New(st, &gateway.Options{Book: book, Verifier: verifier, Now: o.now, StaleAfter: o.stale})
+	resv, err := reserve.NewService(t.Context(), st, reserve.Options{Now: o.now, Policy: relay.ReservePolicy()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := &api.Options{Tokens: o.tokens, Heartbeat: 200 * time.Millisecond}
 	if o.minted != nil {
 		opts.Minted = o.minted
 	}
 	a := api.New(relay, opts)
-	site, err := web.New(relay, a, &web.Options{Trust: trust, Admins: o.admins, Heartbeat: 200 * time.Millisecond, Tokens: o.minted})
+	a.MountReservations(resv)
+	site, err := web.New(relay, a, &web.Options{Trust: trust, Admins: o.admins, Heartbeat: 200 * time.Millisecond, Tokens: o.minted, Reservations: resv})
 	if err != nil {
 		t.Fatalf("web.New() = %v", err)
 	}
@@ -78,7 +87,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 		srv.Close()
 		st.Close()
 	})
-	h := &harness{t: t, srv: srv, relay: relay, store: st, trust: trust}
+	h := &harness{t: t, srv: srv, relay: relay, store: st, resv: resv, trust: trust}
 	h.client = h.newClient()
 	return h
 }

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
@@ -453,12 +452,13 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request, c *call) {
 	s.render(w, r, c, http.StatusOK, "agents", "Agents", data)
 }
 
-func liveness(seen map[string]time.Time, id string) string {
-	t, ok := seen[strings.ToLower(id)]
-	if !ok {
+// liveness is the agent's liveness as a page shows it (package liveness).
+func (s *Server) liveness(id string) string {
+	seen, l := s.relay.AgentLiveness(id)
+	if seen.IsZero() {
 		return "never seen"
 	}
-	return string(attention.LivenessOf(t, time.Now()))
+	return string(l)
 }
 
 type agentData struct {
@@ -497,7 +497,7 @@ func (s *Server) agent(w http.ResponseWriter, r *http.Request, c *call) {
 		s.internal(w, r, c, err)
 		return
 	}
-	data := agentData{Version: version, Agent: agent, MayAct: s.mayActAs(c, agent), Liveness: liveness(s.relay.LastSeen(), agent), pageLinks: links}
+	data := agentData{Version: version, Agent: agent, MayAct: s.mayActAs(c, agent), Liveness: s.liveness(agent), pageLinks: links}
 	if data.Open, err = s.openSets(r.Context(), r, agent); err != nil {
 		s.internal(w, r, c, err)
 		return

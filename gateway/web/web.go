@@ -17,6 +17,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
@@ -54,6 +55,9 @@ type Options struct {
 	// Heartbeat is the interval of comments on the live streams;
 	// api.DefaultHeartbeat when zero.
 	Heartbeat time.Duration
+	// Reservations are the relay's scope reservations, shown on the
+	// reservations page; nil shows that page empty.
+	Reservations *reserve.Service
 }
 
 // Server is the relay's listener with the pages: the API and, at "/" and
@@ -68,6 +72,7 @@ type Server struct {
 	admins    map[string]bool
 	secure    bool
 	heartbeat time.Duration
+	resv      *reserve.Service
 	sessions  *sessions
 	pages     map[string]*template.Template
 	static    fs.FS
@@ -75,7 +80,7 @@ type Server struct {
 
 // pageNames are the templates under templates/ that are whole pages; each
 // is parsed with layout.html and item.html.
-var pageNames = []string{"index", "group", "thread", "agents", "agent", "handoffs", "paste", "compose", "trust", "confirm", "token", "login", "error"}
+var pageNames = []string{"index", "group", "thread", "agents", "agent", "handoffs", "paste", "compose", "trust", "confirm", "token", "login", "error", "reservations"}
 
 // New returns the handler for the relay's whole listener: a, and the pages
 // mounted on it with a.Mount, so that they sit behind the API's gate
@@ -87,7 +92,7 @@ func New(relay *gateway.Relay, a *api.Server, opts *Options) (*Server, error) {
 	}
 	s := &Server{
 		relay: relay, api: a, log: opts.Logger, trust: opts.Trust, tokens: opts.Tokens, admins: map[string]bool{},
-		secure: opts.Secure, heartbeat: opts.Heartbeat, sessions: newSessions(opts.SessionTTL),
+		secure: opts.Secure, heartbeat: opts.Heartbeat, resv: opts.Reservations, sessions: newSessions(opts.SessionTTL),
 		pages: map[string]*template.Template{},
 	}
 	if s.log == nil {
@@ -125,6 +130,7 @@ var funcs = template.FuncMap{
 	// visible; templates put it in <bdi> so it cannot reorder the page.
 	"show":         envelope.ShowInvisible,
 	"humanTime":    humanTime,
+	"clock":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"threadLink":   threadLink,
 	"protocolRows": protocolRows,
 	"dict": func(kv ...any) map[string]any {
@@ -152,6 +158,7 @@ func (s *Server) routes() http.Handler {
 	m.HandleFunc("GET /ui/agents", s.wrap(s.agents))
 	m.HandleFunc("GET /ui/agents/{agent}", s.wrap(s.agent))
 	m.HandleFunc("POST /ui/agents/{agent}/act", s.wrap(s.act))
+	m.HandleFunc("GET /ui/reservations", s.wrap(s.reservations))
 	m.HandleFunc("GET /ui/paste", s.wrap(s.paste))
 	m.HandleFunc("POST /ui/paste", s.wrap(s.pastePost))
 	m.HandleFunc("GET /ui/compose", s.wrap(s.compose))

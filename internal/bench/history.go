@@ -20,7 +20,10 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
+	"github.com/crosstalk-go/crosstalk/internal/natstest"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -29,6 +32,9 @@ type HistoryOptions struct {
 	// Sizes are the ledger sizes to build and read, in events, smallest
 	// first; the ratios are against the first.
 	Sizes []int
+	// Ledgers are the backends to measure, "sqlite" and "jetstream" (a
+	// one-node JetStream in the process); ["sqlite"] when empty.
+	Ledgers []string
 	// Runs is how many times each read is timed per size (p50 of them).
 	Runs int
 	// Progress receives a line per step; nil discards them.
@@ -41,15 +47,28 @@ type HistoryResult struct {
 	Sizes   []HistorySize `json:"sizes"`
 }
 
-// HistorySize is one ledger size's measurement.
+// HistorySize is one ledger size's measurement on one backend.
 type HistorySize struct {
-	Events int `json:"events"`
+	// Ledger is the backend: "sqlite" or "jetstream".
+	Ledger string `json:"ledger"`
+	Events int    `json:"events"`
 	// ImportPerSec is `crosstalk ledger import`'s rate (ledger.Import of
-	// JSON Lines into SQLite), generation of the lines included.
-	ImportPerSec float64       `json:"import_events_per_second"`
-	Reads        []HistoryRead `json:"reads"`
-	// RSSMB is the process's resident memory after every read (the
-	// relay runs in this process), after a GC.
+	// JSON Lines), generation of the lines included.
+	ImportPerSec float64 `json:"import_events_per_second"`
+	// RebuildMs is how long the relay's first start took to build its
+	// projections from the whole ledger (gateway.Relay.SyncProjection
+	// with no projection file).
+	RebuildMs float64 `json:"projection_rebuild_ms"`
+	// CatchUpMs is how long a restart took to catch the projections up
+	// from their checkpoint (the file the first start left) after
+	// CatchUpEvents more appends: what every later start costs.
+	CatchUpMs     float64       `json:"projection_catch_up_ms"`
+	CatchUpEvents int           `json:"projection_catch_up_events"`
+	Reads         []HistoryRead `json:"reads"`
+	// RSSMB is the process's resident memory after every read, after
+	// a GC, with the relays of every size of the backend (and for
+	// JetStream their nats-servers) running in this process: an upper
+	// bound of one relay's.
 	RSSMB float64 `json:"rss_mb"`
 }
 
@@ -58,7 +77,8 @@ type HistoryRead struct {
 	Name  string  `json:"name"`
 	P50ms float64 `json:"p50_ms"`
 	Bytes int     `json:"bytes"`
-	// Ratio is P50ms over the same read's at the first size.
+	// Ratio is P50ms over the same read's at the first size of the same
+	// ledger backend.
 	Ratio float64 `json:"ratio,omitempty"`
 }
 
@@ -66,16 +86,25 @@ type HistoryRead struct {
 // relay's address book, as for a copy-paste assistant or a person.
 var historyAgents = []string{"alice", "bob", "carol", "dave", "erin", "frank"}
 
-// History builds a SQLite ledger of each size with a realistic mix (the
-// group "big" holds half the events, seven others the rest; requests
-// that must be answered, broadcasts, replies, acks and dispositions
-// between six agents), imports it as `crosstalk ledger import` does,
-// starts the relay on it and times the reads of issue 13 over HTTP: the
+// catchUpEvents is how many events History appends between the relay's
+// first start and its restart from the projections' checkpoint.
+const catchUpEvents = 1000
+
+// History builds a ledger of each size and backend with a realistic mix
+// (the group "big" holds half the events, seven others the rest;
+// requests that must be answered, broadcasts, replies, acks and
+// dispositions between six agents), imports it as `crosstalk ledger
+// import` does, starts the relay on it (building its projections),
+// appends catchUpEvents more, restarts it (catching the projections up
+// from their checkpoint) and times the reads of issue 13 over HTTP: the
 // web pages, the paged API reads and the agents list. See
 // docs/performance.md ("History").
 func History(ctx context.Context, o HistoryOptions) (*HistoryResult, error) {
 	if len(o.Sizes) == 0 {
 		return nil, errors.New("bench history: no sizes")
+	}
+	if len(o.Ledgers) == 0 {
+		o.Ledgers = []string{"sqlite"}
 	}
 	if o.Runs < 1 {
 		o.Runs = 15
@@ -94,43 +123,170 @@ func History(ctx context.Context, o HistoryOptions) (*HistoryResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, n := range o.Sizes {
-		dir := filepath.Join(tmp, strconv.Itoa(n))
-		fmt.Fprintf(progress, "bench history: importing %d events\n", n)
-		rate, err := importHistory(ctx, dir, n)
+	for _, kind := range o.Ledgers {
+		if kind != "sqlite" && kind != "jetstream" {
+			return nil, fmt.Errorf("bench history: unknown ledger %q, want sqlite or jetstream", kind)
+		}
+		// Every size's relay runs at once and the reads alternate
+		// between them, run by run: on a shared machine, load that comes
+		// and goes weighs on every size alike, and the ratios hold.
+		var rigs []*historyRig
+		closeAll := func() {
+			for _, rg := range rigs {
+				rg.close()
+			}
+		}
+		for _, n := range o.Sizes {
+			rg, err := prepareHistory(ctx, filepath.Join(tmp, kind+"-"+strconv.Itoa(n)), kind, n, key.Public(), progress)
+			if err != nil {
+				closeAll()
+				return nil, err
+			}
+			rigs = append(rigs, rg)
+		}
+		fmt.Fprintf(progress, "bench history: %s: reading\n", kind)
+		err := timeReads(ctx, rigs, o.Runs)
+		runtime.GC()
+		rss := rssMB()
+		closeAll()
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(progress, "bench history: %.0f events/s imported; reading\n", rate)
-		size := HistorySize{Events: n, ImportPerSec: rate}
-		if size.Reads, err = timeReads(ctx, dir, key.Public(), o.Runs); err != nil {
-			return nil, err
-		}
-		runtime.GC()
-		size.RSSMB = rssMB()
-		if i > 0 {
-			for j := range size.Reads {
-				if base := res.Sizes[0].Reads[j].P50ms; base > 0 {
-					size.Reads[j].Ratio = size.Reads[j].P50ms / base
+		for i, rg := range rigs {
+			rg.size.RSSMB = rss
+			if i > 0 {
+				for j := range rg.size.Reads {
+					if base := rigs[0].size.Reads[j].P50ms; base > 0 {
+						rg.size.Reads[j].Ratio = rg.size.Reads[j].P50ms / base
+					}
 				}
 			}
-		}
-		res.Sizes = append(res.Sizes, size)
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, err
+			res.Sizes = append(res.Sizes, rg.size)
 		}
 	}
 	return res, nil
 }
 
-// importHistory writes n generated events as JSON Lines through a pipe
-// into ledger.Import on a new SQLite ledger in dir, and returns the
-// events per second.
-func importHistory(ctx context.Context, dir string, n int) (float64, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return 0, err
+// historyRig is one size's ledger on one backend with its relay running.
+type historyRig struct {
+	size  HistorySize
+	rr    *server.Server
+	close func()
+}
+
+// prepareHistory builds a ledger of n events of the backend kind in dir,
+// starts the relay on it (building the projections), appends
+// catchUpEvents, and restarts it (catching them up from the checkpoint).
+// close stops it and removes dir.
+func prepareHistory(ctx context.Context, dir, kind string, n int, pub *signing.PublicKey, progress io.Writer) (_ *historyRig, err error) {
+	rg := &historyRig{size: HistorySize{Ledger: kind, Events: n, CatchUpEvents: catchUpEvents}}
+	var cleanup []func()
+	rg.close = func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), nil)
+	defer func() {
+		if err != nil {
+			rg.close()
+		}
+	}()
+	cleanup = append(cleanup, func() { os.RemoveAll(dir) })
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	natsURL := ""
+	open := func() (ledger.Store, error) { return sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), nil) }
+	if kind == "jetstream" {
+		nodes, err := natstest.Start(filepath.Join(dir, "nats"), 1, false)
+		if err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, func() { natstest.StopAll(nodes) })
+		natsURL = nodes[0].URL
+		open = func() (ledger.Store, error) { return jetstream.Open(ctx, natsURL, nil) }
+	}
+	size := &rg.size
+	fmt.Fprintf(progress, "bench history: %s: importing %d events\n", kind, n)
+	if size.ImportPerSec, err = importHistory(ctx, open, n); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "bench history: %s: %.0f events/s imported; building the projections\n", kind, size.ImportPerSec)
+	relayDir := filepath.Join(dir, "relay")
+	rr, ms, err := startSynced(ctx, relayDir, pub, natsURL)
+	if err != nil {
+		return nil, err
+	}
+	size.RebuildMs = ms
+	if err := shutdown(rr); err != nil {
+		return nil, err
+	}
+	if err := appendTail(ctx, open, catchUpEvents); err != nil {
+		return nil, err
+	}
+	if rg.rr, size.CatchUpMs, err = startSynced(ctx, relayDir, pub, natsURL); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { shutdown(rg.rr) })
+	fmt.Fprintf(progress, "bench history: %s: projections built in %.0f ms, caught up in %.0f ms\n", kind, size.RebuildMs, size.CatchUpMs)
+	return rg, nil
+}
+
+// startSynced starts the relay on the ledger (SQLite in dataDir, or
+// JetStream at natsURL) and returns it once its projections are caught
+// up, with how long that took in ms.
+func startSynced(ctx context.Context, dataDir string, pub *signing.PublicKey, natsURL string) (*server.Server, float64, error) {
+	start := time.Now()
+	spec, replicas := natsURL, 1
+	if natsURL == "" {
+		// A SQLite file is a ledger spec too; its projections go beside it.
+		spec, replicas = filepath.Join(filepath.Dir(dataDir), "ledger.db"), 0
+	}
+	rr, err := startRelay(ctx, dataDir, pub, spec, replicas)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := rr.Relay().SyncProjection(ctx); err != nil {
+		shutdown(rr)
+		return nil, 0, err
+	}
+	return rr, float64(time.Since(start).Microseconds()) / 1000, nil
+}
+
+// appendTail appends n requests to bob in the group big.
+func appendTail(ctx context.Context, open func() (ledger.Store, error), n int) error {
+	st, err := open()
+	if err != nil {
+		return err
+	}
+	recs := make([]ledger.Record, n)
+	for i := range recs {
+		env := envelope.New("ALICE", "BOB", envelope.IntentRequest, fmt.Sprintf("tail event %d", i))
+		env.Context = "big"
+		d := gateway.EventData{Text: env.Body, Priority: "normal", To: []string{"bob"},
+			X: &gateway.XCrosstalk{Envelope: env, Transport: "http", Sender: "alice", Verification: gateway.StatusUnsigned}}
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		recs[i] = ledger.Record{Kind: gateway.KindMessage, GroupID: "big", By: "alice", Data: b, DedupeKey: "msg:" + env.Message}
+	}
+	for len(recs) > 0 && err == nil {
+		k := min(len(recs), 100) // within every backend's batch bound
+		_, err = st.Append(ctx, recs[:k])
+		recs = recs[k:]
+	}
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// importHistory writes n generated events as JSON Lines through a pipe
+// into ledger.Import on a new ledger from open, and returns the events
+// per second.
+func importHistory(ctx context.Context, open func() (ledger.Store, error), n int) (float64, error) {
+	st, err := open()
 	if err != nil {
 		return 0, err
 	}
@@ -233,16 +389,11 @@ func generateHistory(w io.Writer, n int) error {
 	return nil
 }
 
-// timeReads starts the relay on dir's ledger and times each read.
-func timeReads(ctx context.Context, dir string, pub *signing.PublicKey, runs int) ([]HistoryRead, error) {
-	rr, err := startRelay(ctx, dir, pub, "", 0)
-	if err != nil {
-		return nil, err
-	}
-	defer shutdown(rr)
-	base := rr.URL()
+// timeReads times each read on every rig's relay, alternating between
+// the rigs run by run, and sets their Reads.
+func timeReads(ctx context.Context, rigs []*historyRig, runs int) error {
 	hc := &http.Client{Timeout: 5 * time.Minute}
-	get := func(path string) ([]byte, error) {
+	get := func(base, path string) ([]byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
 			return nil, err
@@ -258,53 +409,60 @@ func timeReads(ctx context.Context, dir string, pub *signing.PublicKey, runs int
 		}
 		return b, err
 	}
-	// A thread and a middle page to read: from the group's last event.
-	var page struct {
-		Events []ledger.Event `json:"events"`
-	}
-	b, err := get("/v1/groups/big/events?before_seq=0&limit=1&kinds=chat.message")
-	if err == nil {
-		err = json.Unmarshal(b, &page)
-	}
-	if err != nil || len(page.Events) == 0 {
-		return nil, fmt.Errorf("bench history: the last event of big: %v", err)
-	}
-	thread := ""
-	if d, err := gateway.ParseData(page.Events[0]); err == nil && d.X != nil && d.X.Envelope != nil {
-		thread = d.X.Envelope.Thread
-	}
-	mid := page.Events[0].Seq / 2
-	reads := []struct{ name, path string }{
-		{"web /", "/"},
-		{"web /ui/groups/big", "/ui/groups/big"},
-		{"web /ui/groups/big?before=mid", "/ui/groups/big?before=" + strconv.FormatInt(mid, 10)},
-		{"web thread (last of big)", "/ui/groups/big/threads/" + thread},
-		{"web /ui/agents", "/ui/agents"},
-		{"web /ui/agents/bob", "/ui/agents/bob"},
-		{"api events before_seq limit 100", "/v1/groups/big/events?before_seq=0&limit=100"},
-		{"api events since_seq=mid limit 100", "/v1/groups/big/events?limit=100&since_seq=" + strconv.FormatInt(mid, 10)},
-		{"api deliveries bob before_pos limit 100", "/v1/agents/bob/deliveries?before_pos=0&limit=100"},
-		{"api agents", "/v1/agents"},
-	}
-	var out []HistoryRead
-	for _, r := range reads {
-		var lats []time.Duration
-		size := 0
-		for i := 0; i <= runs; i++ { // the first is a warm-up
-			start := time.Now()
-			b, err := get(r.path)
-			if err != nil {
-				return nil, err
-			}
-			if i > 0 {
-				lats = append(lats, time.Since(start))
-			}
-			size = max(size, len(b))
+	type read struct{ name, path string }
+	reads := make([][]read, len(rigs))
+	for k, rg := range rigs {
+		// A thread and a middle page to read: from the group's last event.
+		var page struct {
+			Events []ledger.Event `json:"events"`
 		}
-		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-		out = append(out, HistoryRead{Name: r.name, P50ms: percentile(lats, 0.5), Bytes: size})
+		b, err := get(rg.rr.URL(), "/v1/groups/big/events?before_seq=0&limit=1&kinds=chat.message")
+		if err == nil {
+			err = json.Unmarshal(b, &page)
+		}
+		if err != nil || len(page.Events) == 0 {
+			return fmt.Errorf("bench history: the last event of big: %v", err)
+		}
+		thread := ""
+		if d, err := gateway.ParseData(page.Events[0]); err == nil && d.X != nil && d.X.Envelope != nil {
+			thread = d.X.Envelope.Thread
+		}
+		mid := page.Events[0].Seq / 2
+		reads[k] = []read{
+			{"web /", "/"},
+			{"web /ui/groups/big", "/ui/groups/big"},
+			{"web /ui/groups/big?before=mid", "/ui/groups/big?before=" + strconv.FormatInt(mid, 10)},
+			{"web thread (last of big)", "/ui/groups/big/threads/" + thread},
+			{"web /ui/agents", "/ui/agents"},
+			{"web /ui/agents/bob", "/ui/agents/bob"},
+			{"api events before_seq limit 100", "/v1/groups/big/events?before_seq=0&limit=100"},
+			{"api events since_seq=mid limit 100", "/v1/groups/big/events?limit=100&since_seq=" + strconv.FormatInt(mid, 10)},
+			{"api deliveries bob before_pos limit 100", "/v1/agents/bob/deliveries?before_pos=0&limit=100"},
+			{"api agents", "/v1/agents"},
+		}
 	}
-	return out, nil
+	for j := range reads[0] {
+		lats := make([][]time.Duration, len(rigs))
+		sizes := make([]int, len(rigs))
+		for i := 0; i <= runs; i++ { // the first is a warm-up
+			for k, rg := range rigs {
+				start := time.Now()
+				b, err := get(rg.rr.URL(), reads[k][j].path)
+				if err != nil {
+					return err
+				}
+				if i > 0 {
+					lats[k] = append(lats[k], time.Since(start))
+				}
+				sizes[k] = max(sizes[k], len(b))
+			}
+		}
+		for k, rg := range rigs {
+			sort.Slice(lats[k], func(a, b int) bool { return lats[k][a] < lats[k][b] })
+			rg.size.Reads = append(rg.size.Reads, HistoryRead{Name: reads[k][j].name, P50ms: percentile(lats[k], 0.5), Bytes: sizes[k]})
+		}
+	}
+	return nil
 }
 
 // rssMB is the process's resident set size in MB (Linux), 0 elsewhere.
@@ -322,13 +480,14 @@ func rssMB() float64 {
 	return 0
 }
 
-// Print writes the result as a table.
+// Print writes the result as a table: a column group per backend and
+// size.
 func (r *HistoryResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s\n\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "read")
 	for _, s := range r.Sizes {
-		fmt.Fprintf(tw, "\t%d events: p50 ms\tbytes\tratio", s.Events)
+		fmt.Fprintf(tw, "\t%s %d events: p50 ms\tbytes\tratio", s.Ledger, s.Events)
 	}
 	fmt.Fprintln(tw)
 	if len(r.Sizes) > 0 {
@@ -345,15 +504,16 @@ func (r *HistoryResult) Print(w io.Writer) {
 			fmt.Fprintln(tw)
 		}
 	}
-	fmt.Fprint(tw, "ledger import, events/s")
-	for _, s := range r.Sizes {
-		fmt.Fprintf(tw, "\t%.0f\t\t", s.ImportPerSec)
+	row := func(name string, v func(HistorySize) float64) {
+		fmt.Fprint(tw, name)
+		for _, s := range r.Sizes {
+			fmt.Fprintf(tw, "\t%.0f\t\t", v(s))
+		}
+		fmt.Fprintln(tw)
 	}
-	fmt.Fprintln(tw)
-	fmt.Fprint(tw, "process RSS after the reads, MB")
-	for _, s := range r.Sizes {
-		fmt.Fprintf(tw, "\t%.0f\t\t", s.RSSMB)
-	}
-	fmt.Fprintln(tw)
+	row("ledger import, events/s", func(s HistorySize) float64 { return s.ImportPerSec })
+	row("projections: first build, ms", func(s HistorySize) float64 { return s.RebuildMs })
+	row(fmt.Sprintf("projections: catch-up of %d events from the checkpoint, ms", catchUpEvents), func(s HistorySize) float64 { return s.CatchUpMs })
+	row("process RSS after the reads, MB", func(s HistorySize) float64 { return s.RSSMB })
 	tw.Flush()
 }

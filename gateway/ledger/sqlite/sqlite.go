@@ -204,7 +204,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", o.BusyTimeout.Milliseconds())
-	wdb, err := sql.Open("sqlite", dsn(abs, busy, "_pragma=journal_mode(WAL)", "_pragma=synchronous(NORMAL)", "_txlock=immediate"))
+	wdb, err := sql.Open("sqlite", dsn(abs, busy, "_pragma=journal_mode(WAL)", "_pragma=synchronous(NORMAL)", "_pragma=temp_store(MEMORY)", "_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
@@ -412,26 +412,24 @@ func (s *Store) ImportEvents(ctx context.Context, evs []ledger.Event) (int, erro
 	norm := make([]ledger.Event, 0, len(evs))
 	var verr error
 	for _, ev := range evs {
-		if err := ev.Validate(); err != nil {
+		ev, err := ev.Normalized()
+		if err != nil {
 			verr = err
 			break
 		}
-		ev.Data, _ = ledger.NormalizeData(ev.Data) // checked by Validate
 		norm = append(norm, ev)
 	}
 	n := 0
 	if len(norm) > 0 {
 		var ierr error
-		err := s.submit(ctx, func(w *wtx) error {
+		err := s.submit(ctx, func(w *wtx) (err error) {
 			// Each event is kept as it succeeds: the refusal of one
 			// does not undo the ones before it.
-			for _, ev := range norm {
-				if ierr = w.importEvent(ev); ierr != nil {
-					return nil
-				}
-				n++
+			n, ierr, err = w.importEvents(norm)
+			if err != nil {
+				n = 0 // the transaction is undone
 			}
-			return nil
+			return err
 		})
 		if err != nil {
 			return 0, fmt.Errorf("sqlite: import: %w", err)

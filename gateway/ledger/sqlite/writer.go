@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -38,6 +39,11 @@ const (
 	stGetClaim
 	stUpsertClaim
 	stDeleteClaim
+	stImportOne // an imported event, nothing when its id, dedupe key or seq is taken
+	stImportRun // importRun of them in one statement
+	stMaxRowid
+	stDeleteAfter
+	stDeleteGroup
 	stSavepointOp // the savepoint statements, prepared like the rest
 	stRollbackOp
 	stReleaseOp
@@ -70,6 +76,15 @@ var stmtText = [numStmts]string{
 		ON CONFLICT (group_id, event_id) DO UPDATE
 		SET actor = excluded.actor, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at`,
 	stDeleteClaim: `DELETE FROM claims WHERE group_id = ? AND event_id = ?`,
+	// OR IGNORE, not ON CONFLICT DO NOTHING: with no constraint left
+	// to abort it, SQLite runs the statement without a statement journal.
+	stImportOne: `INSERT OR IGNORE INTO events (id, group_id, seq, ts, kind, scope_key, by_, data, dedupe_key, v)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	stImportRun: `INSERT OR IGNORE INTO events (id, group_id, seq, ts, kind, scope_key, by_, data, dedupe_key, v)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, importRun-1),
+	stMaxRowid:    `SELECT coalesce(max(rowid), 0) FROM events`,
+	stDeleteAfter: `DELETE FROM events WHERE rowid > ?`,
+	stDeleteGroup: `DELETE FROM groups WHERE group_id = ?`,
 	stSavepointOp: `SAVEPOINT op`,
 	stRollbackOp:  `ROLLBACK TO op`,
 	stReleaseOp:   `RELEASE op`,
@@ -130,8 +145,9 @@ func (s *Store) submitOp(ctx context.Context, o *op) error {
 // while the writer runs them in the next transaction, which commits when
 // that fsync is done: the fsync overlaps the writer's work instead of
 // stopping it, and under load each transaction carries everything that
-// arrived during one fsync. If nothing is waiting, the writer fsyncs the
-// commit itself (see finish). It exits when Close has closed the queue and
+// arrived during one fsync. A lone operation with nothing waiting is
+// fsynced by the writer itself (see finish), sparing its caller two
+// goroutine hand-offs. It exits when Close has closed the queue and
 // everything queued is committed.
 func (s *Store) writer() {
 	defer close(s.toSync)
@@ -143,10 +159,14 @@ func (s *Store) writer() {
 	for {
 		if b != nil && !inFlight {
 			b.drain(queue)
+			lone := len(b.ops) == 1
 			if c, ok := b.commit(); ok {
-				if len(queue) == 0 {
+				if lone && len(queue) == 0 {
 					// Nothing to overlap with: sync here and spare
-					// a lone caller two goroutine hand-offs.
+					// a lone caller two goroutine hand-offs. A batch
+					// of several means callers are arriving: the
+					// syncer takes the fsync, so that the writer can
+					// run the next ones meanwhile.
 					s.finish(c)
 				} else {
 					s.toSync <- c
@@ -378,9 +398,146 @@ func (w *wtx) insert(ev ledger.Event) error {
 	return nil
 }
 
-// importEvent stores ev as it is, under its own savepoint.
-func (w *wtx) importEvent(ev ledger.Event) error {
-	ferr, err := w.savepoint(spEvent, func(w *wtx) error {
+// importRun is how many imported events one statement inserts (stImportRun).
+const importRun = 64
+
+// importEvents stores evs as they are, in order, and returns how many were
+// stored or found already present before the first refusal (refused). err
+// is a failure of the transaction itself: nothing of it may be committed.
+//
+// The common case, a run of events each continuing its group's seq with
+// ids and dedupe keys not yet taken, costs one statement per importRun
+// events instead of the lookups and savepoint of importEvent: the seqs are
+// checked against the groups' last seqs, kept in memory during the call,
+// and the unique indexes check the rest. If an event of a run is not
+// inserted, the run is undone and its events go one at a time through
+// importEvent, which tells an event imported before from a conflict.
+func (w *wtx) importEvents(evs []ledger.Event) (n int, refused, err error) {
+	last := make(map[string]int64) // groups' last seqs, read once each
+	for n < len(evs) {
+		var before map[string]int64 // last seqs before the run, to undo it
+		k := 0
+		for ; n+k < len(evs) && k < importRun; k++ {
+			ev := evs[n+k]
+			l, ok := last[ev.GroupID]
+			if !ok {
+				if err := w.stmt(stLastSeq).QueryRow(ev.GroupID).Scan(&l); err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return n, nil, fmt.Errorf("last seq of %q: %w", ev.GroupID, err)
+				}
+				last[ev.GroupID] = l
+			}
+			if ev.Seq != l+1 {
+				break
+			}
+			if before == nil {
+				before = make(map[string]int64)
+			}
+			if _, ok := before[ev.GroupID]; !ok {
+				before[ev.GroupID] = l
+			}
+			last[ev.GroupID] = ev.Seq
+		}
+		run := evs[n : n+k]
+		if k > 0 {
+			ok, err := w.insertRun(run, before)
+			if err != nil {
+				return n, nil, err
+			}
+			if ok {
+				n += k
+				continue
+			}
+		} else {
+			run = evs[n : n+1] // not its group's next: present already, or a conflict
+		}
+		clear(last) // importEvent reads and moves them itself
+		for _, ev := range run {
+			ferr, err := w.importEvent(ev)
+			if err != nil {
+				return n, nil, err
+			}
+			if ferr != nil {
+				return n, ferr, nil
+			}
+			n++
+		}
+	}
+	return n, nil, nil
+}
+
+// insertRun inserts the events of run, whose seqs continue their groups
+// (whose last seqs were before), and reports whether every one was
+// inserted. If not, it removes those it inserted and restores the groups'
+// last seqs: without a savepoint, whose journal of every page the run
+// touches costs more than the insert itself.
+func (w *wtx) insertRun(run []ledger.Event, before map[string]int64) (bool, error) {
+	var rowid int64 // the last row before the run: the single writer's rowids only grow
+	if err := w.stmt(stMaxRowid).QueryRow().Scan(&rowid); err != nil {
+		return false, fmt.Errorf("import: last rowid: %w", err)
+	}
+	var inserted int64
+	if len(run) == importRun {
+		args := make([]any, 0, 10*importRun)
+		for _, ev := range run {
+			args = append(args, ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, string(ev.Data), nullable(ev.DedupeKey), ev.V)
+		}
+		res, err := w.stmt(stImportRun).Exec(args...)
+		if err == nil {
+			inserted, err = res.RowsAffected()
+		}
+		if err != nil {
+			return false, fmt.Errorf("import events from %s: %w", run[0].ID, err)
+		}
+	} else {
+		for _, ev := range run {
+			res, err := w.stmt(stImportOne).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, string(ev.Data), nullable(ev.DedupeKey), ev.V)
+			var c int64
+			if err == nil {
+				c, err = res.RowsAffected()
+			}
+			if err != nil {
+				return false, fmt.Errorf("import event %s: %w", ev.ID, err)
+			}
+			inserted += c
+		}
+	}
+	if inserted == int64(len(run)) {
+		for _, ev := range run {
+			w.pending = append(w.pending, ev.GroupID)
+		}
+		return true, nil
+	}
+	// An id or dedupe key was taken: undo the run.
+	if _, err := w.stmt(stDeleteAfter).Exec(rowid); err != nil {
+		return false, fmt.Errorf("import: undo a run: %w", err)
+	}
+	for g, l := range before {
+		var err error
+		if l == 0 {
+			_, err = w.stmt(stDeleteGroup).Exec(g) // the run made the group
+		} else {
+			_, err = w.stmt(stSetSeq).Exec(g, l)
+		}
+		if err != nil {
+			return false, fmt.Errorf("import: undo a run: %w", err)
+		}
+	}
+	return false, nil
+}
+
+// nullable is a dedupe key as stored: NULL for none.
+func nullable(key string) any {
+	if key == "" {
+		return nil
+	}
+	return key
+}
+
+// importEvent stores ev as it is, under its own savepoint. ferr is its
+// refusal; err a failure of the savepoint, after which the transaction is
+// unusable.
+func (w *wtx) importEvent(ev ledger.Event) (ferr, err error) {
+	return w.savepoint(spEvent, func(w *wtx) error {
 		old, err := scanEvent(w.stmt(stByID).QueryRow(ev.ID))
 		switch {
 		case err == nil && ledger.Equal(old, ev):
@@ -411,10 +568,6 @@ func (w *wtx) importEvent(ev ledger.Event) error {
 		}
 		return w.insert(ev)
 	})
-	if err != nil {
-		return err
-	}
-	return ferr
 }
 
 // eventSeq returns the seq of eventID in group, or ErrNotFound.

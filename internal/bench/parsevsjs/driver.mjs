@@ -30,39 +30,48 @@ try {
 const inputs = new Map();
 for (const arg of inputArgs) {
   const [name, file, bodyFile] = arg.split('=');
-  inputs.set(name, { text: readFileSync(file, 'utf8'), want: readFileSync(bodyFile, 'utf8'), n: 0 });
+  inputs.set(name, { text: readFileSync(file, 'utf8'), want: readFileSync(bodyFile, 'utf8'), chunk: 0 });
 }
 
 let sink = 0;
-// loop returns the wall time of n calls in ns, and sets lastCPU to their
-// CPU time (the whole process: the JIT and the garbage collector included).
-let lastCPU = 0;
-function loop(text, n) {
-  const c0 = process.cpuUsage();
-  const t0 = process.hrtime.bigint();
+const run = (text, n) => {
   for (let i = 0; i < n; i++) sink += parseEnvelope(text).response.length;
-  const wall = Number(process.hrtime.bigint() - t0);
-  const c = process.cpuUsage(c0);
-  lastCPU = (c.user + c.system) * 1000;
-  return wall;
-}
+};
 
+// measure times parseEnvelope on one input for about ms milliseconds, in
+// chunks of calls between clock reads, so that every measurement spans the
+// same time whatever the load, however fast the warm-up ran: wall time per
+// call, and CPU time of the whole process (the JIT and the garbage
+// collector included).
 function measure(name, ms) {
   const inp = inputs.get(name);
   if (!inp) return { name, error: 'unknown input' };
-  const budget = ms * 1e6;
+  const budget = BigInt(Math.round(ms * 1e6));
   try {
     const got = parseEnvelope(inp.text).response;
-    if (inp.n === 0) {
-      // Warm up (the JIT) and find a count that takes a tenth of the budget.
+    if (inp.chunk === 0) {
+      // Warm up (the JIT) and find a chunk that takes a hundredth of the budget.
       let n = 1;
-      let t;
-      while ((t = loop(inp.text, n)) < budget / 10) n *= 2;
-      inp.n = Math.max(1, Math.round((n * budget) / t));
+      for (;;) {
+        const t0 = process.hrtime.bigint();
+        run(inp.text, n);
+        if (process.hrtime.bigint() - t0 >= budget / 100n) break;
+        n *= 2;
+      }
+      inp.chunk = n;
     }
-    const ns = loop(inp.text, inp.n) / inp.n;
-    const cpu = lastCPU / inp.n;
-    return { name, ns, cpu, iterations: inp.n, ok: got === inp.want, error: got === inp.want ? '' : 'its body differs from ours' };
+    let n = 0;
+    const c0 = process.cpuUsage();
+    const t0 = process.hrtime.bigint();
+    let wall;
+    while ((wall = process.hrtime.bigint() - t0) < budget) {
+      run(inp.text, inp.chunk);
+      n += inp.chunk;
+    }
+    const c = process.cpuUsage(c0);
+    const ns = Number(wall) / n;
+    const cpu = ((c.user + c.system) * 1000) / n;
+    return { name, ns, cpu, iterations: n, ok: got === inp.want, error: got === inp.want ? '' : 'its body differs from ours' };
   } catch (e) {
     return { name, error: String(e.message || e) };
   }

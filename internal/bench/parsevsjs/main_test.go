@@ -43,9 +43,10 @@ func TestRunAgainstOriginal(t *testing.T) {
 		t.Errorf("run() skipped the original or found its bodies differ:\n%s", got)
 	}
 	for _, in := range []string{"v1.0-small", "v1.1-small", "v1.0-20KB", "v1.1-20KB"} {
-		// Both tables (wall and CPU time) have a row with a ratio.
-		if n := strings.Count(got, in); n != 2 {
-			t.Errorf("output has %d rows for %s, want 2:\n%s", n, in, got)
+		// The tables of times (wall and CPU, for each GOMAXPROCS) and the
+		// allocations have a row for it.
+		if n, want := strings.Count(got, in), 2*len(procsSettings())+1; n != want {
+			t.Errorf("output has %d rows for %s, want %d:\n%s", n, in, want, got)
 		}
 	}
 }

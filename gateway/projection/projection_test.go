@@ -1,0 +1,179 @@
+package projection_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/gateway/projection"
+)
+
+// facts returns the facts of a small ledger: bob asks carol in thread T
+// (carol owes it), carol acks and replies, the message is claimed.
+func facts() []projection.Facts {
+	return []projection.Facts{
+		{Pos: 1, Group: "g", Seq: 1, EventID: "e1", TS: "t1",
+			Joins:  []projection.Join{{Thread: "T", Kind: projection.JoinAuthor, Token: "bob"}, {Thread: "T", Kind: projection.JoinNamed, Token: "carol"}},
+			Actors: []projection.ActorFact{{ID: "bob", Wrote: true}, {ID: "carol", Addressed: true, Owes: true, Msg: "m1"}}},
+		{Pos: 3, Group: "g", Seq: 2, EventID: "e2", TS: "t2",
+			Marks:  []projection.Mark{{Event: "e1", Kind: projection.MarkAck, Actor: "carol"}, {Event: "e1", Kind: projection.MarkClaimed}},
+			Actors: []projection.ActorFact{{ID: "Carol", Wrote: true}}},
+		{Pos: 4, Group: "g", Seq: 3, EventID: "e3", TS: "t3",
+			Joins:  []projection.Join{{Thread: "T", Kind: projection.JoinAuthor, Token: "carol"}},
+			Marks:  []projection.Mark{{Event: "e1", Kind: projection.MarkResponded, Actor: "carol"}},
+			Actors: []projection.ActorFact{{ID: "carol", Wrote: true, Settles: []string{"m1"}}}},
+	}
+}
+
+func open(t *testing.T, path string) *projection.DB {
+	t.Helper()
+	db, err := projection.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open(%q) = %v", path, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestApply checks what Apply keeps, that applying again (or facts at or
+// before the mark) changes nothing, and that the mark survives a reopen.
+func TestApply(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	db := open(t, path)
+	if err := db.Apply(ctx, facts()[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Apply(ctx, facts()); err != nil { // the first two again
+		t.Fatal(err)
+	}
+	once, err := db.Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Apply(ctx, facts()); err != nil {
+		t.Fatal(err)
+	}
+	twice, _ := db.Dump(ctx)
+	if !slices.Equal(once, twice) {
+		t.Fatalf("applying again changed the rows:\n%v\n%v", once, twice)
+	}
+	if err := db.Apply(ctx, facts()[:1]); err != nil { // all before the mark
+		t.Fatal(err)
+	}
+	pos, id, err := db.HighWater(ctx)
+	if pos != 4 || id != "e3" || err != nil {
+		t.Fatalf("HighWater = %d, %q, %v; want 4, e3", pos, id, err)
+	}
+	joins, err := db.Joins(ctx, "g", "T")
+	if err != nil || len(joins) != 3 {
+		t.Fatalf("Joins = %+v, %v; want bob, carol named at 1 and carol author at 3", joins, err)
+	}
+	marks, err := db.Marks(ctx, "g", []string{"e1", "e2", "nope"})
+	if err != nil || len(marks) != 3 {
+		t.Fatalf("Marks = %+v, %v; want ack, claimed, responded", marks, err)
+	}
+	actors, err := db.Actors(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []projection.Actor{{ID: "bob", Events: 1, LastTS: "t1"}, {ID: "carol", Events: 2, Addressed: 1, LastTS: "t3"}}
+	if !slices.Equal(actors, want) {
+		t.Errorf("Actors = %+v, want %+v (carol's obligation settled by her reply)", actors, want)
+	}
+	groups, err := db.Groups(ctx)
+	if err != nil || len(groups) != 1 || groups[0] != (projection.GroupSummary{Group: "g", Events: 3, LastSeq: 3, LastPos: 4, LastTS: "t3", LastEvent: "e3"}) {
+		t.Errorf("Groups = %+v, %v", groups, err)
+	}
+	db.Close()
+	again := open(t, path)
+	if pos, id, err := again.HighWater(ctx); pos != 4 || id != "e3" || err != nil {
+		t.Fatalf("after a reopen, HighWater = %d, %q, %v; want 4, e3", pos, id, err)
+	}
+	if err := again.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := again.Dump(ctx); len(rows) != 3 { // meta only
+		t.Errorf("after Reset, Dump = %v, want the meta rows only", rows)
+	}
+}
+
+// TestMarksManyEvents asks the marks of more events than one query binds.
+func TestMarksManyEvents(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, "")
+	var fs []projection.Facts
+	var ids []string
+	for i := range 1200 {
+		id := fmt.Sprintf("e%d", i)
+		ids = append(ids, id)
+		fs = append(fs, projection.Facts{Pos: int64(i + 1), Group: "g", Seq: int64(i + 1), EventID: id,
+			Marks: []projection.Mark{{Event: id, Kind: projection.MarkDischarged}}})
+	}
+	if err := db.Apply(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	marks, err := db.Marks(ctx, "g", ids)
+	if err != nil || len(marks) != 1200 {
+		t.Fatalf("Marks of 1200 events = %d, %v", len(marks), err)
+	}
+}
+
+// Example applies the facts of two events and asks who took part in a
+// thread, and since when.
+func Example() {
+	ctx := context.Background()
+	db, err := projection.Open(ctx, "") // in memory; a file name for a durable one
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	err = db.Apply(ctx, []projection.Facts{
+		{Pos: 1, Group: "g", Seq: 1, EventID: "e1", Joins: []projection.Join{{Thread: "T", Kind: projection.JoinAuthor, Token: "bob"}}},
+		{Pos: 2, Group: "g", Seq: 2, EventID: "e2", Joins: []projection.Join{{Thread: "T", Kind: projection.JoinNamed, Token: "carol"}}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	joins, _ := db.Joins(ctx, "g", "T")
+	slices.SortFunc(joins, func(a, b projection.Join) int { return int(a.Seq - b.Seq) })
+	for _, j := range joins {
+		fmt.Println(j.Token, "from seq", j.Seq)
+	}
+	pos, id, _ := db.HighWater(ctx)
+	fmt.Println("applied up to", pos, id)
+	// Output:
+	// bob from seq 1
+	// carol from seq 2
+	// applied up to 2 e2
+}
+
+// TestOpenOtherSchema checks that a DB of another schema version is
+// emptied on Open, to be rebuilt.
+func TestOpenOtherSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	db := open(t, path)
+	if err := db.Apply(ctx, facts()); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`UPDATE meta SET v = ? WHERE k = 'schema'`, projection.Schema+1); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	again := open(t, path)
+	if pos, _, err := again.HighWater(ctx); pos != 0 || err != nil {
+		t.Fatalf("HighWater of a DB of another schema = %d, %v; want 0", pos, err)
+	}
+	if rows, _ := again.Dump(ctx); len(rows) != 3 {
+		t.Errorf("Dump = %v, want the meta rows only", rows)
+	}
+}

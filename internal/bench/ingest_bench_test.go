@@ -1,0 +1,57 @@
+package bench
+
+import (
+	"net/http"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/signing"
+)
+
+// BenchmarkPost posts distinct signed envelopes over HTTP from 64
+// goroutines to (a) the ceiling handler and (b) the relay, as
+// `crosstalk-bench ingest` does, one envelope per op. Its allocs/op and
+// B/op (clients and server together) stay steady on a loaded machine, where
+// rates do not: go test -run '^$' -bench Post -benchmem ./internal/bench
+func BenchmarkPost(b *testing.B) {
+	key, err := signing.GenerateKey(signing.Ed25519, benchKeyID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ceiling, stop, err := startCeiling(key.Public())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	rr, err := startRelay(b.Context(), filepath.Join(b.TempDir(), "relay"), key.Public(), "", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer shutdown(rr)
+	for _, bb := range []struct{ name, url string }{{"ceiling", ceiling}, {"relay", rr.URL() + "/crosstalk/receive"}} {
+		b.Run(bb.name, func(b *testing.B) {
+			src := &source{key: key, groups: allGroups}
+			if err := src.grow(b.N); err != nil {
+				b.Fatal(err)
+			}
+			hc := newBenchClient(64)
+			defer hc.CloseIdleConnections()
+			var fails atomic.Int64
+			b.SetParallelism(32) // 64 clients on 2 Ps
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					body, _ := src.next()
+					if status, err := post(b.Context(), hc, bb.url, body); err != nil || status != http.StatusOK {
+						fails.Add(1)
+					}
+				}
+			})
+			if n := fails.Load(); n > 0 {
+				b.Fatalf("%d posts failed", n)
+			}
+		})
+	}
+}
