@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,6 +40,11 @@ type Waiting struct {
 	// ResolvedBy is the addressee that resolved a BLOCKED; set only in
 	// listings that include settled ones.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// Rung is the last rung of its returns and escalation recorded so far,
+	// 0 for none; EscalatedTo is "coordinator" or "human" once it
+	// escalated (docs/agents.md "Returns and escalation").
+	Rung        int    `json:"rung,omitempty"`
+	EscalatedTo string `json:"escalated_to,omitempty"`
 }
 
 // waitingKinds are the kinds Waiting reads.
@@ -94,7 +100,7 @@ func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, 
 		}
 		w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
 			Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol,
-			DischargedBy: row.DischargedBy, ResolvedBy: row.ResolvedBy}
+			DischargedBy: row.DischargedBy, ResolvedBy: row.ResolvedBy, Rung: row.Rung, EscalatedTo: row.EscalatedTo}
 		if d.X != nil && d.X.Envelope != nil {
 			w.MessageID = d.X.Envelope.Message
 		}
@@ -182,6 +188,11 @@ func (w *obligationWalk) apply(ev ledger.Event) {
 			settle(d.EventID, i)
 		}
 	case KindNotify:
+		if rd, ok := rungOf(ev); ok {
+			if i, ok := w.open[rd.RelatedEventID]; ok && rd.Rung > w.out[i].Rung {
+				w.out[i].Rung, w.out[i].EscalatedTo = rd.Rung, rd.EscalatedTo
+			}
+		}
 		// The relay's notice that a BLOCKED's addressee resolved it.
 		if i, ok := w.open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
 			w.out[i].ResolvedBy = d.ActorID
@@ -247,4 +258,55 @@ func (d Delivery) Owes() bool {
 		return !d.Discharged && !(d.Obligation.Ack && d.Acked)
 	}
 	return !d.Acked && !d.Responded
+}
+
+// dischargeUpdate returns the delivery of the discharge ev to the
+// tracker's agent, and whether it gets one: it does when the obligation
+// ev closes is addressed to it (it was delivered as must_respond, reason
+// obligation, whatever claims were made since) or when it may discharge
+// it itself (the author, the delegate), unless it discharged it. The
+// delivery is to_me, must_not_respond, reason discharged, tool_mailbox:
+// it owes nothing and tells the agent's streams that the obligation is
+// closed (docs/agents.md "Streams learn of discharges"). It costs one
+// read of the obligation's event per discharge.
+func (t *tracker) dischargeUpdate(ctx context.Context, ev ledger.Event, d EventData) (Delivery, bool, error) {
+	if d.EventID == "" || strings.EqualFold(ev.By, t.agent.ID) {
+		return Delivery{}, false, nil
+	}
+	ob, err := t.r.store.Get(ctx, d.EventID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return Delivery{}, false, nil
+	}
+	if err != nil {
+		return Delivery{}, false, fmt.Errorf("gateway: obligation %s of discharge %s: %w", d.EventID, ev.ID, err)
+	}
+	od, err := ParseData(ob)
+	if err != nil || ob.Kind != KindMessage || od.Obligation == nil {
+		return Delivery{}, false, nil
+	}
+	ae := AttentionEvent(ob, od)
+	owed := attention.Decide(ae, t.agent, attention.State{}, t.now).Reason == attention.ReasonObligation
+	if !owed && !od.Obligation.CanDischarge(ob.By, t.agent.ID) {
+		return Delivery{}, false, nil
+	}
+	out := Delivery{
+		Delivery: attention.Delivery{
+			EventID: ev.ID, Seq: ev.Seq, Group: ev.GroupID, Thread: ae.Thread, Agent: t.agent.ID,
+			Directedness: attention.ToMe, Policy: attention.MustNotRespond, Reason: attention.ReasonDischarged,
+			Injection: attention.ToolMailbox, Priority: "normal", IdempotencyKey: ev.ID + ":" + t.agent.ID,
+		},
+		Kind: ev.Kind, From: ev.By, To: []string{t.agent.ID}, Context: ae.Context, TS: ev.TS,
+		Content: d.Text, Obligation: od.Obligation, Discharged: true, Discharges: ob.ID,
+		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+	}
+	if x := d.X; x != nil {
+		out.Verification = x.Verification
+		if x.Envelope != nil { // an ACK envelope: its intent and words
+			out.Intent, out.MessageID = x.Envelope.Intent, x.Envelope.Message
+			if out.Content == "" {
+				out.Content = x.Envelope.Body
+			}
+		}
+	}
+	return out, true, nil
 }

@@ -390,6 +390,9 @@ func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, 
 		if d.Kind == KindUnblocked && d.RelatedEventID != "" {
 			f.Resolves, f.ResolvedBy = d.RelatedEventID, d.ActorID
 		}
+		if rd, ok := rungOf(ev); ok {
+			f.RungOf, f.Rung, f.EscalatedTo = rd.RelatedEventID, rd.Rung, rd.EscalatedTo
+		}
 	}
 }
 

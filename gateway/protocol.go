@@ -214,12 +214,16 @@ func (r *Relay) unblock(ctx context.Context, target ledger.Event, td EventData, 
 	d := EventData{Kind: KindUnblocked, Title: "unblocked: " + p.Subject, Message: oneLineNote(msg),
 		TargetActorID: target.By, RelatedEventID: target.ID, Priority: "normal", RequiresAck: true, ActorID: actor}
 	rec := ledger.Record{Kind: KindNotify, GroupID: target.GroupID, By: "system", Data: mustJSON(d),
-		DedupeKey: "unblocked:" + target.GroupID + ":" + target.ID}
+		DedupeKey: unblockedDedupeKey(target.GroupID, target.ID)}
 	if _, err := r.store.Append(ctx, []ledger.Record{rec}); err != nil {
 		return fmt.Errorf("gateway: recording the unblock of %s: %w", target.ID, err)
 	}
 	return nil
 }
+
+// unblockedDedupeKey is the dedupe key of a BLOCKED's unblocked notice:
+// one per blocker.
+func unblockedDedupeKey(group, eventID string) string { return "unblocked:" + group + ":" + eventID }
 
 // closeBlockers tells the author of each BLOCKED that a recorded CLOSE
 // from its addressee answered (the envelope form of the resolve action).
