@@ -31,6 +31,12 @@ type rstep struct {
 	// delegate and deadline.
 	send                         bool
 	from, to, delegate, deadline string
+	// intent (REQUEST when empty) and meta (a HANDOFF's or BLOCKED's
+	// block) of the send.
+	intent string
+	meta   func(*envelope.Envelope)
+	// ack, resolve: actor acknowledges or resolves it.
+	ack, resolve string
 	// reply: actor answers the obligation with a RESPOND and an ACK.
 	reply string
 	// discharge: actor discharges it (by the API).
@@ -99,6 +105,16 @@ var returnsConformance = []returnsScenario{
 	{name: "delegate discharges", returns: 3,
 		steps: steps(oblige("CLAUDE").delegatedTo("GEMINI"), ticks(2), rstep{discharge: "gemini"}, ticks(6)),
 		rungs: []rungWant{ret(1, "claude"), ret(2, "claude")}},
+	// BeadBoard §6.2 (docs/agents.md "Handoff and blocked"): the
+	// addressee's ack closes a HANDOFF; a BLOCKED acknowledged but not
+	// resolved escalates, and resolving it ends the ladder.
+	{name: "HANDOFF acknowledged by its addressee", returns: 3,
+		steps: steps(rstep{send: true, to: "CLAUDE", intent: "HANDOFF", meta: handoffMeta}, tick(15*time.Minute), rstep{ack: "claude"}, ticks(5)),
+		rungs: []rungWant{ret(1, "claude")}},
+	{name: "BLOCKED acknowledged, then resolved", returns: 3,
+		steps: steps(rstep{send: true, to: "CLAUDE", meta: blockedMeta}, tick(15*time.Minute), rstep{ack: "claude"}, tick(15*time.Minute),
+			rstep{resolve: "claude"}, ticks(5)),
+		rungs: []rungWant{ret(1, "claude"), esc(4, "lead")}},
 	{name: "control: returns disabled", returns: 0,
 		steps: steps(oblige("CLAUDE"), ticks(8)), owed: true},
 	{name: "nothing returns before the interval", returns: 3,
@@ -119,7 +135,7 @@ var returnsConformance = []returnsScenario{
 }
 
 // returnsBook is testBook plus a coordinator and a human.
-func returnsBook(t *testing.T) *gateway.AddressBook {
+func returnsBook(t testing.TB) *gateway.AddressBook {
 	t.Helper()
 	book, err := gateway.NewAddressBook([]gateway.Agent{
 		{ID: "claude", Names: []string{"CLAUDE"}, Roles: []string{"reviewer"}},
@@ -164,7 +180,11 @@ func runReturnsScenario(t *testing.T, r, other *gateway.Relay, clock *testClock,
 		switch {
 		case s.send:
 			from := cmp.Or(s.from, "CHATGPT")
-			text := env(from, s.to, "REQUEST", group, "review PR 7 before I ship", obliged("halted", s.delegate, s.deadline))
+			mod := obliged("halted", s.delegate, s.deadline)
+			if s.meta != nil {
+				mod = s.meta
+			}
+			text := env(from, s.to, cmp.Or(s.intent, "REQUEST"), group, "review PR 7 before I ship", mod)
 			outs := ingest(t, r, "", text)
 			if !outs[0].Accepted() {
 				t.Fatalf("step %d refused: %+v", i, outs[0].Reject)
@@ -176,6 +196,14 @@ func runReturnsScenario(t *testing.T, r, other *gateway.Relay, clock *testClock,
 			}
 		case s.discharge != "":
 			if _, err := r.Act(ctx, gateway.ActionRequest{Action: gateway.ActionDischarge, Group: group, EventID: ob.ID, Actor: s.discharge}); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		case s.ack != "" || s.resolve != "":
+			req := gateway.ActionRequest{Action: gateway.ActionAck, Group: group, EventID: ob.ID, Actor: s.ack}
+			if s.resolve != "" {
+				req.Action, req.Actor = gateway.ActionResolve, s.resolve
+			}
+			if _, err := r.Act(ctx, req); err != nil {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		case s.claim != "":
@@ -207,13 +235,24 @@ func runReturnsScenario(t *testing.T, r, other *gateway.Relay, clock *testClock,
 		// acknowledge.
 		for _, a := range strings.Split(g.want.to, ",") {
 			d := deliveryIn(t, r, a, group, g.id)
-			if d == nil || d.Directedness != attention.ToMe || d.Policy != attention.AckOnly || d.Injection != attention.Notify || d.Expired {
-				t.Errorf("%s's delivery of rung %d = %+v, want to_me ack_only notify, not expired", a, g.want.rung, d)
+			if d == nil || d.Directedness != attention.ToMe || d.Policy != attention.AckOnly || d.Injection != attention.Notify || d.Expired ||
+				d.Knock == nil || !strings.HasPrefix(d.Knock.Topic, "message about obligation ") {
+				t.Errorf("%s's delivery of rung %d = %+v, want to_me ack_only notify, not expired, topic about the obligation", a, g.want.rung, d)
 			}
 		}
 	}
 	if fmt.Sprint(gotWant) != fmt.Sprint(sc.rungs) {
 		t.Errorf("rungs = %v,\n want %v", gotWant, sc.rungs)
+	}
+	// The author's waiting list shows how far up the ladder it is.
+	if ws, err := r.Waiting(ctx, ob.By); err != nil {
+		t.Fatal(err)
+	} else if len(sc.rungs) > 0 && sc.owed {
+		last := sc.rungs[len(sc.rungs)-1]
+		i := slices.IndexFunc(ws, func(w gateway.Waiting) bool { return w.EventID == ob.ID })
+		if i < 0 || ws[i].Rung != last.rung || (ws[i].EscalatedTo != "") != (last.kind == gateway.NoticeObligationEscalation) {
+			t.Errorf("%s's waiting list = %+v, want the obligation at rung %d", ob.By, ws, last.rung)
+		}
 	}
 	owner := "claude"
 	d := deliveryIn(t, r, owner, group, ob.ID)

@@ -41,6 +41,10 @@ type Delivery struct {
 	// Discharged reports that the obligation's author or delegate
 	// discharged it: only then is it settled.
 	Discharged bool `json:"discharged,omitempty"`
+	// Discharges is set on the delivery of a discharge (Kind
+	// x.crosstalk.discharge, reason "discharged"): the event id of the
+	// obligation it closed, which the agent was delivered or waits on.
+	Discharges string `json:"discharges,omitempty"`
 	// Responded reports that the agent replied to the event (a message
 	// whose parent it is) or recorded a defer or resolve disposition. For
 	// an obligation that is evidence for its author, not discharge.
@@ -85,6 +89,7 @@ func AttentionEvent(ev ledger.Event, d EventData) attention.Event {
 	}
 	if ev.Kind == KindNotify {
 		ae.RequiresAck = d.RequiresAck
+		ae.Context = d.Title // the knock's topic: "message about obligation return 2 of 3"
 		if d.TargetActorID != "" {
 			ae.To = []string{d.TargetActorID}
 		}
@@ -303,6 +308,9 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 		return out, ok, nil
 	}
 	ae := AttentionEvent(ev, d)
+	if ev.Kind == KindDischarge {
+		return t.dischargeUpdate(ctx, ev, d)
+	}
 	st := attention.State{LastSeen: t.seen, StaleAfter: t.r.StaleAfter()}
 	in := ae.Thread != "" && t.threads.contains(ae.Thread)
 	if ae.Thread != "" && t.view != nil {
@@ -364,8 +372,14 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
 	return r.inject(ctx, r.book.ActorID(agent), func(ctx context.Context) iter.Seq2[Delivery, error] {
 		return r.followDeliveries(ctx, agent, group, sinceSeq)
+	}, func(ctx context.Context, last Delivery) (bool, error) {
+		evs, err := r.store.Range(ctx, group, last.Seq, nil, 1)
+		return len(evs) > 0, err
 	})
 }
+
+// followDeliveries is FollowDeliveries before injection; it yields a
+// progress marker for each silent event.
 
 func (r *Relay) followDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
@@ -380,7 +394,10 @@ func (r *Relay) followDeliveries(ctx context.Context, agent, group string, since
 				yield(Delivery{}, err)
 				return
 			}
-			if ev.Seq > sinceSeq && ok && !yield(d, nil) {
+			if !ok {
+				d = progress(ev.GroupID, ev.Seq, 0)
+			}
+			if ev.Seq > sinceSeq && !yield(d, nil) {
 				return
 			}
 		}
@@ -414,8 +431,14 @@ func (r *Relay) FollowAgent(ctx context.Context, agent string, after int64) iter
 	agent = r.book.ActorID(agent)
 	return r.inject(ctx, agent, func(ctx context.Context) iter.Seq2[Delivery, error] {
 		return r.followAgent(ctx, agent, after)
+	}, func(ctx context.Context, last Delivery) (bool, error) {
+		ls, err := r.store.Log(ctx, last.Position, 1)
+		return len(ls) > 0, err
 	})
 }
+
+// followAgent is FollowAgent before injection; it yields a progress
+// marker for each silent event.
 
 func (r *Relay) followAgent(ctx context.Context, agent string, after int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
@@ -438,7 +461,7 @@ func (r *Relay) followAgent(ctx context.Context, agent string, after int64) iter
 			}
 			trs.seen(l.GroupID, l.Seq)
 			if !ok {
-				continue
+				d = progress(l.GroupID, l.Seq, l.Pos)
 			}
 			d.Position = l.Pos
 			if !yield(d, nil) {

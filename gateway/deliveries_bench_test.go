@@ -8,6 +8,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 )
 
@@ -81,7 +82,10 @@ func BenchmarkDeliveries(b *testing.B) {
 
 // BenchmarkFollowAgent measures an agent stream replaying a ledger of
 // 2 000 messages over 20 groups on SQLite from position 0: the work per
-// delivery of GET /v1/agents/{agent}/stream before it goes live.
+// delivery of GET /v1/agents/{agent}/stream before it goes live. The
+// "buffered" run is the same for an agent whose address book entry turns
+// buffering on (every message is its own run: the cost of holding and
+// releasing, docs/agents.md "Buffered and digest delivery").
 func BenchmarkFollowAgent(b *testing.B) {
 	st, err := sqlite.Open(context.Background(), b.TempDir()+"/l.db", nil)
 	if err != nil {
@@ -102,18 +106,32 @@ func BenchmarkFollowAgent(b *testing.B) {
 			text.Reset()
 		}
 	}
-	for b.Loop() {
-		ctx, cancel := context.WithCancel(context.Background())
-		n := 0
-		for _, err := range r.FollowAgent(ctx, "claude", 0) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n++; n == 2000 {
-				break
-			}
-		}
-		cancel()
+	book, err := gateway.NewAddressBook([]gateway.Agent{{ID: "claude", Buffer: &attention.Buffer{}}})
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2000), "ns/delivery")
+	// The buffered stream holds the last run until its quiet window
+	// ends: it counts the 1 999 the next message releases.
+	for _, bc := range []struct {
+		name string
+		r    *gateway.Relay
+		want int
+	}{{"plain", r, 2000}, {"buffered", gateway.New(st, &gateway.Options{Book: book}), 1999}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				ctx, cancel := context.WithCancel(context.Background())
+				n := 0
+				for _, err := range bc.r.FollowAgent(ctx, "claude", 0) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					if n++; n == bc.want {
+						break
+					}
+				}
+				cancel()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*bc.want), "ns/delivery")
+		})
+	}
 }

@@ -66,7 +66,7 @@ func (t *tracker) digestDelivery(ev ledger.Event, d EventData) (Delivery, bool) 
 		},
 		Kind: ev.Kind, From: ev.By, To: []string{t.agent.ID}, TS: ev.TS,
 		Content: d.Digest.Text(), Digest: d.Digest,
-		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+		Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
 	}
 	return out, true
 }
@@ -136,43 +136,31 @@ func (r *Relay) RunDigests(ctx context.Context) error {
 
 // WriteDigests records agent's digest of every group for the window
 // ending at until: per group, one KindDigest event summarising its
-// digest deliveries (Deliveries' injection digest, never must_respond
-// nor an obligation) after the group's previous digest for the agent. A
-// group with nothing to digest gets no event. The dedupe key is the
-// group, agent and until, so calling it again for the same window, here
-// or on another relay sharing the ledger, records nothing new: the
-// digest first recorded stands, and the next one starts where it ended.
-// It returns the digests recorded or found.
+// digest deliveries (injection digest, never must_respond nor an
+// obligation) after the group's previous digest for the agent and before
+// until (by ledger time, read in seq order up to the first event at or
+// after until). A group with nothing to digest gets no event. The dedupe
+// key is the group, agent and until, so calling it again for the same
+// window, here or on another relay sharing the ledger, records nothing
+// new. It returns the digests it recorded (or found already recorded).
 func (r *Relay) WriteDigests(ctx context.Context, agent string, until time.Time) ([]ledger.Event, error) {
 	agent = r.book.ActorID(agent)
 	gs, err := r.Groups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: listing groups: %w", err)
 	}
-	inj := injector{digest: true}
 	var out []ledger.Event
 	for _, g := range gs {
 		m, err := r.digestMark(ctx, agent, g.ID)
 		if err != nil {
 			return out, err
 		}
-		if g.LastSeq <= m.scanned {
+		if g.LastSeq <= max(m.through, m.scanned) {
 			continue
 		}
-		ds, err := r.groupDeliveries(ctx, agent, g.ID, max(m.through, m.scanned), 0)
-		if err != nil {
-			return out, err
-		}
 		dg := Digest{Summary: attention.Summary{Agent: agent, Policy: attention.MustNotRespond, At: until}, Since: m.through, Until: until}
-		for _, d := range ds {
-			if inj.digested(d) {
-				dg.Add(attention.Event{ID: d.EventID, Seq: d.Seq, Group: d.Group, From: d.From,
-					Intent: attention.Intent(d.Intent), Context: d.Context, CreatedAt: deliveredAt(d)})
-				dg.Through = d.Seq
-			}
-		}
-		if len(ds) > 0 {
-			m.scanned = ds[len(ds)-1].Seq
+		if m.scanned, err = r.digestWalk(ctx, agent, g.ID, max(m.through, m.scanned), until, &dg); err != nil {
+			return out, err
 		}
 		if dg.Count > 0 {
 			res, err := r.store.Append(ctx, []ledger.Record{{Kind: KindDigest, GroupID: g.ID, By: "system",
@@ -189,6 +177,40 @@ func (r *Relay) WriteDigests(ctx context.Context, agent string, until time.Time)
 		r.noteDigest(agent, g.ID, m)
 	}
 	return out, nil
+}
+
+// digestWalk adds to dg agent's digest deliveries of group after seq
+// after, up to the first event at or after until, and returns the seq of
+// the last event it read. Digest deliveries are ambient broadcasts: the
+// agent's thread participation and claims do not change them, so the
+// walk starts with a fresh tracker wherever it starts.
+func (r *Relay) digestWalk(ctx context.Context, agent, group string, after int64, until time.Time, dg *Digest) (int64, error) {
+	tr := r.newTracker(agent)
+	inj := injector{digest: true}
+	for {
+		evs, err := r.store.Range(ctx, group, after, nil, streamPage)
+		if err != nil {
+			return after, fmt.Errorf("gateway: reading group %q: %w", group, err)
+		}
+		for _, ev := range evs {
+			if t, err := ev.Time(); err == nil && !t.Before(until) {
+				return after, nil
+			}
+			d, ok, err := tr.observe(ctx, ev)
+			if err != nil {
+				return after, err
+			}
+			after = ev.Seq
+			if ok && inj.digested(d) {
+				dg.Add(attention.Event{ID: d.EventID, Seq: d.Seq, Group: d.Group, From: d.From,
+					Intent: attention.Intent(d.Intent), Context: d.Context, CreatedAt: deliveredAt(d)})
+				dg.Through = d.Seq
+			}
+		}
+		if len(evs) < streamPage {
+			return after, nil
+		}
+	}
 }
 
 // digestMark is where agent's digests of a group stand: through, the

@@ -36,7 +36,8 @@ func (r *Relay) DeliveriesOf(ctx context.Context, agent string, evs []ledger.Log
 		}
 		if show {
 			d.Position = l.Pos
-			d.Acked, d.Responded, d.Discharged = ms.acked[d.EventID], ms.responded[d.EventID], ms.discharged[d.EventID]
+			// A discharge's own delivery says Discharged already.
+			d.Acked, d.Responded, d.Discharged = ms.acked[d.EventID], ms.responded[d.EventID], d.Discharged || ms.discharged[d.EventID]
 			out = append(out, d)
 		}
 	}

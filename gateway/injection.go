@@ -38,6 +38,14 @@ type Fragment struct {
 // settable test clock, a stepped system clock) is noticed within it.
 const injectPoll = time.Second
 
+// progress is the marker the raw followers yield for a silent event:
+// how far the stream has read, for inject, which never yields it.
+func progress(group string, seq, pos int64) Delivery {
+	return Delivery{Delivery: attention.Delivery{Group: group, Seq: seq, Injection: attention.Silent}, Position: pos}
+}
+
+func isProgress(d Delivery) bool { return d.Injection == attention.Silent }
+
 // injector is one agent's injection settings.
 type injector struct {
 	buf    *attention.Buffer // nil: no merging
@@ -173,24 +181,26 @@ func (c injector) apply(ds []Delivery) []Delivery {
 	return out
 }
 
-// inject applies agent's injection to the stream follow(ctx) yields.
+// inject applies agent's injection to the stream follow(ctx) yields
+// (deliveries and, for silent events, progress markers, which it drops).
 // Without buffering it only leaves digested deliveries out. With it, a
 // buffered delivery is held until the run it starts ends: when a
 // delivery that does not join it comes (the run is delivered first, so
 // deliveries keep their order: an urgent follow-up, which is never
-// buffered, flushes), or when the clock passes its due time. A held run
-// was never yielded, so a stream that ends loses nothing: the agent's
-// resume point (the last Position or Seq it received) is before it, and
-// the next stream yields it again.
-func (r *Relay) inject(ctx context.Context, agent string, follow func(context.Context) iter.Seq2[Delivery, error]) iter.Seq2[Delivery, error] {
+// buffered, flushes), or when the clock has passed its due time and the
+// stream has read all the ledger holds (ahead reports whether the ledger
+// has events after the last one read: a replay of stored events merges
+// as a list does, whatever the speed of the reader). A held run was never
+// yielded, so a stream that ends loses nothing: the agent's resume point
+// (the last Position or Seq it received) is before it, and the next
+// stream yields it again.
+func (r *Relay) inject(ctx context.Context, agent string, follow func(context.Context) iter.Seq2[Delivery, error],
+	ahead func(context.Context, Delivery) (bool, error)) iter.Seq2[Delivery, error] {
 	c := r.injectorOf(agent)
-	if c.off() {
-		return follow(ctx)
-	}
 	if c.buf == nil {
 		return func(yield func(Delivery, error) bool) {
 			for d, err := range follow(ctx) {
-				if err == nil && c.digested(d) {
+				if err == nil && (isProgress(d) || c.digested(d)) {
 					continue
 				}
 				if !yield(d, err) {
@@ -205,8 +215,6 @@ func (r *Relay) inject(ctx context.Context, agent string, follow func(context.Co
 			d   Delivery
 			err error
 		}
-		// Read ahead a little, so that a replay of stored events finds
-		// the next fragment of a run waiting rather than flushing it.
 		ch := make(chan item, 16)
 		go func() {
 			defer close(ch)
@@ -226,11 +234,23 @@ func (r *Relay) inject(ctx context.Context, agent string, follow func(context.Co
 			for range ch { // wait for the reader to end
 			}
 		}()
-		var run []Delivery
-		// take handles one delivery; false ends the stream.
-		take := func(d Delivery) bool {
+		var (
+			run  []Delivery
+			read Delivery // the last delivery or marker read
+		)
+		// take handles one item; false ends the stream.
+		take := func(it item, ok bool) bool {
+			if !ok {
+				return false // ctx ended: the held run is yielded by the next stream
+			}
+			if it.err != nil {
+				yield(Delivery{}, it.err)
+				return false
+			}
+			d := it.d
+			read = d
 			switch {
-			case c.digested(d):
+			case isProgress(d), c.digested(d):
 				return true
 			case c.buffers(d) && len(run) > 0 && c.joins(run, d):
 				run = append(run, d)
@@ -250,55 +270,59 @@ func (r *Relay) inject(ctx context.Context, agent string, follow func(context.Co
 			return yield(d, nil)
 		}
 		for {
-			var (
-				wake  <-chan time.Time
-				timer *time.Timer
-			)
-			if len(run) > 0 {
-				wait := c.due(run).Sub(r.now())
-				if wait <= 0 {
-					select {
-					case it, ok := <-ch: // a fragment read ahead may still join
-						if !ok || it.err != nil {
-							if ok {
-								yield(Delivery{}, it.err)
-							}
-							return
-						}
-						if !take(it.d) {
-							return
-						}
-						continue
-					default:
-					}
-					m := merge(run)
-					run = nil
-					if !yield(m, nil) {
+			if len(run) == 0 {
+				select {
+				case it, ok := <-ch:
+					if !take(it, ok) {
 						return
 					}
-					continue
+				case <-ctx.Done():
+					return
 				}
-				timer = time.NewTimer(min(wait, injectPoll))
-				wake = timer.C
+				continue
 			}
+			// Something read ahead (a replay) comes first: it may join.
 			select {
 			case it, ok := <-ch:
-				if !ok {
-					return // ctx ended: the held run is yielded by the next stream
-				}
-				if it.err != nil {
-					yield(Delivery{}, it.err)
+				if !take(it, ok) {
 					return
 				}
-				if !take(it.d) {
-					return
-				}
-			case <-wake:
-			case <-ctx.Done():
-				return
+				continue
+			default:
 			}
-			if timer != nil {
-				timer.Stop()
+			if wait := c.due(run).Sub(r.now()); wait > 0 {
+				timer := time.NewTimer(min(wait, injectPoll))
+				select {
+				case it, ok := <-ch:
+					timer.Stop()
+					if !take(it, ok) {
+						return
+					}
+				case <-timer.C:
+				case <-ctx.Done():
+					timer.Stop()
+					return
+				}
+				continue
+			}
+			// Due: deliver the run unless more of the ledger is still
+			// to be read (it may join).
+			more, err := ahead(ctx, read)
+			if err == nil && more {
+				select {
+				case it, ok := <-ch:
+					if !take(it, ok) {
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
+				continue
+			}
+			m := merge(run)
+			run = nil
+			if !yield(m, nil) {
+				return
 			}
 		}
 	}

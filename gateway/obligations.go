@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -37,6 +40,11 @@ type Waiting struct {
 	// ResolvedBy is the addressee that resolved a BLOCKED; set only in
 	// listings that include settled ones.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// Rung is the last rung of its returns and escalation recorded so far,
+	// 0 for none; EscalatedTo is "coordinator" or "human" once it
+	// escalated (docs/agents.md "Returns and escalation").
+	Rung        int    `json:"rung,omitempty"`
+	EscalatedTo string `json:"escalated_to,omitempty"`
 }
 
 // waitingKinds are the kinds Waiting reads.
@@ -92,7 +100,7 @@ func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, 
 		}
 		w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
 			Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol,
-			DischargedBy: row.DischargedBy, ResolvedBy: row.ResolvedBy}
+			DischargedBy: row.DischargedBy, ResolvedBy: row.ResolvedBy, Rung: row.Rung, EscalatedTo: row.EscalatedTo}
 		if d.X != nil && d.X.Envelope != nil {
 			w.MessageID = d.X.Envelope.Message
 		}
@@ -114,91 +122,118 @@ func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, 
 	return out, nil
 }
 
-// openObligations returns the obligations of every group that keep
-// selects, oldest first in each group: the open ones, or with all the
-// settled ones too (Waiting says what settles one).
-func (r *Relay) openObligations(ctx context.Context, all bool, keep func(ev ledger.Event, ob *attention.Obligation, p *Protocol) bool) ([]Waiting, error) {
-	gs, err := r.Groups(ctx)
+// obligationWalk follows the obligations of one group event by event, so
+// that a caller may keep it and apply only the events appended since
+// (OpenProtocol).
+type obligationWalk struct {
+	all  bool
+	keep func(ev ledger.Event, ob *attention.Obligation, p *Protocol) bool
+	// out holds the obligations kept, in seq order; a settled one has its
+	// EventID cleared (unless all) and is dropped by compact.
+	out  []Waiting
+	open map[string]int // event id → index in out, while open
+	read int64          // the last seq applied
+}
+
+// advanceWalk applies group's events after w.read to w.
+func (r *Relay) advanceWalk(ctx context.Context, group string, w *obligationWalk) error {
+	for {
+		evs, err := r.store.Range(ctx, group, w.read, waitingKinds, inboxPage)
+		if err != nil {
+			return fmt.Errorf("gateway: reading group %q: %w", group, err)
+		}
+		for _, ev := range evs {
+			w.apply(ev)
+		}
+		if len(evs) < inboxPage {
+			return nil
+		}
+	}
+}
+
+// apply applies one event: a kept obligation opens, a reply, reaction,
+// ack or disposition is evidence, a discharge (and a HANDOFF's ack, a
+// BLOCKED's unblocked notice) settles one.
+func (w *obligationWalk) apply(ev ledger.Event) {
+	w.read = ev.Seq
+	d, err := ParseData(ev)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: listing groups: %w", err)
+		return
 	}
-	now := r.now()
-	var out []Waiting
-	for _, g := range gs {
-		open := map[string]int{} // event id → index in out
-		for after := int64(0); ; {
-			evs, err := r.store.Range(ctx, g.ID, after, waitingKinds, inboxPage)
-			if err != nil {
-				return nil, fmt.Errorf("gateway: reading group %q: %w", g.ID, err)
+	if w.open == nil {
+		w.open = map[string]int{}
+	}
+	settle := func(id string, i int) {
+		if !w.all {
+			w.out[i].EventID = "" // dropped by compact
+		}
+		delete(w.open, id)
+	}
+	switch ev.Kind {
+	case KindMessage:
+		if ob := d.Obligation; ob != nil && w.keep(ev, ob, d.Protocol) {
+			wt := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob, Protocol: d.Protocol}
+			if d.X != nil && d.X.Envelope != nil {
+				wt.MessageID = d.X.Envelope.Message
 			}
-			for _, ev := range evs {
-				d, err := ParseData(ev)
-				if err != nil {
-					continue
-				}
-				switch ev.Kind {
-				case KindMessage:
-					if ob := d.Obligation; ob != nil && keep(ev, ob, d.Protocol) {
-						w := Waiting{Group: ev.GroupID, EventID: ev.ID, Seq: ev.Seq, Author: ev.By, To: d.To, TS: ev.TS, Obligation: *ob,
-							Lapsed: !ob.Deadline.IsZero() && !now.Before(ob.Deadline), Protocol: d.Protocol}
-						if d.X != nil && d.X.Envelope != nil {
-							w.MessageID = d.X.Envelope.Message
-						}
-						open[ev.ID] = len(out)
-						out = append(out, w)
-					}
-					if i, ok := open[d.ReplyTo]; ok && d.ReplyTo != "" {
-						out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
-					}
-				case KindDischarge:
-					if i, ok := open[d.EventID]; ok {
-						out[i].DischargedBy = ev.By
-						if !all {
-							out[i].EventID = "" // removed below
-						}
-						delete(open, d.EventID)
-					}
-				case KindNotify:
-					// The relay's notice that a BLOCKED's addressee resolved it.
-					if i, ok := open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
-						out[i].ResolvedBy = d.ActorID
-						if !all {
-							out[i].EventID = ""
-						}
-						delete(open, d.RelatedEventID)
-					}
-				default:
-					i, ok := open[d.EventID]
-					if !ok || strings.EqualFold(ev.By, out[i].Author) { // the author's own notes are no answer
-						break
-					}
-					out[i].Evidence = appendEvidence(out[i].Evidence, ev.By)
-					if ev.Kind != KindAck {
-						break
-					}
-					out[i].Acked = appendEvidence(out[i].Acked, ev.By)
-					if p := out[i].Protocol; p != nil && p.EventType == ProtocolHandoff {
-						// The addressee accepted the handoff: nothing left to wait on.
-						if !all {
-							out[i].EventID = ""
-						}
-						delete(open, d.EventID)
-					}
-				}
+			w.open[ev.ID] = len(w.out)
+			w.out = append(w.out, wt)
+		}
+		if i, ok := w.open[d.ReplyTo]; ok && d.ReplyTo != "" {
+			w.out[i].Evidence = appendEvidence(w.out[i].Evidence, ev.By)
+		}
+	case KindDischarge:
+		if i, ok := w.open[d.EventID]; ok {
+			w.out[i].DischargedBy = ev.By
+			settle(d.EventID, i)
+		}
+	case KindNotify:
+		if rd, ok := rungOf(ev); ok {
+			if i, ok := w.open[rd.RelatedEventID]; ok && rd.Rung > w.out[i].Rung {
+				w.out[i].Rung, w.out[i].EscalatedTo = rd.Rung, rd.EscalatedTo
 			}
-			if len(evs) < inboxPage {
-				break
-			}
-			after = evs[len(evs)-1].Seq
+		}
+		// The relay's notice that a BLOCKED's addressee resolved it.
+		if i, ok := w.open[d.RelatedEventID]; ok && d.Kind == KindUnblocked {
+			w.out[i].ResolvedBy = d.ActorID
+			settle(d.RelatedEventID, i)
+		}
+	default:
+		i, ok := w.open[d.EventID]
+		if !ok || strings.EqualFold(ev.By, w.out[i].Author) { // the author's own notes are no answer
+			break
+		}
+		w.out[i].Evidence = appendEvidence(w.out[i].Evidence, ev.By)
+		if ev.Kind != KindAck {
+			break
+		}
+		w.out[i].Acked = appendEvidence(w.out[i].Acked, ev.By)
+		if p := w.out[i].Protocol; p != nil && p.EventType == ProtocolHandoff {
+			settle(d.EventID, i) // the addressee accepted the handoff
 		}
 	}
-	kept := out[:0]
-	for _, w := range out {
-		if w.EventID != "" {
-			kept = append(kept, w)
+}
+
+// appendOpen compacts w and appends copies of its obligations to dst,
+// lapsed as of now.
+func (w *obligationWalk) appendOpen(dst []Waiting, now time.Time) []Waiting {
+	kept := w.out[:0]
+	for _, wt := range w.out {
+		if wt.EventID != "" {
+			if _, ok := w.open[wt.EventID]; ok {
+				w.open[wt.EventID] = len(kept)
+			}
+			kept = append(kept, wt)
 		}
 	}
-	return kept, nil
+	clear(w.out[len(kept):])
+	w.out = kept
+	for _, wt := range w.out {
+		wt.Lapsed = !wt.Obligation.Deadline.IsZero() && !now.Before(wt.Obligation.Deadline)
+		wt.To, wt.Evidence, wt.Acked = slices.Clone(wt.To), slices.Clone(wt.Evidence), slices.Clone(wt.Acked)
+		dst = append(dst, wt)
+	}
+	return dst
 }
 
 func appendEvidence(s []string, actor string) []string {
@@ -223,4 +258,55 @@ func (d Delivery) Owes() bool {
 		return !d.Discharged && !(d.Obligation.Ack && d.Acked)
 	}
 	return !d.Acked && !d.Responded
+}
+
+// dischargeUpdate returns the delivery of the discharge ev to the
+// tracker's agent, and whether it gets one: it does when the obligation
+// ev closes is addressed to it (it was delivered as must_respond, reason
+// obligation, whatever claims were made since) or when it may discharge
+// it itself (the author, the delegate), unless it discharged it. The
+// delivery is to_me, must_not_respond, reason discharged, tool_mailbox:
+// it owes nothing and tells the agent's streams that the obligation is
+// closed (docs/agents.md "Streams learn of discharges"). It costs one
+// read of the obligation's event per discharge.
+func (t *tracker) dischargeUpdate(ctx context.Context, ev ledger.Event, d EventData) (Delivery, bool, error) {
+	if d.EventID == "" || strings.EqualFold(ev.By, t.agent.ID) {
+		return Delivery{}, false, nil
+	}
+	ob, err := t.r.store.Get(ctx, d.EventID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return Delivery{}, false, nil
+	}
+	if err != nil {
+		return Delivery{}, false, fmt.Errorf("gateway: obligation %s of discharge %s: %w", d.EventID, ev.ID, err)
+	}
+	od, err := ParseData(ob)
+	if err != nil || ob.Kind != KindMessage || od.Obligation == nil {
+		return Delivery{}, false, nil
+	}
+	ae := AttentionEvent(ob, od)
+	owed := attention.Decide(ae, t.agent, attention.State{}, t.now).Reason == attention.ReasonObligation
+	if !owed && !od.Obligation.CanDischarge(ob.By, t.agent.ID) {
+		return Delivery{}, false, nil
+	}
+	out := Delivery{
+		Delivery: attention.Delivery{
+			EventID: ev.ID, Seq: ev.Seq, Group: ev.GroupID, Thread: ae.Thread, Agent: t.agent.ID,
+			Directedness: attention.ToMe, Policy: attention.MustNotRespond, Reason: attention.ReasonDischarged,
+			Injection: attention.ToolMailbox, Priority: "normal", IdempotencyKey: ev.ID + ":" + t.agent.ID,
+		},
+		Kind: ev.Kind, From: ev.By, To: []string{t.agent.ID}, Context: ae.Context, TS: ev.TS,
+		Content: d.Text, Obligation: od.Obligation, Discharged: true, Discharges: ob.ID,
+		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+	}
+	if x := d.X; x != nil {
+		out.Verification = x.Verification
+		if x.Envelope != nil { // an ACK envelope: its intent and words
+			out.Intent, out.MessageID = x.Envelope.Intent, x.Envelope.Message
+			if out.Content == "" {
+				out.Content = x.Envelope.Body
+			}
+		}
+	}
+	return out, true, nil
 }

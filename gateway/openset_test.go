@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 )
 
 // TestOpenSets: Owed lists what an agent owes, oldest first, and with All
@@ -78,6 +80,22 @@ func TestOpenSets(t *testing.T) {
 		t.Errorf("Owed all = %v, want event id order", ids(all.Items))
 	}
 
+	// Owed decides what it reads as the deliveries do: the same items,
+	// settled the same way, as filtering every delivery of every group.
+	every, err := r.Deliveries(gateway.PerEvent(ctx), "claude", "", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDeliveries := map[string]string{}
+	for _, d := range every {
+		if d.Owes() || d.Settled() != "" {
+			fromDeliveries[d.EventID] = d.Settled()
+		}
+	}
+	if !maps.Equal(settled, fromDeliveries) {
+		t.Errorf("Owed all = %v, the deliveries say %v", settled, fromDeliveries)
+	}
+
 	// Pages of one: every item once, in order.
 	var paged []string
 	for q := (gateway.OpenSetQuery{All: true, Limit: 1}); ; {
@@ -138,4 +156,71 @@ func TestOpenSets(t *testing.T) {
 func sorted(s ...string) []string {
 	slices.Sort(s)
 	return s
+}
+
+// TestDischargeReachesStreams: the discharge of an obligation is
+// delivered — to_me, must_not_respond, reason discharged, naming the
+// obligation — to its addressees and, when the delegate discharged it, to
+// its author; not to the one who discharged it nor to bystanders. Agent
+// streams (FollowAgent) and listings (Deliveries) agree (issue #14).
+func TestDischargeReachesStreams(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := newRelay(t, nil)
+	ob := ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "g", "review before I ship", obliged("halted", "GEMINI", "")))[0].Event
+	plain := ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "g", "no obligation"))[0].Event
+	msg := data(t, ob).X.Envelope.Message
+	dis := ingest(t, r, "", env("GEMINI", "CLAUDE", "ACK", "g", "not needed any more", func(e *envelope.Envelope) { e.Parent = msg }))[0].Event
+	if dis.Kind != gateway.KindDischarge {
+		t.Fatalf("the delegate's ACK = %s, want a discharge", dis.Kind)
+	}
+	if _, err := r.Act(ctx, gateway.ActionRequest{Action: gateway.ActionResolve, Group: "g", EventID: plain.ID, Actor: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	// The last event, delivered to everyone: a stream that reached it
+	// has decided everything before.
+	last := ingest(t, r, "", env("USER", "CLAUDE", "REQUEST", "g", "the end"))[0].Event
+	for _, tc := range []struct {
+		agent string
+		told  bool
+	}{{"claude", true}, {"chatgpt", true}, {"gemini", false}} {
+		var streamed *gateway.Delivery
+		sctx, stop := context.WithCancel(ctx)
+		for d, err := range r.FollowAgent(sctx, tc.agent, 0) {
+			if err != nil {
+				t.Fatalf("FollowAgent(%s) = %v", tc.agent, err)
+			}
+			if d.EventID == dis.ID {
+				streamed = &d
+			}
+			if d.EventID == last.ID {
+				break
+			}
+		}
+		stop()
+		var listed *gateway.Delivery
+		ds, err := r.Deliveries(ctx, tc.agent, "g", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.EventID == dis.ID {
+				listed = &d
+			}
+		}
+		if (streamed != nil) != tc.told || (listed != nil) != tc.told {
+			t.Errorf("%s told of the discharge: stream %v, listing %v, want %v", tc.agent, streamed != nil, listed != nil, tc.told)
+			continue
+		}
+		if !tc.told {
+			continue
+		}
+		for _, d := range []*gateway.Delivery{streamed, listed} {
+			if d.Kind != gateway.KindDischarge || d.Discharges != ob.ID || !d.Discharged || d.From != "gemini" ||
+				d.Directedness != attention.ToMe || d.Policy != attention.MustNotRespond || d.Reason != attention.ReasonDischarged ||
+				d.Content != "not needed any more" || d.Owes() {
+				t.Errorf("%s's delivery of the discharge = %+v", tc.agent, d)
+			}
+		}
+	}
 }

@@ -338,7 +338,7 @@ func (r *Relay) oweTokens(to string) []string {
 // openSetFacts adds to f what Owed and WaitingOn read: who may owe a
 // message (a superset: reads decide each item again), the obligation's
 // author and delegate, what an event settles, discharges, resolves or
-// answers (the rules of openObligations).
+// answers (the rules of obligationWalk.apply).
 func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, ae attention.Event) {
 	answer := func(event string, reply, ack bool) {
 		if event != "" && ev.By != "" {
@@ -389,6 +389,9 @@ func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, 
 	case KindNotify:
 		if d.Kind == KindUnblocked && d.RelatedEventID != "" {
 			f.Resolves, f.ResolvedBy = d.RelatedEventID, d.ActorID
+		}
+		if rd, ok := rungOf(ev); ok {
+			f.RungOf, f.Rung, f.EscalatedTo = rd.RelatedEventID, rd.Rung, rd.EscalatedTo
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 )
 
 func withMeta(ns string, kv ...string) func(*envelope.Envelope) {
@@ -285,5 +286,115 @@ func TestSendHandoffAndBlocked(t *testing.T) {
 	bad := gateway.SendRequest{To: "CLAUDE", Body: "x", Blocked: &gateway.Blocked{Subject: "s", Blocker: "b", RequestedAction: "r"}}
 	if _, err := r.Compose(ctx, "chatgpt", bad, nil); !isCode(err, gateway.CodeInvalid) || !strings.Contains(err.Error(), "Urgency") {
 		t.Errorf("blocked without urgency = %v, want invalid_request naming Urgency", err)
+	}
+}
+
+// FuzzProtocolBlocks sends HANDOFF, BLOCKED and provenance blocks with
+// arbitrary values: the relay refuses them with E-FORMAT or records what
+// the rules allow — a protocol event with every field set, one line each,
+// an urgency of the three, requires_ack; provenance with both ids or
+// neither.
+func FuzzProtocolBlocks(f *testing.F) {
+	f.Add("HANDOFF", "s", "m", "n", "high", "g", "e1", "yes")
+	f.Add("REQUEST", "s", "b", "r", "Medium", "", "e1", "")
+	f.Add("ESCALATE", "", "b", "r", "low", "g", "", "no")
+	f.Add("ACK", "s\nx", "b", "r", "urgent", "g g", "e1", "maybe")
+	f.Fuzz(func(t *testing.T, intent, subject, a, b, urgency, srcGroup, srcEvent, summarized string) {
+		st := memory.New(nil)
+		defer st.Close()
+		r := gateway.New(st, &gateway.Options{Book: testBook(t)})
+		e := envelope.New("CHATGPT", "CLAUDE", intent, "body")
+		e.Context = "g"
+		if intent == "HANDOFF" {
+			withMeta("handoff", "Subject", subject, "Summary", a, "Next-Action", b)(e)
+		} else {
+			withMeta("blocked", "Subject", subject, "Blocker", a, "Requested-Action", b, "Urgency", urgency)(e)
+		}
+		withMeta("provenance", "Src-Group-Id", srcGroup, "Src-Event-Id", srcEvent, "Summarized", summarized)(e)
+		text, err := envelope.Marshal(e)
+		if err != nil {
+			return // not an envelope the writer makes
+		}
+		outs, err := r.Ingest(context.Background(), gateway.Intake{Transport: "fuzz", Data: strings.NewReader(string(text))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := outs[0]
+		if o.Reject != nil {
+			if o.Reject.Code == "" {
+				t.Fatalf("refusal without a code: %+v", o.Reject)
+			}
+			return
+		}
+		d, err := gateway.ParseData(o.Event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Event.Kind != gateway.KindMessage {
+			return // an ACK or the like: no protocol recorded
+		}
+		if (d.SrcGroupID == "") != (d.SrcEventID == "") {
+			t.Fatalf("provenance with one id: %+v", d.Provenance)
+		}
+		p := d.Protocol
+		if p == nil || !p.RequiresAck || d.Priority != "attention" || d.Obligation == nil || !d.Obligation.Ack {
+			t.Fatalf("accepted %s without its protocol: %+v", intent, d)
+		}
+		for _, v := range []string{p.Subject, p.Summary + p.NextAction + p.Blocker + p.RequestedAction} {
+			if v == "" || strings.ContainsAny(v, "\r\n") {
+				t.Fatalf("protocol field %q recorded", v)
+			}
+		}
+		if p.EventType == gateway.ProtocolBlocked && p.Urgency != "low" && p.Urgency != "medium" && p.Urgency != "high" {
+			t.Fatalf("urgency %q recorded", p.Urgency)
+		}
+	})
+}
+
+// benchLedger is a ledger of 20,000 plain messages and 100 open
+// handoffs from chatgpt to claude.
+func benchLedger(b *testing.B) ledger.Store {
+	ctx := context.Background()
+	st := memory.New(nil)
+	b.Cleanup(func() { st.Close() })
+	r := gateway.New(st, &gateway.Options{Book: testBook(b)})
+	recs := make([]ledger.Record, 0, 20000)
+	for range 20000 {
+		recs = append(recs, ledger.Record{Kind: gateway.KindMessage, GroupID: "g", By: "gemini", Data: []byte(`{"text":"x","to":["claude"]}`)})
+	}
+	if _, err := st.Append(ctx, recs); err != nil {
+		b.Fatal(err)
+	}
+	for range 100 {
+		if _, err := r.Ingest(ctx, gateway.Intake{Transport: "bench", Data: strings.NewReader(env("CHATGPT", "CLAUDE", "HANDOFF", "g", "x", handoffMeta))}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return st
+}
+
+func openProtocol(b *testing.B, r *gateway.Relay) {
+	if open, err := r.OpenProtocol(context.Background()); err != nil || len(open) != 100 {
+		b.Fatalf("OpenProtocol = %d, %v", len(open), err)
+	}
+}
+
+// BenchmarkOpenProtocol measures the handoffs page's query once the relay
+// has walked the ledger: later calls read only what was appended since.
+// BenchmarkOpenProtocolCold is its first call, which walks all of it.
+func BenchmarkOpenProtocol(b *testing.B) {
+	r := gateway.New(benchLedger(b), &gateway.Options{Book: testBook(b)})
+	openProtocol(b, r)
+	for b.Loop() {
+		openProtocol(b, r)
+	}
+}
+
+// BenchmarkOpenProtocolCold is the first call of a relay: the baseline of
+// BenchmarkOpenProtocol.
+func BenchmarkOpenProtocolCold(b *testing.B) {
+	st := benchLedger(b)
+	for b.Loop() {
+		openProtocol(b, gateway.New(st, &gateway.Options{Book: testBook(b)}))
 	}
 }

@@ -156,6 +156,9 @@ type Relay struct {
 	proj        *projection.DB
 	projChecked bool  // its high-water mark was checked against the ledger
 	projPos     int64 // the log position proj has applied up to
+
+	protoMu    sync.Mutex                 // serialises OpenProtocol
+	protoWalks map[string]*obligationWalk // per group, see OpenProtocol
 }
 
 // New returns a relay that records into store.

@@ -20,7 +20,7 @@ import (
 
 // testBook is the address book of newRelay's default relay: claude and
 // chatgpt are reviewers, gemini has no role.
-func testBook(t *testing.T) *gateway.AddressBook {
+func testBook(t testing.TB) *gateway.AddressBook {
 	t.Helper()
 	book, err := gateway.NewAddressBook([]gateway.Agent{
 		{ID: "claude", Names: []string{"CLAUDE"}, Roles: []string{"reviewer"}},

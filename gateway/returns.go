@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,9 +31,10 @@ const (
 	DefaultReturnInterval  = 15 * time.Minute
 	DefaultReturns         = 3
 	DefaultCoordinatorRole = "coordinator"
-	// DefaultReturnsPoll bounds how long RunReturns sleeps: a new
-	// obligation's first rung falls due at most this late.
-	DefaultReturnsPoll = 30 * time.Second
+	// DefaultReturnsPoll bounds how long RunReturns sleeps, so a new
+	// obligation's first rung comes at most this late; a step with
+	// nothing new reads an empty page of the log.
+	DefaultReturnsPoll = 5 * time.Second
 )
 
 // Notice kinds (data.kind of the system.notify) of the rungs.
@@ -93,6 +95,10 @@ type obligationRung struct {
 	IssuedAt string `json:"issued_at"`
 }
 
+// rungAuthor is the by of a rung, as of the relay's other notices
+// (NotifyAgent): no token principal appends system.notify events itself.
+const rungAuthor = "system"
+
 // rungDedupeKey is the dedupe key of an obligation's rung: one event per
 // (obligation, rung) however many relays or restarts try.
 func rungDedupeKey(eventID string, rung int) string {
@@ -107,6 +113,11 @@ type pendingObligation struct {
 	created           time.Time // the event's ts
 	rung              int       // the last rung recorded, 0 for none
 	issued            time.Time // when it was recorded
+	// handoff: a BeadBoard HANDOFF, closed by an addressee's ack.
+	handoff bool
+	// acked are the addressees that acknowledged an obligation an ack
+	// settles for them (attention.Obligation.Ack: HANDOFF, BLOCKED).
+	acked map[string]bool
 }
 
 // Returner climbs the ladder of every open obligation. It reads the ledger
@@ -165,7 +176,7 @@ func (rt *Returner) Run(ctx context.Context) error {
 			rt.log.LogAttrs(ctx, slog.LevelWarn, "obligation returns", slog.Any("err", err))
 		}
 		wait := rt.o.Poll
-		if !next.IsZero() {
+		if !next.IsZero() && err == nil {
 			wait = min(wait, max(next.Sub(rt.r.now()), 0))
 		}
 		t := time.NewTimer(wait)
@@ -216,6 +227,9 @@ func (rt *Returner) Step(ctx context.Context) (int, time.Time, error) {
 		}
 		if recorded {
 			n++
+		}
+		if _, open := rt.pending[id]; !open {
+			continue // discharged meanwhile
 		}
 		if _, due, ok := rt.nextRung(p); ok && (next.IsZero() || due.Before(next)) {
 			next = due
@@ -268,6 +282,7 @@ func (rt *Returner) catchUp(ctx context.Context) error {
 var (
 	obligationKey = []byte(`"obligation"`)
 	rungKey       = []byte(`"rung"`)
+	unblockedKey  = []byte(`"` + KindUnblocked + `"`)
 )
 
 // observe updates the pending set with one ledger event.
@@ -286,24 +301,59 @@ func (rt *Returner) observe(ev ledger.Event) {
 			return
 		}
 		if _, ok := rt.pending[ev.ID]; !ok {
-			rt.pending[ev.ID] = &pendingObligation{group: ev.GroupID, id: ev.ID, author: ev.By, to: d.To, ob: *d.Obligation, created: created}
+			rt.pending[ev.ID] = &pendingObligation{group: ev.GroupID, id: ev.ID, author: ev.By, to: d.To, ob: *d.Obligation, created: created,
+				handoff: d.Protocol != nil && d.Protocol.EventType == ProtocolHandoff, acked: map[string]bool{}}
 		}
 	case KindDischarge:
 		if d, err := ParseData(ev); err == nil {
 			delete(rt.pending, d.EventID)
 		}
+	case KindAck:
+		// An addressee's ack settles its part of a HANDOFF or BLOCKED,
+		// and closes a HANDOFF (docs/agents.md "Handoff and blocked").
+		d, err := ParseData(ev)
+		if err != nil {
+			return
+		}
+		p, ok := rt.pending[d.EventID]
+		actor := cmp.Or(d.ActorID, ev.By)
+		if !ok || !p.ob.Ack || strings.EqualFold(actor, p.author) {
+			return
+		}
+		if p.handoff {
+			delete(rt.pending, d.EventID)
+			return
+		}
+		p.acked[strings.ToLower(actor)] = true
 	case KindNotify:
-		if !bytes.Contains(ev.Data, rungKey) {
+		if ev.By == rungAuthor && bytes.Contains(ev.Data, unblockedKey) {
+			// The addressee resolved a BLOCKED.
+			if d, err := ParseData(ev); err == nil && d.Kind == KindUnblocked {
+				delete(rt.pending, d.RelatedEventID)
+			}
 			return
 		}
 		rt.noteRung(ev)
 	}
 }
 
+// rungOf decodes a rung's system.notify; ok is false for any other event.
+// Only the relay's own rungs count: by system, of the two rung kinds.
+func rungOf(ev ledger.Event) (d obligationRung, ok bool) {
+	if ev.Kind != KindNotify || ev.By != rungAuthor || !bytes.Contains(ev.Data, rungKey) {
+		return d, false
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil || d.Rung <= 0 || d.RelatedEventID == "" ||
+		d.Kind != NoticeObligationReturn && d.Kind != NoticeObligationEscalation {
+		return d, false
+	}
+	return d, true
+}
+
 // noteRung notes a rung event read from the ledger or returned by Append.
 func (rt *Returner) noteRung(ev ledger.Event) {
-	var d obligationRung
-	if err := json.Unmarshal(ev.Data, &d); err != nil || d.Rung <= 0 {
+	d, ok := rungOf(ev)
+	if !ok {
 		return
 	}
 	p, ok := rt.pending[d.RelatedEventID]
@@ -322,19 +372,40 @@ func (rt *Returner) noteRung(ev ledger.Event) {
 // record appends rung of p, unless the obligation was discharged since
 // the last read. It reports whether this call appended it.
 func (rt *Returner) record(ctx context.Context, p *pendingObligation, rung int, now time.Time) (bool, error) {
-	if _, err := rt.r.store.GetByDedupeKey(ctx, dischargeDedupeKey(p.group, p.id)); err == nil {
-		delete(rt.pending, p.id)
-		return false, nil
-	} else if !errors.Is(err, ledger.ErrNotFound) {
-		return false, fmt.Errorf("gateway: returns: %w", err)
+	for _, key := range []string{dischargeDedupeKey(p.group, p.id), unblockedDedupeKey(p.group, p.id)} {
+		if _, err := rt.r.store.GetByDedupeKey(ctx, key); err == nil {
+			delete(rt.pending, p.id) // closed since the last read
+			return false, nil
+		} else if !errors.Is(err, ledger.ErrNotFound) {
+			return false, fmt.Errorf("gateway: returns: %w", err)
+		}
 	}
 	d := obligationRung{Priority: "attention", RelatedEventID: p.id, RequiresAck: true, Rung: rung, IssuedAt: now.UTC().Format(time.RFC3339Nano)}
+	if rung <= rt.o.Returns && len(p.acked) > 0 && len(rt.responsible(ctx, p)) == 0 {
+		// Every addressee acknowledged a BLOCKED it has not resolved:
+		// nobody is left to return it to, so it escalates.
+		if rung = rt.o.Returns + 1; len(rt.coordinators(p)) == 0 {
+			rung++
+		}
+		if rung == rt.o.Returns+2 && len(rt.humans(p)) == 0 {
+			p.rung = rung // the ladder has nowhere to go
+			return false, nil
+		}
+		d.Rung = rung
+	}
 	blocks := string(p.ob.Blocks)
 	switch {
 	case rung <= rt.o.Returns:
 		d.Kind, d.To = NoticeObligationReturn, rt.responsible(ctx, p)
 		d.Title = fmt.Sprintf("obligation return %d of %d", rung, rt.o.Returns)
-		d.Message = fmt.Sprintf("%s still waits on your answer to %s (blocks %s): it stays open until %s discharges it", p.author, p.id, blocks, p.author)
+		switch {
+		case p.handoff:
+			d.Message = fmt.Sprintf("%s handed %s to you: acknowledge it to take it over", p.author, p.id)
+		case p.ob.Ack:
+			d.Message = fmt.Sprintf("%s is blocked on you by %s (blocks %s) until you resolve it", p.author, p.id, blocks)
+		default:
+			d.Message = fmt.Sprintf("%s still waits on your answer to %s (blocks %s): it stays open until %s discharges it", p.author, p.id, blocks, p.author)
+		}
 	case rung == rt.o.Returns+1:
 		d.Kind, d.To, d.EscalatedTo = NoticeObligationEscalation, rt.coordinators(p), EscalatedToCoordinator
 		d.Title = "obligation escalated to the coordinator"
@@ -357,7 +428,7 @@ func (rt *Returner) record(ctx context.Context, p *pendingObligation, rung int, 
 		// ladder goes on.
 		d.To = []string{}
 	}
-	res, err := rt.r.store.Append(ctx, []ledger.Record{{Kind: KindNotify, GroupID: p.group, By: "system",
+	res, err := rt.r.store.Append(ctx, []ledger.Record{{Kind: KindNotify, GroupID: p.group, By: rungAuthor,
 		Data: mustJSON(d), DedupeKey: rungDedupeKey(p.id, rung)}})
 	if err != nil {
 		return false, fmt.Errorf("gateway: returns: recording rung %d of %s: %w", rung, p.id, err)
@@ -375,9 +446,10 @@ func (rt *Returner) record(ctx context.Context, p *pendingObligation, rung int, 
 
 // responsible returns who owes p now: the claimant when a holder of an
 // addressed role claimed it, otherwise every addressee — actors named, and
-// the holders of the roles named (every member for @all) — but the author.
+// the holders of the roles named (every member for @all) — but the author
+// and, for a BLOCKED, those who acknowledged it.
 func (rt *Returner) responsible(ctx context.Context, p *pendingObligation) []string {
-	if c, err := rt.r.store.GetClaim(ctx, p.group, p.id, rt.r.now()); err == nil {
+	if c, err := rt.r.store.GetClaim(ctx, p.group, p.id, rt.r.now()); err == nil && !p.acked[strings.ToLower(c.Actor)] {
 		return []string{c.Actor}
 	}
 	ae := attention.Event{ID: p.id, Group: p.group, Kind: KindMessage, From: p.author, To: p.to, Obligation: &p.ob}
@@ -385,7 +457,7 @@ func (rt *Returner) responsible(ctx context.Context, p *pendingObligation) []str
 	held := map[string]bool{}
 	for _, a := range rt.r.book.Agents() {
 		aa := attention.Agent{ID: a.ID, Roles: a.Roles}
-		if strings.EqualFold(a.ID, p.author) {
+		if strings.EqualFold(a.ID, p.author) || p.acked[strings.ToLower(a.ID)] {
 			continue
 		}
 		if pol, _ := attention.PolicyOf(ae, aa, attention.State{}, p.created); pol == attention.MustRespond {
@@ -395,7 +467,7 @@ func (rt *Returner) responsible(ctx context.Context, p *pendingObligation) []str
 	}
 	for _, t := range p.to {
 		// An actor outside the address book is its own addressee.
-		if !strings.HasPrefix(t, "@") && !held[strings.ToLower(t)] && !strings.EqualFold(t, p.author) && !rt.isRole(t) {
+		if !strings.HasPrefix(t, "@") && !held[strings.ToLower(t)] && !p.acked[strings.ToLower(t)] && !strings.EqualFold(t, p.author) && !rt.isRole(t) {
 			out = append(out, t)
 			held[strings.ToLower(t)] = true
 		}

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/internal/natstest"
 )
@@ -119,5 +121,45 @@ func TestReturnsTwoRelaysOneJetStream(t *testing.T) {
 	got := rungsOf(t, r, "g")
 	if len(got) != 5 || total != 5 {
 		t.Errorf("%d rungs recorded (%d reported), want 5 (3 returns, coordinator, human): %+v", len(got), total, got)
+	}
+}
+
+// BenchmarkReturnsStep: a relay's first step reads the whole ledger (here
+// 100 000 messages, 1 in 100 with an obligation); later steps read only
+// what is new. go test -run '^$' -bench ReturnsStep -benchtime 5x ./gateway
+func BenchmarkReturnsStep(b *testing.B) {
+	st := memory.New(nil)
+	r := gateway.New(st, &gateway.Options{Book: returnsBook(b)})
+	recs := make([]ledger.Record, 0, 1000)
+	for i := range 100_000 {
+		d := `{"text":"x","to":["claude"]}`
+		if i%100 == 0 {
+			d = `{"text":"x","to":["claude"],"obligation":{"blocks":"halted"}}`
+		}
+		recs = append(recs, ledger.Record{Kind: gateway.KindMessage, GroupID: fmt.Sprintf("g%d", i%100), By: "chatgpt", Data: []byte(d)})
+		if len(recs) == cap(recs) {
+			if _, err := st.Append(b.Context(), recs); err != nil {
+				b.Fatal(err)
+			}
+			recs = recs[:0]
+		}
+	}
+	for _, first := range []bool{true, false} {
+		b.Run(fmt.Sprintf("first=%v", first), func(b *testing.B) {
+			rt := r.NewReturner(&gateway.ReturnsOptions{Returns: 3})
+			if !first {
+				rt.Step(b.Context())
+			}
+			for b.Loop() {
+				if first {
+					b.StopTimer()
+					rt = r.NewReturner(&gateway.ReturnsOptions{Returns: 3})
+					b.StartTimer()
+				}
+				if _, _, err := rt.Step(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

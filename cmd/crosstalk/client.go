@@ -445,6 +445,9 @@ lapsed, discharged), hidden by default.`)
 	fmt.Fprintln(tw, "GROUP\tSEQ\tPOLICY\tDIRECTED\tINJECTION\tFROM\tINTENT\tCONTENT\tEVENT")
 	for _, d := range ds {
 		content := firstLine(d.Content, 50)
+		if n := len(d.Fragments); n > 0 { // a buffered delivery (docs/agents.md)
+			content = fmt.Sprintf("(%d merged) %s", n, content)
+		}
 		if d.Knock != nil {
 			content = "knock: " + d.Knock.Topic + " (pull with " + d.Knock.PullWith + ")"
 		}

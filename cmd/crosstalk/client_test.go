@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,5 +174,55 @@ func TestSend(t *testing.T) {
 	}
 	if err != nil || messages != 1 {
 		t.Errorf("ledger after sending twice: %d messages (%v), want 1", messages, err)
+	}
+}
+
+// TestInboxBufferedAndDigest: `crosstalk inbox` shows a buffering
+// agent's consecutive fragments as one merged row and, for a digest
+// agent, the digest instead of the broadcast, in the paged view and in
+// --all.
+func TestInboxBufferedAndDigest(t *testing.T) {
+	r := testrelay.Start(t, &testrelay.Options{Agents: testrelay.InjectionAgents})
+	a, b, bc := r.Fragments(t)
+	until := r.EndHour()
+	if _, err := r.Relay.WriteDigests(t.Context(), "claude", until); err != nil { // as the relay's loop does at the hour
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{nil, {"--all"}} {
+		args := append([]string{"inbox", "--agent", "claude", "--relay", r.URL, "--json"}, extra...)
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+			t.Fatalf("run(%q) = %d; stderr: %s", args, code, stderr.String())
+		}
+		var res struct {
+			Deliveries []gateway.Delivery `json:"deliveries"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range res.Deliveries {
+			row := d.Kind + " " + d.EventID
+			for _, f := range d.Fragments {
+				row += " " + f.EventID
+			}
+			if d.Digest != nil {
+				row += " of " + strings.Join(d.Digest.Entries[0].EventIDs, " ")
+			}
+			got = append(got, row)
+		}
+		digest := ""
+		if len(res.Deliveries) == 2 {
+			digest = res.Deliveries[1].EventID
+		}
+		want := []string{"chat.message " + b.ID + " " + a.ID + " " + b.ID, gateway.KindDigest + " " + digest + " of " + bc.ID}
+		if !slices.Equal(got, want) {
+			t.Errorf("run(%q) deliveries = %q, want %q", args, got, want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"inbox", "--agent", "claude", "--relay", r.URL}, strings.NewReader(""), &stdout, &stderr); code != exitOK ||
+		!strings.Contains(stdout.String(), `(2 merged) "first half`) || !strings.Contains(stdout.String(), `"Digest: 1 message(s)`) {
+		t.Errorf("inbox table = %q, want the merged row and the digest", stdout.String())
 	}
 }

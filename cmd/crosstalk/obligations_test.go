@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +20,9 @@ func TestConfigObligations(t *testing.T) {
 	if err != nil || c.Validate() != nil {
 		t.Fatalf("decodeConfig = %v; Validate = %v", err, c.Validate())
 	}
-	if got := *c.Obligations.returns(); got != (gateway.ReturnsOptions{Interval: time.Hour, Returns: 0, CoordinatorRole: "lead", Human: "pat"}) {
-		t.Errorf("returns = %+v", got)
+	o, err := c.serverOptions(slog.New(slog.DiscardHandler))
+	if err != nil || o.Returns == nil || *o.Returns != (gateway.ReturnsOptions{Interval: time.Hour, Returns: 0, CoordinatorRole: "lead", Human: "pat"}) {
+		t.Errorf("the relay's returns = %+v, %v", o.Returns, err)
 	}
 	if _, err := decodeConfig("test.toml", []byte("[obligations]\nreturn = 2\n")); err == nil || !strings.Contains(err.Error(), "obligations.return") {
 		t.Errorf("a typo in the table = %v, want it named", err)

@@ -467,7 +467,6 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, code, msg)
 		return
 	}
-	r.Header.Set("Accept", "application/json")
 	s.composeAndIngest(w, r, agent, send)
 }
 

@@ -18,6 +18,12 @@ const (
 	BlocksNone     Blocks = "none"
 )
 
+// ReasonDischarged is the reason of the update that tells an obligation's
+// addressees, and its author or delegate when the other one closed it,
+// that it was discharged (docs/agents.md "Streams learn of discharges").
+// Such a delivery is to_me and must_not_respond: it owes nothing.
+const ReasonDischarged Reason = "discharged"
+
 // ErrObligation is wrapped by ParseObligation's errors.
 var ErrObligation = errors.New("attention: bad obligation")
 

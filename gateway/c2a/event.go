@@ -122,8 +122,20 @@ type Crosstalk struct {
 	Verification string `json:"verification,omitempty"`
 	Acked        bool   `json:"acked,omitempty"`
 	ClaimedBy    string `json:"claimedBy,omitempty"`
+	// Discharged reports a discharged obligation; Discharges is set on
+	// the update that tells of the discharge: the obligation's event id
+	// (docs/agents.md "Streams learn of discharges").
+	Discharged bool   `json:"discharged,omitempty"`
+	Discharges string `json:"discharges,omitempty"`
 	// Prompt is the event in the C2A prompt injection format (Render).
 	Prompt string `json:"prompt"`
+	// Fragments lists the events a buffered delivery merged, oldest
+	// first (one Content part each); EventID is the last. Acknowledging
+	// the delivery acknowledges them all.
+	Fragments []string `json:"fragments,omitempty"`
+	// Digest is a digest event's summary (counts, authors, topics, the
+	// event ids to pull the bodies with).
+	Digest *gateway.Digest `json:"digest,omitempty"`
 }
 
 // FromDelivery builds the C2A event of d for attempt (1 for the first
@@ -146,6 +158,7 @@ func FromDelivery(d gateway.Delivery, attempt int, now time.Time) Event {
 		Crosstalk: Crosstalk{
 			Group: d.Group, Seq: d.Seq, Kind: d.Kind, Intent: d.Intent, Message: d.MessageID,
 			Verification: d.Verification, Acked: d.Acked, ClaimedBy: d.ClaimedBy,
+			Discharged: d.Discharged, Discharges: d.Discharges,
 		},
 	}
 	if ev.Reliability.IdempotencyKey == "" {
@@ -162,16 +175,24 @@ func FromDelivery(d gateway.Delivery, attempt int, now time.Time) Event {
 	if k := d.Knock; k != nil {
 		ev.Knock = &Knock{From: k.From, Where: k.Where, Directedness: k.Directedness, Policy: k.Policy,
 			Priority: k.Priority, Topic: k.Topic, PullWith: k.PullWith}
+	} else if len(d.Fragments) > 0 {
+		for _, f := range d.Fragments {
+			ev.Content = append(ev.Content, Content{Type: "text", Text: f.Content})
+		}
 	} else if d.Content != "" {
 		ev.Content = []Content{{Type: "text", Text: d.Content}}
 	}
+	for _, f := range d.Fragments {
+		ev.Crosstalk.Fragments = append(ev.Crosstalk.Fragments, f.EventID)
+	}
+	ev.Crosstalk.Digest = d.Digest
 	ev.Crosstalk.Prompt = Render(d)
 	return ev
 }
 
 func conversationKind(d gateway.Delivery) string {
 	switch {
-	case d.Kind == gateway.KindNotify:
+	case d.Kind == gateway.KindNotify, d.Kind == gateway.KindDigest:
 		return "system"
 	case d.Directedness == attention.ToMe && d.Reason == attention.ReasonDirectMessage:
 		return "dm"

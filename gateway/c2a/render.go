@@ -58,16 +58,24 @@ func Render(d gateway.Delivery) string {
 		field("reply_target", "thread:"+d.Thread)
 	}
 	field("in_reply_to", d.EventID)
+	if len(d.Fragments) > 0 { // a buffered delivery: the events merged into it
+		ids := make([]string, 0, len(d.Fragments))
+		for _, f := range d.Fragments {
+			ids = append(ids, f.EventID)
+		}
+		field("fragments", strings.Join(ids, " "))
+	}
 	if d.ClaimedBy != "" {
 		field("claimed_by", d.ClaimedBy)
 	}
+	field("discharges", d.Discharges)
 	if ob := d.Obligation; ob != nil {
 		v := "blocks " + string(ob.Blocks)
 		if !ob.Deadline.IsZero() {
 			v += ", deadline " + ob.Deadline.UTC().Format(time.RFC3339)
 		}
 		if d.Discharged {
-			v += ", discharged by its author"
+			v += ", discharged"
 		} else {
 			v += ", open until its author discharges it"
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
@@ -274,9 +275,12 @@ func TestReadNeverSkipsDeliveries(t *testing.T) {
 		}
 	}
 	waitFor(t, func() bool { return cursor(t, r, "claude", "default") == sent[1].Seq }, "the delivery cursor at the second event")
+	// The harness marks reads as any client does: over the relay's HTTP
+	// API (POST /v1/groups/{g}/events/{id}/read), beside its channel.
+	api := &c2a.Remote{URL: r.URL, Retries: -1}
 	read := func(ev ledger.Event) {
 		t.Helper()
-		if _, err := r.Relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionRead, Group: "default", EventID: ev.ID, Actor: "claude"}); err != nil {
+		if _, err := api.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionRead, Group: "default", EventID: ev.ID, Actor: "claude"}); err != nil {
 			t.Fatalf("read %d = %v", ev.Seq, err)
 		}
 	}
@@ -502,4 +506,45 @@ func TestClaimRace(t *testing.T) {
 	if len(notes) != 1 || !strings.Contains(string(notes[0].Data), "claim_released") {
 		t.Errorf("notices = %v, want one claim_released", notes)
 	}
+}
+
+// TestChannelTellsDischarge: a harness that was delivered an obligation
+// is delivered its discharge too — crosstalk.kind x.crosstalk.discharge,
+// crosstalk.discharges naming the obligation, must_not_respond — and,
+// once it acknowledged both, a reconnection delivers neither again
+// (issue #14).
+func TestChannelTellsDischarge(t *testing.T) {
+	r := testrelay.Start(t, nil)
+	ob := r.Ingest(t, testrelay.Envelope("CHATGPT", "CLAUDE", "REQUEST", "ops", "review PR 7 before I ship", func(e *envelope.Envelope) {
+		e.Meta = []envelope.Meta{{Namespace: "obligation", Fields: []envelope.Field{{Key: "Blocks", Value: "halted"}}}}
+	}))
+	h := dial(t, r, "claude")
+	h.initialize()
+	m, ev, ok := h.delivery(5 * time.Second)
+	if !ok || ev.EventID != ob.ID || ev.Attention.Policy != "must_respond" {
+		t.Fatalf("first delivery = %s %s %v, want the obligation, must_respond", ev.EventID, ev.Attention.Policy, ok)
+	}
+	h.ack(m, map[string]any{})
+	d, err := gateway.ParseData(ob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dis := r.Ingest(t, testrelay.Envelope("CHATGPT", "CLAUDE", "ACK", "ops", "merged, thanks", func(e *envelope.Envelope) { e.Parent = d.X.Envelope.Message }))
+	m, ev, ok = h.delivery(5 * time.Second)
+	if !ok || ev.EventID != dis.ID || ev.Crosstalk.Kind != gateway.KindDischarge || ev.Crosstalk.Discharges != ob.ID || !ev.Crosstalk.Discharged ||
+		ev.Attention.Policy != "must_not_respond" || ev.Attention.Reason != "discharged" {
+		t.Fatalf("delivery after the discharge = %+v, %v, want the discharge of %s", ev, ok, ob.ID)
+	}
+	if !strings.Contains(ev.Crosstalk.Prompt, "discharges: "+ob.ID) {
+		t.Errorf("prompt of the discharge = %q, want it to name the obligation", ev.Crosstalk.Prompt)
+	}
+	h.ack(m, map[string]any{})
+	waitFor(t, func() bool { return cursor(t, r, "claude", dis.GroupID) == dis.Seq }, "the delivery cursor at the discharge")
+	h.close()
+	h2 := dial(t, r, "claude")
+	h2.initialize()
+	if _, ev, ok := h2.delivery(300 * time.Millisecond); ok {
+		t.Errorf("after reconnecting: delivery %s, want none", ev.EventID)
+	}
+	h2.close()
 }

@@ -810,20 +810,9 @@ func (s *session) disposition(d gateway.Delivery, res AckResult) error {
 			return err
 		}
 		if d.Directedness == attention.ToMe && !d.Acked {
-			// A merged delivery acknowledges each of its fragments.
-			ids := []string{d.EventID}
-			if len(d.Fragments) > 0 {
-				ids = ids[:0]
-				for _, f := range d.Fragments {
-					ids = append(ids, f.EventID)
-				}
-			}
-			for _, id := range ids {
-				_, err := s.opts.Backend.Act(s.ctx, gateway.ActionRequest{Action: gateway.ActionAck, Group: d.Group, EventID: id, Actor: s.opts.Agent, Note: res.Note})
-				var ae *gateway.ActionError
-				if err != nil && !(errors.As(err, &ae) && (ae.Code == gateway.CodeNotAttention || ae.Code == gateway.CodePermission)) {
-					return err
-				}
+			var ae *gateway.ActionError
+			if err := act(gateway.ActionAck, ""); err != nil && !(errors.As(err, &ae) && (ae.Code == gateway.CodeNotAttention || ae.Code == gateway.CodePermission)) {
+				return err
 			}
 		}
 		return nil

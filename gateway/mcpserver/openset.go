@@ -83,6 +83,10 @@ type WaitingView struct {
 	Lapsed   bool     `json:"lapsed,omitempty"`
 	// DischargedBy is who discharged it (listed with all only).
 	DischargedBy string `json:"dischargedBy,omitempty"`
+	// Rung is how far its returns and escalation have gone (0: not yet
+	// returned); EscalatedTo is coordinator or human once escalated.
+	Rung        int    `json:"rung,omitempty"`
+	EscalatedTo string `json:"escalatedTo,omitempty"`
 }
 
 type waitingOut struct {
@@ -107,7 +111,8 @@ func (s *server) waiting(ctx context.Context, in openSetIn) (*mcp.CallToolResult
 	fmt.Fprintf(&b, "%s waits on %d obligation(s)%s", s.opts.Agent, len(p.Items), more(p.Next))
 	for _, w := range p.Items {
 		v := WaitingView{EventID: w.EventID, Group: w.Group, Seq: w.Seq, MessageID: w.MessageID, To: w.To, TS: w.TS,
-			Obligation: obligationView(&w.Obligation), Evidence: w.Evidence, Lapsed: w.Lapsed, DischargedBy: w.DischargedBy}
+			Obligation: obligationView(&w.Obligation), Evidence: w.Evidence, Lapsed: w.Lapsed, DischargedBy: w.DischargedBy,
+			Rung: w.Rung, EscalatedTo: w.EscalatedTo}
 		out.Waiting = append(out.Waiting, v)
 		state := "open"
 		switch {

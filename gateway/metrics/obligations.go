@@ -33,6 +33,9 @@ func (m *Metrics) WatchRelay(relay *gateway.Relay) {
 			"Open must_respond deliveries per agent: events an agent owes an answer — an open obligation until its author discharges it, "+
 				"any other must_respond event until the agent answers or acknowledges it or its deadline passes. "+
 				`Agents outside the address book are summed under agent="other".`, []string{"agent"}, nil),
+		openDesc: prometheus.NewDesc(Namespace+"_obligations_open",
+			"Open obligations (meta: obligation) someone owes, by what they block (halted, degraded, none): each counted once, "+
+				"however many addressees owe it, until its author or delegate discharges it.", []string{"blocks"}, nil),
 	})
 }
 
@@ -58,6 +61,8 @@ type obligations struct {
 	log   *slog.Logger
 	now   func() time.Time
 	desc  *prometheus.Desc
+	// openDesc is crosstalk_obligations_open.
+	openDesc *prometheus.Desc
 
 	mu     sync.Mutex
 	groups map[string]*window
@@ -75,7 +80,8 @@ type owed struct {
 	agent    string // the agent's actor id
 	label    string // agent, or OtherAgent
 	deadline time.Time
-	obliged  bool // an obligation: only a discharge closes it
+	obliged  bool             // an obligation: only a discharge closes it
+	blocks   attention.Blocks // the obligation's, when obliged
 	// acks: a HANDOFF or BLOCKED, whose addressee's ack closes it too
 	// (attention.Obligation.Ack).
 	acks bool
@@ -88,26 +94,34 @@ const maxScan = 10000
 // scanKinds are the kinds that open or close what an agent owes.
 var scanKinds = []string{gateway.KindMessage, gateway.KindAck, gateway.KindDisposition, gateway.KindDischarge}
 
-func (o *obligations) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
+func (o *obligations) Describe(ch chan<- *prometheus.Desc) {
+	ch <- o.desc
+	ch <- o.openDesc
+}
 
 func (o *obligations) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	counts, err := o.count(ctx, o.now())
+	counts, open, err := o.count(ctx, o.now())
 	if err != nil {
 		o.log.Warn("metrics: counting must_respond obligations", "err", err)
 		ch <- prometheus.NewInvalidMetric(o.desc, err)
+		ch <- prometheus.NewInvalidMetric(o.openDesc, err)
 		return
 	}
 	for agent, n := range counts {
 		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(n), agent)
 	}
+	for blocks, n := range open {
+		ch <- prometheus.MustNewConstMetric(o.openDesc, prometheus.GaugeValue, float64(n), string(blocks))
+	}
 }
 
 // count brings every group's window up to date and counts what is owed
-// per agent label; every address-book agent and "other" are present, with
-// 0 when they owe nothing.
-func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int, error) {
+// per agent label — every address-book agent and "other" are present,
+// with 0 when they owe nothing — and the open obligations by what they
+// block, each once (every Blocks value present).
+func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int, map[attention.Blocks]int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	book := o.relay.Book()
@@ -115,9 +129,10 @@ func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int,
 	for _, a := range book.Agents() {
 		counts[a.ID] = 0
 	}
+	open := map[attention.Blocks]int{attention.BlocksHalted: 0, attention.BlocksDegraded: 0, attention.BlocksNone: 0}
 	gs, err := o.relay.Groups(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing groups: %w", err)
+		return nil, nil, fmt.Errorf("listing groups: %w", err)
 	}
 	for _, g := range gs {
 		w, ok := o.groups[g.ID]
@@ -126,7 +141,7 @@ func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int,
 			o.groups[g.ID] = w
 		}
 		if err := o.advance(ctx, g, w, now); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// Deadlines follow the events' timestamps, which relays sharing a
 		// JetStream ledger stamp with their own clocks: drop every past
@@ -134,11 +149,16 @@ func (o *obligations) count(ctx context.Context, now time.Time) (map[string]int,
 		w.open = slices.DeleteFunc(w.open, func(ow owed) bool {
 			return !ow.obliged && !ow.deadline.IsZero() && !now.Before(ow.deadline)
 		})
+		counted := map[string]bool{} // obligations of this group counted
 		for _, ow := range w.open {
 			counts[ow.label]++
+			if ow.obliged && !counted[ow.event] {
+				counted[ow.event] = true
+				open[ow.blocks]++
+			}
 		}
 	}
-	return counts, nil
+	return counts, open, nil
 }
 
 // advance reads the group's events after w.read.
@@ -198,7 +218,8 @@ func (o *obligations) decide(ev ledger.Event, d gateway.EventData, w *window, no
 		del := attention.Decide(ae, a, attention.State{}, now)
 		if del.Policy == attention.MustRespond {
 			w.open = append(w.open, owed{event: ev.ID, agent: a.ID, label: label, deadline: del.Deadline,
-				obliged: del.Reason == attention.ReasonObligation, acks: d.Obligation != nil && d.Obligation.Ack})
+				obliged: del.Reason == attention.ReasonObligation, blocks: obligationBlocks(d.Obligation),
+				acks: d.Obligation != nil && d.Obligation.Ack})
 		}
 	}
 	for _, a := range book.Agents() {
@@ -219,4 +240,12 @@ func (o *obligations) decide(ev ledger.Event, d gateway.EventData, w *window, no
 		seen[id] = true
 		add(attention.Agent{ID: id}, OtherAgent)
 	}
+}
+
+// obligationBlocks is what ob blocks, none when ob is nil or says nothing.
+func obligationBlocks(ob *attention.Obligation) attention.Blocks {
+	if ob == nil || ob.Blocks == "" {
+		return attention.BlocksNone
+	}
+	return ob.Blocks
 }

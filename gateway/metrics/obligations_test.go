@@ -10,6 +10,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 )
@@ -64,14 +65,18 @@ func TestObligationsWindow(t *testing.T) {
 		send("CLAUDE", "CHATGPT", "REQUEST", "g")
 	}
 	o := &obligations{relay: relay, now: clock, groups: map[string]*window{}}
+	halted, none := 1, 0 // open obligations by what they block (crosstalk_obligations_open)
 	check := func(want map[string]int) {
 		t.Helper()
-		got, err := o.count(t.Context(), now)
+		got, open, err := o.count(t.Context(), now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !maps.Equal(got, want) {
 			t.Errorf("count = %v, want %v", got, want)
+		}
+		if wantOpen := map[attention.Blocks]int{attention.BlocksHalted: halted, attention.BlocksDegraded: 0, attention.BlocksNone: none}; !maps.Equal(open, wantOpen) {
+			t.Errorf("open obligations = %v, want %v", open, wantOpen)
 		}
 	}
 	st.read.Store(0)
@@ -101,6 +106,7 @@ func TestObligationsWindow(t *testing.T) {
 	if _, err := relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionDischarge, Group: "old", EventID: obligation.Event.ID, Actor: "chatgpt"}); err != nil {
 		t.Fatal(err)
 	}
+	halted = 0
 	check(map[string]int{"chatgpt": 1001, "claude": 0, "other": 1})
 	// A HANDOFF is owed until its addressee acks it; an ack of a plain
 	// obligation does not close it.
@@ -108,9 +114,11 @@ func TestObligationsWindow(t *testing.T) {
 		e.Meta = append(e.Meta, envelope.Meta{Namespace: "handoff", Fields: []envelope.Field{
 			{Key: "Subject", Value: "s"}, {Key: "Summary", Value: "m"}, {Key: "Next-Action", Value: "n"}}})
 	})
+	none = 1 // a HANDOFF's obligation blocks nothing
 	check(map[string]int{"chatgpt": 1001, "claude": 1, "other": 1})
 	if _, err := relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionAck, Group: "new", EventID: handoff.Event.ID, Actor: "claude"}); err != nil {
 		t.Fatal(err)
 	}
+	none = 0
 	check(map[string]int{"chatgpt": 1001, "claude": 0, "other": 1})
 }

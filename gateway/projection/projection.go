@@ -31,7 +31,7 @@ import (
 
 // Schema is the version of the tables; a DB of another version is reset
 // on Open, to be rebuilt from the ledger.
-const Schema = 3
+const Schema = 4
 
 // JoinKind says how an actor joined a thread.
 type JoinKind int
@@ -144,6 +144,11 @@ type Facts struct {
 	Settles                  []Settle
 	Discharges, DischargedBy string
 	Resolves, ResolvedBy     string
+	// Rung says the obligation RungOf returned or escalated for the
+	// Rung-th time, to EscalatedTo ("" for a return): a rung event of
+	// the relay's returns (docs/agents.md "Returns and escalation").
+	RungOf, EscalatedTo string
+	Rung                int
 	// Answers are what this event answers, kept for the open
 	// obligations among them.
 	Answers []Answer
@@ -160,6 +165,10 @@ type WaitRow struct {
 	Event, Group             string
 	Pos                      int64
 	DischargedBy, ResolvedBy string
+	// Rung is the last rung of its returns and escalation, EscalatedTo
+	// where that rung went ("" for a return).
+	Rung        int
+	EscalatedTo string
 }
 
 // GroupSummary is a group's projection.
@@ -206,7 +215,7 @@ CREATE INDEX IF NOT EXISTS owe_open ON owe(token, event) WHERE open = 1;
 CREATE INDEX IF NOT EXISTS owe_event ON owe(event);
 CREATE TABLE IF NOT EXISTS owe_tokens(token TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS waits(actor TEXT, event TEXT, grp TEXT, pos INTEGER, author TEXT, handoff INTEGER,
-	open INTEGER, discharged_by TEXT, resolved_by TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
+	open INTEGER, discharged_by TEXT, resolved_by TEXT, rung INTEGER, escalated_to TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS waits_open ON waits(actor, event) WHERE open = 1;
 CREATE INDEX IF NOT EXISTS waits_event ON waits(event);
 CREATE TABLE IF NOT EXISTS evidence(event TEXT, actor TEXT, reply INTEGER, ack INTEGER, seq INTEGER,
@@ -381,7 +390,7 @@ type applier struct {
 
 	join, mark, group, actor, owe, settle, settleMsg         *sql.Stmt
 	oweItem, oweToken, oweSettle, oweDischarge, wait, waitDo *sql.Stmt
-	evidence, waitHandoff, waitResolve                       *sql.Stmt
+	evidence, waitHandoff, waitResolve, waitRung             *sql.Stmt
 }
 
 // actorDelta is what an Apply adds to an actor's row.
@@ -412,8 +421,9 @@ func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
 		{&a.oweToken, `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`},
 		{&a.oweSettle, `UPDATE owe SET open = 0 WHERE token = ?1 AND event = ?2 AND open = 1 AND (obligation = 0 OR (?3 AND ackable = 1))`},
 		{&a.oweDischarge, `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1`},
-		{&a.wait, `INSERT INTO waits(actor, event, grp, pos, author, handoff, open, discharged_by, resolved_by)
-			VALUES(?, ?, ?, ?, ?, ?, 1, '', '') ON CONFLICT DO NOTHING`},
+		{&a.wait, `INSERT INTO waits(actor, event, grp, pos, author, handoff, open, discharged_by, resolved_by, rung, escalated_to)
+			VALUES(?, ?, ?, ?, ?, ?, 1, '', '', 0, '') ON CONFLICT DO NOTHING`},
+		{&a.waitRung, `UPDATE waits SET rung = ?1, escalated_to = ?2 WHERE event = ?3 AND open = 1 AND rung < ?1`},
 		{&a.waitDo, `UPDATE waits SET open = 0, discharged_by = ?1 WHERE event = ?2 AND open = 1`},
 		{&a.waitResolve, `UPDATE waits SET open = 0, resolved_by = ?1 WHERE event = ?2 AND open = 1`},
 		{&a.waitHandoff, `UPDATE waits SET open = 0 WHERE event = ?1 AND open = 1 AND handoff = 1 AND lower(author) != lower(?2)`},
@@ -557,6 +567,11 @@ func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 			return err
 		}
 	}
+	if f.RungOf != "" {
+		if _, err := a.waitRung.ExecContext(ctx, f.Rung, f.EscalatedTo, f.RungOf); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -673,7 +688,7 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 		`SELECT 'owed', actor, event, msg, '', '' FROM owed ORDER BY actor, event`,
 		`SELECT 'owe', token, event, grp, pos, obligation || ' ' || ackable || ' ' || open FROM owe ORDER BY token, event`,
 		`SELECT 'owe_token', token, '', '', '', '' FROM owe_tokens ORDER BY token`,
-		`SELECT 'wait', actor, event, grp, pos, author || ' ' || handoff || ' ' || open || ' ' || discharged_by || ' ' || resolved_by FROM waits ORDER BY actor, event`,
+		`SELECT 'wait', actor, event, grp, pos, author || ' ' || handoff || ' ' || open || ' ' || discharged_by || ' ' || resolved_by || ' ' || rung || ' ' || escalated_to FROM waits ORDER BY actor, event`,
 		`SELECT 'evidence', event, actor, reply, ack, seq FROM evidence ORDER BY event, actor, reply, ack`,
 	} {
 		rows, err := p.db.QueryContext(ctx, q)
@@ -764,9 +779,9 @@ func (p *DB) Owed(ctx context.Context, tokens []string, after string, all bool, 
 // limit of them (1 to 1000): only the open ones unless all.
 func (p *DB) Waits(ctx context.Context, actor, after string, all bool, limit int) ([]WaitRow, error) {
 	limit = min(max(limit, 1), 1000)
-	q := `SELECT event, grp, pos, discharged_by, resolved_by FROM waits INDEXED BY waits_open WHERE actor = ? AND open = 1 AND event > ? ORDER BY event LIMIT ?`
+	q := `SELECT event, grp, pos, discharged_by, resolved_by, rung, escalated_to FROM waits INDEXED BY waits_open WHERE actor = ? AND open = 1 AND event > ? ORDER BY event LIMIT ?`
 	if all {
-		q = `SELECT event, grp, pos, discharged_by, resolved_by FROM waits WHERE actor = ? AND event > ? ORDER BY event LIMIT ?`
+		q = `SELECT event, grp, pos, discharged_by, resolved_by, rung, escalated_to FROM waits WHERE actor = ? AND event > ? ORDER BY event LIMIT ?`
 	}
 	rows, err := p.db.QueryContext(ctx, q, actor, after, limit)
 	if err != nil {
@@ -776,7 +791,7 @@ func (p *DB) Waits(ctx context.Context, actor, after string, all bool, limit int
 	var out []WaitRow
 	for rows.Next() {
 		var w WaitRow
-		if err := rows.Scan(&w.Event, &w.Group, &w.Pos, &w.DischargedBy, &w.ResolvedBy); err != nil {
+		if err := rows.Scan(&w.Event, &w.Group, &w.Pos, &w.DischargedBy, &w.ResolvedBy, &w.Rung, &w.EscalatedTo); err != nil {
 			return nil, fmt.Errorf("projection: waits of %q: %w", actor, err)
 		}
 		out = append(out, w)

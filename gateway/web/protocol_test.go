@@ -37,7 +37,7 @@ func TestHandoffsPage(t *testing.T) {
 		t.Error("the handoffs page shows a subject unescaped")
 	}
 	_, body = h.get("/ui/agents/claude")
-	mustContain(t, "claude's page", body, `<span class="badge attn">Passed to</span>`)
+	mustContain(t, "claude's page", body, `<span class="badge attn">Passed to</span>`, `value="ack" class="primary">Accept</button>`) // BeadBoard §6.3 "Accepted"
 	_, body = h.get("/ui/groups/ops")
 	mustContain(t, "group page", body, "<strong>Passed to</strong> <bdi>CLAUDE</bdi>", "<strong>Needs input</strong> <bdi>GEMINI</bdi>", "<dt>next action</dt><dd>finish it</dd>")
 
