@@ -195,6 +195,10 @@ type Actor struct {
 type DB struct {
 	db *sql.DB
 	mu sync.Mutex // serialises Apply and Reset
+	// stmts are Apply's statements, prepared once on the DB's one
+	// connection; an Apply binds those it uses to its transaction
+	// (sql.Tx.StmtContext reuses the connection's prepared statement).
+	stmts [nStmts]*sql.Stmt
 }
 
 const schema = `
@@ -234,8 +238,15 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("projection: open %q: %w", path, err)
 		}
+		// synchronous(OFF): the DB is a cache of the ledger. A crash
+		// of the machine may lose its last transactions (the mark goes
+		// back with them, and the next sync applies the ledger again
+		// from there) or, at worst, leave a file SQLite cannot read
+		// or whose mark names another event: Open then fails and
+		// `crosstalk ledger reindex` rebuilds it, or the first sync
+		// finds the mark's event differs and rebuilds it (Reset).
 		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs),
-			RawQuery: "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"}
+			RawQuery: "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)"}
 		dsn = u.String()
 	}
 	db, err := sql.Open("sqlite", dsn)
@@ -252,6 +263,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err := p.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("projection: open %q: %w", path, err)
+	}
+	for i, q := range stmtText {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("projection: open %q: preparing: %w", path, err)
+		}
+		p.stmts[i] = st
 	}
 	return p, nil
 }
@@ -282,7 +301,14 @@ func (p *DB) migrate(ctx context.Context) error {
 }
 
 // Close closes the DB.
-func (p *DB) Close() error { return p.db.Close() }
+func (p *DB) Close() error {
+	for _, st := range p.stmts {
+		if st != nil {
+			st.Close()
+		}
+	}
+	return p.db.Close()
+}
 
 // Reset empties every projection and sets the high-water mark to 0.
 func (p *DB) Reset(ctx context.Context) error {
@@ -350,11 +376,7 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 	if err := tx.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'pos'`).Scan(&hwm); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
-	a, err := prepareApplier(ctx, tx)
-	if err != nil {
-		return err
-	}
-	defer a.close()
+	a := newApplier(p, tx)
 	var last *Facts
 	for i := range facts {
 		f := &facts[i]
@@ -381,16 +403,64 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 	return nil
 }
 
-// applier holds Apply's prepared statements, and the group and actor
-// counters of the facts applied so far, written once per Apply (flush):
-// a row per group and actor touched instead of one per event.
+// Apply's statements, by index into stmtText and DB.stmts.
+const (
+	stJoin = iota
+	stMark
+	stGroup
+	stActor
+	stOwe
+	stSettle
+	stSettleMsg
+	stOweItem
+	stOweToken
+	stOweSettle
+	stOweDischarge
+	stWait
+	stWaitRung
+	stWaitDo
+	stWaitResolve
+	stWaitHandoff
+	stEvidence
+	nStmts
+)
+
+var stmtText = [nStmts]string{
+	stJoin: `INSERT INTO joins(grp, thread, kind, token, seq) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	stMark: `INSERT INTO marks(grp, event, kind, actor) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	stGroup: `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`,
+	stActor: `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, owes = owes + ?5, last_ts = ?6`,
+	stOwe: `INSERT INTO owed(actor, event, msg) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`,
+	// Two statements, each a search of an index: with an OR, SQLite
+	// scanned all the actor's open items for every settlement.
+	stSettle:       `DELETE FROM owed WHERE actor = ?1 AND event = ?2`,
+	stSettleMsg:    `DELETE FROM owed WHERE actor = ?1 AND msg = ?2 AND msg != ''`,
+	stOweItem:      `INSERT INTO owe(token, event, grp, pos, obligation, ackable, open) VALUES(?, ?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`,
+	stOweToken:     `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`,
+	stOweSettle:    `UPDATE owe SET open = 0 WHERE token = ?1 AND event = ?2 AND open = 1 AND (obligation = 0 OR (?3 AND ackable = 1))`,
+	stOweDischarge: `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1`,
+	stWait: `INSERT INTO waits(actor, event, grp, pos, author, handoff, open, discharged_by, resolved_by, rung, escalated_to)
+			VALUES(?, ?, ?, ?, ?, ?, 1, '', '', 0, '') ON CONFLICT DO NOTHING`,
+	stWaitRung:    `UPDATE waits SET rung = ?1, escalated_to = ?2 WHERE event = ?3 AND open = 1 AND rung < ?1`,
+	stWaitDo:      `UPDATE waits SET open = 0, discharged_by = ?1 WHERE event = ?2 AND open = 1`,
+	stWaitResolve: `UPDATE waits SET open = 0, resolved_by = ?1 WHERE event = ?2 AND open = 1`,
+	stWaitHandoff: `UPDATE waits SET open = 0 WHERE event = ?1 AND open = 1 AND handoff = 1 AND lower(author) != lower(?2)`,
+	stEvidence: `INSERT INTO evidence(event, actor, reply, ack, seq) SELECT ?1, ?2, ?3, ?4, ?5
+			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND open = 1) ON CONFLICT DO NOTHING`,
+}
+
+// applier is one Apply: its transaction, the statements it used so far
+// bound to it, and the group and actor counters of the facts applied so
+// far, written once per Apply (flush): a row per group and actor
+// touched instead of one per event.
 type applier struct {
+	tx     *sql.Tx
+	db     *DB
+	bound  [nStmts]*sql.Stmt
 	groups map[string]*GroupSummary
 	actors map[string]*actorDelta
-
-	join, mark, group, actor, owe, settle, settleMsg         *sql.Stmt
-	oweItem, oweToken, oweSettle, oweDischarge, wait, waitDo *sql.Stmt
-	evidence, waitHandoff, waitResolve, waitRung             *sql.Stmt
 }
 
 // actorDelta is what an Apply adds to an actor's row.
@@ -400,53 +470,18 @@ type actorDelta struct {
 	lastTS                  string
 }
 
-func prepareApplier(ctx context.Context, tx *sql.Tx) (*applier, error) {
-	a := applier{groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}}
-	for _, s := range []struct {
-		st **sql.Stmt
-		q  string
-	}{
-		{&a.join, `INSERT INTO joins(grp, thread, kind, token, seq) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
-		{&a.mark, `INSERT INTO marks(grp, event, kind, actor) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING`},
-		{&a.group, `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
-			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`},
-		{&a.actor, `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
-			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, owes = owes + ?5, last_ts = ?6`},
-		{&a.owe, `INSERT INTO owed(actor, event, msg) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`},
-		// Two statements, each a search of an index: with an OR, SQLite
-		// scanned all the actor's open items for every settlement.
-		{&a.settle, `DELETE FROM owed WHERE actor = ?1 AND event = ?2`},
-		{&a.settleMsg, `DELETE FROM owed WHERE actor = ?1 AND msg = ?2 AND msg != ''`},
-		{&a.oweItem, `INSERT INTO owe(token, event, grp, pos, obligation, ackable, open) VALUES(?, ?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`},
-		{&a.oweToken, `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`},
-		{&a.oweSettle, `UPDATE owe SET open = 0 WHERE token = ?1 AND event = ?2 AND open = 1 AND (obligation = 0 OR (?3 AND ackable = 1))`},
-		{&a.oweDischarge, `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1`},
-		{&a.wait, `INSERT INTO waits(actor, event, grp, pos, author, handoff, open, discharged_by, resolved_by, rung, escalated_to)
-			VALUES(?, ?, ?, ?, ?, ?, 1, '', '', 0, '') ON CONFLICT DO NOTHING`},
-		{&a.waitRung, `UPDATE waits SET rung = ?1, escalated_to = ?2 WHERE event = ?3 AND open = 1 AND rung < ?1`},
-		{&a.waitDo, `UPDATE waits SET open = 0, discharged_by = ?1 WHERE event = ?2 AND open = 1`},
-		{&a.waitResolve, `UPDATE waits SET open = 0, resolved_by = ?1 WHERE event = ?2 AND open = 1`},
-		{&a.waitHandoff, `UPDATE waits SET open = 0 WHERE event = ?1 AND open = 1 AND handoff = 1 AND lower(author) != lower(?2)`},
-		{&a.evidence, `INSERT INTO evidence(event, actor, reply, ack, seq) SELECT ?1, ?2, ?3, ?4, ?5
-			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND open = 1) ON CONFLICT DO NOTHING`},
-	} {
-		st, err := tx.PrepareContext(ctx, s.q)
-		if err != nil {
-			a.close()
-			return nil, fmt.Errorf("projection: apply: %w", err)
-		}
-		*s.st = st
-	}
-	return &a, nil
+func newApplier(p *DB, tx *sql.Tx) *applier {
+	return &applier{tx: tx, db: p, groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}}
 }
 
-func (a *applier) close() {
-	for _, st := range []*sql.Stmt{a.join, a.mark, a.group, a.actor, a.owe, a.settle, a.settleMsg,
-		a.oweItem, a.oweToken, a.oweSettle, a.oweDischarge, a.wait, a.waitDo, a.evidence, a.waitHandoff, a.waitResolve} {
-		if st != nil {
-			st.Close()
-		}
+// exec runs statement i in the Apply's transaction.
+func (a *applier) exec(ctx context.Context, i int, args ...any) (sql.Result, error) {
+	st := a.bound[i]
+	if st == nil {
+		st = a.tx.StmtContext(ctx, a.db.stmts[i])
+		a.bound[i] = st
 	}
+	return st.ExecContext(ctx, args...)
 }
 
 func (a *applier) apply(ctx context.Context, f *Facts) error {
@@ -458,12 +493,12 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 	g.Events++
 	g.LastSeq, g.LastPos, g.LastTS, g.LastEvent = f.Seq, f.Pos, f.TS, f.EventID
 	for _, j := range f.Joins {
-		if _, err := a.join.ExecContext(ctx, f.Group, j.Thread, int(j.Kind), j.Token, f.Seq); err != nil {
+		if _, err := a.exec(ctx, stJoin, f.Group, j.Thread, int(j.Kind), j.Token, f.Seq); err != nil {
 			return err
 		}
 	}
 	for _, m := range f.Marks {
-		if _, err := a.mark.ExecContext(ctx, f.Group, m.Event, int(m.Kind), m.Actor); err != nil {
+		if _, err := a.exec(ctx, stMark, f.Group, m.Event, int(m.Kind), m.Actor); err != nil {
 			return err
 		}
 	}
@@ -484,8 +519,8 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 			if id == "" {
 				continue
 			}
-			for _, st := range []*sql.Stmt{a.settle, a.settleMsg} {
-				res, err := st.ExecContext(ctx, key, id)
+			for _, st := range []int{stSettle, stSettleMsg} {
+				res, err := a.exec(ctx, st, key, id)
 				if err != nil {
 					return err
 				}
@@ -494,7 +529,7 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 			}
 		}
 		if af.Owes {
-			res, err := a.owe.ExecContext(ctx, key, f.EventID, af.Msg)
+			res, err := a.exec(ctx, stOwe, key, f.EventID, af.Msg)
 			if err != nil {
 				return err
 			}
@@ -508,12 +543,12 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 // flush writes the group and actor counters of the facts applied.
 func (a *applier) flush(ctx context.Context) error {
 	for _, g := range a.groups {
-		if _, err := a.group.ExecContext(ctx, g.Group, g.Events, g.LastSeq, g.LastPos, g.LastTS, g.LastEvent); err != nil {
+		if _, err := a.exec(ctx, stGroup, g.Group, g.Events, g.LastSeq, g.LastPos, g.LastTS, g.LastEvent); err != nil {
 			return err
 		}
 	}
 	for key, d := range a.actors {
-		if _, err := a.actor.ExecContext(ctx, key, d.id, d.events, d.addressed, d.owes, d.lastTS); err != nil {
+		if _, err := a.exec(ctx, stActor, key, d.id, d.events, d.addressed, d.owes, d.lastTS); err != nil {
 			return err
 		}
 	}
@@ -525,50 +560,50 @@ func (a *applier) flush(ctx context.Context) error {
 // itself.
 func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 	for _, e := range f.Answers {
-		if _, err := a.evidence.ExecContext(ctx, e.Event, e.Actor, b2i(e.Reply), b2i(e.Ack), f.Seq); err != nil {
+		if _, err := a.exec(ctx, stEvidence, e.Event, e.Actor, b2i(e.Reply), b2i(e.Ack), f.Seq); err != nil {
 			return err
 		}
 		if e.Ack {
-			if _, err := a.waitHandoff.ExecContext(ctx, e.Event, e.Actor); err != nil {
+			if _, err := a.exec(ctx, stWaitHandoff, e.Event, e.Actor); err != nil {
 				return err
 			}
 		}
 	}
 	for _, o := range f.Owes {
-		if _, err := a.oweItem.ExecContext(ctx, o.Token, f.EventID, f.Group, f.Pos, b2i(o.Obligation), b2i(o.Ack)); err != nil {
+		if _, err := a.exec(ctx, stOweItem, o.Token, f.EventID, f.Group, f.Pos, b2i(o.Obligation), b2i(o.Ack)); err != nil {
 			return err
 		}
 		if strings.HasPrefix(o.Token, "@") {
-			if _, err := a.oweToken.ExecContext(ctx, o.Token); err != nil {
+			if _, err := a.exec(ctx, stOweToken, o.Token); err != nil {
 				return err
 			}
 		}
 	}
 	for _, w := range f.Waits {
-		if _, err := a.wait.ExecContext(ctx, w, f.EventID, f.Group, f.Pos, f.WaitAuthor, b2i(f.WaitHandoff)); err != nil {
+		if _, err := a.exec(ctx, stWait, w, f.EventID, f.Group, f.Pos, f.WaitAuthor, b2i(f.WaitHandoff)); err != nil {
 			return err
 		}
 	}
 	for _, st := range f.Settles {
-		if _, err := a.oweSettle.ExecContext(ctx, st.Token, st.Event, b2i(st.Ack)); err != nil {
+		if _, err := a.exec(ctx, stOweSettle, st.Token, st.Event, b2i(st.Ack)); err != nil {
 			return err
 		}
 	}
 	if f.Discharges != "" {
-		if _, err := a.oweDischarge.ExecContext(ctx, f.Discharges); err != nil {
+		if _, err := a.exec(ctx, stOweDischarge, f.Discharges); err != nil {
 			return err
 		}
-		if _, err := a.waitDo.ExecContext(ctx, f.DischargedBy, f.Discharges); err != nil {
+		if _, err := a.exec(ctx, stWaitDo, f.DischargedBy, f.Discharges); err != nil {
 			return err
 		}
 	}
 	if f.Resolves != "" {
-		if _, err := a.waitResolve.ExecContext(ctx, f.ResolvedBy, f.Resolves); err != nil {
+		if _, err := a.exec(ctx, stWaitResolve, f.ResolvedBy, f.Resolves); err != nil {
 			return err
 		}
 	}
 	if f.RungOf != "" {
-		if _, err := a.waitRung.ExecContext(ctx, f.Rung, f.EscalatedTo, f.RungOf); err != nil {
+		if _, err := a.exec(ctx, stWaitRung, f.Rung, f.EscalatedTo, f.RungOf); err != nil {
 			return err
 		}
 	}

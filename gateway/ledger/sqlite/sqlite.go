@@ -122,6 +122,9 @@ type Store struct {
 	rdb   *sql.DB // read-only pool
 	pin   *sql.Conn
 	stmts [numStmts]*sql.Stmt
+	// logAfter is Log's query, prepared on the read pool: the relay's
+	// projections read the log after every append.
+	logAfter *sql.Stmt
 
 	mu      sync.RWMutex // guards closed against sends on queue
 	closed  bool
@@ -265,6 +268,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		}
 		s.stmts[i] = st
 	}
+	if s.logAfter, err = rdb.PrepareContext(ctx, `SELECT rowid, `+eventCols+` FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?`); err != nil {
+		s.closeDBs()
+		return nil, fmt.Errorf("sqlite: open %s: prepare the log: %w", abs, err)
+	}
 	go s.writer()
 	go s.syncer()
 	s.log.Debug("sqlite: opened ledger", "path", abs)
@@ -343,6 +350,9 @@ func (s *Store) closeDBs() error {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
+	}
+	if s.logAfter != nil {
+		errs = append(errs, s.logAfter.Close())
 	}
 	errs = append(errs, s.wdb.Close(), s.wal.close())
 	if s.pin != nil {
@@ -561,7 +571,7 @@ const logWake = ""
 // only grow. (VACUUM may renumber rowids of a table without an INTEGER
 // PRIMARY KEY; the store never runs it, and neither should an operator.)
 func (s *Store) Log(ctx context.Context, after int64, limit int) ([]ledger.Logged, error) {
-	return s.logRows(ctx, "log", `WHERE rowid > ? ORDER BY rowid`, after, limit)
+	return s.logRows(ctx, "log", "", after, limit)
 }
 
 // LogBefore implements ledger.Store: a descending walk of the rowid.
@@ -573,7 +583,7 @@ func (s *Store) LogBefore(ctx context.Context, before int64, limit int) ([]ledge
 }
 
 // logRows reads at most limit events with their rowids, selected and
-// ordered by where (one ? for pos).
+// ordered by where (one ? for pos); where "" is Log's prepared query.
 func (s *Store) logRows(ctx context.Context, what, where string, pos int64, limit int) ([]ledger.Logged, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("sqlite: %s: %w: limit %d is not positive", what, ledger.ErrInvalid, limit)
@@ -581,7 +591,13 @@ func (s *Store) logRows(ctx context.Context, what, where string, pos int64, limi
 	if s.isClosed() {
 		return nil, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrClosed)
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT rowid, `+eventCols+` FROM events `+where+` LIMIT ?`, pos, limit)
+	var rows *sql.Rows
+	var err error
+	if where == "" {
+		rows, err = s.logAfter.QueryContext(ctx, pos, limit)
+	} else {
+		rows, err = s.rdb.QueryContext(ctx, `SELECT rowid, `+eventCols+` FROM events `+where+` LIMIT ?`, pos, limit)
+	}
 	if err != nil {
 		return nil, s.readErr(what, err)
 	}
