@@ -42,16 +42,28 @@ func (s projectingStore) ImportEvents(ctx context.Context, evs []ledger.Event) (
 	return n, err
 }
 
+// projEvery is the least time between two syncs on the write path.
+// Each sync is a transaction whose fixed cost (the log query, the
+// counters, COMMIT's page writes) is several events' worth; under load
+// one sync per projEvery applies every append of that time at once.
+const projEvery = 10 * time.Millisecond
+
+// projEpoch is the origin of Relay.projAt (a monotonic clock).
+var projEpoch = time.Now()
+
 // syncAfterWrite is SyncProjection after an append that succeeded. A
-// failure is logged, not returned (the events are recorded), and when a
-// sync is already under way (the catch-up of a start, another append's)
-// it does not wait for it: every read syncs first, so the next one
-// applies what that sync missed, and an intake never waits for a
-// catch-up.
+// failure is logged, not returned (the events are recorded). It does
+// not run when a sync is already under way (the catch-up of a start,
+// another append's) nor within projEvery of the last one: every read
+// syncs first, so the next one applies what was skipped, an intake
+// never waits for a catch-up, and a burst of appends costs one
+// projection transaction per projEvery, not one per append.
 func (r *Relay) syncAfterWrite(ctx context.Context) {
-	if !r.projMu.TryLock() {
+	now := int64(time.Since(projEpoch))
+	if now-r.projAt.Load() < int64(projEvery) || !r.projMu.TryLock() {
 		return
 	}
+	r.projAt.Store(now)
 	err := r.syncLocked(context.WithoutCancel(ctx))
 	r.projMu.Unlock()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -154,8 +155,9 @@ type Relay struct {
 
 	projMu      sync.Mutex // serialises SyncProjection
 	proj        *projection.DB
-	projChecked bool  // its high-water mark was checked against the ledger
-	projPos     int64 // the log position proj has applied up to
+	projChecked bool         // its high-water mark was checked against the ledger
+	projPos     int64        // the log position proj has applied up to
+	projAt      atomic.Int64 // when the write path last synced (see syncAfterWrite)
 
 	protoMu    sync.Mutex                 // serialises OpenProtocol
 	protoWalks map[string]*obligationWalk // per group, see OpenProtocol
