@@ -238,15 +238,13 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("projection: open %q: %w", path, err)
 		}
-		// synchronous(OFF): the DB is a cache of the ledger. A crash
-		// of the machine may lose its last transactions (the mark goes
-		// back with them, and the next sync applies the ledger again
-		// from there) or, at worst, leave a file SQLite cannot read
-		// or whose mark names another event: Open then fails and
-		// `crosstalk ledger reindex` rebuilds it, or the first sync
-		// finds the mark's event differs and rebuilds it (Reset).
+		// synchronous(NORMAL): in WAL mode a commit does not fsync
+		// (only checkpoints do), so OFF would save no CPU on the write
+		// path, and a machine crash under OFF may leave a corrupt file
+		// that Open rejects (the relay would not start until the file is
+		// deleted).
 		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs),
-			RawQuery: "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)"}
+			RawQuery: "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"}
 		dsn = u.String()
 	}
 	db, err := sql.Open("sqlite", dsn)
