@@ -59,6 +59,9 @@ its scope and the overlap class (exact or partial).`)
 	if *agent == "" || len(scopes) == 0 {
 		return usagef("reserve: want --agent A SCOPE...")
 	}
+	if *ttl < reserve.MinTTL || *ttl > reserve.MaxTTL {
+		return usagef("reserve: --ttl %v outside [%v, %v]", *ttl, reserve.MinTTL, reserve.MaxTTL)
+	}
 	body, err := json.Marshal(api.ReserveBody{Agent: *agent, Scopes: scopes, TTL: ttl.String(), Reason: *reason, TakeoverStale: *takeover})
 	if err != nil {
 		return err
