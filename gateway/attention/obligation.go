@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
 )
 
 // Blocks says what an open obligation holds up (issue #14, after C2A's
@@ -76,6 +78,17 @@ func ParseObligation(blocks, defaultAction, delegate, deadline string, receivedA
 			return o, fmt.Errorf("%w: %s must be one line of at most %d bytes", ErrObligation, f.name, maxObligationText)
 		}
 		*f.to = v
+	}
+	// The delegate discharges as itself, so it is one agent: a role or
+	// everyone could never discharge, and a name nobody can see or type
+	// matches nobody.
+	if d := o.Delegate; d != "" {
+		if _, err := envelope.NormalizeIdentifier(d); err != nil {
+			return o, fmt.Errorf("%w: Delegate: %v", ErrObligation, err)
+		}
+		if strings.HasPrefix(d, "@") || strings.EqualFold(d, "all") || d == "*" || strings.ContainsAny(d, " ,") {
+			return o, fmt.Errorf("%w: Delegate %q is not one agent", ErrObligation, d)
+		}
 	}
 	if strings.TrimSpace(deadline) != "" {
 		t, err := ParseDeadline(deadline, receivedAt)
