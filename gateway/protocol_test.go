@@ -175,6 +175,8 @@ func TestProtocolRefused(t *testing.T) {
 		{"blocker with a bad urgency", "CLAUDE", "REQUEST", withMeta("blocked", "Subject", "s", "Blocker", "b", "Requested-Action", "r", "Urgency", "urgent"), "Urgency"},
 		{"blocker on a HANDOFF", "CLAUDE", "HANDOFF", blockedMeta, "REQUEST or an ESCALATE"},
 		{"both", "CLAUDE", "HANDOFF", func(e *envelope.Envelope) { handoffMeta(e); blockedMeta(e) }, "not both"},
+		{"handoff to oneself", "CHATGPT", "HANDOFF", handoffMeta, "another agent"},
+		{"blocked on oneself", "chatgpt", "REQUEST", blockedMeta, "another agent"},
 		{"handoff subject with a terminal escape", "CLAUDE", "HANDOFF", withMeta("handoff", "Subject", "\x1b]0;pwned\x07", "Summary", "x", "Next-Action", "y"), "Subject"},
 		{"blocker with a line separator", "CLAUDE", "REQUEST", withMeta("blocked", "Subject", "s", "Blocker", "b\u2028c", "Requested-Action", "r", "Urgency", "low"), "Blocker"},
 		{"provenance without event", "CLAUDE", "REQUEST", withMeta("provenance", "Src-Group-Id", "a"), "without src_event_id"},
