@@ -34,6 +34,16 @@ func TestReserveRefusesBadTTLAndScopes(t *testing.T) {
 			t.Errorf("reserve --ttl %s: exit %d, want 2 (usage)\n%s", ttl, code, out)
 		}
 	}
+	for _, args := range [][]string{
+		{"reserve", "--agent", "alice", "../x"},
+		{"reserve", "--agent", "alice", "src/ok", "/etc"},
+		{"release", "--agent", "alice", "src/../../x"},
+		{"reservations", "--path", "C:\\x"},
+	} {
+		if code, out := r.cli("alice", args...); code != 2 {
+			t.Errorf("crosstalk %s: exit %d, want 2 (usage; 1 means another agent holds it)\n%s", strings.Join(args, " "), code, out)
+		}
+	}
 	for _, body := range []string{
 		`{"agent":"alice","scopes":["src/x"],"ttl":"0s"}`,
 		`{"agent":"alice","scopes":["src/\u202egnp.exe"]}`,
