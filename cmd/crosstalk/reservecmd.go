@@ -230,7 +230,7 @@ func printReservations(e *env, rs []reserve.Reservation) {
 func checkScopes(cmd string, scopes ...string) error {
 	for _, sc := range scopes {
 		if _, err := reserve.Canonical(sc); err != nil {
-			return usagef("%s: %v", cmd, err)
+			return usagef("%s: %s", cmd, strings.TrimPrefix(err.Error(), "reserve: "))
 		}
 	}
 	return nil
