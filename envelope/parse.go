@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 var sigPrefix = []byte("sig:")
@@ -498,10 +499,17 @@ func (st *envState) srcOffset(x []byte) int {
 // body may be a megabyte, keep them apart.
 const smallEnvelope = 4 << 10
 
-// strings returns the body, joined from the body lines kept in src, and
-// the field arena as one string (the values' spans index it). When shared,
-// both are parts of one string.
-func (st *envState) strings(src []byte, shared bool) (body, arena string) {
+// srcLen returns the length of the source read so far.
+func (st *envState) srcLen() int {
+	if st.contig {
+		return st.srcEnd - st.srcOff
+	}
+	return len(st.src)
+}
+
+// bodyLen returns the body lines up to the last non-blank one and the
+// length of the body they make, LF-joined.
+func (st *envState) bodyLen() ([]span, int) {
 	lines := st.sc.body[:st.bodyKeep]
 	n := 0
 	if len(lines) > 0 {
@@ -510,6 +518,48 @@ func (st *envState) strings(src []byte, shared bool) (body, arena string) {
 	for _, l := range lines {
 		n += int(l.end - l.off)
 	}
+	return lines, n
+}
+
+// packed returns, for a small envelope whose source is still in the
+// scanner's buffer (st.contig), a copy of the source, the body and the
+// field arena in one allocation instead of two: the source first, its
+// capacity cut to its length, then the body, then the arena, the last two
+// as one string over the rest of the allocation.
+//
+// That string is made with unsafe.String, whose rule is that the bytes
+// under it are never modified while it lives: they are written here,
+// before it is made, and nothing else can reach them — buf does not
+// escape, and the only slice of it handed out, the source, ends where the
+// body begins and has no spare capacity, so even an append to Source()
+// (which its contract forbids modifying) copies rather than writes past
+// it. TestPackedSourceIsolated checks this.
+func (st *envState) packed() (src []byte, body, arena string) {
+	in := st.r.sc.buf[st.srcOff:st.srcEnd]
+	lines, n := st.bodyLen()
+	buf := make([]byte, 0, len(in)+n+len(st.sc.arena))
+	buf = append(buf, in...)
+	for i, l := range lines {
+		if i > 0 {
+			buf = append(buf, '\n')
+		}
+		buf = append(buf, in[l.off:l.end]...)
+	}
+	buf = append(buf, st.sc.arena...)
+	src = buf[:len(in):len(in)]
+	tail := buf[len(in):]
+	if len(tail) == 0 {
+		return src, "", ""
+	}
+	s := unsafe.String(unsafe.SliceData(tail), len(tail))
+	return src, s[:n], s[n:]
+}
+
+// strings returns the body, joined from the body lines kept in src, and
+// the field arena as one string (the values' spans index it). When shared,
+// both are parts of one string.
+func (st *envState) strings(src []byte, shared bool) (body, arena string) {
+	lines, n := st.bodyLen()
 	if !shared {
 		return st.join(src, lines, n, 0), string(st.sc.arena)
 	}
@@ -612,14 +662,19 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 
 	// Everything checked: build the envelope.
 	var src []byte
-	if st.contig {
+	var body, a string
+	small := st.srcLen() <= smallEnvelope
+	switch {
+	case st.contig && small:
+		src, body, a = st.packed()
+	case st.contig:
 		src = make([]byte, st.srcEnd-st.srcOff)
 		copy(src, st.r.sc.buf[st.srcOff:st.srcEnd])
-	} else {
+		body, a = st.strings(src, false)
+	default:
 		src = st.src
+		body, a = st.strings(src, small)
 	}
-	small := len(src) <= smallEnvelope
-	body, a := st.strings(src, small)
 	get := func(sp span) string { return a[sp.off:sp.end] }
 	nFields, nMeta := len(sc.fields), len(sc.metas)
 	env, metas, fields := allocEnvelope(nMeta, nFields+len(sc.metaFields), small)

@@ -30,3 +30,40 @@ func TestReaderHoldsNoBufferWhenNothingIsUnread(t *testing.T) {
 		})
 	}
 }
+
+// A small envelope's source, body and field values share one allocation
+// (envState.packed); the strings in it must stay what they were even if a
+// caller breaks Source's contract and writes to it or appends to it.
+func TestPackedSourceIsolated(t *testing.T) {
+	const in = "[[CLAUDE→CHATGPT v1]]\nuser: kalle\nintent: REQUEST\nmeta: routing\nX-Route: a → b\nbody: |\n  line one\n    indented\n  line three\nsig: none\n[[END]]\n"
+	for _, tc := range []struct {
+		name  string
+		parse func() (*Envelope, error)
+	}{
+		{"Unmarshal", func() (*Envelope, error) { return Unmarshal([]byte(in)) }},
+		{"NewReader", func() (*Envelope, error) { return NewReader(strings.NewReader(in)).Next() }},
+		{"NewBytesReader", func() (*Envelope, error) { return NewBytesReader([]byte(in)).Next() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := tc.parse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := e.Source()
+			if string(src) != in {
+				t.Fatalf("source %q, want the input", src)
+			}
+			if cap(src) != len(src) {
+				t.Errorf("source has %d bytes of spare capacity; an append to it would write over the body", cap(src)-len(src))
+			}
+			_ = append(src, strings.Repeat("x", 64)...)
+			for i := range src {
+				src[i] = '#'
+			}
+			if e.Body != "line one\n  indented\nline three" || e.From != "CLAUDE" || e.To != "CHATGPT" || e.User != "kalle" ||
+				e.Intent != IntentRequest || e.Meta[0].Namespace != "routing" || e.Meta[0].Fields[0].Value != "a → b" || e.Sig != "none" {
+				t.Errorf("after writing to the source, the envelope changed: %+v", *e)
+			}
+		})
+	}
+}

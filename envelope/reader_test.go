@@ -213,6 +213,14 @@ func TestMarshalRejects(t *testing.T) {
 			e.Meta = []envelope.Meta{{Namespace: "n", Fields: []envelope.Field{{Key: "a b", Value: "x"}}}}
 		}},
 		{"padded value", func(e *envelope.Envelope) { e.Context = " topic" }},
+		// The Reader refuses identifiers holding characters a person could
+		// not see (NormalizeIdentifiers), so none may be written.
+		{"tab in from", func(e *envelope.Envelope) { e.From = "0\t0" }},
+		{"bidi control in to", func(e *envelope.Envelope) { e.To = "B\u202e" }},
+		{"zero-width space in context", func(e *envelope.Envelope) { e.Context = "de\u200bploy" }},
+		{"control in META namespace", func(e *envelope.Envelope) {
+			e.Meta = []envelope.Meta{{Namespace: "n\x01", Fields: []envelope.Field{{Key: "k", Value: "v"}}}}
+		}},
 		// The Reader rejects lines that are not UTF-8, so none may be written.
 		{"invalid UTF-8 in from", func(e *envelope.Envelope) { e.From = "0@\x90" }},
 		{"invalid UTF-8 in body", func(e *envelope.Envelope) { e.Body = "a\xffb" }},

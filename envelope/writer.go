@@ -200,6 +200,13 @@ func checkWritable(e *Envelope) error {
 			}
 		}
 	}
+	// The Reader refuses identifiers with characters a person could not
+	// see (NormalizeIdentifiers), so Marshal must not write them.
+	for _, id := range [...]struct{ name, v string }{{"sender", e.From}, {"receiver", e.To}, {"context", e.Context}} {
+		if _, err := NormalizeIdentifier(id.v); err != nil {
+			return invalid("%s: %v", id.name, err)
+		}
+	}
 	if e.Intent == "" {
 		return invalid("missing intent")
 	}
@@ -227,6 +234,9 @@ func checkWritable(e *Envelope) error {
 		}
 		if err := checkValue("meta", m.Namespace); err != nil {
 			return err
+		}
+		if _, err := NormalizeIdentifier(m.Namespace); err != nil {
+			return invalid("META namespace: %v", err)
 		}
 		for _, f := range m.Fields {
 			key, _, ok := metaField([]byte(f.Key + ":"))

@@ -332,19 +332,16 @@ func TestRedeliveryGivesUp(t *testing.T) {
 	ev := r.Send(t, "CHATGPT", "CLAUDE", "REQUEST", "are you there?", "", "")
 	h := dial(t, r, "claude")
 	h.initialize()
-	var at []time.Time
+	// The waits between attempts (backoff) are ackWait's, tested apart:
+	// timing them here would flake on a loaded machine.
 	for attempt := 1; attempt <= 3; attempt++ {
 		_, got, ok := h.delivery(3 * time.Second)
 		if !ok {
 			t.Fatalf("attempt %d: no delivery", attempt)
 		}
-		at = append(at, time.Now())
 		if got.EventID != ev.ID || got.Reliability.Attempt != attempt || got.Reliability.IdempotencyKey != ev.ID+":claude" {
 			t.Fatalf("attempt %d = %s %+v, want %s attempt %d, same key", attempt, got.EventID, got.Reliability, ev.ID, attempt)
 		}
-	}
-	if gap1, gap2 := at[1].Sub(at[0]), at[2].Sub(at[1]); gap2 < gap1 {
-		t.Errorf("redelivery gaps %v then %v, want backoff (growing)", gap1, gap2)
 	}
 	m, ok := h.next(func(m channel.Message) bool { return m.Method == "notifications/cancelled" }, 3*time.Second)
 	if !ok {

@@ -617,16 +617,23 @@ func (s *session) onFeed(it feedItem) error {
 	return s.deliver(p)
 }
 
+// ackWait is how long attempt (from 1) of a delivery waits for its
+// acknowledgement: first, doubled for each further attempt, at most
+// limit.
+func ackWait(first, limit time.Duration, attempt int) time.Duration {
+	wait := first
+	for i := 1; i < attempt && wait < limit; i++ {
+		wait *= 2
+	}
+	return min(wait, limit)
+}
+
 // deliver sends the next attempt of p.
 func (s *session) deliver(p *pending) error {
 	p.attempt++
 	p.id = fmt.Sprintf("deliver-%s-%d", p.d.EventID, p.attempt)
 	s.ids[p.id] = p.d.EventID
-	wait := s.opts.AckTimeout
-	for i := 1; i < p.attempt && wait < s.opts.MaxBackoff; i++ {
-		wait *= 2
-	}
-	p.deadline = s.now().Add(min(wait, s.opts.MaxBackoff))
+	p.deadline = s.now().Add(ackWait(s.opts.AckTimeout, s.opts.MaxBackoff, p.attempt))
 	ev := c2a.FromDelivery(p.d, p.attempt, s.now())
 	if !s.caps.Injection[string(ev.Injection.Mode)] {
 		ev.Injection.Mode = attention.ToolMailbox
