@@ -346,7 +346,11 @@ func (r *Relay) Compose(ctx context.Context, principal string, req SendRequest, 
 		return nil, actionErr(CodeInvalid, "%v", err)
 	}
 	text, err := envelope.Marshal(env)
-	if err != nil {
+	if errors.Is(err, envelope.ErrIdentifier) {
+		// The same refusal, and code, as the envelope endpoint's
+		// (docs/format.md §12).
+		return nil, actionErr(string(envelope.CodeAddress), "%v", err)
+	} else if err != nil {
 		return nil, actionErr(CodeInvalid, "%v", err)
 	}
 	if signer != nil {
