@@ -2,30 +2,13 @@ package gateway_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/internal/fakeclock"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 // TestClaimTakeoverStale applies BeadBoard §4.4 to claims with a fake
 // clock: an active holder's claim is never taken over; a stale holder's
@@ -34,7 +17,7 @@ func (c *fakeClock) Set(t time.Time) {
 func TestClaimTakeoverStale(t *testing.T) {
 	const stale = time.Minute
 	t0 := time.Date(2026, 1, 13, 10, 0, 0, 0, time.UTC)
-	clk := &fakeClock{t: t0}
+	clk := fakeclock.New(t0)
 	r := gateway.New(memory.New(clk.Now), &gateway.Options{Book: testBook(t), Now: clk.Now, StaleAfter: stale, ClaimTTL: time.Hour})
 	ctx := context.Background()
 	ev := ingest(t, r, "", env("GEMINI", "@reviewer", "REQUEST", "g", "review please"))[0].Event

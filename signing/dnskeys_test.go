@@ -11,20 +11,8 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/crosstalk-go/crosstalk/internal/dnstest"
+	"github.com/crosstalk-go/crosstalk/internal/fakeclock"
 )
-
-// fakeClock is a settable clock for cache lifetimes.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func TestDNSKeysCache(t *testing.T) {
 	alice := testKey(t, Ed25519, "alice@example.com")
@@ -32,7 +20,7 @@ func TestDNSKeysCache(t *testing.T) {
 	srv.SetTTL(600, 120)
 	srv.SetRCode("_crosstalk-key.broken.example.", dnsmessage.RCodeServerFailure)
 	srv.SetRCode("x._crosstalk-key.broken.example.", dnsmessage.RCodeServerFailure)
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	d := &DNSKeys{Server: srv.Addr(), Now: clock.Now}
 	ctx := context.Background()
 	queries := func() int { return len(srv.Queries()) }
@@ -95,7 +83,7 @@ func TestDNSKeysTTLClamped(t *testing.T) {
 	alice := testKey(t, Ed25519, "alice@example.com")
 	srv := dnstest.Start(t, map[string][][]string{"alice._crosstalk-key.example.com.": {{dnsValue(alice)}}})
 	srv.SetTTL(0, 0) // a TTL of 0 would mean a query per envelope
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	d := &DNSKeys{Server: srv.Addr(), Now: clock.Now, MinTTL: 10 * time.Second, MaxTTL: time.Minute}
 	ctx := context.Background()
 	d.Lookup(ctx, "alice@example.com")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/internal/fakeclock"
 )
 
 // syncBuffer is a log destination safe to read while the server writes.
@@ -45,24 +46,11 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 	return out
 }
 
-// clock is a settable time for the refusal log.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func refusalHarness(t *testing.T, opts *api.Options) (*harness, *syncBuffer, *clock) {
+func refusalHarness(t *testing.T, opts *api.Options) (*harness, *syncBuffer, *fakeclock.Clock) {
 	t.Helper()
 	buf := &syncBuffer{}
 	opts.Logger = slog.New(slog.NewJSONHandler(buf, nil))
-	c := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, opts, func(s *api.Server, _ ledger.Store) { api.SetRefusalClock(s, c.Now) })
 	return h, buf, c
 }
@@ -144,7 +132,7 @@ func TestGateRefusalFloodBounded(t *testing.T) {
 		t.Fatalf("a flood of %d refusals in one second logged %d lines, want 1..10", flood, len(lines))
 	}
 	logged := len(lines)
-	c.advance(time.Second)
+	c.Add(time.Second)
 	h.do("GET", "/v1/groups", "", "Authorization", "Bearer wrong")
 	lines = buf.lines(t)
 	if len(lines) != logged+2 {

@@ -20,26 +20,9 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
+	"github.com/crosstalk-go/crosstalk/internal/fakeclock"
 	"github.com/crosstalk-go/crosstalk/internal/natstest"
 )
-
-// fakeClock is a settable clock shared by a test's relays and ledger.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
 
 // liveRelay is one relay process: a relay with liveness, the API and
 // reservations, on a ledger that outlives it.
@@ -49,7 +32,7 @@ type liveRelay struct {
 	srv   *httptest.Server
 }
 
-func startLiveRelay(t *testing.T, st ledger.Store, clk *fakeClock, stale time.Duration) *liveRelay {
+func startLiveRelay(t *testing.T, st ledger.Store, clk *fakeclock.Clock, stale time.Duration) *liveRelay {
 	t.Helper()
 	relay := gateway.New(st, &gateway.Options{Now: clk.Now, StaleAfter: stale})
 	a := api.New(relay, &api.Options{})
@@ -109,7 +92,7 @@ func (l *liveRelay) list() []api.HeldReservation {
 func TestStaleTakeover(t *testing.T) {
 	const stale = time.Minute
 	t0 := time.Date(2026, 1, 13, 10, 0, 0, 0, time.UTC)
-	clk := &fakeClock{t: t0}
+	clk := fakeclock.New(t0)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	st, err := sqlite.Open(context.Background(), path, &sqlite.Options{Now: clk.Now})
 	if err != nil {
@@ -224,7 +207,7 @@ func TestTwoRelaysJetStream(t *testing.T) {
 	node := natstest.Single(t, false)
 	ctx := context.Background()
 	t0 := time.Now().UTC().Truncate(time.Millisecond)
-	clk := &fakeClock{t: t0}
+	clk := fakeclock.New(t0)
 	open := func() *liveRelay {
 		s, err := jetstream.Open(ctx, node.URL, &jetstream.Options{Stream: "live", Timeout: 5 * time.Second})
 		if err != nil {

@@ -11,27 +11,10 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 	"github.com/crosstalk-go/crosstalk/gateway/liveness"
+	"github.com/crosstalk-go/crosstalk/internal/fakeclock"
 )
 
-// clock is a fake clock shared by a test's trackers and store.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 13, 10, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2026, 1, 13, 10, 0, 0, 0, time.UTC)) }
 
 const stale = 15 * time.Minute
 
@@ -108,7 +91,7 @@ func TestTransitionsNotBeats(t *testing.T) {
 		{2 * stale, attention.Evicted},
 		{3 * stale, attention.Evicted},
 	} {
-		clk.t = last.Add(step.at)
+		clk.Set(last.Add(step.at))
 		sweep(t, tr)
 		if st := tr.Status("alice"); st.Liveness != step.want || st.Recorded != step.want || !st.LastSeen.Equal(last) {
 			t.Fatalf("at last+%v: %+v, want %s recorded", step.at, st, step.want)

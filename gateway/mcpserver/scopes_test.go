@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +15,8 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 	"github.com/crosstalk-go/crosstalk/gateway/mcpserver"
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
+	"github.com/crosstalk-go/crosstalk/internal/fakeclock"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // session connects an in-memory MCP client to a server for agent.
 func session(t *testing.T, backend c2a.Backend, agent string) *mcp.ClientSession {
@@ -83,7 +66,7 @@ func text(res *mcp.CallToolResult) string {
 // and agent.heartbeat for two agents, with a 1 s TTL and a stale
 // holder's takeover on a fake clock.
 func TestScopeTools(t *testing.T) {
-	clk := &fakeClock{t: time.Date(2026, 1, 13, 10, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 1, 13, 10, 0, 0, 0, time.UTC))
 	st := memory.New(clk.Now)
 	relay := gateway.New(st, &gateway.Options{Now: clk.Now, StaleAfter: time.Minute})
 	svc, err := reserve.NewService(context.Background(), st, reserve.Options{Now: clk.Now, Policy: relay.ReservePolicy()})

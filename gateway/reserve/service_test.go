@@ -11,28 +11,11 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
+	"github.com/crosstalk-go/crosstalk/internal/fakeclock"
 )
 
-// clock is a fake clock shared by the ledger and the service.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
-	clk      *clock
+	clk      *fakeclock.Clock
 	store    *memory.Store
 	svc      *Service
 	lastSeen map[string]time.Time
@@ -40,7 +23,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{clk: &clock{t: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}, lastSeen: map[string]time.Time{}}
+	f := &fixture{clk: fakeclock.New(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)), lastSeen: map[string]time.Time{}}
 	f.store = memory.New(f.clk.Now)
 	t.Cleanup(func() { f.store.Close() })
 	f.svc = f.open(t)

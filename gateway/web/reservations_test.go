@@ -6,35 +6,18 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
+	"github.com/crosstalk-go/crosstalk/internal/fakeclock"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // TestReservationsPage: the page lists who holds which paths with the
 // holders' liveness, answers "who is touching this", shows a stale
 // holder's takeover, escapes names, and pages.
 func TestReservationsPage(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 1, 13, 10, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 1, 13, 10, 0, 0, 0, time.UTC))
 	h := newHarness(t, &harnessOptions{now: clk.Now, stale: time.Minute})
 	ctx := context.Background()
 	reserveAs := func(agent string, takeover bool, scopes ...string) {
