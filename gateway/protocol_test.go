@@ -257,6 +257,16 @@ func TestProvenance(t *testing.T) {
 			t.Errorf("client provenance = %+v %+v", outs[0].Reject, d.Provenance)
 		}
 	})
+	t.Run("a source this ledger holds in another group is refused", func(t *testing.T) {
+		outs := send("gemini", gateway.SendRequest{To: "CLAUDE", Intent: "REQUEST", Context: "beta", Body: "Forwarded from secret",
+			SrcGroupID: "secret", SrcEventID: src.ID})
+		if outs[0].Reject == nil || outs[0].Reject.Code != envelope.CodeFormat || !strings.Contains(outs[0].Reject.Reason, `group "alpha"`) {
+			t.Errorf("forged source group = %+v, want E-FORMAT naming the real group", outs[0].Reject)
+		}
+	})
+	if _, err := r.Compose(ctx, "gemini", gateway.SendRequest{To: "ALL", Intent: "BROADCAST", Body: "x", Summarized: true}, nil); !isCode(err, gateway.CodeInvalid) {
+		t.Errorf("summarized without provenance = %v, want invalid_request", err)
+	}
 	for _, half := range []gateway.SendRequest{{SrcGroupID: "alpha"}, {SrcEventID: src.ID}} {
 		half.To, half.Intent, half.Body = "ALL", "BROADCAST", "x"
 		if _, err := r.Compose(ctx, "gemini", half, nil); !isCode(err, gateway.CodeInvalid) || !strings.Contains(err.Error(), "both or neither") {
