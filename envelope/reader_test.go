@@ -231,8 +231,15 @@ func TestMarshalRejects(t *testing.T) {
 	for _, tt := range tests {
 		e := ok()
 		tt.mod(e)
-		if b, err := envelope.Marshal(e); !errors.Is(err, envelope.ErrInvalid) {
+		b, err := envelope.Marshal(e)
+		if !errors.Is(err, envelope.ErrInvalid) {
 			t.Errorf("%s: Marshal = %q, %v; want ErrInvalid", tt.name, b, err)
+		}
+		// A refused identifier says so, for callers answering E-ADDRESS.
+		if strings.Contains(tt.name, "bidi") || strings.Contains(tt.name, "zero-width") || strings.Contains(tt.name, "META namespace") {
+			if !errors.Is(err, envelope.ErrIdentifier) {
+				t.Errorf("%s: Marshal error %v does not wrap ErrIdentifier", tt.name, err)
+			}
 		}
 	}
 }

@@ -200,13 +200,6 @@ func checkWritable(e *Envelope) error {
 			}
 		}
 	}
-	// The Reader refuses identifiers with characters a person could not
-	// see (NormalizeIdentifiers), so Marshal must not write them.
-	for _, id := range [...]struct{ name, v string }{{"sender", e.From}, {"receiver", e.To}, {"context", e.Context}} {
-		if _, err := NormalizeIdentifier(id.v); err != nil {
-			return invalid("%s: %v", id.name, err)
-		}
-	}
 	if e.Intent == "" {
 		return invalid("missing intent")
 	}
@@ -228,6 +221,14 @@ func checkWritable(e *Envelope) error {
 			return err
 		}
 	}
+	// The Reader refuses identifiers with characters a person could not
+	// see (NormalizeIdentifiers), so Marshal must not write them. After
+	// the framing checks: a line break in a value is that, not a name.
+	for _, id := range [...]struct{ name, v string }{{"sender", e.From}, {"receiver", e.To}, {"context", e.Context}} {
+		if _, err := NormalizeIdentifier(id.v); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrInvalid, id.name, err) // and ErrIdentifier
+		}
+	}
 	for _, m := range e.Meta {
 		if m.Namespace == "" {
 			return invalid("META block without a namespace")
@@ -236,7 +237,7 @@ func checkWritable(e *Envelope) error {
 			return err
 		}
 		if _, err := NormalizeIdentifier(m.Namespace); err != nil {
-			return invalid("META namespace: %v", err)
+			return fmt.Errorf("%w: META namespace: %w", ErrInvalid, err)
 		}
 		for _, f := range m.Fields {
 			key, _, ok := metaField([]byte(f.Key + ":"))

@@ -326,6 +326,9 @@ func (r *Relay) Compose(ctx context.Context, principal string, req SendRequest, 
 	if err := checkProvenance(req.SrcGroupID, req.SrcEventID); err != nil {
 		return nil, actionErr(CodeInvalid, "%v", err)
 	}
+	if req.Summarized && req.SrcGroupID == "" {
+		return nil, actionErr(CodeInvalid, "\"summarized\" says a forward is a summary: it needs src_group_id and src_event_id")
+	}
 	if req.SrcGroupID != "" {
 		meta = append(meta, ProvenanceMeta(req.SrcGroupID, req.SrcEventID, req.Summarized))
 	}
@@ -346,7 +349,11 @@ func (r *Relay) Compose(ctx context.Context, principal string, req SendRequest, 
 		return nil, actionErr(CodeInvalid, "%v", err)
 	}
 	text, err := envelope.Marshal(env)
-	if err != nil {
+	if errors.Is(err, envelope.ErrIdentifier) {
+		// The same refusal, and code, as the envelope endpoint's
+		// (docs/format.md §12).
+		return nil, actionErr(string(envelope.CodeAddress), "%v", err)
+	} else if err != nil {
 		return nil, actionErr(CodeInvalid, "%v", err)
 	}
 	if signer != nil {

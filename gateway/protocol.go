@@ -128,7 +128,7 @@ func protocolOf(env *envelope.Envelope) (*Protocol, error) {
 		switch {
 		case required && v == "":
 			return "", fmt.Errorf("%w: meta: %s needs %s (BeadBoard §6.2)", ErrProtocol, ns, key)
-		case len(v) > maxProtocolText || strings.ContainsAny(v, "\r\n"):
+		case len(v) > maxProtocolText || !attention.OneLine(v):
 			return "", fmt.Errorf("%w: meta: %s %s must be one line of at most %d bytes", ErrProtocol, ns, key, maxProtocolText)
 		}
 		return v, nil

@@ -175,6 +175,10 @@ func TestProtocolRefused(t *testing.T) {
 		{"blocker with a bad urgency", "CLAUDE", "REQUEST", withMeta("blocked", "Subject", "s", "Blocker", "b", "Requested-Action", "r", "Urgency", "urgent"), "Urgency"},
 		{"blocker on a HANDOFF", "CLAUDE", "HANDOFF", blockedMeta, "REQUEST or an ESCALATE"},
 		{"both", "CLAUDE", "HANDOFF", func(e *envelope.Envelope) { handoffMeta(e); blockedMeta(e) }, "not both"},
+		{"handoff to oneself", "CHATGPT", "HANDOFF", handoffMeta, "another agent"},
+		{"blocked on oneself", "chatgpt", "REQUEST", blockedMeta, "another agent"},
+		{"handoff subject with a terminal escape", "CLAUDE", "HANDOFF", withMeta("handoff", "Subject", "\x1b]0;pwned\x07", "Summary", "x", "Next-Action", "y"), "Subject"},
+		{"blocker with a line separator", "CLAUDE", "REQUEST", withMeta("blocked", "Subject", "s", "Blocker", "b\u2028c", "Requested-Action", "r", "Urgency", "low"), "Blocker"},
 		{"provenance without event", "CLAUDE", "REQUEST", withMeta("provenance", "Src-Group-Id", "a"), "without src_event_id"},
 		{"provenance without group", "CLAUDE", "REQUEST", withMeta("provenance", "Src-Event-Id", "e1"), "without src_group_id"},
 		{"provenance summarized maybe", "CLAUDE", "REQUEST", withMeta("provenance", "Src-Group-Id", "a", "Src-Event-Id", "e1", "Summarized", "maybe"), "Summarized"},
@@ -253,6 +257,16 @@ func TestProvenance(t *testing.T) {
 			t.Errorf("client provenance = %+v %+v", outs[0].Reject, d.Provenance)
 		}
 	})
+	t.Run("a source this ledger holds in another group is refused", func(t *testing.T) {
+		outs := send("gemini", gateway.SendRequest{To: "CLAUDE", Intent: "REQUEST", Context: "beta", Body: "Forwarded from secret",
+			SrcGroupID: "secret", SrcEventID: src.ID})
+		if outs[0].Reject == nil || outs[0].Reject.Code != envelope.CodeFormat || !strings.Contains(outs[0].Reject.Reason, `group "alpha"`) {
+			t.Errorf("forged source group = %+v, want E-FORMAT naming the real group", outs[0].Reject)
+		}
+	})
+	if _, err := r.Compose(ctx, "gemini", gateway.SendRequest{To: "ALL", Intent: "BROADCAST", Body: "x", Summarized: true}, nil); !isCode(err, gateway.CodeInvalid) {
+		t.Errorf("summarized without provenance = %v, want invalid_request", err)
+	}
 	for _, half := range []gateway.SendRequest{{SrcGroupID: "alpha"}, {SrcEventID: src.ID}} {
 		half.To, half.Intent, half.Body = "ALL", "BROADCAST", "x"
 		if _, err := r.Compose(ctx, "gemini", half, nil); !isCode(err, gateway.CodeInvalid) || !strings.Contains(err.Error(), "both or neither") {

@@ -59,6 +59,23 @@ func provenanceOf(env *envelope.Envelope) (Provenance, error) {
 	return p, nil
 }
 
+// checkSource refuses provenance that this ledger contradicts: a
+// src_event_id the ledger holds in another group than src_group_id names
+// (CCCS §9.1: the pair identifies one event). A source the ledger does not
+// hold is kept as the sender states it — it may be another relay's — and
+// the web inbox shows it as unavailable. It returns "" to accept.
+func (r *Relay) checkSource(ctx context.Context, env *envelope.Envelope) string {
+	p, err := provenanceOf(env)
+	if err != nil || p.SrcEventID == "" {
+		return ""
+	}
+	ev, err := r.store.Get(ctx, p.SrcEventID)
+	if err != nil || ev.GroupID == p.SrcGroupID {
+		return ""
+	}
+	return fmt.Sprintf("meta: provenance names event %s of group %q, but this ledger holds it in group %q", p.SrcEventID, p.SrcGroupID, ev.GroupID)
+}
+
 // checkProvenance enforces CCCS §6.1: "If either src_group_id or
 // src_event_id is present, both MUST be present."
 func checkProvenance(group, event string) error {

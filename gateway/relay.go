@@ -469,6 +469,14 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 	if err := checkProtocol(env); err != nil {
 		return reject(envelope.CodeFormat, "%v", err)
 	}
+	if p, _ := protocolOf(env); p != nil && r.book.ActorID(env.From) == r.book.ActorID(env.To) {
+		// It would oblige its author to acknowledge itself, then chase
+		// the coordinator and a human about it (BeadBoard §6.2: to another agent).
+		return reject(envelope.CodeFormat, "a %s goes to another agent, not to its author %s", p.EventType, env.From)
+	}
+	if reason := r.checkSource(ctx, env); reason != "" {
+		return reject(envelope.CodeFormat, "%s", reason)
+	}
 	if g := r.Group(env.Context); SystemGroup(g) {
 		return reject(envelope.CodeAddress, "context %q maps to group %q: groups beginning %q are the relay's own bookkeeping", env.Context, g, SystemGroupPrefix)
 	}

@@ -276,7 +276,8 @@ func (c *Config) Validate() error {
 	if c.ClaimTTL < 0 {
 		errs = append(errs, errors.New("claim_ttl: must not be negative"))
 	}
-	if s := time.Duration(c.Liveness.StaleAfter); s != 0 && (s < time.Second || s > 7*24*time.Hour) {
+	// DefaultConfig sets 15m before decoding, so a 0 here was written.
+	if s := time.Duration(c.Liveness.StaleAfter); s < time.Second || s > 7*24*time.Hour {
 		errs = append(errs, fmt.Errorf("liveness.stale_after: %v is not between 1s and 168h", s))
 	}
 	for _, b := range []struct {

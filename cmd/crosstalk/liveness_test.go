@@ -25,7 +25,7 @@ func TestConfigLiveness(t *testing.T) {
 	if err != nil || o.StaleAfter != 2*time.Minute {
 		t.Fatalf("server options stale after %v, %v", o.StaleAfter, err)
 	}
-	for _, bad := range []string{"500ms", "169h"} {
+	for _, bad := range []string{"500ms", "169h", "0s", "-1s"} {
 		c, err := decodeConfig("test.toml", []byte("[liveness]\nstale_after = \""+bad+"\"\n"))
 		if err == nil {
 			err = c.Validate()

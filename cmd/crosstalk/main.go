@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -124,7 +125,47 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	e.cmd = cmd
 	err := cmd.run(ctx, e, args[1:])
-	return exitCode(stderr, err)
+	code := exitCode(stderr, err)
+	if code != exitOK && !errors.Is(err, failedError{}) && wantsJSON(args[1:]) {
+		// A script reading --json output gets JSON on failure too; a
+		// command that printed its own JSON answer returned failedError.
+		writeJSONError(stdout, code, err)
+	}
+	return code
+}
+
+// wantsJSON reports whether a command's arguments ask for --json (before
+// a "--" that ends the flags).
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "-json", "--json=true", "-json=true":
+			return true
+		}
+	}
+	return false
+}
+
+// commandError is what a --json command prints on stdout when it fails
+// before printing an answer: ok false and the error, with "usage" for a
+// mistake on the command line (exit 2) and "failed" otherwise (exit 1).
+type commandError struct {
+	OK    bool `json:"ok"`
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeJSONError(w io.Writer, code int, err error) {
+	var je commandError
+	je.Error.Code, je.Error.Message = "failed", err.Error()
+	if code == exitUsage {
+		je.Error.Code = "usage"
+	}
+	json.NewEncoder(w).Encode(je)
 }
 
 func exitCode(stderr io.Writer, err error) int {

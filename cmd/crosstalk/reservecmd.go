@@ -45,7 +45,8 @@ whole request unless its holder is stale or evicted and --takeover-stale is
 given. With tokens configured, --agent must be the token's principal.
 
 Exit status: 0 when granted; 1 when refused, printing per conflict the holder,
-its scope and the overlap class (exact or partial).`)
+its scope and the overlap class (exact or partial); 2 for a bad flag, TTL or
+scope (one escaping the root, a wildcard other than a final "/*").`)
 	rf := addRelayFlags(fs)
 	agent := fs.String("agent", "", "agent `name` reserving (required)")
 	ttl := fs.Duration("ttl", reserve.DefaultTTL, "how long the reservation lasts (at least 1s)")
@@ -58,6 +59,12 @@ its scope and the overlap class (exact or partial).`)
 	}
 	if *agent == "" || len(scopes) == 0 {
 		return usagef("reserve: want --agent A SCOPE...")
+	}
+	if *ttl < reserve.MinTTL || *ttl > reserve.MaxTTL {
+		return usagef("reserve: --ttl %v outside [%v, %v]", *ttl, reserve.MinTTL, reserve.MaxTTL)
+	}
+	if err := checkScopes("reserve", scopes...); err != nil {
+		return err
 	}
 	body, err := json.Marshal(api.ReserveBody{Agent: *agent, Scopes: scopes, TTL: ttl.String(), Reason: *reason, TakeoverStale: *takeover})
 	if err != nil {
@@ -98,6 +105,9 @@ does not hold is an error and nothing is released.`)
 	if *agent == "" || len(scopes) == 0 {
 		return usagef("release: want --agent A SCOPE...")
 	}
+	if err := checkScopes("release", scopes...); err != nil {
+		return err
+	}
 	q := url.Values{"agent": {*agent}, "scope": scopes}
 	var ans struct {
 		Released []reserve.Reservation `json:"released"`
@@ -128,6 +138,9 @@ With --path, only those overlapping the path ("who holds this path").`)
 	}
 	p := "/v1/reservations"
 	if *path != "" {
+		if err := checkScopes("reservations", *path); err != nil {
+			return err
+		}
 		p += "?" + url.Values{"path": {*path}}.Encode()
 	}
 	var ans struct {
@@ -210,4 +223,15 @@ func printReservations(e *env, rs []reserve.Reservation) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Agent, r.Scope, r.GrantedAt.Local().Format(time.DateTime), r.ExpiresAt.Local().Format(time.DateTime), r.Reason)
 	}
 	tw.Flush()
+}
+
+// checkScopes refuses, as a usage error (exit 2), a scope the relay would
+// refuse (BeadBoard §5.1): exit 1 stays "another agent holds it".
+func checkScopes(cmd string, scopes ...string) error {
+	for _, sc := range scopes {
+		if _, err := reserve.Canonical(sc); err != nil {
+			return usagef("%s: %s", cmd, strings.TrimPrefix(err.Error(), "reserve: "))
+		}
+	}
+	return nil
 }

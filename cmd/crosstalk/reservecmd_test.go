@@ -32,7 +32,7 @@ func TestReserveCommands(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "claude") || !strings.Contains(out, "auth rewrite") || strings.Contains(out, "docs/api.md") {
 		t.Fatalf("reservations --path = %d %q", code, out)
 	}
-	if _, errs, code = runCLI(t, "", "reserve", "--relay", r.URL, "--agent", "chatgpt", "../outside"); code != exitFailure || !strings.Contains(errs, "escapes the repository root") {
+	if _, errs, code = runCLI(t, "", "reserve", "--relay", r.URL, "--agent", "chatgpt", "../outside"); code != exitUsage || !strings.Contains(errs, "escapes the repository root") {
 		t.Fatalf("reserve ../outside = %d %q", code, errs)
 	}
 	if out, _, code = runCLI(t, "", "release", "--relay", r.URL, "--agent", "claude", "--json", "src/auth/*"); code != exitOK || !strings.Contains(out, `"released"`) {

@@ -64,6 +64,12 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, svc *reserve.Se
 			writeError(w, http.StatusBadRequest, gateway.CodeInvalid, fmt.Sprintf("ttl: %v", err))
 			return
 		}
+		if ttl == 0 {
+			// An explicit "0s" is a mistake, not a request for the
+			// default (which is asked for by leaving ttl out).
+			writeError(w, http.StatusBadRequest, gateway.CodeInvalid, fmt.Sprintf("ttl %q: at least %v", body.TTL, reserve.MinTTL))
+			return
+		}
 	}
 	if body.TakeoverStale {
 		// Judge holders on every relay's latest sightings (§4.4).

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
 )
 
 // Blocks says what an open obligation holds up (issue #14, after C2A's
@@ -71,10 +74,21 @@ func ParseObligation(blocks, defaultAction, delegate, deadline string, receivedA
 		to   *string
 	}{{"Default-Action", defaultAction, &o.DefaultAction}, {"Delegate", delegate, &o.Delegate}} {
 		v := strings.TrimSpace(f.v)
-		if len(v) > maxObligationText || strings.ContainsAny(v, "\r\n") {
+		if len(v) > maxObligationText || !OneLine(v) {
 			return o, fmt.Errorf("%w: %s must be one line of at most %d bytes", ErrObligation, f.name, maxObligationText)
 		}
 		*f.to = v
+	}
+	// The delegate discharges as itself, so it is one agent: a role or
+	// everyone could never discharge, and a name nobody can see or type
+	// matches nobody.
+	if d := o.Delegate; d != "" {
+		if _, err := envelope.NormalizeIdentifier(d); err != nil {
+			return o, fmt.Errorf("%w: Delegate: %v", ErrObligation, err)
+		}
+		if strings.HasPrefix(d, "@") || strings.EqualFold(d, "all") || d == "*" || strings.ContainsAny(d, " ,") {
+			return o, fmt.Errorf("%w: Delegate %q is not one agent", ErrObligation, d)
+		}
 	}
 	if strings.TrimSpace(deadline) != "" {
 		t, err := ParseDeadline(deadline, receivedAt)
@@ -107,4 +121,14 @@ func ParseDeadline(v string, receivedAt time.Time) (time.Time, error) {
 // event written by author: only the author or the delegate may.
 func (o Obligation) CanDischarge(author, actor string) bool {
 	return actor != "" && (strings.EqualFold(actor, author) || o.Delegate != "" && strings.EqualFold(actor, o.Delegate))
+}
+
+// OneLine reports whether v is one line a person sees as written: no
+// control characters (a terminal escape, a bell, CR, LF, tab) and no
+// Unicode line or paragraph separator. META values shown in the CLI, the
+// web inbox and copied envelopes must be.
+func OneLine(v string) bool {
+	return !strings.ContainsFunc(v, func(r rune) bool {
+		return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+	})
 }

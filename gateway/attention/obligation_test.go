@@ -20,6 +20,12 @@ func TestParseObligation(t *testing.T) {
 		{"none", "", "", "-5m", Obligation{}, true},
 		{"none", "", "", "tomorrow", Obligation{}, true},
 		{"none", "two\nlines", "", "", Obligation{}, true},
+		{"none", "bell\a", "", "", Obligation{}, true},
+		{"none", "", "@reviewer", "", Obligation{}, true},
+		{"none", "", "ALL", "", Obligation{}, true},
+		{"none", "", "le\u200bad", "", Obligation{}, true},
+		{"none", "", "lead, pat", "", Obligation{}, true},
+		{"none", "", "le\u2029ad", "", Obligation{}, true},
 	}
 	for _, tt := range tests {
 		got, err := ParseObligation(tt.blocks, tt.action, tt.delegate, tt.deadline, t0)

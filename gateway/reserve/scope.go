@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
 )
 
 // Root is the canonical scope of the whole repository.
@@ -33,7 +35,11 @@ type ScopeError struct {
 }
 
 func (e *ScopeError) Error() string {
-	return fmt.Sprintf("%v: %q: %s", e.Err, e.Scope, e.Reason)
+	scope := e.Scope
+	if len(scope) > 256 { // the message is echoed to the caller and logged
+		scope = scope[:256] + "…"
+	}
+	return fmt.Sprintf("%v: %q: %s", e.Err, scope, e.Reason)
 }
 
 func (e *ScopeError) Unwrap() error { return e.Err }
@@ -57,10 +63,19 @@ func Canonical(scope string) (string, error) {
 	if len(scope) > MaxScopeLen {
 		return bad(ErrBadScope, fmt.Sprintf("longer than %d bytes", MaxScopeLen))
 	}
-	if strings.ContainsFunc(scope, isControl) {
-		return bad(ErrBadScope, "control character")
+	// A scope is shown to people deciding whether two agents collide, so
+	// it may hold nothing they cannot see (controls, bidi controls,
+	// invisible characters: "src/\u202egnp.exe" reads as another path),
+	// and it is compared in NFC, so "café" typed and pasted is one scope.
+	nfc, err := envelope.NormalizeIdentifier(scope)
+	if err != nil {
+		var ie *envelope.IdentifierError
+		if errors.As(err, &ie) {
+			return bad(ErrBadScope, fmt.Sprintf("%s (%U) at byte %d", ie.Reason, ie.Rune, ie.Offset))
+		}
+		return bad(ErrBadScope, err.Error())
 	}
-	s := strings.ReplaceAll(scope, `\`, "/")
+	s := strings.ReplaceAll(nfc, `\`, "/")
 	if strings.HasPrefix(s, "/") {
 		return bad(ErrEscapesRoot, "absolute path; scopes are relative to the repository root")
 	}

@@ -42,6 +42,11 @@ func TestCanonical(t *testing.T) {
 		{in: "*/lib", err: ErrBadScope},
 		{in: "src\x00lib", err: ErrBadScope},
 		{in: "src\nlib", err: ErrBadScope},
+		{in: "src/\u202egnp.exe", err: ErrBadScope},
+		{in: "src/a\u200bb", err: ErrBadScope},
+		{in: "src/\x7f", err: ErrBadScope},
+		{in: "src/\xff", err: ErrBadScope},
+		{in: "src/cafe\u0301", want: "src/caf\u00e9"},
 		{in: strings.Repeat("a/", MaxScopeLen), err: ErrBadScope},
 	}
 	for _, tt := range tests {
@@ -163,5 +168,14 @@ func TestIndexMatchesClassify(t *testing.T) {
 				t.Errorf("List(%q) has %q = %v, want %v", p, s, got[s], want)
 			}
 		}
+	}
+}
+
+// TestScopeErrorIsShort checks that a refused huge scope is not echoed
+// whole into the error every caller and log receives.
+func TestScopeErrorIsShort(t *testing.T) {
+	_, err := Canonical("l/" + strings.Repeat("a", 100_000))
+	if err == nil || len(err.Error()) > 1024 {
+		t.Fatalf("Canonical(100 KB scope) error is %d bytes, want a refusal under 1 KB", len(fmt.Sprint(err)))
 	}
 }

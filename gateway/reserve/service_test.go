@@ -165,6 +165,8 @@ func TestTTLRenewRelease(t *testing.T) {
 		{Agent: "a\nb", Scopes: []string{"x"}},
 		{Agent: strings.Repeat("a", MaxAgentLen+1), Scopes: []string{"x"}},
 		{Agent: "a", Scopes: []string{"x"}, Reason: strings.Repeat("r", MaxReasonLen+1)},
+		{Agent: "a", Scopes: []string{"x"}, Reason: "a\x1b[2J\nFAKE   src/*   granted"},
+		{Agent: "a", Scopes: []string{"x"}, Reason: "looks \u202edesrever"},
 		{Agent: "a"},
 		{Agent: "a", Scopes: make([]string, MaxScopes+1)},
 	} {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -319,6 +320,10 @@ func (t *Table) Decide(req Request, now time.Time, p Policy) (Plan, error) {
 		return Plan{}, fmt.Errorf("%w: agent name longer than %d bytes or with control characters", ErrInvalid, MaxAgentLen)
 	case len(req.Reason) > MaxReasonLen:
 		return Plan{}, fmt.Errorf("%w: reason longer than %d bytes", ErrInvalid, MaxReasonLen)
+	case strings.ContainsFunc(req.Reason, hiddenInReason):
+		// Other agents read it in `crosstalk reservations`: no terminal
+		// escapes, no second line faking a row, nothing reordered.
+		return Plan{}, fmt.Errorf("%w: reason with a control, bidi or line separator character", ErrInvalid)
 	}
 	ttl := req.TTL
 	if ttl == 0 {
@@ -542,4 +547,11 @@ func (t *Table) prune(now time.Time) {
 			t.remove(id)
 		}
 	}
+}
+
+// hiddenInReason reports a character a reason may not hold: a control
+// character, a bidi control or a line or paragraph separator.
+func hiddenInReason(r rune) bool {
+	return unicode.IsControl(r) || r == 0x061c || r == 0x200e || r == 0x200f ||
+		0x202a <= r && r <= 0x202e || 0x2066 <= r && r <= 0x2069 || r == 0x2028 || r == 0x2029
 }

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 )
 
@@ -20,11 +21,11 @@ func TestInvisibleNames(t *testing.T) {
 		name, text string
 		at         string // the line the error is about starts with this
 	}{
-		{"receiver RLO", "chat first\n" + envText("ALICE", "CA\u202eROL", "REQUEST", "proj", "x"), "[["},
-		{"receiver NUL", envText("ALICE", "CAROL\x00", "REQUEST", "proj", "x"), "[["},
-		{"context ZWSP", envText("ALICE", "CAROL", "REQUEST", "pro\u200bj", "x"), "context:"},
-		{"context LRI", envText("ALICE", "CAROL", "REQUEST", "pro\u2066j", "x"), "context:"},
-		{"META namespace ZWJ", envText("ALICE", "CAROL", "REQUEST", "proj", "x", withMeta("rou\u200dting", "X-Priority", "high")), "meta:"},
+		{"receiver RLO", "chat first\n" + hostileText("CA\u202eROL", "ALICE", "CAROL", "REQUEST", "proj", "x"), "[["},
+		{"receiver NUL", hostileText("CAROL\x00", "ALICE", "CAROL", "REQUEST", "proj", "x"), "[["},
+		{"context ZWSP", hostileText("pro\u200bj", "ALICE", "CAROL", "REQUEST", "proj", "x"), "context:"},
+		{"context LRI", hostileText("pro\u2066j", "ALICE", "CAROL", "REQUEST", "proj", "x"), "context:"},
+		{"META namespace ZWJ", hostileText("rou\u200dting", "ALICE", "CAROL", "REQUEST", "proj", "x", withMeta("routing", "X-Priority", "high")), "meta:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +38,7 @@ func TestInvisibleNames(t *testing.T) {
 		})
 	}
 	// The envelope endpoint's text answer is an ERROR envelope with the code.
-	a := r.do(http.MethodPost, "/crosstalk/receive", "alice", []byte(envText("ALICE", "CAROL", "REQUEST", "pro\u200bj", "x")), nil)
+	a := r.do(http.MethodPost, "/crosstalk/receive", "alice", []byte(hostileText("pro\u200bj", "ALICE", "CAROL", "REQUEST", "proj", "x")), nil)
 	if a.status != http.StatusBadRequest || !strings.Contains(string(a.body), "Code: E-ADDRESS") || strings.Contains(string(a.body), "\u200b") {
 		t.Errorf("text answer = %d %q, want 400, an ERROR envelope with E-ADDRESS, the ZWSP escaped", a.status, a.body)
 	}
@@ -101,4 +102,21 @@ func TestNFDRepasteOfIDlessEnvelope(t *testing.T) {
 func lineStarts(text string, n int, prefix string) bool {
 	lines := strings.Split(text, "\n")
 	return n >= 1 && n <= len(lines) && strings.HasPrefix(lines[n-1], prefix)
+}
+
+// hostileText is envText with the identifier that has bad's letters put
+// back into the text: envelope.Marshal refuses to write an identifier
+// the Reader refuses, so the hostile spelling is swapped in afterwards.
+func hostileText(bad, from, to, intent, ctx, body string, mod ...func(*envelope.Envelope)) string {
+	clean := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r >= 0x200b && r <= 0x206f {
+			return -1
+		}
+		return r
+	}, bad)
+	text := envText(from, to, intent, ctx, body, mod...)
+	if !strings.Contains(text, clean) {
+		panic("hostileText: " + clean + " not in the envelope")
+	}
+	return strings.Replace(text, clean, bad, 1)
 }
