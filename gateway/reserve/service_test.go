@@ -143,6 +143,21 @@ func TestTTLRenewRelease(t *testing.T) {
 	if rs, _ := f.svc.List(ctx, ""); len(rs) != 0 {
 		t.Fatalf("expired reservation listed: %v", rs)
 	}
+	// A renewal without a TTL keeps a longer reservation; one with a TTL
+	// sets it.
+	long, err := f.svc.Reserve(ctx, Request{Agent: "carol", Scopes: []string{"docs"}, TTL: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := f.svc.Reserve(ctx, Request{Agent: "carol", Scopes: []string{"docs"}}); err != nil || !kept[0].ExpiresAt.Equal(long[0].ExpiresAt) {
+		t.Errorf("renewal without a TTL = %+v, %v; want the 2h expiry %v kept", kept, err, long[0].ExpiresAt)
+	}
+	if set, err := f.svc.Reserve(ctx, Request{Agent: "carol", Scopes: []string{"docs"}, TTL: time.Minute}); err != nil || !set[0].ExpiresAt.Equal(f.clk.Now().Add(time.Minute)) {
+		t.Errorf("renewal with a 1m TTL = %+v, %v; want it set to a minute from now", set, err)
+	}
+	if _, err := f.svc.Release(ctx, "carol", []string{"docs"}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.reserve(t, "bob", false, "src/x"); err != nil {
 		t.Fatalf("after expiry: %v", err)
 	}

@@ -109,6 +109,10 @@ type Plan struct {
 	Agent     string
 	Reason    string
 	ExpiresAt time.Time
+	// KeepLonger says the request gave no TTL: a renewal then never
+	// shortens a reservation that lasts longer than DefaultTTL from now
+	// (a renewal with an explicit TTL sets it, shorter or longer).
+	KeepLonger bool
 	// Grants are new canonical scopes.
 	Grants []string
 	// Renewals are the agent's own live reservations of a requested scope.
@@ -336,7 +340,7 @@ func (t *Table) Decide(req Request, now time.Time, p Policy) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	plan := Plan{Agent: req.Agent, Reason: req.Reason, ExpiresAt: now.Add(ttl)}
+	plan := Plan{Agent: req.Agent, Reason: req.Reason, ExpiresAt: now.Add(ttl), KeepLonger: req.TTL == 0}
 	var conflicts []Conflict
 	taken := map[string]bool{}
 	active := map[string]time.Time{} // holders' latest grant or renewal
@@ -446,7 +450,11 @@ func (p Plan) Records(group string) []ledger.Record {
 		add(EventData{Action: ActionTakeover, ReservationID: r.ID, Agent: r.Agent, Scope: r.Scope, State: "expired", TakenOverBy: p.Agent})
 	}
 	for _, r := range p.Renewals {
-		add(EventData{Action: ActionRenew, ReservationID: r.ID, Agent: p.Agent, Scope: r.Scope, Reason: p.Reason, ExpiresAt: exp})
+		e := exp
+		if p.KeepLonger && r.ExpiresAt.After(p.ExpiresAt) {
+			e = ledger.FormatTime(r.ExpiresAt)
+		}
+		add(EventData{Action: ActionRenew, ReservationID: r.ID, Agent: p.Agent, Scope: r.Scope, Reason: p.Reason, ExpiresAt: e})
 	}
 	for _, s := range p.Grants {
 		add(EventData{Action: ActionGrant, Agent: p.Agent, Scope: s, Reason: p.Reason, ExpiresAt: exp})
