@@ -3,6 +3,9 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"slices"
+	"sort"
+	"strings"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 )
@@ -14,23 +17,22 @@ type handoffsData struct {
 	pageLinks
 }
 
-// handoffs lists every open HANDOFF and BLOCKED (Relay.OpenProtocol) in
-// group then seq order, pageItems at a time: ?after=EVENT-ID
-// (docs/web.md "Pagination").
+// handoffs lists every open HANDOFF and BLOCKED (Relay.OpenProtocol),
+// oldest first by event id (ULIDs sort by time), pageItems at a time:
+// ?after=EVENT-ID (docs/web.md "Pagination"). Paging by id, not by
+// position in the list, keeps a page right when the item it starts after
+// was settled meanwhile, and an unknown id past the end gives an empty
+// page rather than the first one again.
 func (s *Server) handoffs(w http.ResponseWriter, r *http.Request, c *call) {
 	all, err := s.relay.OpenProtocol(r.Context())
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
 	}
+	slices.SortFunc(all, func(a, b gateway.Waiting) int { return strings.Compare(a.EventID, b.EventID) })
 	start := 0
 	if after := r.URL.Query().Get("after"); after != "" {
-		for i, o := range all {
-			if o.EventID == after {
-				start = i + 1
-				break
-			}
-		}
+		start = sort.Search(len(all), func(i int) bool { return all[i].EventID > after })
 	}
 	var data handoffsData
 	if start > 0 {

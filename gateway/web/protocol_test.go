@@ -36,6 +36,15 @@ func TestHandoffsPage(t *testing.T) {
 	if strings.Contains(body, "<script>alert") {
 		t.Error("the handoffs page shows a subject unescaped")
 	}
+	// Pages go by event id: after the first item, only the second; after
+	// an id past every item, nothing (not the first page again).
+	first, second := min(ho.ID, bl.ID), max(ho.ID, bl.ID)
+	if _, body = h.get("/ui/handoffs?after=" + first); strings.Contains(body, "/ui/events/"+first) || !strings.Contains(body, "/ui/events/"+second) {
+		t.Errorf("the page after %s should list %s only:\n%s", first, second, body)
+	}
+	if _, body = h.get("/ui/handoffs?after=ZZZZZZZZZZZZZZZZZZZZZZZZZZ"); strings.Contains(body, "/ui/events/") {
+		t.Errorf("the page after an id past every item lists items:\n%s", body)
+	}
 	_, body = h.get("/ui/agents/claude")
 	mustContain(t, "claude's page", body, `<span class="badge attn">Passed to</span>`, `value="ack" class="primary">Accept</button>`) // BeadBoard §6.3 "Accepted"
 	_, body = h.get("/ui/groups/ops")
