@@ -65,6 +65,21 @@ func NormalizeIdentifier(s string) (string, error) {
 	return norm.NFC.String(s), nil
 }
 
+// IsBidiControl reports whether r is a bidirectional formatting control
+// (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069): a character
+// that reorders the text around it as displayed.
+func IsBidiControl(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || 0x202a <= r && r <= 0x202e || 0x2066 <= r && r <= 0x2069
+}
+
+// BreaksLine reports whether r may not stand in a one-line value that
+// people read (a META value, a reservation's reason): a control
+// character (a terminal escape, CR, LF, tab), a bidi control, or a
+// Unicode line or paragraph separator.
+func BreaksLine(r rune) bool {
+	return unicode.IsControl(r) || IsBidiControl(r) || r == '\u2028' || r == '\u2029'
+}
+
 // refusedRune says why r may not stand in an identifier, or "".
 func refusedRune(r rune) string {
 	switch {
@@ -72,7 +87,7 @@ func refusedRune(r rune) string {
 		return "invalid UTF-8 or U+FFFD"
 	case unicode.IsControl(r):
 		return "a control character"
-	case r == 0x061c, r == 0x200e, r == 0x200f, 0x202a <= r && r <= 0x202e, 0x2066 <= r && r <= 0x2069:
+	case IsBidiControl(r):
 		return "a bidi control"
 	case unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector):
 		return "an invisible character"

@@ -156,3 +156,16 @@ func BenchmarkNormalizeIdentifiers(b *testing.B) {
 		})
 	}
 }
+
+func TestBreaksLine(t *testing.T) {
+	for _, r := range []rune{'\n', '\r', '\t', 0x1b, 0x07, 0x202e, 0x2066, 0x200f, 0x061c, 0x2028, 0x2029} {
+		if !envelope.BreaksLine(r) {
+			t.Errorf("BreaksLine(%U) = false, want true", r)
+		}
+	}
+	for _, r := range []rune{'a', ' ', 'é', '→', 0x200b} {
+		if envelope.BreaksLine(r) {
+			t.Errorf("BreaksLine(%U) = true, want false", r)
+		}
+	}
+}

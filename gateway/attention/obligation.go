@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 )
@@ -123,12 +122,10 @@ func (o Obligation) CanDischarge(author, actor string) bool {
 	return actor != "" && (strings.EqualFold(actor, author) || o.Delegate != "" && strings.EqualFold(actor, o.Delegate))
 }
 
-// OneLine reports whether v is one line a person sees as written: no
-// control characters (a terminal escape, a bell, CR, LF, tab) and no
-// Unicode line or paragraph separator. META values shown in the CLI, the
-// web inbox and copied envelopes must be.
+// OneLine reports whether v is one line a person sees as written
+// (envelope.BreaksLine: no control character, bidi control, or line or
+// paragraph separator). META values shown in the CLI, the web inbox and
+// copied envelopes must be.
 func OneLine(v string) bool {
-	return !strings.ContainsFunc(v, func(r rune) bool {
-		return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
-	})
+	return !strings.ContainsFunc(v, envelope.BreaksLine)
 }

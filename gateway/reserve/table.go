@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
@@ -324,7 +324,7 @@ func (t *Table) Decide(req Request, now time.Time, p Policy) (Plan, error) {
 		return Plan{}, fmt.Errorf("%w: agent name longer than %d bytes or with control characters", ErrInvalid, MaxAgentLen)
 	case len(req.Reason) > MaxReasonLen:
 		return Plan{}, fmt.Errorf("%w: reason longer than %d bytes", ErrInvalid, MaxReasonLen)
-	case strings.ContainsFunc(req.Reason, hiddenInReason):
+	case strings.ContainsFunc(req.Reason, envelope.BreaksLine):
 		// Other agents read it in `crosstalk reservations`: no terminal
 		// escapes, no second line faking a row, nothing reordered.
 		return Plan{}, fmt.Errorf("%w: reason with a control, bidi or line separator character", ErrInvalid)
@@ -555,11 +555,4 @@ func (t *Table) prune(now time.Time) {
 			t.remove(id)
 		}
 	}
-}
-
-// hiddenInReason reports a character a reason may not hold: a control
-// character, a bidi control or a line or paragraph separator.
-func hiddenInReason(r rune) bool {
-	return unicode.IsControl(r) || r == 0x061c || r == 0x200e || r == 0x200f ||
-		0x202a <= r && r <= 0x202e || 0x2066 <= r && r <= 0x2069 || r == 0x2028 || r == 0x2029
 }
