@@ -26,6 +26,15 @@ const (
 	UrgencyHigh   = "high"
 )
 
+// ValidUrgency reports whether u is low, medium or high, in any case.
+func ValidUrgency(u string) bool {
+	switch strings.ToLower(strings.TrimSpace(u)) {
+	case UrgencyLow, UrgencyMedium, UrgencyHigh:
+		return true
+	}
+	return false
+}
+
 // META namespaces of a handoff, a blocker and a forward's provenance
 // (docs/format.md §4).
 const (
@@ -158,9 +167,7 @@ func protocolOf(env *envelope.Envelope) (*Protocol, error) {
 	}
 	if b {
 		p.Urgency = strings.ToLower(p.Urgency)
-		switch p.Urgency {
-		case UrgencyLow, UrgencyMedium, UrgencyHigh:
-		default:
+		if !ValidUrgency(p.Urgency) {
 			return nil, fmt.Errorf("%w: meta: blocked Urgency %q is not low, medium or high", ErrProtocol, p.Urgency)
 		}
 	}

@@ -98,9 +98,17 @@ func (rf relayFlags) do(ctx context.Context, method, path, agent string, body io
 		}
 		rq.Body = b
 	}
+	return rf.call(ctx, rq, v)
+}
+
+// relayHint follows an error that the relay cannot be reached.
+const relayHint = "is the relay running? start it with `crosstalk relay` or pass --relay URL"
+
+// call runs rq against the relay, with relayHint when it is unreachable.
+func (rf relayFlags) call(ctx context.Context, rq client.Request, v any) error {
 	err := rf.client().Do(ctx, rq, v)
 	if errors.Is(err, client.ErrUnreachable) {
-		return withHint(err, "is the relay running? start it with `crosstalk relay` or pass --relay URL")
+		return withHint(err, relayHint)
 	}
 	return err
 }
@@ -131,7 +139,7 @@ Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 		}
 		rc, err := relay.Receive(ctx, text)
 		if err != nil && rc == nil {
-			return withHint(err, "is the relay running? start it with `crosstalk relay` or pass --relay URL")
+			return withHint(err, relayHint)
 		}
 		failed = failed || err != nil
 		_, werr := e.stdout.Write(rc.Body)
@@ -489,7 +497,7 @@ func openSet[T any](ctx context.Context, rf relayFlags, all bool, page func(*c2a
 	for q := (gateway.OpenSetQuery{All: all}); ; {
 		p, err := page(rm, q)
 		if errors.Is(err, client.ErrUnreachable) {
-			return nil, withHint(err, "is the relay running? start it with `crosstalk relay` or pass --relay URL")
+			return nil, withHint(err, relayHint)
 		}
 		if err != nil {
 			return nil, err

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -60,7 +60,7 @@ crosstalk discharge (docs/agents.md "Handoff and blocked").`)
 	if *agent == "" || *to == "" || h.Subject == "" || h.Summary == "" || h.NextAction == "" {
 		return usagef("handoff: want --agent A --to B --subject S --summary TEXT --next-action TEXT")
 	}
-	req := gateway.SendRequest{From: *agent, To: *to, Context: *group, Body: orDefault(*body, h.Summary), Handoff: &h}
+	req := gateway.SendRequest{From: *agent, To: *to, Context: *group, Body: cmp.Or(*body, h.Summary), Handoff: &h}
 	return sendProtocol(ctx, e, rf, *agent, "handoff to "+*to, req, *asJSON)
 }
 
@@ -91,12 +91,10 @@ agent with a system.notify "unblocked" (docs/agents.md "Handoff and blocked").`)
 	if *agent == "" || *on == "" || b.Subject == "" || b.Blocker == "" || b.RequestedAction == "" || b.Urgency == "" {
 		return usagef("blocked: want --agent A --on B --subject S --blocker TEXT --requested-action TEXT --urgency low|medium|high")
 	}
-	switch b.Urgency {
-	case gateway.UrgencyLow, gateway.UrgencyMedium, gateway.UrgencyHigh:
-	default:
+	if !gateway.ValidUrgency(b.Urgency) {
 		return usagef("blocked: --urgency %q is not low, medium or high", b.Urgency)
 	}
-	req := gateway.SendRequest{From: *agent, To: *on, Context: *group, Body: orDefault(*body, b.Blocker), Blocked: &b}
+	req := gateway.SendRequest{From: *agent, To: *on, Context: *group, Body: cmp.Or(*body, b.Blocker), Blocked: &b}
 	return sendProtocol(ctx, e, rf, *agent, "blocked on "+*on, req, *asJSON)
 }
 
@@ -145,11 +143,7 @@ func postSend(ctx context.Context, e *env, rf relayFlags, path, agent, what stri
 		Results []api.Result `json:"results"`
 	}
 	// The message id makes a retry a duplicate, so even a POST is retried.
-	err = rf.client().Do(ctx, client.Request{Method: http.MethodPost, Path: path, Agent: agent, Body: b, Retry: true}, &ans)
-	if errors.Is(err, client.ErrUnreachable) {
-		return withHint(err, "is the relay running? start it with `crosstalk relay` or pass --relay URL")
-	}
-	if err != nil {
+	if err := rf.call(ctx, client.Request{Method: http.MethodPost, Path: path, Agent: agent, Body: b, Retry: true}, &ans); err != nil {
 		return err
 	}
 	if asJSON {
@@ -167,11 +161,4 @@ func postSend(ctx context.Context, e *env, rf relayFlags, path, agent, what stri
 		fmt.Fprintf(e.stdout, "%s: recorded as event %s in group %s (seq %d)%s\n", what, r.EventID, r.GroupID, r.Seq, dup)
 	}
 	return nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
