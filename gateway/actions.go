@@ -184,10 +184,7 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 		rec.Kind, d.Signal, d.Emoji, d.To = KindReaction, string(sig), sig.Glyph(), []string{target.By}
 	case ActionClaim:
 		ae := AttentionEvent(target, td)
-		ag := attention.Agent{ID: req.Actor}
-		if entry, ok := r.book.Agent(req.Actor); ok {
-			ag.Roles = entry.Roles
-		}
+		ag := r.agentOf(req.Actor)
 		if !attention.Claimable(ae, ag, attention.State{}, r.now()) {
 			return res, actionErr(CodePermission, "event %s is not for %s to claim (it is aimed at someone else or asks for no reply)", target.ID, req.Actor)
 		}

@@ -288,12 +288,23 @@ type tracker struct {
 	view *projView
 }
 
-func (r *Relay) newTracker(agent string) *tracker {
-	a := attention.Agent{ID: agent}
-	if entry, ok := r.book.Agent(agent); ok {
+// agentOf is the actor id with its address-book roles, as Decide takes it.
+func (r *Relay) agentOf(id string) attention.Agent {
+	a := attention.Agent{ID: id}
+	if entry, ok := r.book.Agent(id); ok {
 		a.Roles = entry.Roles
 	}
-	return &tracker{r: r, agent: a, threads: newThreadSet(), now: r.now(), seen: r.LastSeen()}
+	return a
+}
+
+func (r *Relay) newTracker(agent string) *tracker {
+	return &tracker{r: r, agent: r.agentOf(agent), threads: newThreadSet(), now: r.now(), seen: r.LastSeen()}
+}
+
+// liveness is the tracker's agent's liveness now: its sightings are kept
+// by lower-cased id, judged with the relay's stale_after.
+func (t *tracker) liveness() attention.Liveness {
+	return attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter())
 }
 
 // observe returns the delivery of ev to the tracker's agent, and whether
@@ -346,7 +357,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	out := Delivery{
 		Delivery: dec, Kind: ev.Kind, From: ae.From, To: d.To, Intent: string(ae.Intent),
 		Context: ae.Context, TS: ev.TS, ClaimedBy: claimedBy, Obligation: d.Obligation,
-		Protocol: d.Protocol, Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
+		Protocol: d.Protocol, Liveness: t.liveness(),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification

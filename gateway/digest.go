@@ -66,7 +66,7 @@ func (t *tracker) digestDelivery(ev ledger.Event, d EventData) (Delivery, bool) 
 		},
 		Kind: ev.Kind, From: ev.By, To: []string{t.agent.ID}, TS: ev.TS,
 		Content: d.Digest.Text(), Digest: d.Digest,
-		Liveness: attention.LivenessAfter(t.seen[strings.ToLower(t.agent.ID)], t.now, t.r.StaleAfter()),
+		Liveness: t.liveness(),
 	}
 	return out, true
 }

@@ -297,7 +297,7 @@ func (t *tracker) dischargeUpdate(ctx context.Context, ev ledger.Event, d EventD
 		},
 		Kind: ev.Kind, From: ev.By, To: []string{t.agent.ID}, Context: ae.Context, TS: ev.TS,
 		Content: d.Text, Obligation: od.Obligation, Discharged: true, Discharges: ob.ID,
-		Liveness: attention.LivenessOf(t.seen[t.agent.ID], t.now),
+		Liveness: t.liveness(),
 	}
 	if x := d.X; x != nil {
 		out.Verification = x.Verification

@@ -79,7 +79,7 @@ func (r *Relay) Owed(ctx context.Context, agent string, q OpenSetQuery) (Page[De
 		return Page[Delivery]{}, err
 	}
 	id := r.book.ActorID(agent)
-	a := r.newTracker(id).agent
+	a := r.agentOf(id)
 	tokens := []string{strings.ToLower(id)}
 	roles, err := db.OweTokens(ctx)
 	if err != nil {

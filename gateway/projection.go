@@ -436,10 +436,7 @@ func (r *Relay) actorFacts(ev ledger.Event, d EventData, ae attention.Event) []p
 		if id == "" || strings.EqualFold(id, ev.By) {
 			continue
 		}
-		a := attention.Agent{ID: id}
-		if entry, ok := r.book.Agent(id); ok {
-			a.Roles = entry.Roles
-		}
+		a := r.agentOf(id)
 		// Owed as decided on arrival, without thread or claim state.
 		owes := attention.Decide(ae, a, attention.State{}, r.now()).Policy == attention.MustRespond
 		out = append(out, projection.ActorFact{ID: id, Addressed: true, Owes: owes, Msg: msg})
