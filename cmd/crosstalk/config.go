@@ -13,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
@@ -333,18 +334,22 @@ func (o ObligationsConfig) validate() error {
 	if o.ReturnInterval < duration(time.Minute) {
 		errs = append(errs, fmt.Errorf("obligations.return_interval: %s is shorter than 1m", time.Duration(o.ReturnInterval)))
 	}
-	if o.CoordinatorRole == "" || strings.ContainsFunc(o.CoordinatorRole, unicode.IsSpace) || strings.HasPrefix(o.CoordinatorRole, "@") {
-		errs = append(errs, fmt.Errorf("obligations.coordinator_role: %q is not a role name (no spaces, no @)", o.CoordinatorRole))
+	if _, err := envelope.NormalizeIdentifier(o.CoordinatorRole); err != nil || o.CoordinatorRole == "" ||
+		strings.ContainsFunc(o.CoordinatorRole, unicode.IsSpace) || strings.HasPrefix(o.CoordinatorRole, "@") {
+		errs = append(errs, fmt.Errorf("obligations.coordinator_role: %q is not a role name (no spaces, no @, no invisible characters)", o.CoordinatorRole))
 	}
-	if strings.ContainsFunc(o.Human, unicode.IsSpace) {
-		errs = append(errs, fmt.Errorf("obligations.human: %q is not an actor id", o.Human))
+	if _, err := envelope.NormalizeIdentifier(o.Human); err != nil || strings.ContainsFunc(o.Human, unicode.IsSpace) {
+		errs = append(errs, fmt.Errorf("obligations.human: %q is not an actor id (no spaces, no invisible characters)", o.Human))
 	}
 	return errors.Join(errs...)
 }
 
 // returns is the gateway's view of the table.
 func (o ObligationsConfig) returns() *gateway.ReturnsOptions {
-	return &gateway.ReturnsOptions{Interval: time.Duration(o.ReturnInterval), Returns: o.Returns, CoordinatorRole: o.CoordinatorRole, Human: o.Human}
+	// In NFC, the form the address book keeps ids and roles in.
+	role, _ := envelope.NormalizeIdentifier(o.CoordinatorRole)
+	human, _ := envelope.NormalizeIdentifier(o.Human)
+	return &gateway.ReturnsOptions{Interval: time.Duration(o.ReturnInterval), Returns: o.Returns, CoordinatorRole: role, Human: human}
 }
 
 // tokens reads the configured tokens (from files where given).

@@ -24,6 +24,11 @@ func TestConfigObligations(t *testing.T) {
 	if err != nil || o.Returns == nil || *o.Returns != (gateway.ReturnsOptions{Interval: time.Hour, Returns: 0, CoordinatorRole: "lead", Human: "pat"}) {
 		t.Errorf("the relay's returns = %+v, %v", o.Returns, err)
 	}
+	// The human and the role in NFC, as the address book keeps ids.
+	c.Obligations.Human, c.Obligations.CoordinatorRole = "jose\u0301", "le\u0301ad"
+	if got := c.Obligations.returns(); got.Human != "jos\u00e9" || got.CoordinatorRole != "l\u00e9ad" {
+		t.Errorf("returns() of NFD names = %q, %q; want NFC", got.Human, got.CoordinatorRole)
+	}
 	if _, err := decodeConfig("test.toml", []byte("[obligations]\nreturn = 2\n")); err == nil || !strings.Contains(err.Error(), "obligations.return") {
 		t.Errorf("a typo in the table = %v, want it named", err)
 	}
@@ -34,6 +39,8 @@ func TestConfigObligations(t *testing.T) {
 		{ReturnInterval: duration(time.Hour), Returns: 3, CoordinatorRole: ""},
 		{ReturnInterval: duration(time.Hour), Returns: 3, CoordinatorRole: "@lead"},
 		{ReturnInterval: duration(time.Hour), Returns: 3, CoordinatorRole: "coordinator", Human: "pat\nx"},
+		{ReturnInterval: duration(time.Hour), Returns: 3, CoordinatorRole: "lead\u200b"},
+		{ReturnInterval: duration(time.Hour), Returns: 3, CoordinatorRole: "coordinator", Human: "p\u202eat"},
 	} {
 		c := DefaultConfig()
 		c.Obligations = bad

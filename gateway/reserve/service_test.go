@@ -21,6 +21,17 @@ type fixture struct {
 	lastSeen map[string]time.Time
 }
 
+// list is svc.List that fails the test on an error (a failed List must
+// not read as "nothing listed").
+func (f *fixture) list(t *testing.T, svc *Service, path string) []Reservation {
+	t.Helper()
+	rs, err := svc.List(context.Background(), path)
+	if err != nil {
+		t.Fatalf("List(%q): %v", path, err)
+	}
+	return rs
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{clk: fakeclock.New(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)), lastSeen: map[string]time.Time{}}
@@ -84,10 +95,10 @@ func TestReserveOwnOverlapAndConflict(t *testing.T) {
 			t.Errorf("conflict %+v", c)
 		}
 	}
-	if rs, _ := f.svc.List(context.Background(), "README.md"); len(rs) != 0 {
+	if rs := f.list(t, f.svc, "README.md"); len(rs) != 0 {
 		t.Errorf("refused request left %v", rs)
 	}
-	// Disjoint scopes are granted.
+	// A request with one overlapping scope grants none of them.
 	if _, err := f.reserve(t, "bob", false, "src/components", "README.md"); err == nil {
 		t.Fatal("src/components overlaps alice's ./src")
 	}
@@ -140,7 +151,7 @@ func TestTTLRenewRelease(t *testing.T) {
 		t.Fatalf("renew = %+v, %v; first %+v", again, err, first)
 	}
 	f.clk.Add(time.Second)
-	if rs, _ := f.svc.List(ctx, ""); len(rs) != 0 {
+	if rs := f.list(t, f.svc, ""); len(rs) != 0 {
 		t.Fatalf("expired reservation listed: %v", rs)
 	}
 	// A renewal without a TTL keeps a longer reservation; one with a TTL
@@ -240,7 +251,7 @@ func TestTakeover(t *testing.T) {
 			if !archived {
 				t.Fatalf("no takeover event archiving %s in %v", old[0].ID, evs)
 			}
-			if rs, _ := f.svc.List(context.Background(), "src/*"); len(rs) != 1 || rs[0].Agent != "bob" {
+			if rs := f.list(t, f.svc, "src/*"); len(rs) != 1 || rs[0].Agent != "bob" {
 				t.Fatalf("after takeover: %v", rs)
 			}
 			tks, err := f.svc.Takeovers(context.Background())
@@ -268,7 +279,7 @@ func TestRestartRebuildsFromLedger(t *testing.T) {
 	f.reserve(t, "alice", false, "src/*")
 	f.reserve(t, "bob", false, "docs")
 	f.svc.Release(context.Background(), "bob", []string{"docs"})
-	want, _ := f.svc.List(context.Background(), "")
+	want := f.list(t, f.svc, "")
 	restarted := f.open(t)
 	got, err := restarted.List(context.Background(), "")
 	if err != nil || len(got) != 1 || got[0] != want[0] {
@@ -309,8 +320,7 @@ func TestConcurrentServicesOneWins(t *testing.T) {
 		if won != 1 {
 			t.Fatalf("round %d: %d winners (%v)", round, won, errs)
 		}
-		a, _ := f.svc.List(ctx, "")
-		b, _ := other.List(ctx, "")
+		a, b := f.list(t, f.svc, ""), f.list(t, other, "")
 		if len(a) != 2 || len(b) != 2 || a[0] != b[0] {
 			t.Fatalf("round %d: views differ or partial grant: %v vs %v", round, a, b)
 		}
@@ -337,8 +347,7 @@ func TestLostRaceIsVoided(t *testing.T) {
 		t.Fatalf("conflicts = %+v", cs)
 	}
 	for _, svc := range []*Service{f.svc, other} {
-		rs, _ := svc.List(ctx, "")
-		if len(rs) != 1 || rs[0].Agent != "bob" {
+		if rs := f.list(t, svc, ""); len(rs) != 1 || rs[0].Agent != "bob" {
 			t.Fatalf("after the race: %v", rs)
 		}
 	}
@@ -365,7 +374,7 @@ func TestRenewalRace(t *testing.T) {
 		if len(cs) != 1 || cs[0].Holder != "bob" || cs[0].Scope != "src" || cs[0].HeldScope != "src/x" {
 			t.Fatalf("conflicts = %+v", cs)
 		}
-		if rs, _ := f.svc.List(ctx, ""); len(rs) != 1 || rs[0].Agent != "bob" {
+		if rs := f.list(t, f.svc, ""); len(rs) != 1 || rs[0].Agent != "bob" {
 			t.Fatalf("after the race: %+v (alice's docs grant must be released)", rs)
 		}
 	})

@@ -98,12 +98,12 @@ func (s *Server) reservations(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	end := min(len(all), start+pageItems)
 	now := s.relay.Now()
-	for _, rv := range all[start:end] {
-		v := reservationView{Reservation: rv, Left: rv.ExpiresAt.Sub(now).Round(time.Second)}
+	for _, h := range s.relay.WithLiveness(all[start:end]) {
+		v := reservationView{Reservation: h.Reservation, Left: h.ExpiresAt.Sub(now).Round(time.Second),
+			Liveness: h.HolderLiveness, LastSeen: h.HolderLastSeen}
 		if data.Canonical != "" {
-			v.Class = reserve.Classify(data.Canonical, rv.Scope)
+			v.Class = reserve.Classify(data.Canonical, h.Scope)
 		}
-		v.LastSeen, v.Liveness = s.relay.AgentLiveness(rv.Agent)
 		data.Live = append(data.Live, v)
 	}
 	if end < len(all) {
