@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/coder/websocket"
 
@@ -25,8 +24,6 @@ type AgentOptions struct {
 	Channel channel.Options
 }
 
-var mountOnce sync.Map // *Server → struct{}
-
 // MountAgents adds the agent endpoints of docs/design.md §5.6 / docs/agents.md to
 // the API, behind the same gate (Host, Origin, token, rate limit) as every
 // other endpoint:
@@ -41,9 +38,10 @@ var mountOnce sync.Map // *Server → struct{}
 //
 // Call it once, after New and before serving; later calls do nothing.
 func (s *Server) MountAgents(opts *AgentOptions) {
-	if _, loaded := mountOnce.LoadOrStore(s, struct{}{}); loaded {
-		return
-	}
+	s.agentsOnce.Do(func() { s.mountAgents(opts) })
+}
+
+func (s *Server) mountAgents(opts *AgentOptions) {
 	if opts == nil {
 		opts = &AgentOptions{}
 	}

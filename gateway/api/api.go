@@ -105,6 +105,9 @@ type Server struct {
 	heartbeat time.Duration
 	slots     *streamSlots
 	mux       *http.ServeMux
+	// agentsOnce and reserveOnce make MountAgents and MountReservations
+	// idempotent.
+	agentsOnce, reserveOnce sync.Once
 
 	streams context.Context // canceled by Close, ending SSE streams
 	stop    context.CancelFunc

@@ -4,14 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 )
-
-var reserveOnce sync.Map // *Server → struct{}
 
 // MountReservations adds the scope reservation endpoints (BeadBoard
 // §4.4–§5, package reserve, docs/agents.md "Reservations") behind the
@@ -26,12 +23,11 @@ var reserveOnce sync.Map // *Server → struct{}
 // "granted": false and the conflicts (holder, held scope, class).
 // Call it once, after New and before serving.
 func (s *Server) MountReservations(svc *reserve.Service) {
-	if _, loaded := reserveOnce.LoadOrStore(s, struct{}{}); loaded {
-		return
-	}
-	s.mux.HandleFunc("POST /v1/reservations", func(w http.ResponseWriter, r *http.Request) { s.reserve(w, r, svc) })
-	s.mux.HandleFunc("DELETE /v1/reservations", func(w http.ResponseWriter, r *http.Request) { s.release(w, r, svc) })
-	s.mux.HandleFunc("GET /v1/reservations", func(w http.ResponseWriter, r *http.Request) { s.reservations(w, r, svc) })
+	s.reserveOnce.Do(func() {
+		s.mux.HandleFunc("POST /v1/reservations", func(w http.ResponseWriter, r *http.Request) { s.reserve(w, r, svc) })
+		s.mux.HandleFunc("DELETE /v1/reservations", func(w http.ResponseWriter, r *http.Request) { s.release(w, r, svc) })
+		s.mux.HandleFunc("GET /v1/reservations", func(w http.ResponseWriter, r *http.Request) { s.reservations(w, r, svc) })
+	})
 }
 
 // ReserveBody is the body of POST /v1/reservations.
