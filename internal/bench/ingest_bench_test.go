@@ -45,7 +45,7 @@ func BenchmarkPost(b *testing.B) {
 			b.SetParallelism(32) // 64 clients on 2 Ps
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := cputime.Process()
+			cpu0, st0 := cputime.Process(), sqliteStats(rr)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					body, _ := src.next()
@@ -55,6 +55,9 @@ func BenchmarkPost(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64((cputime.Process()-cpu0).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
+			if st := sqliteStats(rr); bb.name == "relay" && st.Commits > st0.Commits {
+				b.ReportMetric(float64(st.Ops-st0.Ops)/float64(st.Commits-st0.Commits), "appends/commit")
+			}
 			if n := fails.Load(); n > 0 {
 				b.Fatalf("%d posts failed", n)
 			}
