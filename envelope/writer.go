@@ -40,21 +40,25 @@ func (w *Writer) Write(e *Envelope) error {
 	if w.err != nil {
 		return w.err
 	}
-	b, err := marshal(e, w.V10)
-	if err != nil {
+	if err := checkWritable(e); err != nil {
 		return err // the envelope's fault, not the stream's: not sticky
 	}
+	// One buffer and one Write: the separator, the fence and the
+	// envelope go out together or not at all.
 	var out bytes.Buffer
+	out.Grow(len(e.Body) + 320)
 	if w.n > 0 {
 		out.WriteByte('\n')
 	}
 	if w.Fence {
-		fence := strings.Repeat("`", max(3, longestRun(b, '`')+1))
+		var env bytes.Buffer
+		writeEnvelope(&env, e, w.V10)
+		fence := strings.Repeat("`", max(3, longestRun(env.Bytes(), '`')+1))
 		out.WriteString(fence + "\n")
-		out.Write(b)
+		out.Write(env.Bytes())
 		out.WriteString(fence + "\n")
 	} else {
-		out.Write(b)
+		writeEnvelope(&out, e, w.V10)
 	}
 	if _, err := w.w.Write(out.Bytes()); err != nil {
 		w.err = fmt.Errorf("envelope: write: %w", err)
@@ -108,7 +112,18 @@ func marshal(e *Envelope, v10 bool) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.Grow(len(e.Body) + 256)
-	fmt.Fprintf(&b, "[[%s→%s v1]]\n", e.From, e.To)
+	writeEnvelope(&b, e, v10)
+	return b.Bytes(), nil
+}
+
+// writeEnvelope writes the canonical form of e, which checkWritable
+// accepted, to b.
+func writeEnvelope(b *bytes.Buffer, e *Envelope, v10 bool) {
+	b.WriteString("[[")
+	b.WriteString(e.From)
+	b.WriteString("→")
+	b.WriteString(e.To)
+	b.WriteString(" v1]]\n")
 	field := func(k, v string) {
 		if v != "" {
 			b.WriteString(k)
@@ -116,6 +131,17 @@ func marshal(e *Envelope, v10 bool) ([]byte, error) {
 			b.WriteString(v)
 			b.WriteByte('\n')
 		}
+	}
+	// line writes a field or META line as read back: a colon, and the
+	// value after one space unless it is empty.
+	line := func(f Field) {
+		b.WriteString(f.Key)
+		b.WriteByte(':')
+		if f.Value != "" {
+			b.WriteByte(' ')
+			b.WriteString(f.Value)
+		}
+		b.WriteByte('\n')
 	}
 	field("user", e.User)
 	field("session", e.Session)
@@ -143,22 +169,14 @@ func marshal(e *Envelope, v10 bool) ([]byte, error) {
 		ids()
 	}
 	for _, f := range e.Fields {
-		b.WriteString(f.Key)
-		b.WriteString(":")
-		if f.Value != "" {
-			b.WriteString(" " + f.Value)
-		}
-		b.WriteByte('\n')
+		line(f)
 	}
 	for _, m := range e.Meta {
-		b.WriteString("\nmeta: " + m.Namespace + "\n")
+		b.WriteString("\nmeta: ")
+		b.WriteString(m.Namespace)
+		b.WriteByte('\n')
 		for _, f := range m.Fields {
-			b.WriteString(f.Key)
-			b.WriteString(":")
-			if f.Value != "" {
-				b.WriteString(" " + f.Value)
-			}
-			b.WriteByte('\n')
+			line(f)
 		}
 	}
 	if responseForm {
@@ -166,18 +184,23 @@ func marshal(e *Envelope, v10 bool) ([]byte, error) {
 	} else {
 		b.WriteString("\nbody: |\n")
 	}
-	if e.Body != "" {
-		for _, l := range strings.Split(e.Body, "\n") {
-			if l != "" {
-				b.WriteString("  ")
-				b.WriteString(l)
-			}
-			b.WriteByte('\n')
+	for rest := e.Body; rest != ""; {
+		l, tail, found := strings.Cut(rest, "\n")
+		if l != "" {
+			b.WriteString("  ")
+			b.WriteString(l)
+		}
+		b.WriteByte('\n')
+		if !found {
+			break
+		}
+		rest = tail
+		if rest == "" {
+			b.WriteByte('\n') // the body ended in a line break: an empty last line
 		}
 	}
 	field("sig", e.Sig)
 	b.WriteString("[[END]]\n")
-	return b.Bytes(), nil
 }
 
 // checkWritable reports what in e would not read back as written.

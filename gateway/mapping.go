@@ -134,7 +134,13 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 	if o.Reject != nil {
 		return r.rejectionRecord(in, o)
 	}
-	env := o.Envelope.Clone()
+	env := o.Envelope
+	if env.Message == "" || env.Thread == "" {
+		// The ids assigned below are the event's, not the parsed
+		// envelope's: a shallow copy, as only those strings change.
+		c := *env
+		env = &c
+	}
 	dedupe := DedupeKey(env)
 	x := &XCrosstalk{
 		Raw:            string(o.Envelope.Source()),

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -715,8 +716,8 @@ func (r *Relay) Receipt(o Outcome) *envelope.Envelope {
 	e.Meta = []envelope.Meta{{Namespace: "receipt", Fields: []envelope.Field{
 		{Key: "Event-ID", Value: o.Event.ID},
 		{Key: "Group", Value: o.Event.GroupID},
-		{Key: "Seq", Value: fmt.Sprint(o.Event.Seq)},
-		{Key: "Duplicate", Value: fmt.Sprint(o.Duplicate)},
+		{Key: "Seq", Value: strconv.FormatInt(o.Event.Seq, 10)},
+		{Key: "Duplicate", Value: strconv.FormatBool(o.Duplicate)},
 		{Key: "Verification", Value: o.Verification.Status},
 	}}}
 	return e

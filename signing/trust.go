@@ -120,6 +120,23 @@ func (s *TrustStore) Entries() ([]TrustEntry, error) {
 	return out, nil
 }
 
+// matching returns copies of the entries keep accepts, in file order,
+// and copies nothing else: the Verifier looks for one key id among all the
+// pins for every envelope it checks.
+func (s *TrustStore) matching(keep func(*TrustEntry) bool) ([]TrustEntry, error) {
+	f, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	var out []TrustEntry
+	for _, l := range f.lines {
+		if l.entry != nil && keep(l.entry) {
+			out = append(out, l.entry.clone())
+		}
+	}
+	return out, nil
+}
+
 // Lookup returns the entry for pkid and whether there is one.
 func (s *TrustStore) Lookup(pkid string) (TrustEntry, bool, error) {
 	f, err := s.read()

@@ -226,18 +226,10 @@ func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]Trus
 	if v.Store == nil {
 		return nil, nil
 	}
-	all, err := v.Store.Entries()
-	if err != nil {
-		return nil, err
-	}
-	var out []TrustEntry
-	for _, e := range all {
-		if pkid != "" && e.Key.Pkid == pkid ||
-			c.sig.Form == FormBareJWS && e.Sender != "" && strings.EqualFold(e.Sender, env.From) {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return v.Store.matching(func(e *TrustEntry) bool {
+		return pkid != "" && e.Key.Pkid == pkid ||
+			c.sig.Form == FormBareJWS && e.Sender != "" && strings.EqualFold(e.Sender, env.From)
+	})
 }
 
 // verifyPinned decides for a key id the store has a pin for: the pin

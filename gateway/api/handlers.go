@@ -34,7 +34,7 @@ func wantsJSON(r *http.Request) bool {
 // as text; 200 with receipt envelopes (or JSON) when every envelope was
 // recorded, else the status of the first rejection with every receipt.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(s.relay.IntakeLimit())+1))
+	body, err := readBody(r, int64(s.relay.IntakeLimit()))
 	if err != nil {
 		s.errorEnvelope(w, r, http.StatusBadRequest, envelope.CodeFormat, "reading the request body: "+err.Error())
 		return
@@ -88,16 +88,19 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, outs []gateway.O
 		writeJSON(w, status, map[string][]Result{"results": results})
 		return
 	}
-	var buf bytes.Buffer
-	ew := envelope.NewWriter(&buf)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	// Straight into the response's buffer: a receipt that cannot be
+	// written is left out, as before, and the others go.
+	ew := envelope.NewWriter(w)
 	for _, o := range outs {
 		if err := ew.Write(s.relay.Receipt(o)); err != nil {
+			if !errors.Is(err, envelope.ErrInvalid) {
+				return // the client is gone
+			}
 			s.log.Error("writing receipt", "err", err)
 		}
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
 }
 
 // errorEnvelope answers the envelope endpoint with an ERROR envelope.
@@ -394,10 +397,23 @@ func badBody(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
 }
 
+// readBody reads the request body, or its first limit+1 bytes when it is
+// longer than limit (the caller refuses it). A body whose length the
+// request declares is read into one buffer of that size, instead of one
+// grown and copied as it fills.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		b := make([]byte, n)
+		_, err := io.ReadFull(r.Body, b) // net/http's body ends after n bytes
+		return b, err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, limit+1))
+}
+
 // readJSON decodes a JSON request body of at most maxJSONBody bytes: one
 // JSON value and nothing after it; optional allows an empty body.
 func readJSON(r *http.Request, v any, optional bool) error {
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
+	b, err := readBody(r, maxJSONBody)
 	if err != nil {
 		return fmt.Errorf("reading body: %w", err)
 	}

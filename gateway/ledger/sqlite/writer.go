@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -371,7 +372,7 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 		dedup = r.DedupeKey
 	}
 	var pos int64 // the rowid: the event's log position (Store.Log)
-	err := w.stmt(stAppend).QueryRow(ev.ID, ev.GroupID, ev.TS, ev.Kind, ev.ScopeKey, ev.By, string(ev.Data), dedup, ev.V).Scan(&ev.Seq, &pos)
+	err := w.stmt(stAppend).QueryRow(ev.ID, ev.GroupID, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), dedup, ev.V).Scan(&ev.Seq, &pos)
 	if errors.Is(err, sql.ErrNoRows) && r.DedupeKey != "" {
 		old, err := scanEvent(w.stmt(stByDedupe).QueryRow(r.DedupeKey))
 		if err != nil {
@@ -391,7 +392,7 @@ func (w *wtx) insert(ev ledger.Event) error {
 	if ev.DedupeKey != "" {
 		dedup = ev.DedupeKey
 	}
-	_, err := w.stmt(stInsertEvent).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, string(ev.Data), dedup, ev.V)
+	_, err := w.stmt(stInsertEvent).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), dedup, ev.V)
 	if err != nil {
 		return fmt.Errorf("insert event %s: %w", ev.ID, err)
 	}
@@ -480,7 +481,7 @@ func (w *wtx) insertRun(run []ledger.Event, before map[string]int64) (bool, erro
 	if len(run) == importRun {
 		args := make([]any, 0, 10*importRun)
 		for _, ev := range run {
-			args = append(args, ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, string(ev.Data), nullable(ev.DedupeKey), ev.V)
+			args = append(args, ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), ev.V)
 		}
 		res, err := w.stmt(stImportRun).Exec(args...)
 		if err == nil {
@@ -491,7 +492,7 @@ func (w *wtx) insertRun(run []ledger.Event, before map[string]int64) (bool, erro
 		}
 	} else {
 		for _, ev := range run {
-			res, err := w.stmt(stImportOne).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, string(ev.Data), nullable(ev.DedupeKey), ev.V)
+			res, err := w.stmt(stImportOne).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), ev.V)
 			var c int64
 			if err == nil {
 				c, err = res.RowsAffected()
@@ -525,6 +526,12 @@ func (w *wtx) insertRun(run []ledger.Event, before map[string]int64) (bool, erro
 	}
 	return false, nil
 }
+
+// text is event data as the statements bind it, a TEXT value, without
+// the copy string(data) makes: the driver copies every bound string into
+// SQLite's own memory (sqlite3_bind_text), and the data does not change
+// while the statement runs.
+func text(data []byte) string { return unsafe.String(unsafe.SliceData(data), len(data)) }
 
 // nullable is a dedupe key as stored: NULL for none.
 func nullable(key string) any {
