@@ -1,8 +1,12 @@
 package envelope
 
 import (
+	"bytes"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/crosstalk-go/crosstalk/fixtures"
 )
 
 const oneEnvelope = "[[CLAUDE→CHATGPT v1]]\nintent: REQUEST\nbody: |\n  hello\nsig: none\n[[END]]\n"
@@ -65,5 +69,42 @@ func TestPackedSourceIsolated(t *testing.T) {
 				t.Errorf("after writing to the source, the envelope changed: %+v", *e)
 			}
 		})
+	}
+}
+
+// writeEnvelope fills a buffer of sizeHint bytes without growing it, for
+// every fixture in both forms: the hint is an upper bound.
+func TestSizeHintBoundsTheCanonicalForm(t *testing.T) {
+	names, err := fixtures.Envelopes()
+	if err != nil || len(names) == 0 {
+		t.Fatalf("fixtures.Envelopes() = %d names, %v", len(names), err)
+	}
+	checked := 0
+	for _, n := range names {
+		data, err := fixtures.FS.ReadFile("envelope/" + n + ".txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewReader(bytes.NewReader(data))
+		for {
+			e, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil || checkWritable(e) != nil {
+				continue
+			}
+			checked++
+			for _, v10 := range []bool{false, true} {
+				var b bytes.Buffer
+				writeEnvelope(&b, e, v10)
+				if b.Len() > sizeHint(e) {
+					t.Errorf("%s (v10 %v): canonical form is %d bytes, sizeHint %d", n, v10, b.Len(), sizeHint(e))
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("only %d fixture envelopes could be written", checked)
 	}
 }

@@ -46,7 +46,7 @@ func (w *Writer) Write(e *Envelope) error {
 	// One buffer and one Write: the separator, the fence and the
 	// envelope go out together or not at all.
 	var out bytes.Buffer
-	out.Grow(len(e.Body) + 320)
+	out.Grow(sizeHint(e) + 1)
 	if w.n > 0 {
 		out.WriteByte('\n')
 	}
@@ -111,9 +111,28 @@ func marshal(e *Envelope, v10 bool) ([]byte, error) {
 		return nil, err
 	}
 	var b bytes.Buffer
-	b.Grow(len(e.Body) + 256)
+	b.Grow(sizeHint(e))
 	writeEnvelope(&b, e, v10)
 	return b.Bytes(), nil
+}
+
+// sizeHint is at least the length of e's canonical form, so that
+// writeEnvelope fills one buffer without growing it: every value, and 16
+// bytes of key and punctuation for each line, 2 of indent for each body
+// line.
+func sizeHint(e *Envelope) int {
+	n := 64 + len(e.From) + len(e.To) + len(e.User) + len(e.Session) + len(e.Thread) + len(e.Parent) +
+		len(e.Message) + len(e.Context) + len(e.Intent) + len(e.LegacyIntent) + len(e.Sig) + 9*16
+	for _, f := range e.Fields {
+		n += len(f.Key) + len(f.Value) + 16
+	}
+	for _, m := range e.Meta {
+		n += len(m.Namespace) + 16
+		for _, f := range m.Fields {
+			n += len(f.Key) + len(f.Value) + 16
+		}
+	}
+	return n + len(e.Body) + 3*strings.Count(e.Body, "\n") + 3
 }
 
 // writeEnvelope writes the canonical form of e, which checkWritable

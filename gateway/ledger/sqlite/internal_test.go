@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -38,7 +39,9 @@ func TestPragmas(t *testing.T) {
 		{"reader busy_timeout", true, "PRAGMA busy_timeout", "5000"},
 	}
 	for _, tt := range tests {
-		db := s.wdb
+		var db interface {
+			QueryRowContext(context.Context, string, ...any) *sql.Row
+		} = s.wconn
 		if tt.reader {
 			db = s.rdb
 		}
@@ -155,7 +158,7 @@ func TestLastSeqTrigger(t *testing.T) {
 	if _, err := s.Append(ctx, []ledger.Record{rec, rec}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.wdb.ExecContext(ctx, `DROP TRIGGER events_last_seq`); err != nil {
+	if _, err := s.wconn.ExecContext(ctx, `DROP TRIGGER events_last_seq`); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

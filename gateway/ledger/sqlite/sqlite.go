@@ -118,7 +118,12 @@ type Store struct {
 	maxBatch int
 	poll     time.Duration
 
-	wdb   *sql.DB // one connection, used only by the writer goroutine
+	wdb *sql.DB // one connection, used only by the writer goroutine
+	// wconn is wdb's connection, held from Open to Close: the writer runs
+	// its transactions on it with BEGIN and COMMIT statements of its own
+	// (stmts), not a database/sql Tx, which starts a goroutine to watch
+	// its context for every transaction and every query in it.
+	wconn *sql.Conn
 	rdb   *sql.DB // read-only pool
 	pin   *sql.Conn
 	stmts [numStmts]*sql.Stmt
@@ -260,8 +265,12 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		s.closeDBs()
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
+	if s.wconn, err = wdb.Conn(ctx); err != nil {
+		s.closeDBs()
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
 	for i, q := range stmtText {
-		st, err := wdb.PrepareContext(ctx, q)
+		st, err := s.wconn.PrepareContext(ctx, q)
 		if err != nil {
 			s.closeDBs()
 			return nil, fmt.Errorf("sqlite: open %s: prepare %q: %w", abs, q, err)
@@ -353,6 +362,9 @@ func (s *Store) closeDBs() error {
 	}
 	if s.logAfter != nil {
 		errs = append(errs, s.logAfter.Close())
+	}
+	if s.wconn != nil {
+		errs = append(errs, s.wconn.Close())
 	}
 	errs = append(errs, s.wdb.Close(), s.wal.close())
 	if s.pin != nil {

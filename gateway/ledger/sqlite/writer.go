@@ -51,6 +51,9 @@ const (
 	stSavepointEv
 	stRollbackEv
 	stReleaseEv
+	stBegin // the batch transaction's, prepared like the rest
+	stCommit
+	stRollback
 	numStmts
 )
 
@@ -92,6 +95,9 @@ var stmtText = [numStmts]string{
 	stSavepointEv: `SAVEPOINT ev`,
 	stRollbackEv:  `ROLLBACK TO ev`,
 	stReleaseEv:   `RELEASE ev`,
+	stBegin:       `BEGIN IMMEDIATE`,
+	stCommit:      `COMMIT`,
+	stRollback:    `ROLLBACK`,
 }
 
 // Savepoints: one per queued operation, and one per event inside an
@@ -214,20 +220,20 @@ type batch struct {
 	errs  []error
 }
 
-// begin opens the next write transaction.
+// begin opens the next write transaction on the writer's connection. A
+// caller's cancellation must not abort the others' transaction, so its
+// statements run without a context.
 func (s *Store) begin() *batch {
 	b := &batch{s: s, start: time.Now()}
 	if p := s.broken.Load(); p != nil {
 		b.err = *p
 		return b
 	}
-	ctx := context.Background() // a caller's cancellation must not abort the others' transaction
-	tx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
+	if _, err := s.stmts[stBegin].Exec(); err != nil {
 		b.err = fmt.Errorf("begin: %w", err)
 		return b
 	}
-	b.w = &wtx{s: s, ctx: ctx, tx: tx}
+	b.w = &wtx{s: s}
 	return b
 }
 
@@ -248,14 +254,14 @@ func (b *batch) run(o *op) {
 	mark := len(b.w.pending)
 	if o.single {
 		if err := o.fn(b.w); err != nil {
-			b.w.tx.Rollback()
+			b.w.rollback()
 			b.w, b.err = nil, err
 		}
 		return
 	}
 	ferr, err := b.w.savepoint(spOp, o.fn)
 	if err != nil {
-		b.w.tx.Rollback()
+		b.w.rollback()
 		b.w, b.err = nil, err
 		return
 	}
@@ -286,7 +292,8 @@ func (b *batch) drain(queue <-chan *op) {
 func (b *batch) commit() (committed, bool) {
 	s := b.s
 	if b.w != nil {
-		if err := b.w.tx.Commit(); err != nil {
+		if _, err := s.stmts[stCommit].Exec(); err != nil {
+			b.w.rollback() // a failed COMMIT leaves the transaction open
 			b.w, b.err = nil, fmt.Errorf("commit: %w", err)
 		}
 	}
@@ -310,10 +317,15 @@ func (b *batch) commit() (committed, bool) {
 // wtx is the state of one batch transaction on the writer goroutine.
 type wtx struct {
 	s       *Store
-	ctx     context.Context
-	tx      *sql.Tx
-	st      [numStmts]*sql.Stmt
 	pending []string // groups appended to, to wake their followers after COMMIT
+}
+
+// rollback undoes the transaction. If that fails, the next BEGIN fails
+// too, and so does every batch until the Store is reopened: logged here.
+func (w *wtx) rollback() {
+	if _, err := w.s.stmts[stRollback].Exec(); err != nil {
+		w.s.log.Error("sqlite: rollback failed", "path", w.s.path, "err", err)
+	}
 }
 
 // savepoint runs fn under a savepoint: on fn's error (ferr) its writes
@@ -334,13 +346,9 @@ func (w *wtx) savepoint(sp int, fn func(w *wtx) error) (ferr, err error) {
 	return ferr, nil
 }
 
-// stmt returns prepared statement i bound to the transaction.
-func (w *wtx) stmt(i int) *sql.Stmt {
-	if w.st[i] == nil {
-		w.st[i] = w.tx.StmtContext(w.ctx, w.s.stmts[i])
-	}
-	return w.st[i]
-}
+// stmt returns prepared statement i of the writer's connection, on which
+// the transaction is open.
+func (w *wtx) stmt(i int) *sql.Stmt { return w.s.stmts[i] }
 
 // ts returns the time stamp for the next appended event: the clock, but
 // never earlier than the last one this Store assigned.
