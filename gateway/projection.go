@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,25 +78,26 @@ var projEpoch = time.Now()
 // again, as long as the positions it holds follow the high-water mark
 // without a gap. Anything else (a store that does not report positions,
 // an import, a gap that stays open) makes the next sync read the log.
+//
+// Appenders only add to in, under mu, for as short as an append to a
+// slice; the sorting and the gap bookkeeping are the taker's, who holds
+// Relay.projMu.
 type projQueue struct {
 	mu    sync.Mutex
-	facts map[int64]projection.Facts
-	stale bool  // appends without positions: read the log
-	gapAt int64 // when a gap after the mark was first seen (projEpoch), 0 when none
+	in    []projection.Facts // added since the last take, in no order
+	stale bool               // appends without positions: read the log
+
+	held  []projection.Facts // taken, after a gap, sorted by position (projMu)
+	gapAt int64              // when that gap was first seen (projEpoch), 0 when none (projMu)
 }
 
 // add queues facts; stale says an append did not report the positions of
 // some of its events.
 func (q *projQueue) add(facts []projection.Facts, stale bool) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.facts == nil {
-		q.facts = map[int64]projection.Facts{}
-	}
-	for _, f := range facts {
-		q.facts[f.Pos] = f
-	}
-	q.stale = q.stale || stale || len(q.facts) > projQueueMax
+	q.in = append(q.in, facts...)
+	q.stale = q.stale || stale || len(q.in) > projQueueMax
+	q.mu.Unlock()
 }
 
 func (q *projQueue) markStale() {
@@ -105,30 +108,31 @@ func (q *projQueue) markStale() {
 
 // take removes and returns the queued facts that follow position after
 // without a gap. log says the caller must read the log instead: the queue
-// is stale, or a gap after the mark has stayed open for projGapWait.
+// is stale, or a gap after the mark has stayed open for projGapWait. The
+// caller holds Relay.projMu.
 func (q *projQueue) take(after, now int64) (run []projection.Facts, log bool) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.stale {
+	in, stale := q.in, q.stale
+	q.in = nil
+	q.mu.Unlock()
+	q.held = append(q.held, in...)
+	if stale || len(q.held) > projQueueMax {
+		q.markStale() // until the log is read (readLog)
 		return nil, true
 	}
-	for p := after + 1; ; p++ {
-		f, ok := q.facts[p]
-		if !ok {
-			break
-		}
-		run = append(run, f)
-		delete(q.facts, p)
+	slices.SortFunc(q.held, func(a, b projection.Facts) int { return cmp.Compare(a.Pos, b.Pos) })
+	i := 0
+	for i < len(q.held) && q.held[i].Pos <= after {
+		i++ // applied from the log before it was queued
 	}
-	if len(q.facts) > 0 && len(run) == 0 {
-		for p := range q.facts {
-			if p <= after { // applied from the log before it was queued
-				delete(q.facts, p)
-			}
-		}
+	n := i
+	for n < len(q.held) && q.held[n].Pos == after+1+int64(n-i) {
+		n++
 	}
+	run = slices.Clone(q.held[i:n])
+	q.held = slices.Delete(q.held, 0, n)
 	switch {
-	case len(q.facts) == 0:
+	case len(q.held) == 0:
 		q.gapAt = 0
 	case len(run) > 0 || q.gapAt == 0:
 		q.gapAt = now // a gap, or a new one after this run
@@ -147,16 +151,14 @@ func (q *projQueue) readLog() {
 }
 
 // applied drops the queued facts at or before position upTo (the log
-// was read up to it).
+// was read up to it). The caller holds Relay.projMu.
 func (q *projQueue) applied(upTo int64) {
+	done := func(f projection.Facts) bool { return f.Pos <= upTo }
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	for p := range q.facts {
-		if p <= upTo {
-			delete(q.facts, p)
-		}
-	}
-	if len(q.facts) == 0 {
+	q.in = slices.DeleteFunc(q.in, done)
+	q.mu.Unlock()
+	q.held = slices.DeleteFunc(q.held, done)
+	if len(q.held) == 0 {
 		q.gapAt = 0
 	}
 }

@@ -86,8 +86,8 @@ func TestProjQueue(t *testing.T) {
 		if len(run) != 0 || log {
 			t.Fatalf("take after applied(5) = %v, %v; want nothing", posOf(run), log)
 		}
-		if len(q.facts) != 1 {
-			t.Fatalf("queue holds %d facts, want the one after 5", len(q.facts))
+		if n := len(q.in) + len(q.held); n != 1 {
+			t.Fatalf("queue holds %d facts, want the one after 5", n)
 		}
 	})
 	t.Run("a full queue reads the log", func(t *testing.T) {
