@@ -357,8 +357,31 @@ func TestLingerFor(t *testing.T) {
 		{"concurrent, slow disk", 5, 3, 20 * time.Millisecond, maxLinger},
 		{"large already", 40, lingerOps, time.Millisecond, 0},
 	} {
-		if got := lingerFor(tt.prevOps, tt.ops, tt.lastSync); got != tt.want {
-			t.Errorf("%s: lingerFor(%d, %d, %v) = %v, want %v", tt.name, tt.prevOps, tt.ops, tt.lastSync, got, tt.want)
+		if got := lingerFor(tt.prevOps, tt.ops, lingerOps, tt.lastSync); got != tt.want {
+			t.Errorf("%s: lingerFor(%d, %d, %d, %v) = %v, want %v", tt.name, tt.prevOps, tt.ops, lingerOps, tt.lastSync, got, tt.want)
 		}
+	}
+}
+
+// A transaction left open on the writer's connection (as a failed
+// ROLLBACK would leave it) does not stop later writes: the next batch ends
+// it and begins again.
+func TestBeginEndsATransactionLeftOpen(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
+	if _, err := s.Append(ctx, []ledger.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.wconn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil { // the writer is idle
+		t.Fatal(err)
+	}
+	res, err := s.Append(ctx, []ledger.Record{rec})
+	if err != nil || res[0].Event.Seq != 2 {
+		t.Fatalf("Append() with a transaction left open = %+v, %v, want seq 2", res, err)
 	}
 }

@@ -177,11 +177,11 @@ func (s *Store) writer() {
 			b.drain(queue)
 			if !b.lingered && queue != nil {
 				b.lingered = true
-				if d := lingerFor(prevOps, len(b.ops), time.Duration(s.lastSync.Load())); d > 0 {
+				if d := lingerFor(prevOps, len(b.ops), s.lingerOps(), time.Duration(s.lastSync.Load())); d > 0 {
 					linger = time.NewTimer(d)
 				}
 			}
-			if linger == nil || queue == nil || len(b.ops) >= lingerOps {
+			if linger == nil || queue == nil || len(b.ops) >= s.lingerOps() {
 				if linger != nil {
 					linger.Stop()
 					linger = nil
@@ -244,16 +244,20 @@ const (
 	maxLinger = 500 * time.Microsecond // the longest wait, whatever the disk
 )
 
+// lingerOps is how many operations end a transaction's wait for more:
+// lingerOps, or fewer when Options.MaxBatch caps transactions lower.
+func (s *Store) lingerOps() int { return min(lingerOps, s.maxBatch) }
+
 // lingerFor returns how long a transaction holding ops operations waits
 // for more before it commits, when the last commit carried prevOps and the
 // last fsync took lastSync: as long as that fsync (so that a commit lands
 // at most every other fsync's time), at most maxLinger, and not at all for
 // a lone caller (the last commit had one operation) or once the
-// transaction holds lingerOps. The WAL writes and the fsync of a commit
-// cost as much CPU as ten appends; at 64 clients on a fast disk the writer
-// committed every 3–10 appends.
-func lingerFor(prevOps, ops int, lastSync time.Duration) time.Duration {
-	if prevOps < 2 || ops >= lingerOps {
+// transaction holds enough (full). The WAL writes and the fsync of a
+// commit cost as much CPU as ten appends; at 64 clients on a fast disk the
+// writer committed every 3 appends.
+func lingerFor(prevOps, ops, full int, lastSync time.Duration) time.Duration {
+	if prevOps < 2 || ops >= full {
 		return 0
 	}
 	return min(lastSync, maxLinger)
@@ -281,7 +285,16 @@ func (s *Store) begin() *batch {
 		b.err = *p
 		return b
 	}
-	if _, err := s.stmts[stBegin].Exec(); err != nil {
+	_, err := s.stmts[stBegin].Exec()
+	if err != nil {
+		// A transaction left open (a ROLLBACK that failed after an
+		// error) is ended here, and BEGIN tried once more; when none
+		// was open, ROLLBACK fails and BEGIN's error stands.
+		if _, rerr := s.stmts[stRollback].Exec(); rerr == nil {
+			_, err = s.stmts[stBegin].Exec()
+		}
+	}
+	if err != nil {
 		b.err = fmt.Errorf("begin: %w", err)
 		return b
 	}
@@ -372,13 +385,10 @@ type wtx struct {
 	pending []string // groups appended to, to wake their followers after COMMIT
 }
 
-// rollback undoes the transaction. If that fails, the next BEGIN fails
-// too, and so does every batch until the Store is reopened: logged here.
-func (w *wtx) rollback() {
-	if _, err := w.s.stmts[stRollback].Exec(); err != nil {
-		w.s.log.Error("sqlite: rollback failed", "path", w.s.path, "err", err)
-	}
-}
+// rollback undoes the transaction. Its error is not the callers': they
+// fail with the error that made the writer roll back, and a transaction
+// a failed ROLLBACK leaves open is ended by the next begin.
+func (w *wtx) rollback() { w.s.stmts[stRollback].Exec() }
 
 // savepoint runs fn under a savepoint: on fn's error (ferr) its writes
 // are undone. err reports a failure of the savepoint statements
