@@ -16,8 +16,10 @@
 package projection
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/url"
@@ -31,7 +33,7 @@ import (
 
 // Schema is the version of the tables; a DB of another version is reset
 // on Open, to be rebuilt from the ledger.
-const Schema = 4
+const Schema = 5
 
 // JoinKind says how an actor joined a thread.
 type JoinKind int
@@ -203,8 +205,7 @@ type DB struct {
 
 const schema = `
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v ANY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS joins(grp TEXT, thread TEXT, kind INTEGER, token TEXT, seq INTEGER,
-	PRIMARY KEY(grp, thread, kind, token)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS joins(grp TEXT, thread TEXT, v BLOB, PRIMARY KEY(grp, thread)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS marks(grp TEXT, event TEXT, kind INTEGER, actor TEXT,
 	PRIMARY KEY(grp, event, kind, actor)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS groups(grp TEXT PRIMARY KEY, events INTEGER, last_seq INTEGER,
@@ -213,10 +214,9 @@ CREATE TABLE IF NOT EXISTS actors(key TEXT PRIMARY KEY, id TEXT, events INTEGER,
 	owes INTEGER, last_ts TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS owed(actor TEXT, event TEXT, msg TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS owed_msg ON owed(actor, msg) WHERE msg != '';
-CREATE TABLE IF NOT EXISTS owe(token TEXT, event TEXT, grp TEXT, pos INTEGER, obligation INTEGER, ackable INTEGER, open INTEGER,
-	PRIMARY KEY(token, event)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS owe_open ON owe(token, event) WHERE open = 1;
-CREATE INDEX IF NOT EXISTS owe_event ON owe(event);
+CREATE TABLE IF NOT EXISTS owe(token TEXT, open INTEGER, event TEXT, grp TEXT, pos INTEGER, obligation INTEGER, ackable INTEGER,
+	PRIMARY KEY(token, open, event)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS owe_event ON owe(event) WHERE obligation = 1;
 CREATE TABLE IF NOT EXISTS owe_tokens(token TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS waits(actor TEXT, event TEXT, grp TEXT, pos INTEGER, author TEXT, handoff INTEGER,
 	open INTEGER, discharged_by TEXT, resolved_by TEXT, rung INTEGER, escalated_to TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
@@ -403,7 +403,9 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 
 // Apply's statements, by index into stmtText and DB.stmts.
 const (
-	stJoin = iota
+	stJoinNew = iota
+	stJoinGet
+	stJoinSet
 	stMark
 	stGroup
 	stActor
@@ -424,7 +426,12 @@ const (
 )
 
 var stmtText = [nStmts]string{
-	stJoin: `INSERT INTO joins(grp, thread, kind, token, seq) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	// A thread's joins are one row (joinSet): the first event of a
+	// thread inserts it, a later one reads it and rewrites it when it
+	// adds a participant.
+	stJoinNew: `INSERT INTO joins(grp, thread, v) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`,
+	stJoinGet: `SELECT v FROM joins WHERE grp = ? AND thread = ?`,
+	stJoinSet: `UPDATE joins SET v = ?3 WHERE grp = ?1 AND thread = ?2`,
 	stMark: `INSERT INTO marks(grp, event, kind, actor) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	stGroup: `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`,
@@ -435,10 +442,10 @@ var stmtText = [nStmts]string{
 	// scanned all the actor's open items for every settlement.
 	stSettle:       `DELETE FROM owed WHERE actor = ?1 AND event = ?2`,
 	stSettleMsg:    `DELETE FROM owed WHERE actor = ?1 AND msg = ?2 AND msg != ''`,
-	stOweItem:      `INSERT INTO owe(token, event, grp, pos, obligation, ackable, open) VALUES(?, ?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`,
+	stOweItem:      `INSERT INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES(?, 1, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	stOweToken:     `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`,
-	stOweSettle:    `UPDATE owe SET open = 0 WHERE token = ?1 AND event = ?2 AND open = 1 AND (obligation = 0 OR (?3 AND ackable = 1))`,
-	stOweDischarge: `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1`,
+	stOweSettle:    `UPDATE owe SET open = 0 WHERE token = ?1 AND open = 1 AND event = ?2 AND (obligation = 0 OR (?3 AND ackable = 1))`,
+	stOweDischarge: `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1 AND open = 1`,
 	stWait: `INSERT INTO waits(actor, event, grp, pos, author, handoff, open, discharged_by, resolved_by, rung, escalated_to)
 			VALUES(?, ?, ?, ?, ?, ?, 1, '', '', 0, '') ON CONFLICT DO NOTHING`,
 	stWaitRung:    `UPDATE waits SET rung = ?1, escalated_to = ?2 WHERE event = ?3 AND open = 1 AND rung < ?1`,
@@ -472,14 +479,19 @@ func newApplier(p *DB, tx *sql.Tx) *applier {
 	return &applier{tx: tx, db: p, groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}}
 }
 
-// exec runs statement i in the Apply's transaction.
-func (a *applier) exec(ctx context.Context, i int, args ...any) (sql.Result, error) {
+// stmt returns statement i bound to the Apply's transaction.
+func (a *applier) stmt(ctx context.Context, i int) *sql.Stmt {
 	st := a.bound[i]
 	if st == nil {
 		st = a.tx.StmtContext(ctx, a.db.stmts[i])
 		a.bound[i] = st
 	}
-	return st.ExecContext(ctx, args...)
+	return st
+}
+
+// exec runs statement i in the Apply's transaction.
+func (a *applier) exec(ctx context.Context, i int, args ...any) (sql.Result, error) {
+	return a.stmt(ctx, i).ExecContext(ctx, args...)
 }
 
 func (a *applier) apply(ctx context.Context, f *Facts) error {
@@ -490,10 +502,8 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 	}
 	g.Events++
 	g.LastSeq, g.LastPos, g.LastTS, g.LastEvent = f.Seq, f.Pos, f.TS, f.EventID
-	for _, j := range f.Joins {
-		if _, err := a.exec(ctx, stJoin, f.Group, j.Thread, int(j.Kind), j.Token, f.Seq); err != nil {
-			return err
-		}
+	if err := a.applyJoins(ctx, f); err != nil {
+		return err
 	}
 	for _, m := range f.Marks {
 		if _, err := a.exec(ctx, stMark, f.Group, m.Event, int(m.Kind), m.Actor); err != nil {
@@ -533,6 +543,44 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 			}
 			n, _ := res.RowsAffected()
 			d.owes += n
+		}
+	}
+	return nil
+}
+
+// applyJoins adds f's joins to their threads' rows, at f.Seq: one
+// INSERT for a thread's first event, a read and at most one write for
+// a later one.
+func (a *applier) applyJoins(ctx context.Context, f *Facts) error {
+	for i, j := range f.Joins {
+		if slices.ContainsFunc(f.Joins[:i], func(k Join) bool { return k.Thread == j.Thread }) {
+			continue // done with the first join of its thread
+		}
+		var set joinSet
+		for _, k := range f.Joins[i:] {
+			if k.Thread == j.Thread {
+				set = set.add(k.Kind, k.Token, f.Seq)
+			}
+		}
+		res, err := a.exec(ctx, stJoinNew, f.Group, j.Thread, []byte(set))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			continue
+		}
+		var old []byte
+		if err := a.stmt(ctx, stJoinGet).QueryRowContext(ctx, f.Group, j.Thread).Scan(&old); err != nil {
+			return err
+		}
+		merged := joinSet(old)
+		for k := range set.all {
+			merged = merged.add(k.Kind, k.Token, k.Seq)
+		}
+		if len(merged) != len(old) {
+			if _, err := a.exec(ctx, stJoinSet, f.Group, j.Thread, []byte(merged)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -617,20 +665,20 @@ func b2i(b bool) int {
 
 // Joins returns the joins of the thread of group, in no order.
 func (p *DB) Joins(ctx context.Context, group, thread string) ([]Join, error) {
-	rows, err := p.db.QueryContext(ctx, `SELECT kind, token, seq FROM joins WHERE grp = ? AND thread = ?`, group, thread)
+	var v []byte
+	err := p.db.QueryRowContext(ctx, `SELECT v FROM joins WHERE grp = ? AND thread = ?`, group, thread).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("projection: joins of %q: %w", thread, err)
 	}
-	defer rows.Close()
 	var out []Join
-	for rows.Next() {
-		j := Join{Thread: thread}
-		if err := rows.Scan(&j.Kind, &j.Token, &j.Seq); err != nil {
-			return nil, fmt.Errorf("projection: joins of %q: %w", thread, err)
-		}
+	for j := range joinSet(v).all {
+		j.Thread = thread
 		out = append(out, j)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // maxParams bounds the ids of one Marks query (SQLite's default limit of
@@ -714,7 +762,7 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 	var out []string
 	for _, q := range []string{
 		`SELECT 'meta', k, v, '', '', '' FROM meta ORDER BY k`,
-		`SELECT 'join', grp, thread, kind, token, seq FROM joins ORDER BY grp, thread, kind, token`,
+		joinsDump,
 		`SELECT 'mark', grp, event, kind, actor, '' FROM marks ORDER BY grp, event, kind, actor`,
 		`SELECT 'group', grp, events, last_seq, last_pos, last_ts || ' ' || last_event FROM groups ORDER BY grp`,
 		`SELECT 'actor', key, id, events, addressed, owes || ' ' || last_ts FROM actors ORDER BY key`,
@@ -734,6 +782,10 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 				rows.Close()
 				return nil, fmt.Errorf("projection: dump: %w", err)
 			}
+			if q == joinsDump {
+				out = append(out, dumpJoins(c[1], c[2], c[3])...)
+				continue
+			}
 			out = append(out, fmt.Sprintf("%v|%v|%v|%v|%v|%v", c[0], c[1], c[2], c[3], c[4], c[5]))
 		}
 		err = rows.Err()
@@ -743,6 +795,26 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// joinsDump is Dump's query of the joins table, a row per thread that
+// dumpJoins makes a line per join.
+const joinsDump = `SELECT 'join', grp, thread, v, '', '' FROM joins ORDER BY grp, thread`
+
+// dumpJoins returns a Dump line per join of a thread's row, in (kind,
+// token) order.
+func dumpJoins(grp, thread, v any) []string {
+	b, _ := v.([]byte)
+	var joins []Join
+	for j := range joinSet(b).all {
+		joins = append(joins, j)
+	}
+	slices.SortFunc(joins, func(a, b Join) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Token, b.Token)) })
+	out := make([]string, len(joins))
+	for i, j := range joins {
+		out[i] = fmt.Sprintf("join|%v|%v|%d|%s|%d", grp, thread, j.Kind, j.Token, j.Seq)
+	}
+	return out
 }
 
 // OweTokens returns the role and group selectors ("@reviewer", "@all")
@@ -772,32 +844,18 @@ func (p *DB) OweTokens(ctx context.Context) ([]string, error) {
 // is a keyset range of an index: O(limit × tokens).
 func (p *DB) Owed(ctx context.Context, tokens []string, after string, all bool, limit int) ([]OweRow, error) {
 	limit = min(max(limit, 1), 1000)
-	q := `SELECT event, grp, pos FROM owe INDEXED BY owe_open WHERE token = ? AND open = 1 AND event > ? ORDER BY event LIMIT ?`
+	// The key is (token, open, event): a range per token and state.
+	open := []int{1}
 	if all {
-		q = `SELECT event, grp, pos FROM owe WHERE token = ? AND event > ? ORDER BY event LIMIT ?`
+		open = []int{0, 1}
 	}
 	seen := map[string]bool{}
 	var out []OweRow
 	for _, t := range tokens {
-		rows, err := p.db.QueryContext(ctx, q, t, after, limit)
-		if err != nil {
-			return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
-		}
-		for rows.Next() {
-			var o OweRow
-			if err := rows.Scan(&o.Event, &o.Group, &o.Pos); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
+		for _, o := range open {
+			if err := p.owedRange(ctx, &out, seen, t, o, after, limit); err != nil {
+				return nil, err
 			}
-			if !seen[o.Event] {
-				seen[o.Event] = true
-				out = append(out, o)
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
 		}
 	}
 	slices.SortFunc(out, func(a, b OweRow) int { return strings.Compare(a.Event, b.Event) })
@@ -805,6 +863,30 @@ func (p *DB) Owed(ctx context.Context, tokens []string, after string, all bool, 
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// owedRange appends to out the items of token in state open after
+// after, at most limit, that are not in seen.
+func (p *DB) owedRange(ctx context.Context, out *[]OweRow, seen map[string]bool, t string, open int, after string, limit int) error {
+	rows, err := p.db.QueryContext(ctx, `SELECT event, grp, pos FROM owe WHERE token = ? AND open = ? AND event > ? ORDER BY event LIMIT ?`, t, open, after, limit)
+	if err != nil {
+		return fmt.Errorf("projection: owed by %q: %w", t, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var o OweRow
+		if err := rows.Scan(&o.Event, &o.Group, &o.Pos); err != nil {
+			return fmt.Errorf("projection: owed by %q: %w", t, err)
+		}
+		if !seen[o.Event] {
+			seen[o.Event] = true
+			*out = append(*out, o)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("projection: owed by %q: %w", t, err)
+	}
+	return nil
 }
 
 // Waits returns the obligations actor (lower case) authored or is the
@@ -849,4 +931,47 @@ func (p *DB) Evidence(ctx context.Context, event string) ([]Answer, error) {
 		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// joinSet is a thread's joins as the joins table keeps them, one row per
+// thread: for each join in the order applied, its kind (a byte), its
+// token (a uvarint length, then the bytes) and the seq from which it
+// takes part (a varint). A (kind, token) appears once, with the seq of
+// the first event that made it.
+type joinSet []byte
+
+// add returns s with the join (kind, token) from seq, or s itself when
+// it already has (kind, token).
+func (s joinSet) add(kind JoinKind, token string, seq int64) joinSet {
+	for j := range s.all {
+		if j.Kind == kind && j.Token == token {
+			return s
+		}
+	}
+	s = append(s, byte(kind))
+	s = binary.AppendUvarint(s, uint64(len(token)))
+	s = append(s, token...)
+	return binary.AppendVarint(s, seq)
+}
+
+// all yields the joins of s (their Thread unset), in the order added;
+// it stops at bytes it cannot read.
+func (s joinSet) all(yield func(Join) bool) {
+	for len(s) > 0 {
+		kind := JoinKind(s[0])
+		n, k := binary.Uvarint(s[1:])
+		if k <= 0 || n > uint64(len(s)-1-k) {
+			return
+		}
+		s = s[1+k:]
+		token := string(s[:n])
+		seq, k := binary.Varint(s[n:])
+		if k <= 0 {
+			return
+		}
+		s = s[int(n)+k:]
+		if !yield(Join{Kind: kind, Token: token, Seq: seq}) {
+			return
+		}
+	}
 }
