@@ -432,7 +432,7 @@ var stmtText = [nStmts]string{
 	stJoinNew: `INSERT INTO joins(grp, thread, v) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`,
 	stJoinGet: `SELECT v FROM joins WHERE grp = ? AND thread = ?`,
 	stJoinSet: `UPDATE joins SET v = ?3 WHERE grp = ?1 AND thread = ?2`,
-	stMark: `INSERT INTO marks(grp, event, kind, actor) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	stMark:    `INSERT INTO marks(grp, event, kind, actor) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	stGroup: `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`,
 	stActor: `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
