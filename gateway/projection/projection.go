@@ -205,7 +205,9 @@ type DB struct {
 
 const schema = `
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v ANY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS joins(grp TEXT, thread TEXT, v BLOB, PRIMARY KEY(grp, thread)) WITHOUT ROWID;
+-- Thread first: threads are ULIDs, so new threads insert at one end
+-- of the table, whatever the number of groups.
+CREATE TABLE IF NOT EXISTS joins(thread TEXT, grp TEXT, v BLOB, PRIMARY KEY(thread, grp)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS marks(grp TEXT, event TEXT, kind INTEGER, actor TEXT,
 	PRIMARY KEY(grp, event, kind, actor)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS groups(grp TEXT PRIMARY KEY, events INTEGER, last_seq INTEGER,
