@@ -82,6 +82,28 @@ func (s *ledgerSim) reply(f *projection.Facts) {
 	f.Answers = []projection.Answer{{Event: r.event, Actor: "READER", Reply: true}}
 }
 
+// obligation is a HANDOFF-like obligation from BENCH to READER, named
+// twice (as written and as the address book names it), that its ack
+// settles.
+func (s *ledgerSim) obligation(f *projection.Facts) {
+	s.request(f)
+	f.Owes = []projection.Owe{{Token: "reader", Obligation: true, Ack: true}, {Token: "reader", Obligation: true, Ack: true}, {Token: "@reviewer", Obligation: true}}
+	f.Waits, f.WaitAuthor, f.WaitHandoff = []string{"bench"}, "BENCH", true
+	f.Actors = append(f.Actors, f.Actors[1])
+}
+
+// discharge is BENCH's discharge of its oldest open request (an
+// obligation or not).
+func (s *ledgerSim) discharge(f *projection.Facts) {
+	r := s.open[0]
+	s.open = s.open[1:]
+	s.next(f)
+	f.Group = r.group
+	f.Marks = []projection.Mark{{Event: r.event, Kind: projection.MarkDischarged}}
+	f.Actors = []projection.ActorFact{{ID: "bench", Wrote: true}}
+	f.Discharges, f.DischargedBy = r.event, "BENCH"
+}
+
 // batch fills fs with the next events: requests only, or one in four
 // an ack or a reply of an earlier request when mixed.
 func (s *ledgerSim) batch(fs []projection.Facts, mixed bool) {

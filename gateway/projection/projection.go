@@ -200,7 +200,9 @@ type DB struct {
 	// stmts are Apply's statements, prepared once on the DB's one
 	// connection; an Apply binds those it uses to its transaction
 	// (sql.Tx.StmtContext reuses the connection's prepared statement).
+	// multi are its multi-row inserts, one per kind of row and chunk.
 	stmts [nStmts]*sql.Stmt
+	multi [nMulti][len(chunks)]*sql.Stmt
 }
 
 const schema = `
@@ -265,12 +267,19 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("projection: open %q: %w", path, err)
 	}
 	for i, q := range stmtText {
-		st, err := db.PrepareContext(ctx, q)
-		if err != nil {
+		if p.stmts[i], err = db.PrepareContext(ctx, q); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("projection: open %q: preparing: %w", path, err)
 		}
-		p.stmts[i] = st
+	}
+	for m, t := range multiText {
+		for c, n := range chunks {
+			q := t.head + t.row + strings.Repeat(", "+t.row, n-1) + t.tail
+			if p.multi[m][c], err = db.PrepareContext(ctx, q); err != nil {
+				p.Close()
+				return nil, fmt.Errorf("projection: open %q: preparing: %w", path, err)
+			}
+		}
 	}
 	return p, nil
 }
@@ -305,6 +314,13 @@ func (p *DB) Close() error {
 	for _, st := range p.stmts {
 		if st != nil {
 			st.Close()
+		}
+	}
+	for _, sts := range p.multi {
+		for _, st := range sts {
+			if st != nil {
+				st.Close()
+			}
 		}
 	}
 	return p.db.Close()
@@ -372,11 +388,11 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
 	defer tx.Rollback()
+	a := newApplier(p, tx)
 	var hwm int64
-	if err := tx.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'pos'`).Scan(&hwm); err != nil {
+	if err := a.stmt(ctx, stHighWater).QueryRowContext(ctx).Scan(&hwm); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
-	a := newApplier(p, tx)
 	var last *Facts
 	for i := range facts {
 		f := &facts[i]
@@ -394,7 +410,7 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 	if err := a.flush(ctx); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE meta SET v = CASE k WHEN 'pos' THEN ? ELSE ? END WHERE k IN ('pos', 'event')`, last.Pos, last.EventID); err != nil {
+	if _, err := a.exec(ctx, stSetHighWater, last.Pos, last.EventID); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -405,16 +421,13 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 
 // Apply's statements, by index into stmtText and DB.stmts.
 const (
-	stJoinNew = iota
+	stHighWater = iota
+	stSetHighWater
 	stJoinGet
 	stJoinSet
-	stMark
 	stGroup
 	stActor
-	stOwe
 	stSettle
-	stSettleMsg
-	stOweItem
 	stOweToken
 	stOweSettle
 	stOweDischarge
@@ -428,23 +441,21 @@ const (
 )
 
 var stmtText = [nStmts]string{
-	// A thread's joins are one row (joinSet): the first event of a
-	// thread inserts it, a later one reads it and rewrites it when it
-	// adds a participant.
-	stJoinNew: `INSERT INTO joins(grp, thread, v) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`,
-	stJoinGet: `SELECT v FROM joins WHERE grp = ? AND thread = ?`,
-	stJoinSet: `UPDATE joins SET v = ?3 WHERE grp = ?1 AND thread = ?2`,
-	stMark:    `INSERT INTO marks(grp, event, kind, actor) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	stHighWater:    `SELECT v FROM meta WHERE k = 'pos'`,
+	stSetHighWater: `UPDATE meta SET v = CASE k WHEN 'pos' THEN ? ELSE ? END WHERE k IN ('pos', 'event')`,
+	// A thread's joins are one row (joinSet): the first Apply that
+	// meets the thread inserts it (mJoin), a later one reads it and
+	// rewrites it when it adds a participant.
+	stJoinGet: `SELECT v FROM joins WHERE thread = ? AND grp = ?`,
+	stJoinSet: `UPDATE joins SET v = ?3 WHERE thread = ?1 AND grp = ?2`,
 	stGroup: `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`,
 	stActor: `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, owes = owes + ?5, last_ts = ?6`,
-	stOwe: `INSERT INTO owed(actor, event, msg) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`,
-	// Two statements, each a search of an index: with an OR, SQLite
-	// scanned all the actor's open items for every settlement.
-	stSettle:       `DELETE FROM owed WHERE actor = ?1 AND event = ?2`,
-	stSettleMsg:    `DELETE FROM owed WHERE actor = ?1 AND msg = ?2 AND msg != ''`,
-	stOweItem:      `INSERT INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES(?, 1, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	// The owed item of the actor that is the event ?2 or has the
+	// message id ?2: each a search of an index (with an OR, SQLite
+	// scanned all the actor's open items).
+	stSettle:       `DELETE FROM owed WHERE actor = ?1 AND event IN (SELECT ?2 UNION ALL SELECT event FROM owed WHERE actor = ?1 AND msg = ?2 AND msg != '')`,
 	stOweToken:     `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`,
 	stOweSettle:    `UPDATE owe SET open = 0 WHERE token = ?1 AND open = 1 AND event = ?2 AND (obligation = 0 OR (?3 AND ackable = 1))`,
 	stOweDischarge: `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1 AND open = 1`,
@@ -458,17 +469,65 @@ var stmtText = [nStmts]string{
 			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND open = 1) ON CONFLICT DO NOTHING`,
 }
 
+// The kinds of rows an Apply gathers and inserts at its end, many a
+// statement (multiText, DB.multi): the joins, marks, owe items and
+// owed items of its events. Nothing the Apply runs reads joins or
+// marks; a settlement or discharge applies to the owe and owed items
+// gathered (applier.settleOwe, settleOwed, dischargeOwe) as its
+// statement does to those inserted, so each event sees what it would
+// have seen had every row gone in at once.
+const (
+	mJoin = iota
+	mMark
+	mOwe
+	mOwed
+	nMulti
+)
+
+// chunks are the row counts of the prepared multi-row inserts, largest
+// first: n rows take one statement per chunk that fits, a few for any n.
+var chunks = [...]int{64, 16, 4, 1}
+
+// multiText are the multi-row inserts: head, then row once per row,
+// then tail. The joins' RETURNING names the threads that were new.
+var multiText = [nMulti]struct{ head, row, tail string }{
+	mJoin: {`INSERT INTO joins(thread, grp, v) VALUES `, `(?, ?, ?)`, ` ON CONFLICT DO NOTHING RETURNING thread, grp`},
+	mMark: {`INSERT INTO marks(grp, event, kind, actor) VALUES `, `(?, ?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
+	mOwe:  {`INSERT INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
+	mOwed: {`INSERT INTO owed(actor, event, msg) VALUES `, `(?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
+}
+
 // applier is one Apply: its transaction, the statements it used so far
-// bound to it, and the group and actor counters of the facts applied so
-// far, written once per Apply (flush): a row per group and actor
-// touched instead of one per event.
+// bound to it, the rows it has yet to insert, and the group and actor
+// counters of the facts applied so far, written once per Apply (flush):
+// a row per group and actor touched instead of one per event.
 type applier struct {
 	tx     *sql.Tx
 	db     *DB
 	bound  [nStmts]*sql.Stmt
+	multi  [nMulti][len(chunks)]*sql.Stmt // bound as they are used
 	groups map[string]*GroupSummary
 	actors map[string]*actorDelta
+	// The rows gathered: the threads' joins, merged (joins, by thread
+	// and group, in the order met), the marks (mMark's arguments, row
+	// after row), the owe and owed items.
+	joins map[[2]string]*joinSet
+	order [][2]string
+	marks []any
+	owe   []oweItem
+	owed  []owedItem
+	args  []any // scratch for insert's arguments
 }
+
+// oweItem is a row of owe an Apply has yet to insert.
+type oweItem struct {
+	token, event, grp       string
+	pos                     int64
+	obligation, ack, closed bool
+}
+
+// owedItem is a row of owed an Apply has yet to insert.
+type owedItem struct{ actor, event, msg string }
 
 // actorDelta is what an Apply adds to an actor's row.
 type actorDelta struct {
@@ -478,7 +537,7 @@ type actorDelta struct {
 }
 
 func newApplier(p *DB, tx *sql.Tx) *applier {
-	return &applier{tx: tx, db: p, groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}}
+	return &applier{tx: tx, db: p, groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}, joins: map[[2]string]*joinSet{}}
 }
 
 // stmt returns statement i bound to the Apply's transaction.
@@ -496,6 +555,56 @@ func (a *applier) exec(ctx context.Context, i int, args ...any) (sql.Result, err
 	return a.stmt(ctx, i).ExecContext(ctx, args...)
 }
 
+// insert inserts rows of kind m, their arguments one row after
+// another, in chunks, and passes each row their RETURNING clause
+// yields to ret (nil when it has none). It returns how many rows went
+// in (0 with ret).
+func (a *applier) insert(ctx context.Context, m int, args []any, ret func(*sql.Rows) error) (int64, error) {
+	k := strings.Count(multiText[m].row, "?")
+	var total int64
+	for len(args) > 0 {
+		c := 0
+		for chunks[c]*k > len(args) {
+			c++
+		}
+		st := a.multi[m][c]
+		if st == nil {
+			st = a.tx.StmtContext(ctx, a.db.multi[m][c])
+			a.multi[m][c] = st
+		}
+		n := chunks[c] * k
+		if ret != nil {
+			if err := query(ctx, st, args[:n], ret); err != nil {
+				return 0, err
+			}
+		} else {
+			res, err := st.ExecContext(ctx, args[:n]...)
+			if err != nil {
+				return 0, err
+			}
+			affected, _ := res.RowsAffected()
+			total += affected
+		}
+		args = args[n:]
+	}
+	return total, nil
+}
+
+// query runs st and passes each row to each.
+func query(ctx context.Context, st *sql.Stmt, args []any, each func(*sql.Rows) error) error {
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 func (a *applier) apply(ctx context.Context, f *Facts) error {
 	g, ok := a.groups[f.Group]
 	if !ok {
@@ -504,13 +613,18 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 	}
 	g.Events++
 	g.LastSeq, g.LastPos, g.LastTS, g.LastEvent = f.Seq, f.Pos, f.TS, f.EventID
-	if err := a.applyJoins(ctx, f); err != nil {
-		return err
+	for _, j := range f.Joins {
+		key := [2]string{j.Thread, f.Group}
+		set := a.joins[key]
+		if set == nil {
+			set = new(joinSet)
+			a.joins[key] = set
+			a.order = append(a.order, key)
+		}
+		*set = set.add(j.Kind, j.Token, f.Seq)
 	}
 	for _, m := range f.Marks {
-		if _, err := a.exec(ctx, stMark, f.Group, m.Event, int(m.Kind), m.Actor); err != nil {
-			return err
-		}
+		a.marks = append(a.marks, f.Group, m.Event, int(m.Kind), m.Actor)
 	}
 	if err := a.applyOpenSets(ctx, f); err != nil {
 		return err
@@ -529,67 +643,78 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 			if id == "" {
 				continue
 			}
-			for _, st := range []int{stSettle, stSettleMsg} {
-				res, err := a.exec(ctx, st, key, id)
-				if err != nil {
-					return err
-				}
-				n, _ := res.RowsAffected()
-				d.owes -= n
-			}
-		}
-		if af.Owes {
-			res, err := a.exec(ctx, stOwe, key, f.EventID, af.Msg)
+			a.settleOwed(key, id)
+			res, err := a.exec(ctx, stSettle, key, id)
 			if err != nil {
 				return err
 			}
 			n, _ := res.RowsAffected()
-			d.owes += n
+			d.owes -= n
 		}
+		if af.Owes && !gathered(a.owed, func(o owedItem) bool { return o.event == f.EventID }, func(o owedItem) bool { return o.actor == key }) {
+			a.owed = append(a.owed, owedItem{key, f.EventID, af.Msg})
+		}
+	}
+	if len(a.owed) >= maxGathered {
+		return a.insertOwed(ctx)
 	}
 	return nil
 }
 
-// applyJoins adds f's joins to their threads' rows, at f.Seq: one
-// INSERT for a thread's first event, a read and at most one write for
-// a later one.
-func (a *applier) applyJoins(ctx context.Context, f *Facts) error {
-	for i, j := range f.Joins {
-		if slices.ContainsFunc(f.Joins[:i], func(k Join) bool { return k.Thread == j.Thread }) {
-			continue // done with the first join of its thread
-		}
-		var set joinSet
-		for _, k := range f.Joins[i:] {
-			if k.Thread == j.Thread {
-				set = set.add(k.Kind, k.Token, f.Seq)
-			}
-		}
-		res, err := a.exec(ctx, stJoinNew, f.Group, j.Thread, []byte(set))
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			continue
-		}
-		var old []byte
-		if err := a.stmt(ctx, stJoinGet).QueryRowContext(ctx, f.Group, j.Thread).Scan(&old); err != nil {
-			return err
-		}
-		merged := joinSet(old)
-		for k := range set.all {
-			merged = merged.add(k.Kind, k.Token, k.Seq)
-		}
-		if len(merged) != len(old) {
-			if _, err := a.exec(ctx, stJoinSet, f.Group, j.Thread, []byte(merged)); err != nil {
-				return err
-			}
+// gathered reports whether an item of the event being applied (those
+// of, at the end of items) is same.
+func gathered[T any](items []T, of, same func(T) bool) bool {
+	for i := len(items) - 1; i >= 0 && of(items[i]); i-- {
+		if same(items[i]) {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
-// flush writes the group and actor counters of the facts applied.
+// settleOwed drops the owed items gathered that stSettle deletes: the
+// actor's with the event or message id id. They were never counted.
+func (a *applier) settleOwed(actor, id string) {
+	a.owed = slices.DeleteFunc(a.owed, func(o owedItem) bool {
+		return o.actor == actor && (o.event == id || o.msg == id && o.msg != "")
+	})
+}
+
+// settleOwe closes the owe items gathered that stOweSettle closes.
+func (a *applier) settleOwe(st Settle) {
+	for i := range a.owe {
+		o := &a.owe[i]
+		if o.token == st.Token && o.event == st.Event && (!o.obligation || st.Ack && o.ack) {
+			o.closed = true
+		}
+	}
+}
+
+// dischargeOwe closes the owe items gathered that stOweDischarge
+// closes.
+func (a *applier) dischargeOwe(event string) {
+	for i := range a.owe {
+		if o := &a.owe[i]; o.event == event && o.obligation {
+			o.closed = true
+		}
+	}
+}
+
+// flush inserts the rows gathered and writes the group and actor
+// counters of the facts applied.
 func (a *applier) flush(ctx context.Context) error {
+	if err := a.insertJoins(ctx); err != nil {
+		return err
+	}
+	if _, err := a.insert(ctx, mMark, a.marks, nil); err != nil {
+		return err
+	}
+	if err := a.insertOwe(ctx); err != nil {
+		return err
+	}
+	if err := a.insertOwed(ctx); err != nil {
+		return err
+	}
 	for _, g := range a.groups {
 		if _, err := a.exec(ctx, stGroup, g.Group, g.Events, g.LastSeq, g.LastPos, g.LastTS, g.LastEvent); err != nil {
 			return err
@@ -598,6 +723,87 @@ func (a *applier) flush(ctx context.Context) error {
 	for key, d := range a.actors {
 		if _, err := a.exec(ctx, stActor, key, d.id, d.events, d.addressed, d.owes, d.lastTS); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// maxGathered bounds the owe and owed items an Apply gathers before it
+// inserts them: settlements look through those gathered.
+const maxGathered = 256
+
+// insertOwe inserts the owe items gathered.
+func (a *applier) insertOwe(ctx context.Context) error {
+	args := a.args[:0]
+	for _, o := range a.owe {
+		args = append(args, o.token, b2i(!o.closed), o.event, o.grp, o.pos, b2i(o.obligation), b2i(o.ack))
+	}
+	_, err := a.insert(ctx, mOwe, args, nil)
+	clear(args)
+	a.args, a.owe = args[:0], a.owe[:0]
+	return err
+}
+
+// insertOwed inserts the owed items gathered, by actor, and counts
+// what each owes more by the rows inserted.
+func (a *applier) insertOwed(ctx context.Context) error {
+	slices.SortStableFunc(a.owed, func(x, y owedItem) int { return strings.Compare(x.actor, y.actor) })
+	for rest := a.owed; len(rest) > 0; {
+		n := 1
+		for n < len(rest) && rest[n].actor == rest[0].actor {
+			n++
+		}
+		args := a.args[:0]
+		for _, o := range rest[:n] {
+			args = append(args, o.actor, o.event, o.msg)
+		}
+		added, err := a.insert(ctx, mOwed, args, nil)
+		clear(args)
+		a.args = args[:0]
+		if err != nil {
+			return err
+		}
+		a.actors[rest[0].actor].owes += added
+		rest = rest[n:]
+	}
+	a.owed = a.owed[:0]
+	return nil
+}
+
+// insertJoins writes the threads' joins gathered: a row for each new
+// thread, in one insert; for a thread met before, its row read and
+// written again when the Apply adds a participant.
+func (a *applier) insertJoins(ctx context.Context) error {
+	args := a.args[:0]
+	for _, key := range a.order {
+		args = append(args, key[0], key[1], []byte(*a.joins[key]))
+	}
+	inserted := make(map[[2]string]bool, len(a.order))
+	_, err := a.insert(ctx, mJoin, args, func(rows *sql.Rows) error {
+		var key [2]string
+		err := rows.Scan(&key[0], &key[1])
+		inserted[key] = true
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, key := range a.order {
+		if inserted[key] {
+			continue
+		}
+		var old []byte
+		if err := a.stmt(ctx, stJoinGet).QueryRowContext(ctx, key[0], key[1]).Scan(&old); err != nil {
+			return err
+		}
+		merged := joinSet(old)
+		for j := range a.joins[key].all {
+			merged = merged.add(j.Kind, j.Token, j.Seq)
+		}
+		if len(merged) != len(old) {
+			if _, err := a.exec(ctx, stJoinSet, key[0], key[1], []byte(merged)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -618,13 +824,18 @@ func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 		}
 	}
 	for _, o := range f.Owes {
-		if _, err := a.exec(ctx, stOweItem, o.Token, f.EventID, f.Group, f.Pos, b2i(o.Obligation), b2i(o.Ack)); err != nil {
-			return err
+		if !gathered(a.owe, func(x oweItem) bool { return x.event == f.EventID }, func(x oweItem) bool { return x.token == o.Token }) {
+			a.owe = append(a.owe, oweItem{token: o.Token, event: f.EventID, grp: f.Group, pos: f.Pos, obligation: o.Obligation, ack: o.Ack})
 		}
 		if strings.HasPrefix(o.Token, "@") {
 			if _, err := a.exec(ctx, stOweToken, o.Token); err != nil {
 				return err
 			}
+		}
+	}
+	if len(a.owe) >= maxGathered {
+		if err := a.insertOwe(ctx); err != nil {
+			return err
 		}
 	}
 	for _, w := range f.Waits {
@@ -633,11 +844,13 @@ func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 		}
 	}
 	for _, st := range f.Settles {
+		a.settleOwe(st)
 		if _, err := a.exec(ctx, stOweSettle, st.Token, st.Event, b2i(st.Ack)); err != nil {
 			return err
 		}
 	}
 	if f.Discharges != "" {
+		a.dischargeOwe(f.Discharges)
 		if _, err := a.exec(ctx, stOweDischarge, f.Discharges); err != nil {
 			return err
 		}
