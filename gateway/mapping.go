@@ -129,8 +129,8 @@ func DedupeKey(env *envelope.Envelope) string {
 }
 
 // record turns one outcome into the record to append: the envelope's event,
-// or a system.notify for a rejection.
-func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record {
+// or a system.notify for a rejection; and the data it marshalled into it.
+func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) (ledger.Record, *EventData) {
 	if o.Reject != nil {
 		return r.rejectionRecord(in, o)
 	}
@@ -248,10 +248,12 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) ledger.Record
 		d.Provenance, _ = provenanceOf(env)
 	}
 	rec.Data, rec.Compact = mustJSON(d), true
-	return rec
+	return rec, &d
 }
 
-func (r *Relay) rejectionRecord(in Intake, o *Outcome) ledger.Record {
+// rejectionRecord is the system.notify recording o's rejection, and its
+// data.
+func (r *Relay) rejectionRecord(in Intake, o *Outcome) (ledger.Record, *EventData) {
 	group := DefaultGroup
 	var x *XCrosstalk
 	if env := o.Envelope; env != nil {
@@ -273,7 +275,7 @@ func (r *Relay) rejectionRecord(in Intake, o *Outcome) ledger.Record {
 	if x == nil {
 		d.X = &XCrosstalk{Transport: in.Transport, Source: in.Source, Principal: in.Principal}
 	}
-	return ledger.Record{Kind: KindNotify, GroupID: group, By: "system", Data: mustJSON(d), Compact: true}
+	return ledger.Record{Kind: KindNotify, GroupID: group, By: "system", Data: mustJSON(d), Compact: true}, &d
 }
 
 // pollTargets reads `meta: poll` `Targets: a, b` (the POLL recipients

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
@@ -27,9 +30,17 @@ type projectingStore struct {
 }
 
 func (s projectingStore) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Result, error) {
+	return s.appendData(ctx, recs, nil)
+}
+
+// appendData is Append with the data the relay marshalled into recs
+// (data[i] for recs[i]; nil, or a nil entry, when it has none): the
+// projections then take the facts of the appended events from it
+// instead of decoding the stored data again.
+func (s projectingStore) appendData(ctx context.Context, recs []ledger.Record, data []*EventData) ([]ledger.Result, error) {
 	res, err := s.Store.Append(ctx, recs)
 	if err == nil {
-		s.r.syncAfterWrite(ctx)
+		s.r.projectAppended(ctx, res, data)
 	}
 	return res, err
 }
@@ -37,38 +48,188 @@ func (s projectingStore) Append(ctx context.Context, recs []ledger.Record) ([]le
 func (s projectingStore) ImportEvents(ctx context.Context, evs []ledger.Event) (int, error) {
 	n, err := s.Store.ImportEvents(ctx, evs)
 	if n > 0 {
+		s.r.projQ.markStale()
 		s.r.syncAfterWrite(ctx)
 	}
 	return n, err
 }
 
 // projEvery is the least time between two syncs on the write path.
-// Each sync is a transaction whose fixed cost (the log query, the
-// counters, COMMIT's page writes) is several events' worth; under load
-// one sync per projEvery applies every append of that time at once.
+// Each sync is a transaction whose fixed cost (the counters, the mark,
+// COMMIT's page writes) is several events' worth; under load one sync
+// per projEvery applies every append of that time at once.
 const projEvery = 10 * time.Millisecond
+
+// projGapWait is how long the write path waits for the facts of a log
+// position that the appends after it have passed (an append still on its
+// way back, or one by another process) before it reads the log instead.
+const projGapWait = 250 * time.Millisecond
+
+// projQueueMax bounds the facts waiting in the queue; beyond it the write
+// path reads the log.
+const projQueueMax = 4 * projectionPage
 
 // projEpoch is the origin of Relay.projAt (a monotonic clock).
 var projEpoch = time.Now()
 
-// syncAfterWrite is SyncProjection after an append that succeeded. A
-// failure is logged, not returned (the events are recorded). It does
-// not run when a sync is already under way (the catch-up of a start,
-// another append's) nor within projEvery of the last one: every read
-// syncs first, so the next one applies what was skipped, an intake
-// never waits for a catch-up, and a burst of appends costs one
-// projection transaction per projEvery, not one per append.
+// projQueue holds the facts of the relay's own appends, by log
+// position, until a sync applies them: the write path projects what it
+// appended without reading it back from the ledger and decoding it
+// again, as long as the positions it holds follow the high-water mark
+// without a gap. Anything else (a store that does not report positions,
+// an import, a gap that stays open) makes the next sync read the log.
+//
+// Appenders only add to in, under mu, for as short as an append to a
+// slice; the sorting and the gap bookkeeping are the taker's, who holds
+// Relay.projMu.
+type projQueue struct {
+	mu    sync.Mutex
+	in    []projection.Facts // added since the last take, in no order
+	stale bool               // appends without positions: read the log
+
+	held  []projection.Facts // taken, after a gap, sorted by position (projMu)
+	gapAt int64              // when that gap was first seen (projEpoch), 0 when none (projMu)
+}
+
+// add queues facts; stale says an append did not report the positions of
+// some of its events.
+func (q *projQueue) add(facts []projection.Facts, stale bool) {
+	q.mu.Lock()
+	q.in = append(q.in, facts...)
+	q.stale = q.stale || stale || len(q.in) > projQueueMax
+	q.mu.Unlock()
+}
+
+func (q *projQueue) markStale() {
+	q.mu.Lock()
+	q.stale = true
+	q.mu.Unlock()
+}
+
+// take removes and returns the queued facts that follow position after
+// without a gap. log says the caller must read the log instead: the queue
+// is stale, or a gap after the mark has stayed open for projGapWait. The
+// caller holds Relay.projMu.
+func (q *projQueue) take(after, now int64) (run []projection.Facts, log bool) {
+	q.mu.Lock()
+	in, stale := q.in, q.stale
+	q.in = nil
+	q.mu.Unlock()
+	q.held = append(q.held, in...)
+	if stale || len(q.held) > projQueueMax {
+		q.markStale() // until the log is read (readLog)
+		return nil, true
+	}
+	slices.SortFunc(q.held, func(a, b projection.Facts) int { return cmp.Compare(a.Pos, b.Pos) })
+	i := 0
+	for i < len(q.held) && q.held[i].Pos <= after {
+		i++ // applied from the log before it was queued
+	}
+	n := i
+	for n < len(q.held) && q.held[n].Pos == after+1+int64(n-i) {
+		n++
+	}
+	run = slices.Clone(q.held[i:n])
+	q.held = slices.Delete(q.held, 0, n)
+	switch {
+	case len(q.held) == 0:
+		q.gapAt = 0
+	case len(run) > 0 || q.gapAt == 0:
+		q.gapAt = now // a gap, or a new one after this run
+	case now-q.gapAt > int64(projGapWait):
+		return run, true
+	}
+	return run, false
+}
+
+// readLog is called before the log is read up to its end: appends that
+// did not report positions until now are then applied.
+func (q *projQueue) readLog() {
+	q.mu.Lock()
+	q.stale = false
+	q.mu.Unlock()
+}
+
+// applied drops the queued facts at or before position upTo (the log
+// was read up to it). The caller holds Relay.projMu.
+func (q *projQueue) applied(upTo int64) {
+	done := func(f projection.Facts) bool { return f.Pos <= upTo }
+	q.mu.Lock()
+	q.in = slices.DeleteFunc(q.in, done)
+	q.mu.Unlock()
+	q.held = slices.DeleteFunc(q.held, done)
+	if len(q.held) == 0 {
+		q.gapAt = 0
+	}
+}
+
+// projectAppended queues the facts of the events res appended (data as
+// for appendData) and syncs the projections as syncAfterWrite does.
+func (r *Relay) projectAppended(ctx context.Context, res []ledger.Result, data []*EventData) {
+	facts := make([]projection.Facts, 0, len(res))
+	stale := false
+	for i, x := range res {
+		switch {
+		case x.Duplicate:
+		case x.Pos == 0:
+			stale = true
+		default:
+			var d *EventData
+			if i < len(data) {
+				d = data[i]
+			}
+			facts = append(facts, r.factsOf(ledger.Logged{Pos: x.Pos, Event: x.Event}, d))
+		}
+	}
+	r.projQ.add(facts, stale)
+	r.syncAfterWrite(ctx)
+}
+
+// syncAfterWrite applies the queued facts after an append that
+// succeeded, or reads the log when they do not follow the mark (see
+// projQueue). A failure is logged, not returned (the events are
+// recorded). It does not run when a sync is already under way (the
+// catch-up of a start, another append's) nor within projEvery of the
+// last one: every read syncs first, so the next one applies what was
+// skipped, an intake never waits for a catch-up, and a burst of appends
+// costs one projection transaction per projEvery, not one per append.
 func (r *Relay) syncAfterWrite(ctx context.Context) {
 	now := int64(time.Since(projEpoch))
-	if now-r.projAt.Load() < int64(projEvery) || !r.projMu.TryLock() {
+	if now-r.projAt.Load() < int64(r.projEvery) || !r.projMu.TryLock() {
 		return
 	}
 	r.projAt.Store(now)
-	err := r.syncLocked(context.WithoutCancel(ctx))
+	err := r.syncQueuedLocked(context.WithoutCancel(ctx), now)
 	r.projMu.Unlock()
 	if err != nil {
 		r.log.Warn("updating the projections after an append", "err", err)
 	}
+}
+
+// syncQueuedLocked applies the queued facts that follow the mark, or
+// reads the log as syncLocked does when the queue says so.
+func (r *Relay) syncQueuedLocked(ctx context.Context, now int64) error {
+	if !r.projChecked {
+		return r.syncLocked(ctx)
+	}
+	run, log := r.projQ.take(r.projPos, now)
+	if log {
+		return r.syncLocked(ctx)
+	}
+	if len(run) == 0 {
+		return nil
+	}
+	db, err := r.projectionDB(ctx)
+	if err != nil {
+		return err
+	}
+	if err := db.Apply(ctx, run); err != nil {
+		// The run left the queue: the gap it leaves makes a later sync
+		// read the log.
+		return fmt.Errorf("gateway: projections: %w", err)
+	}
+	r.projPos = run[len(run)-1].Pos
+	return nil
 }
 
 // projectionDB returns the relay's projection DB, opening an in-memory
@@ -111,7 +272,10 @@ func (r *Relay) syncLocked(ctx context.Context) error {
 		}
 		r.projChecked = true
 	}
+	r.projQ.readLog()
+	r.projLogs.Add(1)
 	r.projPos, err = r.applyLog(ctx, db, r.projPos, 0)
+	r.projQ.applied(r.projPos)
 	return err
 }
 
@@ -138,7 +302,7 @@ func (r *Relay) applyLog(ctx context.Context, db *projection.DB, after, upTo int
 		}
 		facts := make([]projection.Facts, len(page))
 		for i, l := range page {
-			facts[i] = r.factsOf(l)
+			facts[i] = r.factsOf(l, nil)
 		}
 		if err := db.Apply(ctx, facts); err != nil {
 			return after, fmt.Errorf("gateway: projections: %w", err)
@@ -270,15 +434,20 @@ func (r *Relay) Projection(ctx context.Context) (*projection.DB, error) {
 
 // factsOf is what the projections keep of l: the same rules as a
 // tracker's walk (tracker.observe) and the actor index, for every agent
-// at once. An event whose data does not parse leaves only its group's
+// at once. pd is l's data as the relay marshalled it, nil to decode it
+// from l. An event whose data does not parse leaves only its group's
 // count.
-func (r *Relay) factsOf(l ledger.Logged) projection.Facts {
+func (r *Relay) factsOf(l ledger.Logged, pd *EventData) projection.Facts {
 	ev := l.Event
 	f := projection.Facts{Pos: l.Pos, Group: ev.GroupID, Seq: ev.Seq, EventID: ev.ID, TS: ev.TS}
-	d, err := ParseData(ev)
-	if err != nil {
-		return f
+	if pd == nil {
+		d, err := ParseData(ev)
+		if err != nil {
+			return f
+		}
+		pd = &d
 	}
+	d := *pd
 	ae := AttentionEvent(ev, d)
 	mark := func(id string, k projection.MarkKind, actor string) {
 		if id != "" {

@@ -130,7 +130,7 @@ const DefaultMaxEnvelopes = 1000
 
 // Relay is the relay core. It is safe for concurrent use.
 type Relay struct {
-	store    ledger.Store
+	store    projectingStore
 	cursorMu sync.Mutex // serialises advanceCursor's read and write
 	log      *slog.Logger
 	book     *AddressBook
@@ -155,9 +155,12 @@ type Relay struct {
 
 	projMu      sync.Mutex // serialises SyncProjection
 	proj        *projection.DB
-	projChecked bool         // its high-water mark was checked against the ledger
-	projPos     int64        // the log position proj has applied up to
-	projAt      atomic.Int64 // when the write path last synced (see syncAfterWrite)
+	projChecked bool          // its high-water mark was checked against the ledger
+	projPos     int64         // the log position proj has applied up to
+	projAt      atomic.Int64  // when the write path last synced (see syncAfterWrite)
+	projQ       projQueue     // facts of appends not yet applied
+	projEvery   time.Duration // least time between two syncs on the write path
+	projLogs    atomic.Int64  // how many times a sync read the log
 
 	protoMu    sync.Mutex                 // serialises OpenProtocol
 	protoWalks map[string]*obligationWalk // per group, see OpenProtocol
@@ -169,22 +172,23 @@ func New(store ledger.Store, opts *Options) *Relay {
 		opts = &Options{}
 	}
 	r := &Relay{
-		proj:     opts.Projection,
-		log:      opts.Logger,
-		book:     opts.Book,
-		verifier: opts.Verifier,
-		groups:   normalizeGroups(opts.Groups),
-		require:  opts.RequireSignature,
-		name:     opts.Name,
-		claimTTL: opts.ClaimTTL,
-		maxEnvs:  opts.MaxEnvelopes,
-		maxBytes: opts.MaxIntake,
-		now:      opts.Now,
-		obs:      opts.Observer,
-		trackers: map[string]*trackerState{},
-		digests:  map[string]digestMark{},
-		work:     make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
-		admins:   map[string]bool{},
+		proj:      opts.Projection,
+		projEvery: projEvery,
+		log:       opts.Logger,
+		book:      opts.Book,
+		verifier:  opts.Verifier,
+		groups:    normalizeGroups(opts.Groups),
+		require:   opts.RequireSignature,
+		name:      opts.Name,
+		claimTTL:  opts.ClaimTTL,
+		maxEnvs:   opts.MaxEnvelopes,
+		maxBytes:  opts.MaxIntake,
+		now:       opts.Now,
+		obs:       opts.Observer,
+		trackers:  map[string]*trackerState{},
+		digests:   map[string]digestMark{},
+		work:      make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
+		admins:    map[string]bool{},
 	}
 	r.store = projectingStore{Store: store, r: r}
 	r.keeper, _ = opts.Verifier.(TrustKeeper)
@@ -353,10 +357,11 @@ func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err erro
 		}
 	}
 	recs := make([]ledger.Record, len(outs))
+	parsed := make([]*EventData, len(outs))
 	for i := range outs {
-		recs[i] = r.record(ctx, in, &outs[i])
+		recs[i], parsed[i] = r.record(ctx, in, &outs[i])
 	}
-	res, err := r.store.Append(ctx, recs)
+	res, err := r.store.appendData(ctx, recs, parsed)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: recording %s intake: %w", in.Transport, err)
 	}
@@ -403,7 +408,8 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 			o.Reject = &Rejection{Code: envelope.CodePerm, Line: o.Envelope.Line,
 				Reason: fmt.Sprintf("message id %s is already recorded from %s, not %s", o.Envelope.Message, d.X.Sender, sender)}
 			o.Duplicate = false
-			recs = append(recs, r.rejectionRecord(in, o))
+			rec, _ := r.rejectionRecord(in, o)
+			recs = append(recs, rec)
 			idx = append(idx, i)
 		}
 	}

@@ -171,6 +171,13 @@ type Result struct {
 	// Duplicate reports that the DedupeKey was already present and no new
 	// event was appended.
 	Duplicate bool
+	// Pos is the new event's position in the store's log (Store.Log),
+	// when the store knows it as it appends: a store that reports it
+	// numbers its log densely, each new event at the last position plus
+	// one (sqlite, memory). It is 0 for a duplicate and in stores that do
+	// not report it (jetstream, whose log positions are stream sequences
+	// with its index messages between them).
+	Pos int64
 }
 
 // Group describes one group of the ledger.

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/crosstalk-go/crosstalk/internal/cputime"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -13,7 +14,9 @@ import (
 // goroutines to (a) the ceiling handler and (b) the relay, as
 // `crosstalk-bench ingest` does, one envelope per op. Its allocs/op and
 // B/op (clients and server together) stay steady on a loaded machine, where
-// rates do not: go test -run '^$' -bench Post -benchmem ./internal/bench
+// rates do not, and so does cpu-µs/op, the process's CPU time per op
+// (less so: contention for caches and cores costs CPU too):
+// go test -run '^$' -bench Post -benchmem ./internal/bench
 func BenchmarkPost(b *testing.B) {
 	key, err := signing.GenerateKey(signing.Ed25519, benchKeyID)
 	if err != nil {
@@ -41,6 +44,7 @@ func BenchmarkPost(b *testing.B) {
 			b.SetParallelism(32) // 64 clients on 2 Ps
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cputime.Process()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					body, _ := src.next()
@@ -49,6 +53,9 @@ func BenchmarkPost(b *testing.B) {
 					}
 				}
 			})
+			// CPU time per op (clients and server): steadier than ns/op
+			// when other processes share the machine.
+			b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 			if n := fails.Load(); n > 0 {
 				b.Fatalf("%d posts failed", n)
 			}

@@ -602,16 +602,46 @@ func testFollowReplayAndLive(t *testing.T, s ledger.Store) {
 func testLog(t *testing.T, s ledger.Store) {
 	ctx := testContext(t)
 	var want []string
+	var reported []ledger.Result // results that carry a position
 	for i := range 13 {
 		res, err := s.Append(ctx, []ledger.Record{rec(fmt.Sprintf("g%d", i%3), "chat.message", ""), rec("h", "chat.message", "")})
 		if err != nil {
 			t.Fatalf("Append() error = %v", err)
 		}
 		want = append(want, res[0].Event.ID, res[1].Event.ID)
+		for _, r := range res {
+			if r.Pos != 0 {
+				reported = append(reported, r)
+			}
+		}
 	}
 	all, err := s.Log(ctx, 0, 1000)
 	if err != nil {
 		t.Fatalf("Log(0, 1000) error = %v", err)
+	}
+	// A store that reports positions on append reports every new event's,
+	// as Log has it, densely (ledger.Result.Pos).
+	if len(reported) > 0 {
+		if len(reported) != len(all) {
+			t.Fatalf("Append reported the position of %d events of %d", len(reported), len(all))
+		}
+		for i, r := range reported {
+			if r.Pos != all[i].Pos || r.Event.ID != all[i].ID {
+				t.Fatalf("Append result %d = %s at %d, Log has %s at %d", i, r.Event.ID, r.Pos, all[i].ID, all[i].Pos)
+			}
+			if i > 0 && r.Pos != reported[i-1].Pos+1 {
+				t.Fatalf("Append positions %d then %d, want dense", reported[i-1].Pos, r.Pos)
+			}
+		}
+		dup := appendOne(t, s, rec("h", "chat.message", "log-dup"))
+		again := appendOne(t, s, rec("h", "chat.message", "log-dup"))
+		if dup.Pos != all[len(all)-1].Pos+1 || !again.Duplicate || again.Pos != 0 {
+			t.Fatalf("Append positions of a new event and its duplicate = %d, %d (duplicate %v); want %d, 0", dup.Pos, again.Pos, again.Duplicate, all[len(all)-1].Pos+1)
+		}
+		if all, err = s.Log(ctx, 0, 1000); err != nil {
+			t.Fatalf("Log(0, 1000) error = %v", err)
+		}
+		want = append(want, dup.Event.ID)
 	}
 	ids := func(ls []ledger.Logged) []string {
 		out := make([]string, len(ls))

@@ -135,7 +135,7 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 			ScopeKey: r.ScopeKey, By: r.By, Data: r.Data, DedupeKey: r.DedupeKey,
 		}
 		s.add(ev)
-		res[i] = ledger.Result{Event: clone(ev)}
+		res[i] = ledger.Result{Event: clone(ev), Pos: int64(len(s.order))}
 	}
 	return res, nil
 }

@@ -61,7 +61,7 @@ var stmtText = [numStmts]string{
 	// inserts nothing and returns no row.
 	stAppend: `INSERT INTO events (id, group_id, seq, ts, kind, scope_key, by_, data, dedupe_key, v)
 		VALUES (?1, ?2, COALESCE((SELECT last_seq FROM groups WHERE group_id = ?2), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-		ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq`,
+		ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq, rowid`,
 	stLastSeq: `SELECT last_seq FROM groups WHERE group_id = ?`,
 	stSetSeq: `INSERT INTO groups (group_id, last_seq) VALUES (?, ?)
 		ON CONFLICT (group_id) DO UPDATE SET last_seq = excluded.last_seq`,
@@ -370,7 +370,8 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 	if r.DedupeKey != "" {
 		dedup = r.DedupeKey
 	}
-	err := w.stmt(stAppend).QueryRow(ev.ID, ev.GroupID, ev.TS, ev.Kind, ev.ScopeKey, ev.By, string(ev.Data), dedup, ev.V).Scan(&ev.Seq)
+	var pos int64 // the rowid: the event's log position (Store.Log)
+	err := w.stmt(stAppend).QueryRow(ev.ID, ev.GroupID, ev.TS, ev.Kind, ev.ScopeKey, ev.By, string(ev.Data), dedup, ev.V).Scan(&ev.Seq, &pos)
 	if errors.Is(err, sql.ErrNoRows) && r.DedupeKey != "" {
 		old, err := scanEvent(w.stmt(stByDedupe).QueryRow(r.DedupeKey))
 		if err != nil {
@@ -382,7 +383,7 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 		return ledger.Result{}, fmt.Errorf("append event %s to %q: %w", ev.ID, r.GroupID, err)
 	}
 	w.pending = append(w.pending, ev.GroupID)
-	return ledger.Result{Event: ev}, nil
+	return ledger.Result{Event: ev, Pos: pos}, nil
 }
 
 func (w *wtx) insert(ev ledger.Event) error {

@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/gateway/projection"
+)
+
+// TestProjQueue checks when the write path applies queued facts and when
+// it reads the log instead.
+func TestProjQueue(t *testing.T) {
+	at := func(pos ...int64) []projection.Facts {
+		out := make([]projection.Facts, len(pos))
+		for i, p := range pos {
+			out[i] = projection.Facts{Pos: p}
+		}
+		return out
+	}
+	posOf := func(fs []projection.Facts) []int64 {
+		out := make([]int64, len(fs))
+		for i, f := range fs {
+			out[i] = f.Pos
+		}
+		return out
+	}
+	wait := int64(projGapWait)
+	type step struct {
+		add     []projection.Facts
+		stale   bool
+		after   int64
+		now     int64
+		run     []int64
+		readLog bool
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a run after the mark", []step{
+			{add: at(3, 1, 2), after: 0, now: 1, run: []int64{1, 2, 3}},
+			{after: 3, now: 2, run: []int64{}},
+		}},
+		{"a gap filled in time", []step{
+			{add: at(2, 3), after: 0, now: 1, run: []int64{}},
+			{add: at(1), after: 0, now: 1 + wait, run: []int64{1, 2, 3}},
+		}},
+		{"a gap that stays open", []step{
+			{add: at(1, 3), after: 0, now: 1, run: []int64{1}},
+			{after: 1, now: 1 + wait/2, run: []int64{}},
+			{after: 1, now: 2 + wait, run: []int64{}, readLog: true},
+		}},
+		{"progress restarts the wait", []step{
+			{add: at(2, 4), after: 0, now: 1, run: []int64{}},
+			{add: at(1), after: 0, now: wait, run: []int64{1, 2}},
+			{after: 2, now: 2 * wait, run: []int64{}},
+			{after: 2, now: 3*wait + 1, run: []int64{}, readLog: true},
+		}},
+		{"facts the log applied are dropped", []step{
+			{add: at(1, 2), after: 5, now: 1, run: []int64{}},
+			{after: 5, now: 2 + wait, run: []int64{}},
+		}},
+		{"an append without positions", []step{
+			{add: at(1), stale: true, after: 0, now: 1, run: []int64{}, readLog: true},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var q projQueue
+			for i, s := range tc.steps {
+				if s.add != nil || s.stale {
+					q.add(s.add, s.stale)
+				}
+				run, log := q.take(s.after, s.now)
+				if got := posOf(run); !slices.Equal(got, s.run) || log != s.readLog {
+					t.Fatalf("step %d: take(%d) = %v, read the log %v; want %v, %v", i, s.after, got, log, s.run, s.readLog)
+				}
+			}
+		})
+	}
+	t.Run("readLog and applied clear the queue", func(t *testing.T) {
+		var q projQueue
+		q.add(at(1, 2, 7), true)
+		q.readLog()
+		q.applied(5)
+		run, log := q.take(5, 1)
+		if len(run) != 0 || log {
+			t.Fatalf("take after applied(5) = %v, %v; want nothing", posOf(run), log)
+		}
+		if n := len(q.in) + len(q.held); n != 1 {
+			t.Fatalf("queue holds %d facts, want the one after 5", n)
+		}
+	})
+	t.Run("a full queue reads the log", func(t *testing.T) {
+		var q projQueue
+		fs := make([]projection.Facts, projQueueMax+1)
+		for i := range fs {
+			fs[i].Pos = int64(i + 2) // all after a gap at 1
+		}
+		q.add(fs, false)
+		if _, log := q.take(0, 1); !log {
+			t.Fatal("take with more than projQueueMax queued did not read the log")
+		}
+	})
+}
