@@ -19,6 +19,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,7 +29,7 @@ import (
 	"strings"
 	"sync"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 // Schema is the version of the tables; a DB of another version is reset
@@ -251,6 +252,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 			RawQuery: "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"}
 		dsn = u.String()
 	}
+	if err := register(); err != nil {
+		return nil, fmt.Errorf("projection: open %q: %w", path, err)
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("projection: open %q: %w", path, err)
@@ -423,8 +427,6 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 const (
 	stHighWater = iota
 	stSetHighWater
-	stJoinGet
-	stJoinSet
 	stGroup
 	stActor
 	stSettle
@@ -443,11 +445,6 @@ const (
 var stmtText = [nStmts]string{
 	stHighWater:    `SELECT v FROM meta WHERE k = 'pos'`,
 	stSetHighWater: `UPDATE meta SET v = CASE k WHEN 'pos' THEN ? ELSE ? END WHERE k IN ('pos', 'event')`,
-	// A thread's joins are one row (joinSet): the first Apply that
-	// meets the thread inserts it (mJoin), a later one reads it and
-	// rewrites it when it adds a participant.
-	stJoinGet: `SELECT v FROM joins WHERE thread = ? AND grp = ?`,
-	stJoinSet: `UPDATE joins SET v = ?3 WHERE thread = ?1 AND grp = ?2`,
 	stGroup: `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`,
 	stActor: `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
@@ -489,9 +486,13 @@ const (
 var chunks = [...]int{64, 16, 4, 1}
 
 // multiText are the multi-row inserts: head, then row once per row,
-// then tail. The joins' RETURNING names the threads that were new.
+// then tail.
 var multiText = [nMulti]struct{ head, row, tail string }{
-	mJoin: {`INSERT INTO joins(thread, grp, v) VALUES `, `(?, ?, ?)`, ` ON CONFLICT DO NOTHING RETURNING thread, grp`},
+	// A thread met before gets the joins it lacks (joinsAdd): most
+	// events start their thread, and the function runs only for the
+	// others.
+	mJoin: {`INSERT INTO joins(thread, grp, v) VALUES `, `(?, ?, ?)`,
+		` ON CONFLICT DO UPDATE SET v = ` + joinsAddFunc + `(v, excluded.v) WHERE ` + joinsAddFunc + `(v, excluded.v) IS NOT NULL`},
 	mMark: {`INSERT INTO marks(grp, event, kind, actor) VALUES `, `(?, ?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
 	mOwe:  {`INSERT INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
 	mOwed: {`INSERT INTO owed(actor, event, msg) VALUES `, `(?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
@@ -556,10 +557,8 @@ func (a *applier) exec(ctx context.Context, i int, args ...any) (sql.Result, err
 }
 
 // insert inserts rows of kind m, their arguments one row after
-// another, in chunks, and passes each row their RETURNING clause
-// yields to ret (nil when it has none). It returns how many rows went
-// in (0 with ret).
-func (a *applier) insert(ctx context.Context, m int, args []any, ret func(*sql.Rows) error) (int64, error) {
+// another, in chunks, and returns how many it inserted or updated.
+func (a *applier) insert(ctx context.Context, m int, args []any) (int64, error) {
 	k := strings.Count(multiText[m].row, "?")
 	var total int64
 	for len(args) > 0 {
@@ -573,36 +572,15 @@ func (a *applier) insert(ctx context.Context, m int, args []any, ret func(*sql.R
 			a.multi[m][c] = st
 		}
 		n := chunks[c] * k
-		if ret != nil {
-			if err := query(ctx, st, args[:n], ret); err != nil {
-				return 0, err
-			}
-		} else {
-			res, err := st.ExecContext(ctx, args[:n]...)
-			if err != nil {
-				return 0, err
-			}
-			affected, _ := res.RowsAffected()
-			total += affected
+		res, err := st.ExecContext(ctx, args[:n]...)
+		if err != nil {
+			return 0, err
 		}
+		affected, _ := res.RowsAffected()
+		total += affected
 		args = args[n:]
 	}
 	return total, nil
-}
-
-// query runs st and passes each row to each.
-func query(ctx context.Context, st *sql.Stmt, args []any, each func(*sql.Rows) error) error {
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 func (a *applier) apply(ctx context.Context, f *Facts) error {
@@ -706,7 +684,7 @@ func (a *applier) flush(ctx context.Context) error {
 	if err := a.insertJoins(ctx); err != nil {
 		return err
 	}
-	if _, err := a.insert(ctx, mMark, a.marks, nil); err != nil {
+	if _, err := a.insert(ctx, mMark, a.marks); err != nil {
 		return err
 	}
 	if err := a.insertOwe(ctx); err != nil {
@@ -738,7 +716,7 @@ func (a *applier) insertOwe(ctx context.Context) error {
 	for _, o := range a.owe {
 		args = append(args, o.token, b2i(!o.closed), o.event, o.grp, o.pos, b2i(o.obligation), b2i(o.ack))
 	}
-	_, err := a.insert(ctx, mOwe, args, nil)
+	_, err := a.insert(ctx, mOwe, args)
 	clear(args)
 	a.args, a.owe = args[:0], a.owe[:0]
 	return err
@@ -757,7 +735,7 @@ func (a *applier) insertOwed(ctx context.Context) error {
 		for _, o := range rest[:n] {
 			args = append(args, o.actor, o.event, o.msg)
 		}
-		added, err := a.insert(ctx, mOwed, args, nil)
+		added, err := a.insert(ctx, mOwed, args)
 		clear(args)
 		a.args = args[:0]
 		if err != nil {
@@ -770,43 +748,48 @@ func (a *applier) insertOwed(ctx context.Context) error {
 	return nil
 }
 
-// insertJoins writes the threads' joins gathered: a row for each new
-// thread, in one insert; for a thread met before, its row read and
-// written again when the Apply adds a participant.
+// insertJoins writes the threads' joins gathered, a row per thread:
+// inserted when new, given the joins it lacks when not (mJoin).
 func (a *applier) insertJoins(ctx context.Context) error {
 	args := a.args[:0]
 	for _, key := range a.order {
 		args = append(args, key[0], key[1], []byte(*a.joins[key]))
 	}
-	inserted := make(map[[2]string]bool, len(a.order))
-	_, err := a.insert(ctx, mJoin, args, func(rows *sql.Rows) error {
-		var key [2]string
-		err := rows.Scan(&key[0], &key[1])
-		inserted[key] = true
-		return err
+	_, err := a.insert(ctx, mJoin, args)
+	clear(args)
+	a.args = args[:0]
+	return err
+}
+
+// joinsAddFunc is the SQL function joinsAdd, registered for the
+// package's connections.
+const joinsAddFunc = "crosstalk_projection_joins_add"
+
+var registerOnce sync.Once
+
+// register registers joinsAdd with the SQLite driver: it is there for
+// the connections the driver opens from then on.
+func register() error {
+	var err error
+	registerOnce.Do(func() {
+		err = sqlite.RegisterDeterministicScalarFunction(joinsAddFunc, 2, joinsAdd)
 	})
-	if err != nil {
-		return err
+	return err
+}
+
+// joinsAdd(v, add) is the joinSet v with the joins of the joinSet add
+// that it lacks, or NULL when it lacks none.
+func joinsAdd(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	old, _ := args[0].([]byte)
+	add, _ := args[1].([]byte)
+	merged := joinSet(slices.Clip(old))
+	for j := range joinSet(add).all {
+		merged = merged.add(j.Kind, j.Token, j.Seq)
 	}
-	for _, key := range a.order {
-		if inserted[key] {
-			continue
-		}
-		var old []byte
-		if err := a.stmt(ctx, stJoinGet).QueryRowContext(ctx, key[0], key[1]).Scan(&old); err != nil {
-			return err
-		}
-		merged := joinSet(old)
-		for j := range a.joins[key].all {
-			merged = merged.add(j.Kind, j.Token, j.Seq)
-		}
-		if len(merged) != len(old) {
-			if _, err := a.exec(ctx, stJoinSet, key[0], key[1], []byte(merged)); err != nil {
-				return err
-			}
-		}
+	if len(merged) == len(old) {
+		return nil, nil
 	}
-	return nil
+	return []byte(merged), nil
 }
 
 // applyOpenSets applies what f says of owed items and awaited
