@@ -430,6 +430,7 @@ const (
 	stGroup
 	stActor
 	stSettle
+	stSettleMsg
 	stOweToken
 	stOweSettle
 	stOweDischarge
@@ -449,10 +450,11 @@ var stmtText = [nStmts]string{
 			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`,
 	stActor: `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, owes = owes + ?5, last_ts = ?6`,
-	// The owed item of the actor that is the event ?2 or has the
-	// message id ?2: each a search of an index (with an OR, SQLite
-	// scanned all the actor's open items).
-	stSettle:       `DELETE FROM owed WHERE actor = ?1 AND event IN (SELECT ?2 UNION ALL SELECT event FROM owed WHERE actor = ?1 AND msg = ?2 AND msg != '')`,
+	// Two statements, each a search of an index: with an OR, SQLite
+	// scanned all the actor's open items for every settlement, and
+	// with event IN (a union) it materialised the rows read first.
+	stSettle:       `DELETE FROM owed WHERE actor = ?1 AND event = ?2`,
+	stSettleMsg:    `DELETE FROM owed WHERE actor = ?1 AND msg = ?2 AND msg != ''`,
 	stOweToken:     `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`,
 	stOweSettle:    `UPDATE owe SET open = 0 WHERE token = ?1 AND open = 1 AND event = ?2 AND (obligation = 0 OR (?3 AND ackable = 1))`,
 	stOweDischarge: `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1 AND open = 1`,
@@ -622,12 +624,14 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 				continue
 			}
 			a.settleOwed(key, id)
-			res, err := a.exec(ctx, stSettle, key, id)
-			if err != nil {
-				return err
+			for _, st := range []int{stSettle, stSettleMsg} {
+				res, err := a.exec(ctx, st, key, id)
+				if err != nil {
+					return err
+				}
+				n, _ := res.RowsAffected()
+				d.owes -= n
 			}
-			n, _ := res.RowsAffected()
-			d.owes -= n
 		}
 		if af.Owes && !gathered(a.owed, func(o owedItem) bool { return o.event == f.EventID }, func(o owedItem) bool { return o.actor == key }) {
 			a.owed = append(a.owed, owedItem{key, f.EventID, af.Msg})
@@ -650,8 +654,9 @@ func gathered[T any](items []T, of, same func(T) bool) bool {
 	return false
 }
 
-// settleOwed drops the owed items gathered that stSettle deletes: the
-// actor's with the event or message id id. They were never counted.
+// settleOwed drops the owed items gathered that stSettle and
+// stSettleMsg delete: the actor's with the event or message id id.
+// They were never counted.
 func (a *applier) settleOwed(actor, id string) {
 	a.owed = slices.DeleteFunc(a.owed, func(o owedItem) bool {
 		return o.actor == actor && (o.event == id || o.msg == id && o.msg != "")
