@@ -1044,7 +1044,8 @@ func (p *DB) OweTokens(ctx context.Context) ([]string, error) {
 // after, in event id order, at most limit of them (1 to 1000): only the
 // open ones (not settled by Token's ack or reply, nor discharged) unless
 // all. An item named by several tokens is listed once. Each token's read
-// is a keyset range of an index: O(limit × tokens).
+// is a keyset range of the key (token, open, event), two with all (the
+// open and the settled items, merged): O(limit × tokens).
 func (p *DB) Owed(ctx context.Context, tokens []string, after string, all bool, limit int) ([]OweRow, error) {
 	limit = min(max(limit, 1), 1000)
 	// The key is (token, open, event): a range per token and state.
