@@ -464,8 +464,11 @@ var stmtText = [nStmts]string{
 	stWaitDo:      `UPDATE waits SET open = 0, discharged_by = ?1 WHERE event = ?2 AND open = 1`,
 	stWaitResolve: `UPDATE waits SET open = 0, resolved_by = ?1 WHERE event = ?2 AND open = 1`,
 	stWaitHandoff: `UPDATE waits SET open = 0 WHERE event = ?1 AND open = 1 AND handoff = 1 AND lower(author) != lower(?2)`,
+	// It changes a row (inserts one, or keeps the first seq of one)
+	// exactly when the obligation is open: an ack that changes none
+	// has no handoff to close.
 	stEvidence: `INSERT INTO evidence(event, actor, reply, ack, seq) SELECT ?1, ?2, ?3, ?4, ?5
-			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND open = 1) ON CONFLICT DO NOTHING`,
+			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND open = 1) ON CONFLICT DO UPDATE SET seq = seq`,
 }
 
 // The kinds of rows an Apply gathers and inserts at its end, many a
@@ -484,8 +487,8 @@ const (
 )
 
 // chunks are the row counts of the prepared multi-row inserts, largest
-// first: n rows take one statement per chunk that fits, a few for any n.
-var chunks = [...]int{64, 16, 4, 1}
+// first: n rows take one statement per bit of n below 64.
+var chunks = [...]int{64, 32, 16, 8, 4, 2, 1}
 
 // multiText are the multi-row inserts: head, then row once per row,
 // then tail.
@@ -802,10 +805,11 @@ func joinsAdd(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, err
 // itself.
 func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 	for _, e := range f.Answers {
-		if _, err := a.exec(ctx, stEvidence, e.Event, e.Actor, b2i(e.Reply), b2i(e.Ack), f.Seq); err != nil {
+		res, err := a.exec(ctx, stEvidence, e.Event, e.Actor, b2i(e.Reply), b2i(e.Ack), f.Seq)
+		if err != nil {
 			return err
 		}
-		if e.Ack {
+		if n, _ := res.RowsAffected(); e.Ack && n > 0 {
 			if _, err := a.exec(ctx, stWaitHandoff, e.Event, e.Actor); err != nil {
 				return err
 			}
