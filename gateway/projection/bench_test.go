@@ -119,19 +119,22 @@ func (s *ledgerSim) batch(fs []projection.Facts, mixed bool) {
 	}
 }
 
-// BenchmarkApply applies batches of 64 events, as the relay's sync does
-// under load, to a file-backed DB that already holds 16 384 events, and
-// reports the time, the process's CPU time and the allocations per event. "requests" is the ingest
-// benchmark's traffic (every envelope a REQUEST starting its own thread);
-// "mixed" adds READER's acks and replies (a quarter of the events).
+// BenchmarkApply applies batches of events to a file-backed DB that
+// already holds 16 384 events, and reports the time, the process's CPU
+// time and the allocations per event. "requests" is the ingest
+// benchmark's traffic (every envelope a REQUEST starting its own
+// thread) and "mixed" adds READER's acks and replies (a quarter of the
+// events), 64 events an Apply as the relay's sync applies them under
+// load; "rebuild" is the mixed traffic 4096 an Apply, as a rebuild
+// (`crosstalk ledger reindex`) applies the log.
 func BenchmarkApply(b *testing.B) {
-	const batch, prefill = 64, 16384
-	for _, mixed := range []bool{false, true} {
-		name := "requests"
-		if mixed {
-			name = "mixed"
-		}
-		b.Run(name, func(b *testing.B) {
+	const prefill = 16384
+	for _, bb := range []struct {
+		name  string
+		mixed bool
+		batch int
+	}{{"requests", false, 64}, {"mixed", true, 64}, {"rebuild", true, 4096}} {
+		b.Run(bb.name, func(b *testing.B) {
 			ctx := context.Background()
 			db, err := projection.Open(ctx, filepath.Join(b.TempDir(), "p.db"))
 			if err != nil {
@@ -139,9 +142,9 @@ func BenchmarkApply(b *testing.B) {
 			}
 			defer db.Close()
 			sim := newLedgerSim(4)
-			fs := make([]projection.Facts, batch)
-			for range prefill / batch {
-				sim.batch(fs, mixed)
+			fs := make([]projection.Facts, bb.batch)
+			for range prefill / bb.batch {
+				sim.batch(fs, bb.mixed)
 				if err := db.Apply(ctx, fs); err != nil {
 					b.Fatal(err)
 				}
@@ -152,7 +155,7 @@ func BenchmarkApply(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				b.StopTimer()
-				sim.batch(fs, mixed)
+				sim.batch(fs, bb.mixed)
 				runtime.ReadMemStats(&ms)
 				before, cpu0 := ms.Mallocs, cputime.Process()
 				b.StartTimer()
@@ -165,7 +168,7 @@ func BenchmarkApply(b *testing.B) {
 				mallocs += ms.Mallocs - before
 				b.StartTimer()
 			}
-			events := float64(b.N * batch)
+			events := float64(b.N * bb.batch)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
 			b.ReportMetric(float64(cpu.Nanoseconds())/events, "cpu-ns/event")
 			b.ReportMetric(float64(mallocs)/events, "allocs/event")
