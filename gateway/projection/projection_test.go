@@ -190,7 +190,6 @@ func TestOpenOtherSchema(t *testing.T) {
 // within one: a token that joins again keeps the seq it first joined
 // at, and the Dump lines do not depend on how the facts were batched.
 func TestJoinsKeepFirst(t *testing.T) {
-	ctx := context.Background()
 	join := func(kind projection.JoinKind, token string) projection.Join {
 		return projection.Join{Thread: "T", Kind: kind, Token: token}
 	}
@@ -205,29 +204,37 @@ func TestJoinsKeepFirst(t *testing.T) {
 		"join|g|T|1|bob|1", "join|g|T|1|carol|2", "join|g|T|2|Carol|3", "join|g|T|2|bob|2", "join|g|T|2|carol|1",
 		"join|g|U|2|bob|3", "join|h|T|1|dave|1",
 	}
-	for _, batches := range [][]int{{4}, {1, 1, 1, 1}, {2, 2}} {
-		db := open(t, filepath.Join(t.TempDir(), "p.db"))
-		rest := fs
-		for _, n := range batches {
-			if err := db.Apply(ctx, rest[:n]); err != nil {
-				t.Fatal(err)
-			}
-			rest = rest[n:]
-		}
-		rows, err := db.Dump(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, size := range []int{len(fs), 1, 2} {
 		var got []string
-		for _, r := range rows {
+		for _, r := range dumpApplied(t, fs, size) {
 			if strings.HasPrefix(r, "join|") {
 				got = append(got, r)
 			}
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("applied in batches %v, the joins are\n%q\nwant\n%q", batches, got, want)
+			t.Errorf("applied %d at a time, the joins are\n%q\nwant\n%q", size, got, want)
 		}
 	}
+}
+
+// dumpApplied applies fs to a new file DB, size facts an Apply, and
+// returns its Dump.
+func dumpApplied(t *testing.T, fs []projection.Facts, size int) []string {
+	t.Helper()
+	ctx := context.Background()
+	db := open(t, filepath.Join(t.TempDir(), "p.db"))
+	for rest := fs; len(rest) > 0; {
+		n := min(size, len(rest))
+		if err := db.Apply(ctx, rest[:n]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[n:]
+	}
+	rows, err := db.Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
 
 // TestApplyBatching applies the same facts one event per Apply, in
@@ -236,7 +243,6 @@ func TestJoinsKeepFirst(t *testing.T) {
 // same Apply or applied before. The rows must not depend on the
 // batching (the relay applies a few events per append, a rebuild 4096).
 func TestApplyBatching(t *testing.T) {
-	ctx := context.Background()
 	sim := newLedgerSim(3)
 	var fs []projection.Facts
 	for i := range 700 {
@@ -255,25 +261,9 @@ func TestApplyBatching(t *testing.T) {
 		}
 		fs = append(fs, f)
 	}
-	var want []string
-	for _, size := range []int{len(fs), 1, 3, 64, 300} {
-		db := open(t, filepath.Join(t.TempDir(), "p.db"))
-		for rest := fs; len(rest) > 0; {
-			n := min(size, len(rest))
-			if err := db.Apply(ctx, rest[:n]); err != nil {
-				t.Fatal(err)
-			}
-			rest = rest[n:]
-		}
-		rows, err := db.Dump(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want == nil {
-			want = rows
-			continue
-		}
-		if !slices.Equal(rows, want) {
+	want := dumpApplied(t, fs, len(fs))
+	for _, size := range []int{1, 3, 64, 300} {
+		if rows := dumpApplied(t, fs, size); !slices.Equal(rows, want) {
 			t.Errorf("applied %d at a time, Dump differs from all at once:\n%q\nwant\n%q", size, rows, want)
 		}
 	}
