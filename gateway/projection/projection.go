@@ -769,20 +769,23 @@ func (a *applier) insertJoins(ctx context.Context) error {
 	return err
 }
 
-// joinsAddFunc is the SQL function joinsAdd, registered for the
-// package's connections.
+// joinsAddFunc is the SQL name of joinsAdd. The driver offers it on
+// every connection it opens once registered, in the whole process: the
+// name is prefixed to be the package's own.
 const joinsAddFunc = "crosstalk_projection_joins_add"
 
-var registerOnce sync.Once
+var (
+	registerOnce sync.Once
+	registerErr  error
+)
 
-// register registers joinsAdd with the SQLite driver: it is there for
-// the connections the driver opens from then on.
+// register registers joinsAdd with the SQLite driver, once; Open calls
+// it before it opens a connection.
 func register() error {
-	var err error
 	registerOnce.Do(func() {
-		err = sqlite.RegisterDeterministicScalarFunction(joinsAddFunc, 2, joinsAdd)
+		registerErr = sqlite.RegisterDeterministicScalarFunction(joinsAddFunc, 2, joinsAdd)
 	})
-	return err
+	return registerErr
 }
 
 // joinsAdd(v, add) is the joinSet v with the joins of the joinSet add
