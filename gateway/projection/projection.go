@@ -16,8 +16,11 @@
 package projection
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/url"
@@ -26,12 +29,12 @@ import (
 	"strings"
 	"sync"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 // Schema is the version of the tables; a DB of another version is reset
 // on Open, to be rebuilt from the ledger.
-const Schema = 4
+const Schema = 5
 
 // JoinKind says how an actor joined a thread.
 type JoinKind int
@@ -198,13 +201,16 @@ type DB struct {
 	// stmts are Apply's statements, prepared once on the DB's one
 	// connection; an Apply binds those it uses to its transaction
 	// (sql.Tx.StmtContext reuses the connection's prepared statement).
+	// multi are its multi-row inserts, one per kind of row and chunk.
 	stmts [nStmts]*sql.Stmt
+	multi [nMulti][len(chunks)]*sql.Stmt
 }
 
 const schema = `
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v ANY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS joins(grp TEXT, thread TEXT, kind INTEGER, token TEXT, seq INTEGER,
-	PRIMARY KEY(grp, thread, kind, token)) WITHOUT ROWID;
+-- Thread first: threads are ULIDs, so new threads insert at one end
+-- of the table, whatever the number of groups.
+CREATE TABLE IF NOT EXISTS joins(thread TEXT, grp TEXT, v BLOB, PRIMARY KEY(thread, grp)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS marks(grp TEXT, event TEXT, kind INTEGER, actor TEXT,
 	PRIMARY KEY(grp, event, kind, actor)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS groups(grp TEXT PRIMARY KEY, events INTEGER, last_seq INTEGER,
@@ -213,10 +219,9 @@ CREATE TABLE IF NOT EXISTS actors(key TEXT PRIMARY KEY, id TEXT, events INTEGER,
 	owes INTEGER, last_ts TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS owed(actor TEXT, event TEXT, msg TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS owed_msg ON owed(actor, msg) WHERE msg != '';
-CREATE TABLE IF NOT EXISTS owe(token TEXT, event TEXT, grp TEXT, pos INTEGER, obligation INTEGER, ackable INTEGER, open INTEGER,
-	PRIMARY KEY(token, event)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS owe_open ON owe(token, event) WHERE open = 1;
-CREATE INDEX IF NOT EXISTS owe_event ON owe(event);
+CREATE TABLE IF NOT EXISTS owe(token TEXT, open INTEGER, event TEXT, grp TEXT, pos INTEGER, obligation INTEGER, ackable INTEGER,
+	PRIMARY KEY(token, open, event)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS owe_event ON owe(event) WHERE obligation = 1;
 CREATE TABLE IF NOT EXISTS owe_tokens(token TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS waits(actor TEXT, event TEXT, grp TEXT, pos INTEGER, author TEXT, handoff INTEGER,
 	open INTEGER, discharged_by TEXT, resolved_by TEXT, rung INTEGER, escalated_to TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
@@ -247,6 +252,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 			RawQuery: "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"}
 		dsn = u.String()
 	}
+	if err := register(); err != nil {
+		return nil, fmt.Errorf("projection: open %q: %w", path, err)
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("projection: open %q: %w", path, err)
@@ -263,12 +271,19 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("projection: open %q: %w", path, err)
 	}
 	for i, q := range stmtText {
-		st, err := db.PrepareContext(ctx, q)
-		if err != nil {
+		if p.stmts[i], err = db.PrepareContext(ctx, q); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("projection: open %q: preparing: %w", path, err)
 		}
-		p.stmts[i] = st
+	}
+	for m, t := range multiText {
+		for c, n := range chunks {
+			q := t.head + t.row + strings.Repeat(", "+t.row, n-1) + t.tail
+			if p.multi[m][c], err = db.PrepareContext(ctx, q); err != nil {
+				p.Close()
+				return nil, fmt.Errorf("projection: open %q: preparing: %w", path, err)
+			}
+		}
 	}
 	return p, nil
 }
@@ -303,6 +318,13 @@ func (p *DB) Close() error {
 	for _, st := range p.stmts {
 		if st != nil {
 			st.Close()
+		}
+	}
+	for _, sts := range p.multi {
+		for _, st := range sts {
+			if st != nil {
+				st.Close()
+			}
 		}
 	}
 	return p.db.Close()
@@ -370,11 +392,11 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
 	defer tx.Rollback()
+	a := newApplier(p, tx)
 	var hwm int64
-	if err := tx.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'pos'`).Scan(&hwm); err != nil {
+	if err := a.stmt(ctx, stHighWater).QueryRowContext(ctx).Scan(&hwm); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
-	a := newApplier(p, tx)
 	var last *Facts
 	for i := range facts {
 		f := &facts[i]
@@ -392,7 +414,7 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 	if err := a.flush(ctx); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE meta SET v = CASE k WHEN 'pos' THEN ? ELSE ? END WHERE k IN ('pos', 'event')`, last.Pos, last.EventID); err != nil {
+	if _, err := a.exec(ctx, stSetHighWater, last.Pos, last.EventID); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -403,14 +425,12 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 
 // Apply's statements, by index into stmtText and DB.stmts.
 const (
-	stJoin = iota
-	stMark
+	stHighWater = iota
+	stSetHighWater
 	stGroup
 	stActor
-	stOwe
 	stSettle
 	stSettleMsg
-	stOweItem
 	stOweToken
 	stOweSettle
 	stOweDischarge
@@ -424,42 +444,96 @@ const (
 )
 
 var stmtText = [nStmts]string{
-	stJoin: `INSERT INTO joins(grp, thread, kind, token, seq) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	stMark: `INSERT INTO marks(grp, event, kind, actor) VALUES(?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	stHighWater:    `SELECT v FROM meta WHERE k = 'pos'`,
+	stSetHighWater: `UPDATE meta SET v = CASE k WHEN 'pos' THEN ? ELSE ? END WHERE k IN ('pos', 'event')`,
 	stGroup: `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`,
 	stActor: `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, owes = owes + ?5, last_ts = ?6`,
-	stOwe: `INSERT INTO owed(actor, event, msg) VALUES(?, ?, ?) ON CONFLICT DO NOTHING`,
 	// Two statements, each a search of an index: with an OR, SQLite
-	// scanned all the actor's open items for every settlement.
+	// scanned all the actor's open items for every settlement, and
+	// with event IN (a union) it materialised the rows read first.
 	stSettle:       `DELETE FROM owed WHERE actor = ?1 AND event = ?2`,
 	stSettleMsg:    `DELETE FROM owed WHERE actor = ?1 AND msg = ?2 AND msg != ''`,
-	stOweItem:      `INSERT INTO owe(token, event, grp, pos, obligation, ackable, open) VALUES(?, ?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`,
 	stOweToken:     `INSERT INTO owe_tokens(token) VALUES(?) ON CONFLICT DO NOTHING`,
-	stOweSettle:    `UPDATE owe SET open = 0 WHERE token = ?1 AND event = ?2 AND open = 1 AND (obligation = 0 OR (?3 AND ackable = 1))`,
-	stOweDischarge: `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1`,
+	stOweSettle:    `UPDATE owe SET open = 0 WHERE token = ?1 AND open = 1 AND event = ?2 AND (obligation = 0 OR (?3 AND ackable = 1))`,
+	stOweDischarge: `UPDATE owe SET open = 0 WHERE event = ? AND obligation = 1 AND open = 1`,
 	stWait: `INSERT INTO waits(actor, event, grp, pos, author, handoff, open, discharged_by, resolved_by, rung, escalated_to)
 			VALUES(?, ?, ?, ?, ?, ?, 1, '', '', 0, '') ON CONFLICT DO NOTHING`,
 	stWaitRung:    `UPDATE waits SET rung = ?1, escalated_to = ?2 WHERE event = ?3 AND open = 1 AND rung < ?1`,
 	stWaitDo:      `UPDATE waits SET open = 0, discharged_by = ?1 WHERE event = ?2 AND open = 1`,
 	stWaitResolve: `UPDATE waits SET open = 0, resolved_by = ?1 WHERE event = ?2 AND open = 1`,
 	stWaitHandoff: `UPDATE waits SET open = 0 WHERE event = ?1 AND open = 1 AND handoff = 1 AND lower(author) != lower(?2)`,
+	// It changes a row (inserts one, or keeps the first seq of one)
+	// exactly when the obligation is open: an ack that changes none
+	// has no handoff to close.
 	stEvidence: `INSERT INTO evidence(event, actor, reply, ack, seq) SELECT ?1, ?2, ?3, ?4, ?5
-			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND open = 1) ON CONFLICT DO NOTHING`,
+			WHERE EXISTS (SELECT 1 FROM waits WHERE event = ?1 AND open = 1) ON CONFLICT DO UPDATE SET seq = seq`,
+}
+
+// The kinds of rows an Apply gathers and inserts at its end, many a
+// statement (multiText, DB.multi): the joins, marks, owe items and
+// owed items of its events. Nothing the Apply runs reads joins or
+// marks; a settlement or discharge applies to the owe and owed items
+// gathered (applier.settleOwe, settleOwed, dischargeOwe) as its
+// statement does to those inserted, so each event sees what it would
+// have seen had every row gone in at once.
+const (
+	mJoin = iota
+	mMark
+	mOwe
+	mOwed
+	nMulti
+)
+
+// chunks are the row counts of the prepared multi-row inserts, largest
+// first: n rows take one statement per bit of n below 64.
+var chunks = [...]int{64, 32, 16, 8, 4, 2, 1}
+
+// multiText are the multi-row inserts: head, then row once per row,
+// then tail.
+var multiText = [nMulti]struct{ head, row, tail string }{
+	// A thread met before gets the joins it lacks (joinsAdd): most
+	// events start their thread, and the function runs only for the
+	// others.
+	mJoin: {`INSERT INTO joins(thread, grp, v) VALUES `, `(?, ?, ?)`,
+		` ON CONFLICT DO UPDATE SET v = ` + joinsAddFunc + `(v, excluded.v) WHERE ` + joinsAddFunc + `(v, excluded.v) IS NOT NULL`},
+	mMark: {`INSERT INTO marks(grp, event, kind, actor) VALUES `, `(?, ?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
+	mOwe:  {`INSERT INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
+	mOwed: {`INSERT INTO owed(actor, event, msg) VALUES `, `(?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
 }
 
 // applier is one Apply: its transaction, the statements it used so far
-// bound to it, and the group and actor counters of the facts applied so
-// far, written once per Apply (flush): a row per group and actor
-// touched instead of one per event.
+// bound to it, the rows it has yet to insert, and the group and actor
+// counters of the facts applied so far, written once per Apply (flush):
+// a row per group and actor touched instead of one per event.
 type applier struct {
 	tx     *sql.Tx
 	db     *DB
 	bound  [nStmts]*sql.Stmt
+	multi  [nMulti][len(chunks)]*sql.Stmt // bound as they are used
 	groups map[string]*GroupSummary
 	actors map[string]*actorDelta
+	// The rows gathered: the threads' joins, merged (joins, by thread
+	// and group, in the order met), the marks (mMark's arguments, row
+	// after row), the owe and owed items.
+	joins map[[2]string]*joinSet
+	order [][2]string
+	marks []any
+	owe   []oweItem
+	owed  []owedItem
+	args  []any // scratch for insert's arguments
 }
+
+// oweItem is a row of owe an Apply has yet to insert.
+type oweItem struct {
+	token, event, grp       string
+	pos                     int64
+	obligation, ack, closed bool
+}
+
+// owedItem is a row of owed an Apply has yet to insert.
+type owedItem struct{ actor, event, msg string }
 
 // actorDelta is what an Apply adds to an actor's row.
 type actorDelta struct {
@@ -469,17 +543,49 @@ type actorDelta struct {
 }
 
 func newApplier(p *DB, tx *sql.Tx) *applier {
-	return &applier{tx: tx, db: p, groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}}
+	return &applier{tx: tx, db: p, groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}, joins: map[[2]string]*joinSet{}}
 }
 
-// exec runs statement i in the Apply's transaction.
-func (a *applier) exec(ctx context.Context, i int, args ...any) (sql.Result, error) {
+// stmt returns statement i bound to the Apply's transaction.
+func (a *applier) stmt(ctx context.Context, i int) *sql.Stmt {
 	st := a.bound[i]
 	if st == nil {
 		st = a.tx.StmtContext(ctx, a.db.stmts[i])
 		a.bound[i] = st
 	}
-	return st.ExecContext(ctx, args...)
+	return st
+}
+
+// exec runs statement i in the Apply's transaction.
+func (a *applier) exec(ctx context.Context, i int, args ...any) (sql.Result, error) {
+	return a.stmt(ctx, i).ExecContext(ctx, args...)
+}
+
+// insert inserts rows of kind m, their arguments one row after
+// another, in chunks, and returns how many it inserted or updated.
+func (a *applier) insert(ctx context.Context, m int, args []any) (int64, error) {
+	k := strings.Count(multiText[m].row, "?")
+	var total int64
+	for len(args) > 0 {
+		c := 0
+		for chunks[c]*k > len(args) {
+			c++
+		}
+		st := a.multi[m][c]
+		if st == nil {
+			st = a.tx.StmtContext(ctx, a.db.multi[m][c])
+			a.multi[m][c] = st
+		}
+		n := chunks[c] * k
+		res, err := st.ExecContext(ctx, args[:n]...)
+		if err != nil {
+			return 0, err
+		}
+		affected, _ := res.RowsAffected()
+		total += affected
+		args = args[n:]
+	}
+	return total, nil
 }
 
 func (a *applier) apply(ctx context.Context, f *Facts) error {
@@ -491,14 +597,17 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 	g.Events++
 	g.LastSeq, g.LastPos, g.LastTS, g.LastEvent = f.Seq, f.Pos, f.TS, f.EventID
 	for _, j := range f.Joins {
-		if _, err := a.exec(ctx, stJoin, f.Group, j.Thread, int(j.Kind), j.Token, f.Seq); err != nil {
-			return err
+		key := [2]string{j.Thread, f.Group}
+		set := a.joins[key]
+		if set == nil {
+			set = new(joinSet)
+			a.joins[key] = set
+			a.order = append(a.order, key)
 		}
+		*set = set.add(j.Kind, j.Token, f.Seq)
 	}
 	for _, m := range f.Marks {
-		if _, err := a.exec(ctx, stMark, f.Group, m.Event, int(m.Kind), m.Actor); err != nil {
-			return err
-		}
+		a.marks = append(a.marks, f.Group, m.Event, int(m.Kind), m.Actor)
 	}
 	if err := a.applyOpenSets(ctx, f); err != nil {
 		return err
@@ -517,6 +626,7 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 			if id == "" {
 				continue
 			}
+			a.settleOwed(key, id)
 			for _, st := range []int{stSettle, stSettleMsg} {
 				res, err := a.exec(ctx, st, key, id)
 				if err != nil {
@@ -526,20 +636,71 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 				d.owes -= n
 			}
 		}
-		if af.Owes {
-			res, err := a.exec(ctx, stOwe, key, f.EventID, af.Msg)
-			if err != nil {
-				return err
-			}
-			n, _ := res.RowsAffected()
-			d.owes += n
+		if af.Owes && !gathered(a.owed, func(o owedItem) bool { return o.event == f.EventID }, func(o owedItem) bool { return o.actor == key }) {
+			a.owed = append(a.owed, owedItem{key, f.EventID, af.Msg})
 		}
+	}
+	if len(a.owed) >= maxGathered {
+		return a.insertOwed(ctx)
 	}
 	return nil
 }
 
-// flush writes the group and actor counters of the facts applied.
+// gathered reports whether an item of the event being applied (those
+// of, at the end of items) is same.
+func gathered[T any](items []T, of, same func(T) bool) bool {
+	for i := len(items) - 1; i >= 0 && of(items[i]); i-- {
+		if same(items[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// settleOwed drops the owed items gathered that stSettle and
+// stSettleMsg delete: the actor's with the event or message id id.
+// They were never counted.
+func (a *applier) settleOwed(actor, id string) {
+	a.owed = slices.DeleteFunc(a.owed, func(o owedItem) bool {
+		return o.actor == actor && (o.event == id || o.msg == id && o.msg != "")
+	})
+}
+
+// settleOwe closes the owe items gathered that stOweSettle closes.
+func (a *applier) settleOwe(st Settle) {
+	for i := range a.owe {
+		o := &a.owe[i]
+		if o.token == st.Token && o.event == st.Event && (!o.obligation || st.Ack && o.ack) {
+			o.closed = true
+		}
+	}
+}
+
+// dischargeOwe closes the owe items gathered that stOweDischarge
+// closes.
+func (a *applier) dischargeOwe(event string) {
+	for i := range a.owe {
+		if o := &a.owe[i]; o.event == event && o.obligation {
+			o.closed = true
+		}
+	}
+}
+
+// flush inserts the rows gathered and writes the group and actor
+// counters of the facts applied.
 func (a *applier) flush(ctx context.Context) error {
+	if err := a.insertJoins(ctx); err != nil {
+		return err
+	}
+	if _, err := a.insert(ctx, mMark, a.marks); err != nil {
+		return err
+	}
+	if err := a.insertOwe(ctx); err != nil {
+		return err
+	}
+	if err := a.insertOwed(ctx); err != nil {
+		return err
+	}
 	for _, g := range a.groups {
 		if _, err := a.exec(ctx, stGroup, g.Group, g.Events, g.LastSeq, g.LastPos, g.LastTS, g.LastEvent); err != nil {
 			return err
@@ -553,28 +714,123 @@ func (a *applier) flush(ctx context.Context) error {
 	return nil
 }
 
+// maxGathered bounds the owe and owed items an Apply gathers before it
+// inserts them: settlements look through those gathered.
+const maxGathered = 256
+
+// insertOwe inserts the owe items gathered.
+func (a *applier) insertOwe(ctx context.Context) error {
+	args := a.args[:0]
+	for _, o := range a.owe {
+		args = append(args, o.token, b2i(!o.closed), o.event, o.grp, o.pos, b2i(o.obligation), b2i(o.ack))
+	}
+	_, err := a.insert(ctx, mOwe, args)
+	clear(args)
+	a.args, a.owe = args[:0], a.owe[:0]
+	return err
+}
+
+// insertOwed inserts the owed items gathered, by actor, and counts
+// what each owes more by the rows inserted.
+func (a *applier) insertOwed(ctx context.Context) error {
+	slices.SortStableFunc(a.owed, func(x, y owedItem) int { return strings.Compare(x.actor, y.actor) })
+	for rest := a.owed; len(rest) > 0; {
+		n := 1
+		for n < len(rest) && rest[n].actor == rest[0].actor {
+			n++
+		}
+		args := a.args[:0]
+		for _, o := range rest[:n] {
+			args = append(args, o.actor, o.event, o.msg)
+		}
+		added, err := a.insert(ctx, mOwed, args)
+		clear(args)
+		a.args = args[:0]
+		if err != nil {
+			return err
+		}
+		a.actors[rest[0].actor].owes += added
+		rest = rest[n:]
+	}
+	a.owed = a.owed[:0]
+	return nil
+}
+
+// insertJoins writes the threads' joins gathered, a row per thread:
+// inserted when new, given the joins it lacks when not (mJoin).
+func (a *applier) insertJoins(ctx context.Context) error {
+	args := a.args[:0]
+	for _, key := range a.order {
+		args = append(args, key[0], key[1], []byte(*a.joins[key]))
+	}
+	_, err := a.insert(ctx, mJoin, args)
+	clear(args)
+	a.args = args[:0]
+	return err
+}
+
+// joinsAddFunc is the SQL name of joinsAdd. The driver offers it on
+// every connection it opens once registered, in the whole process: the
+// name is prefixed to be the package's own.
+const joinsAddFunc = "crosstalk_projection_joins_add"
+
+var (
+	registerOnce sync.Once
+	registerErr  error
+)
+
+// register registers joinsAdd with the SQLite driver, once; Open calls
+// it before it opens a connection.
+func register() error {
+	registerOnce.Do(func() {
+		registerErr = sqlite.RegisterDeterministicScalarFunction(joinsAddFunc, 2, joinsAdd)
+	})
+	return registerErr
+}
+
+// joinsAdd(v, add) is the joinSet v with the joins of the joinSet add
+// that it lacks, or NULL when it lacks none.
+func joinsAdd(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	old, _ := args[0].([]byte)
+	add, _ := args[1].([]byte)
+	merged := joinSet(slices.Clip(old))
+	for j := range joinSet(add).all {
+		merged = merged.add(j.Kind, j.Token, j.Seq)
+	}
+	if len(merged) == len(old) {
+		return nil, nil
+	}
+	return []byte(merged), nil
+}
+
 // applyOpenSets applies what f says of owed items and awaited
 // obligations. Evidence goes first: an event answers others, never
 // itself.
 func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 	for _, e := range f.Answers {
-		if _, err := a.exec(ctx, stEvidence, e.Event, e.Actor, b2i(e.Reply), b2i(e.Ack), f.Seq); err != nil {
+		res, err := a.exec(ctx, stEvidence, e.Event, e.Actor, b2i(e.Reply), b2i(e.Ack), f.Seq)
+		if err != nil {
 			return err
 		}
-		if e.Ack {
+		if n, _ := res.RowsAffected(); e.Ack && n > 0 {
 			if _, err := a.exec(ctx, stWaitHandoff, e.Event, e.Actor); err != nil {
 				return err
 			}
 		}
 	}
 	for _, o := range f.Owes {
-		if _, err := a.exec(ctx, stOweItem, o.Token, f.EventID, f.Group, f.Pos, b2i(o.Obligation), b2i(o.Ack)); err != nil {
-			return err
+		if !gathered(a.owe, func(x oweItem) bool { return x.event == f.EventID }, func(x oweItem) bool { return x.token == o.Token }) {
+			a.owe = append(a.owe, oweItem{token: o.Token, event: f.EventID, grp: f.Group, pos: f.Pos, obligation: o.Obligation, ack: o.Ack})
 		}
 		if strings.HasPrefix(o.Token, "@") {
 			if _, err := a.exec(ctx, stOweToken, o.Token); err != nil {
 				return err
 			}
+		}
+	}
+	if len(a.owe) >= maxGathered {
+		if err := a.insertOwe(ctx); err != nil {
+			return err
 		}
 	}
 	for _, w := range f.Waits {
@@ -583,11 +839,13 @@ func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 		}
 	}
 	for _, st := range f.Settles {
+		a.settleOwe(st)
 		if _, err := a.exec(ctx, stOweSettle, st.Token, st.Event, b2i(st.Ack)); err != nil {
 			return err
 		}
 	}
 	if f.Discharges != "" {
+		a.dischargeOwe(f.Discharges)
 		if _, err := a.exec(ctx, stOweDischarge, f.Discharges); err != nil {
 			return err
 		}
@@ -617,20 +875,20 @@ func b2i(b bool) int {
 
 // Joins returns the joins of the thread of group, in no order.
 func (p *DB) Joins(ctx context.Context, group, thread string) ([]Join, error) {
-	rows, err := p.db.QueryContext(ctx, `SELECT kind, token, seq FROM joins WHERE grp = ? AND thread = ?`, group, thread)
+	var v []byte
+	err := p.db.QueryRowContext(ctx, `SELECT v FROM joins WHERE grp = ? AND thread = ?`, group, thread).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("projection: joins of %q: %w", thread, err)
 	}
-	defer rows.Close()
 	var out []Join
-	for rows.Next() {
-		j := Join{Thread: thread}
-		if err := rows.Scan(&j.Kind, &j.Token, &j.Seq); err != nil {
-			return nil, fmt.Errorf("projection: joins of %q: %w", thread, err)
-		}
+	for j := range joinSet(v).all {
+		j.Thread = thread
 		out = append(out, j)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // maxParams bounds the ids of one Marks query (SQLite's default limit of
@@ -714,7 +972,7 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 	var out []string
 	for _, q := range []string{
 		`SELECT 'meta', k, v, '', '', '' FROM meta ORDER BY k`,
-		`SELECT 'join', grp, thread, kind, token, seq FROM joins ORDER BY grp, thread, kind, token`,
+		joinsDump,
 		`SELECT 'mark', grp, event, kind, actor, '' FROM marks ORDER BY grp, event, kind, actor`,
 		`SELECT 'group', grp, events, last_seq, last_pos, last_ts || ' ' || last_event FROM groups ORDER BY grp`,
 		`SELECT 'actor', key, id, events, addressed, owes || ' ' || last_ts FROM actors ORDER BY key`,
@@ -734,6 +992,10 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 				rows.Close()
 				return nil, fmt.Errorf("projection: dump: %w", err)
 			}
+			if q == joinsDump {
+				out = append(out, dumpJoins(c[1], c[2], c[3])...)
+				continue
+			}
 			out = append(out, fmt.Sprintf("%v|%v|%v|%v|%v|%v", c[0], c[1], c[2], c[3], c[4], c[5]))
 		}
 		err = rows.Err()
@@ -743,6 +1005,26 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// joinsDump is Dump's query of the joins table, a row per thread that
+// dumpJoins makes a line per join.
+const joinsDump = `SELECT 'join', grp, thread, v, '', '' FROM joins ORDER BY grp, thread`
+
+// dumpJoins returns a Dump line per join of a thread's row, in (kind,
+// token) order.
+func dumpJoins(grp, thread, v any) []string {
+	b, _ := v.([]byte)
+	var joins []Join
+	for j := range joinSet(b).all {
+		joins = append(joins, j)
+	}
+	slices.SortFunc(joins, func(a, b Join) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Token, b.Token)) })
+	out := make([]string, len(joins))
+	for i, j := range joins {
+		out[i] = fmt.Sprintf("join|%v|%v|%d|%s|%d", grp, thread, j.Kind, j.Token, j.Seq)
+	}
+	return out
 }
 
 // OweTokens returns the role and group selectors ("@reviewer", "@all")
@@ -769,35 +1051,22 @@ func (p *DB) OweTokens(ctx context.Context) ([]string, error) {
 // after, in event id order, at most limit of them (1 to 1000): only the
 // open ones (not settled by Token's ack or reply, nor discharged) unless
 // all. An item named by several tokens is listed once. Each token's read
-// is a keyset range of an index: O(limit × tokens).
+// is a keyset range of the key (token, open, event), two with all (the
+// open and the settled items, merged): O(limit × tokens).
 func (p *DB) Owed(ctx context.Context, tokens []string, after string, all bool, limit int) ([]OweRow, error) {
 	limit = min(max(limit, 1), 1000)
-	q := `SELECT event, grp, pos FROM owe INDEXED BY owe_open WHERE token = ? AND open = 1 AND event > ? ORDER BY event LIMIT ?`
+	// The key is (token, open, event): a range per token and state.
+	open := []int{1}
 	if all {
-		q = `SELECT event, grp, pos FROM owe WHERE token = ? AND event > ? ORDER BY event LIMIT ?`
+		open = []int{0, 1}
 	}
 	seen := map[string]bool{}
 	var out []OweRow
 	for _, t := range tokens {
-		rows, err := p.db.QueryContext(ctx, q, t, after, limit)
-		if err != nil {
-			return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
-		}
-		for rows.Next() {
-			var o OweRow
-			if err := rows.Scan(&o.Event, &o.Group, &o.Pos); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
+		for _, o := range open {
+			if err := p.owedRange(ctx, &out, seen, t, o, after, limit); err != nil {
+				return nil, err
 			}
-			if !seen[o.Event] {
-				seen[o.Event] = true
-				out = append(out, o)
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("projection: owed by %q: %w", t, err)
 		}
 	}
 	slices.SortFunc(out, func(a, b OweRow) int { return strings.Compare(a.Event, b.Event) })
@@ -805,6 +1074,30 @@ func (p *DB) Owed(ctx context.Context, tokens []string, after string, all bool, 
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// owedRange appends to out the items of token in state open after
+// after, at most limit, that are not in seen.
+func (p *DB) owedRange(ctx context.Context, out *[]OweRow, seen map[string]bool, t string, open int, after string, limit int) error {
+	rows, err := p.db.QueryContext(ctx, `SELECT event, grp, pos FROM owe WHERE token = ? AND open = ? AND event > ? ORDER BY event LIMIT ?`, t, open, after, limit)
+	if err != nil {
+		return fmt.Errorf("projection: owed by %q: %w", t, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var o OweRow
+		if err := rows.Scan(&o.Event, &o.Group, &o.Pos); err != nil {
+			return fmt.Errorf("projection: owed by %q: %w", t, err)
+		}
+		if !seen[o.Event] {
+			seen[o.Event] = true
+			*out = append(*out, o)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("projection: owed by %q: %w", t, err)
+	}
+	return nil
 }
 
 // Waits returns the obligations actor (lower case) authored or is the
@@ -849,4 +1142,47 @@ func (p *DB) Evidence(ctx context.Context, event string) ([]Answer, error) {
 		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// joinSet is a thread's joins as the joins table keeps them, one row per
+// thread: for each join in the order applied, its kind (a byte), its
+// token (a uvarint length, then the bytes) and the seq from which it
+// takes part (a varint). A (kind, token) appears once, with the seq of
+// the first event that made it.
+type joinSet []byte
+
+// add returns s with the join (kind, token) from seq, or s itself when
+// it already has (kind, token).
+func (s joinSet) add(kind JoinKind, token string, seq int64) joinSet {
+	for j := range s.all {
+		if j.Kind == kind && j.Token == token {
+			return s
+		}
+	}
+	s = append(s, byte(kind))
+	s = binary.AppendUvarint(s, uint64(len(token)))
+	s = append(s, token...)
+	return binary.AppendVarint(s, seq)
+}
+
+// all yields the joins of s (their Thread unset), in the order added;
+// it stops at bytes it cannot read.
+func (s joinSet) all(yield func(Join) bool) {
+	for len(s) > 0 {
+		kind := JoinKind(s[0])
+		n, k := binary.Uvarint(s[1:])
+		if k <= 0 || n > uint64(len(s)-1-k) {
+			return
+		}
+		s = s[1+k:]
+		token := string(s[:n])
+		seq, k := binary.Varint(s[n:])
+		if k <= 0 {
+			return
+		}
+		s = s[int(n)+k:]
+		if !yield(Join{Kind: kind, Token: token, Seq: seq}) {
+			return
+		}
+	}
 }

@@ -1,11 +1,13 @@
 package projection_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/gateway/projection"
@@ -69,8 +71,14 @@ func TestApply(t *testing.T) {
 		t.Fatalf("HighWater = %d, %q, %v; want 4, e3", pos, id, err)
 	}
 	joins, err := db.Joins(ctx, "g", "T")
-	if err != nil || len(joins) != 3 {
-		t.Fatalf("Joins = %+v, %v; want bob, carol named at 1 and carol author at 3", joins, err)
+	slices.SortFunc(joins, func(a, b projection.Join) int { return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Kind, b.Kind)) })
+	wantJoins := []projection.Join{{Thread: "T", Kind: projection.JoinAuthor, Token: "bob", Seq: 1}, {Thread: "T", Kind: projection.JoinNamed, Token: "carol", Seq: 1},
+		{Thread: "T", Kind: projection.JoinAuthor, Token: "carol", Seq: 3}}
+	if err != nil || !slices.Equal(joins, wantJoins) {
+		t.Fatalf("Joins = %+v, %v; want %+v", joins, err, wantJoins)
+	}
+	if joins, err := db.Joins(ctx, "g", "nope"); len(joins) != 0 || err != nil {
+		t.Errorf("Joins of a thread nobody wrote in = %+v, %v", joins, err)
 	}
 	marks, err := db.Marks(ctx, "g", []string{"e1", "e2", "nope"})
 	if err != nil || len(marks) != 3 {
@@ -175,5 +183,93 @@ func TestOpenOtherSchema(t *testing.T) {
 	}
 	if rows, _ := again.Dump(ctx); len(rows) != 3 {
 		t.Errorf("Dump = %v, want the meta rows only", rows)
+	}
+}
+
+// TestJoinsKeepFirst applies a thread's joins over several Applies and
+// within one: a token that joins again keeps the seq it first joined
+// at, and the Dump lines do not depend on how the facts were batched.
+func TestJoinsKeepFirst(t *testing.T) {
+	join := func(kind projection.JoinKind, token string) projection.Join {
+		return projection.Join{Thread: "T", Kind: kind, Token: token}
+	}
+	fs := []projection.Facts{
+		{Pos: 1, Group: "g", Seq: 1, EventID: "e1", Joins: []projection.Join{join(projection.JoinAuthor, "bob"), join(projection.JoinNamed, "carol"), join(projection.JoinNamed, "carol")}},
+		{Pos: 2, Group: "g", Seq: 2, EventID: "e2", Joins: []projection.Join{join(projection.JoinAuthor, "carol"), join(projection.JoinNamed, "bob")}},
+		{Pos: 3, Group: "g", Seq: 3, EventID: "e3", Joins: []projection.Join{join(projection.JoinAuthor, "bob"), join(projection.JoinNamed, "Carol"),
+			{Thread: "U", Kind: projection.JoinNamed, Token: "bob"}}},
+		{Pos: 4, Group: "h", Seq: 1, EventID: "e4", Joins: []projection.Join{join(projection.JoinAuthor, "dave")}},
+	}
+	want := []string{
+		"join|g|T|1|bob|1", "join|g|T|1|carol|2", "join|g|T|2|Carol|3", "join|g|T|2|bob|2", "join|g|T|2|carol|1",
+		"join|g|U|2|bob|3", "join|h|T|1|dave|1",
+	}
+	for _, size := range []int{len(fs), 1, 2} {
+		var got []string
+		for _, r := range dumpApplied(t, fs, size) {
+			if strings.HasPrefix(r, "join|") {
+				got = append(got, r)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("applied %d at a time, the joins are\n%q\nwant\n%q", size, got, want)
+		}
+	}
+}
+
+// dumpApplied applies fs to a new file DB, size facts an Apply, and
+// returns its Dump.
+func dumpApplied(t *testing.T, fs []projection.Facts, size int) []string {
+	t.Helper()
+	ctx := context.Background()
+	db := open(t, filepath.Join(t.TempDir(), "p.db"))
+	for rest := fs; len(rest) > 0; {
+		n := min(size, len(rest))
+		if err := db.Apply(ctx, rest[:n]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[n:]
+	}
+	rows, err := db.Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestApplyBatching applies the same facts one event per Apply, in
+// batches of several sizes and all at once: requests, obligations named
+// twice, acks, replies and discharges of items still gathered in the
+// same Apply or applied before. The rows must not depend on the
+// batching (the relay applies a few events per append, a rebuild 4096).
+func TestApplyBatching(t *testing.T) {
+	sim := newLedgerSim(3)
+	var fs []projection.Facts
+	for i := range 700 {
+		var f projection.Facts
+		switch {
+		case i%10 == 4:
+			sim.obligation(&f)
+		case i%10 == 9 && len(sim.open) > 0:
+			sim.discharge(&f)
+		case i%5 == 2 && len(sim.open) > 0:
+			sim.ack(&f)
+		case i%5 == 3 && len(sim.open) > 0:
+			sim.reply(&f)
+		default:
+			sim.request(&f)
+		}
+		fs = append(fs, f)
+	}
+	want := dumpApplied(t, fs, len(fs))
+	for _, size := range []int{1, 3, 64, 300} {
+		if rows := dumpApplied(t, fs, size); !slices.Equal(rows, want) {
+			t.Errorf("applied %d at a time, Dump differs from all at once:\n%q\nwant\n%q", size, rows, want)
+		}
+	}
+	for _, kind := range []string{"owe|", "owed|", "wait|", "evidence|"} {
+		if !slices.ContainsFunc(want, func(r string) bool { return strings.HasPrefix(r, kind) }) {
+			t.Errorf("no %s rows: the facts do not exercise them", kind)
+		}
 	}
 }
