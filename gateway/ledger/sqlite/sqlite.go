@@ -151,10 +151,6 @@ type Store struct {
 	followReads chan struct{}
 
 	lastTS time.Time // writer goroutine only
-	// lastSync is how long the last fsync of the WAL took, in
-	// nanoseconds: how long the writer lets a small transaction wait for
-	// company (lingerFor).
-	lastSync atomic.Int64
 
 	commits, ops, events, syncs atomic.Int64
 }
