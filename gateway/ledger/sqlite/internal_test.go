@@ -342,6 +342,27 @@ func TestWALFileReopens(t *testing.T) {
 	}
 }
 
+// A transaction waits for more operations only while callers are arriving
+// concurrently (the last commit had several), for at most the last fsync's
+// time and maxLinger, and not once it is large.
+func TestLingerFor(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		prevOps, ops   int
+		lastSync, want time.Duration
+	}{
+		{"lone caller", 1, 1, time.Millisecond, 0},
+		{"first commit", 0, 1, 0, 0},
+		{"concurrent, fast disk", 5, 3, 150 * time.Microsecond, 150 * time.Microsecond},
+		{"concurrent, slow disk", 5, 3, 20 * time.Millisecond, maxLinger},
+		{"large already", 40, lingerOps, time.Millisecond, 0},
+	} {
+		if got := lingerFor(tt.prevOps, tt.ops, lingerOps, tt.lastSync); got != tt.want {
+			t.Errorf("%s: lingerFor(%d, %d, %d, %v) = %v, want %v", tt.name, tt.prevOps, tt.ops, lingerOps, tt.lastSync, got, tt.want)
+		}
+	}
+}
+
 // A transaction left open on the writer's connection (as a failed
 // ROLLBACK would leave it) does not stop later writes: the next batch ends
 // it and begins again.

@@ -151,6 +151,10 @@ type Store struct {
 	followReads chan struct{}
 
 	lastTS time.Time // writer goroutine only
+	// lastSync is how long the last fsync of the WAL took, in
+	// nanoseconds: how long the writer lets a small transaction wait for
+	// company (lingerFor).
+	lastSync atomic.Int64
 
 	commits, ops, events, syncs atomic.Int64
 }

@@ -45,7 +45,10 @@ func (s *Store) syncer() {
 // The transaction's callers and every later write fail with ErrBroken.
 func (s *Store) finish(c committed) {
 	if s.broken.Load() == nil {
-		if err := s.wal.sync(); err != nil {
+		t0 := time.Now()
+		err := s.wal.sync()
+		s.lastSync.Store(int64(time.Since(t0)))
+		if err != nil {
 			s.log.Error("sqlite: fsync of the WAL failed; refusing further writes", "path", s.path, "err", err)
 			berr := fmt.Errorf("sqlite: %w: %w", ErrBroken, err)
 			s.broken.CompareAndSwap(nil, &berr)
