@@ -95,8 +95,15 @@ type projQueue struct {
 // some of its events.
 func (q *projQueue) add(facts []projection.Facts, stale bool) {
 	q.mu.Lock()
-	q.in = append(q.in, facts...)
-	q.stale = q.stale || stale || len(q.in) > projQueueMax
+	q.stale = q.stale || stale || len(q.in)+len(facts) > projQueueMax
+	if q.stale {
+		// The next sync reads the log, which holds these events
+		// (committed before this call): keeping them would only grow
+		// the queue while a sync is under way.
+		q.in = nil
+	} else {
+		q.in = append(q.in, facts...)
+	}
 	q.mu.Unlock()
 }
 
@@ -118,6 +125,7 @@ func (q *projQueue) take(after, now int64) (run []projection.Facts, log bool) {
 	q.held = append(q.held, in...)
 	if stale || len(q.held) > projQueueMax {
 		q.markStale() // until the log is read (readLog)
+		q.held, q.gapAt = nil, 0
 		return nil, true
 	}
 	slices.SortFunc(q.held, func(a, b projection.Facts) int { return cmp.Compare(a.Pos, b.Pos) })
@@ -271,6 +279,15 @@ func (r *Relay) syncLocked(ctx context.Context) error {
 			return err
 		}
 		r.projChecked = true
+	}
+	// What the queue holds right after the mark needs no log read nor
+	// decode: apply it first; the log read then starts after it (most
+	// often an empty page).
+	if run, _ := r.projQ.take(r.projPos, int64(time.Since(projEpoch))); len(run) > 0 {
+		if err := db.Apply(ctx, run); err != nil {
+			return fmt.Errorf("gateway: projections: %w", err)
+		}
+		r.projPos = run[len(run)-1].Pos
 	}
 	r.projQ.readLog()
 	r.projLogs.Add(1)

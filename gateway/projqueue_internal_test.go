@@ -1,9 +1,13 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 	"github.com/crosstalk-go/crosstalk/gateway/projection"
 )
 
@@ -79,8 +83,9 @@ func TestProjQueue(t *testing.T) {
 	}
 	t.Run("readLog and applied clear the queue", func(t *testing.T) {
 		var q projQueue
-		q.add(at(1, 2, 7), true)
+		q.add(at(1, 2), true) // dropped: the log read covers them
 		q.readLog()
+		q.add(at(7), false)
 		q.applied(5)
 		run, log := q.take(5, 1)
 		if len(run) != 0 || log {
@@ -101,4 +106,66 @@ func TestProjQueue(t *testing.T) {
 			t.Fatal("take with more than projQueueMax queued did not read the log")
 		}
 	})
+}
+
+// TestProjQueueBoundedWhileSyncHeld: while a sync holds projMu (a
+// Reindex, the catch-up after an upgrade, a slow log read), appends go on
+// and the queue stays within projQueueMax: past it, the next sync reads
+// the log, which holds the facts it dropped.
+func TestProjQueueBoundedWhileSyncHeld(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New(nil)
+	defer st.Close()
+	r := New(st, &Options{})
+	r.projEvery = 0
+	if err := r.SyncProjection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.projMu.Lock() // what a long Reindex does for its whole duration
+	for i := range 3 * projQueueMax {
+		rec := ledger.Record{Kind: KindMessage, GroupID: "g", By: "a", Data: mustJSON(EventData{Text: fmt.Sprint(i), To: []string{"b"}})}
+		if _, err := r.store.Append(ctx, []ledger.Record{rec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.projQ.mu.Lock()
+	n := len(r.projQ.in)
+	r.projQ.mu.Unlock()
+	r.projMu.Unlock()
+	if n > projQueueMax {
+		t.Errorf("queue holds %d facts while a sync is under way, want at most projQueueMax = %d (the log is read anyway)", n, projQueueMax)
+	}
+	if diff, err := r.CheckProjection(ctx); err != nil || len(diff) > 0 {
+		t.Fatalf("CheckProjection = %d rows differ (%v)", len(diff), err)
+	}
+}
+
+// TestProjQueueLivenessAppends: a liveness event (a heartbeat's
+// transition or renewal) goes through the relay's store, so its position
+// is queued and the appends after it are applied at once, not held
+// behind a gap for projGapWait and then read from the log.
+func TestProjQueueLivenessAppends(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New(nil)
+	defer st.Close()
+	r := New(st, &Options{})
+	r.projEvery = 0
+	if err := r.SyncProjection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Heartbeat(ctx, "claude"); err != nil {
+		t.Fatal(err)
+	}
+	rec := ledger.Record{Kind: KindMessage, GroupID: "g", By: "a", Data: mustJSON(EventData{Text: "x"})}
+	res, err := r.store.Append(ctx, []ledger.Record{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, _, err := r.proj.HighWater(ctx) // what the write path applied, no read sync
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pos != res[0].Pos {
+		t.Errorf("after a heartbeat and an append at %d, the write path applied up to %d: the heartbeat's position is a gap it waits on", res[0].Pos, pos)
+	}
 }

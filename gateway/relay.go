@@ -126,6 +126,12 @@ const DefaultClaimTTL = 10 * time.Minute
 // envelope.MaxEnvelopeSize each plus chat text.
 const MaxIntake = 8 << 20
 
+// MaxPollTargets bounds the receivers one POLL names in `meta: poll`
+// `Targets:` (docs/format.md §12): each is a recipient the relay decides
+// attention for and a participant of the thread, and a line of 64 KiB
+// could name ten thousand.
+const MaxPollTargets = 256
+
 // DefaultMaxEnvelopes is the default of Options.MaxEnvelopes.
 const DefaultMaxEnvelopes = 1000
 
@@ -211,7 +217,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	r.live = liveness.New(store, liveness.Options{Now: r.now, StaleAfter: opts.StaleAfter, Logger: r.log.With("component", "liveness")})
+	r.live = liveness.New(r.store, liveness.Options{Now: r.now, StaleAfter: opts.StaleAfter, Logger: r.log.With("component", "liveness")})
 	if r.maxEnvs <= 0 {
 		r.maxEnvs = DefaultMaxEnvelopes
 	}
@@ -464,6 +470,9 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 	// POLL targets are receivers too (docs/format.md §12); the Reader
 	// checked the header's.
 	if targets, ok := env.MetaValue("poll", "Targets"); ok {
+		if n := strings.Count(targets, ",") + 1; n > MaxPollTargets {
+			return reject(envelope.CodeAddress, "poll names %d targets; at most %d", n, MaxPollTargets)
+		}
 		for _, t := range strings.Split(targets, ",") {
 			if _, err := envelope.NormalizeIdentifier(strings.TrimSpace(t)); err != nil {
 				return reject(envelope.CodeAddress, "poll target %v", err)

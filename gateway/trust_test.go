@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -85,5 +87,28 @@ func TestPollTargetsAreIdentifiers(t *testing.T) {
 	})
 	if outs := ingest(t, r, "", text); len(outs) != 1 || outs[0].Reject == nil || outs[0].Reject.Code != envelope.CodeAddress {
 		t.Errorf("POLL with target CLA<ZWSP>UDE = %+v, want E-ADDRESS", outs[0].Reject)
+	}
+}
+
+// TestPollTargetsBounded: a POLL names at most MaxPollTargets receivers;
+// one more is refused with E-ADDRESS before anything is decided for them.
+func TestPollTargetsBounded(t *testing.T) {
+	r := newRelay(t, nil)
+	poll := func(n int) []gateway.Outcome {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("AGENT%d", i)
+		}
+		text := env("CLAUDE", "GEMINI", "POLL", "t", fmt.Sprintf("vote %d", n), func(e *envelope.Envelope) {
+			e.Meta = []envelope.Meta{{Namespace: "poll", Fields: []envelope.Field{{Key: "Targets", Value: strings.Join(names, ", ")}}}}
+		})
+		return ingest(t, r, "", text)
+	}
+	if outs := poll(gateway.MaxPollTargets); len(outs) != 1 || outs[0].Reject != nil {
+		t.Fatalf("POLL with %d targets = %+v, want recorded", gateway.MaxPollTargets, outs[0].Reject)
+	}
+	outs := poll(gateway.MaxPollTargets + 1)
+	if len(outs) != 1 || outs[0].Reject == nil || outs[0].Reject.Code != envelope.CodeAddress || !strings.Contains(outs[0].Reject.Reason, "at most") {
+		t.Errorf("POLL with %d targets = %+v, want E-ADDRESS naming the bound", gateway.MaxPollTargets+1, outs[0].Reject)
 	}
 }

@@ -175,3 +175,53 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
+
+// One event naming n distinct recipients in one thread (a POLL's
+// Targets line holds thousands): the joins an Apply gathers.
+func BenchmarkApplyWideEvent(b *testing.B) {
+	for _, n := range []int{1000, 4000, 16000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ctx := context.Background()
+			for i := range b.N {
+				db, err := projection.Open(ctx, filepath.Join(b.TempDir(), fmt.Sprint(i)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				f := projection.Facts{Pos: 1, Group: "g", Seq: 1, EventID: "E1", TS: "t"}
+				for k := range n {
+					f.Joins = append(f.Joins, projection.Join{Thread: "T", Kind: projection.JoinNamed, Token: fmt.Sprintf("agent-%06d", k)})
+				}
+				if err := db.Apply(ctx, []projection.Facts{f}); err != nil {
+					b.Fatal(err)
+				}
+				db.Close()
+			}
+		})
+	}
+}
+
+// A thread that grows by one participant per Apply (one event a sync):
+// the whole thread's row is read, merged and rewritten each time.
+func BenchmarkApplyGrowingThread(b *testing.B) {
+	for _, n := range []int{1000, 4000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ctx := context.Background()
+			for i := range b.N {
+				db, err := projection.Open(ctx, filepath.Join(b.TempDir(), fmt.Sprint(i)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				for k := range n {
+					f := projection.Facts{Pos: int64(k + 1), Group: "g", Seq: int64(k + 1), EventID: fmt.Sprintf("E%06d", k), TS: "t",
+						Joins: []projection.Join{{Thread: "T", Kind: projection.JoinNamed, Token: fmt.Sprintf("agent-%06d", k)}}}
+					if err := db.Apply(ctx, []projection.Facts{f}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(time.Since(start).Microseconds())/float64(n), "µs/apply")
+				db.Close()
+			}
+		})
+	}
+}

@@ -518,6 +518,7 @@ type applier struct {
 	// and group, in the order met), the marks (mMark's arguments, row
 	// after row), the owe and owed items.
 	joins map[[2]string]*joinSet
+	jkeys map[[2]string]map[joinKey]bool
 	order [][2]string
 	marks []any
 	owe   []oweItem
@@ -543,7 +544,7 @@ type actorDelta struct {
 }
 
 func newApplier(p *DB, tx *sql.Tx) *applier {
-	return &applier{tx: tx, db: p, groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}, joins: map[[2]string]*joinSet{}}
+	return &applier{tx: tx, db: p, groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}, joins: map[[2]string]*joinSet{}, jkeys: map[[2]string]map[joinKey]bool{}}
 }
 
 // stmt returns statement i bound to the Apply's transaction.
@@ -602,9 +603,13 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 		if set == nil {
 			set = new(joinSet)
 			a.joins[key] = set
+			a.jkeys[key] = map[joinKey]bool{}
 			a.order = append(a.order, key)
 		}
-		*set = set.add(j.Kind, j.Token, f.Seq)
+		if k := (joinKey{j.Kind, j.Token}); !a.jkeys[key][k] {
+			a.jkeys[key][k] = true
+			*set = set.put(j.Kind, j.Token, f.Seq)
+		}
 	}
 	for _, m := range f.Marks {
 		a.marks = append(a.marks, f.Group, m.Event, int(m.Kind), m.Actor)
@@ -793,9 +798,23 @@ func register() error {
 func joinsAdd(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 	old, _ := args[0].([]byte)
 	add, _ := args[1].([]byte)
-	merged := joinSet(slices.Clip(old))
+	n := joinSet(old).readable()
+	merged := joinSet(slices.Clip(old[:n])) // an unreadable tail is dropped
+	var keys map[joinKey]bool
+	if len(add) > 256 {
+		keys = merged.keys()
+	}
 	for j := range joinSet(add).all {
-		merged = merged.add(j.Kind, j.Token, j.Seq)
+		k := joinKey{j.Kind, j.Token}
+		if keys != nil {
+			if keys[k] {
+				continue
+			}
+			keys[k] = true
+		} else if merged.has(j.Kind, j.Token) {
+			continue
+		}
+		merged = merged.put(j.Kind, j.Token, j.Seq)
 	}
 	if len(merged) == len(old) {
 		return nil, nil
@@ -1151,14 +1170,66 @@ func (p *DB) Evidence(ctx context.Context, event string) ([]Answer, error) {
 // the first event that made it.
 type joinSet []byte
 
-// add returns s with the join (kind, token) from seq, or s itself when
-// it already has (kind, token).
-func (s joinSet) add(kind JoinKind, token string, seq int64) joinSet {
-	for j := range s.all {
-		if j.Kind == kind && j.Token == token {
-			return s
-		}
+type joinKey struct {
+	kind  JoinKind
+	token string
+}
+
+// next decodes the first join of s and returns the rest; ok is false at
+// the end of s or at bytes it cannot read. token aliases s.
+func (s joinSet) next() (kind JoinKind, token []byte, seq int64, rest joinSet, ok bool) {
+	if len(s) == 0 {
+		return 0, nil, 0, nil, false
 	}
+	n, k := binary.Uvarint(s[1:])
+	if k <= 0 || n > uint64(len(s)-1-k) {
+		return 0, nil, 0, nil, false
+	}
+	token = s[1+k : 1+k+int(n)]
+	seq, k2 := binary.Varint(s[1+k+int(n):])
+	if k2 <= 0 {
+		return 0, nil, 0, nil, false
+	}
+	return JoinKind(s[0]), token, seq, s[1+k+int(n)+k2:], true
+}
+
+// readable returns the length of the prefix of s that all reads.
+func (s joinSet) readable() int {
+	rest := s
+	for {
+		_, _, _, r, ok := rest.next()
+		if !ok {
+			return len(s) - len(rest)
+		}
+		rest = r
+	}
+}
+
+// keys returns the (kind, token) of s.
+func (s joinSet) keys() map[joinKey]bool {
+	out := map[joinKey]bool{}
+	for j := range s.all {
+		out[joinKey{j.Kind, j.Token}] = true
+	}
+	return out
+}
+
+// has reports whether s holds (kind, token), without allocating.
+func (s joinSet) has(kind JoinKind, token string) bool {
+	for rest := s; ; {
+		k, t, _, r, ok := rest.next()
+		if !ok {
+			return false
+		}
+		if k == kind && string(t) == token {
+			return true
+		}
+		rest = r
+	}
+}
+
+// put appends the join (kind, token) from seq, which s lacks.
+func (s joinSet) put(kind JoinKind, token string, seq int64) joinSet {
 	s = append(s, byte(kind))
 	s = binary.AppendUvarint(s, uint64(len(token)))
 	s = append(s, token...)
@@ -1168,21 +1239,11 @@ func (s joinSet) add(kind JoinKind, token string, seq int64) joinSet {
 // all yields the joins of s (their Thread unset), in the order added;
 // it stops at bytes it cannot read.
 func (s joinSet) all(yield func(Join) bool) {
-	for len(s) > 0 {
-		kind := JoinKind(s[0])
-		n, k := binary.Uvarint(s[1:])
-		if k <= 0 || n > uint64(len(s)-1-k) {
+	for rest := s; ; {
+		k, t, seq, r, ok := rest.next()
+		if !ok || !yield(Join{Kind: k, Token: string(t), Seq: seq}) {
 			return
 		}
-		s = s[1+k:]
-		token := string(s[:n])
-		seq, k := binary.Varint(s[n:])
-		if k <= 0 {
-			return
-		}
-		s = s[int(n)+k:]
-		if !yield(Join{Kind: kind, Token: token, Seq: seq}) {
-			return
-		}
+		rest = r
 	}
 }

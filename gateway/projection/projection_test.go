@@ -273,3 +273,48 @@ func TestApplyBatching(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinsBlobMalformed: a thread's joins row whose blob ends in bytes
+// the reader cannot read (a torn or hostile projection file) keeps its
+// readable joins, and the thread's later joins are not stored behind the
+// garbage where no read finds them: the row is repaired.
+func TestJoinsBlobMalformed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	db, err := projection.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	join := func(pos int64, token string) projection.Facts {
+		return projection.Facts{Pos: pos, Group: "g", Seq: pos, EventID: "E" + token, TS: "t",
+			Joins: []projection.Join{{Thread: "T", Kind: projection.JoinAuthor, Token: token}}}
+	}
+	if err := db.Apply(ctx, []projection.Facts{join(1, "alice")}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path) // the same file, as another writer
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	// A join whose token length (a uvarint) runs past the end.
+	if _, err := raw.ExecContext(ctx, `UPDATE joins SET v = CAST(v || x'02ff' AS BLOB) WHERE thread = 'T'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Apply(ctx, []projection.Facts{join(2, "bob")}); err != nil {
+		t.Fatal(err)
+	}
+	joins, err := db.Joins(ctx, "g", "T")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alice, bob bool
+	for _, j := range joins {
+		bob = bob || j.Token == "bob"
+		alice = alice || j.Token == "alice"
+	}
+	if !bob || !alice {
+		t.Errorf("Joins(T) = %+v after bob wrote in T: bob's join is stored after bytes the reader stops at", joins)
+	}
+}
