@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/internal/bench"
+	"github.com/crosstalk-go/crosstalk/internal/procs"
 )
 
 func main() {
@@ -76,7 +77,9 @@ Each runs for --duration in total, cut into 4 slices that take turns
 on all alike; the first tenth of every slice is warm-up and not counted. It
 prints envelopes per second, p50/p99 latency, CPU time per envelope for
 (a) and (b), and the ratios relay/ceiling (goal ≥ 0.5), relay/single-fsync
-(goal ≥ 3) and relay/raw-fsync (goal ≥ 1.5). With --cpuprofile, every
+(goal ≥ 3) and relay/raw-fsync (goal ≥ 1.5). Every measurement runs with
+GOMAXPROCS as crosstalk relay sets it (one more than the runtime's
+choice, unless the GOMAXPROCS environment variable is set). With --cpuprofile, every
 sample carries the label phase=ceiling, relay or single
 (go tool pprof -tagfocus phase=relay). Nothing is kept: the temporary
 directory is removed at the end. See docs/performance.md.`
@@ -200,6 +203,8 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer stop()
+	// GOMAXPROCS as crosstalk relay sets it, for every measurement alike.
+	defer procs.ForRelay()()
 	o := bench.IngestOptions{Clients: *clients, Duration: *duration, Progress: stderr}
 	if *asJSON {
 		o.Progress = nil
@@ -230,6 +235,7 @@ func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *groups != "shared" && *groups != "disjoint" {
 		return usagef("scale: --groups must be shared or disjoint, not %q", *groups)
 	}
+	defer procs.ForRelay()() // as crosstalk relay sets it, for every setup alike
 	o := bench.ScaleOptions{Clients: *clients, Duration: *duration, SyncAlways: *syncMode == "always", Disjoint: *groups == "disjoint", Progress: stderr}
 	if *asJSON {
 		o.Progress = nil

@@ -9,6 +9,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/server"
+	"github.com/crosstalk-go/crosstalk/internal/procs"
 )
 
 var cmdRelay = &command{
@@ -59,6 +60,7 @@ See docs/configuration.md for the config file.`)
 		return checkConfig(e, cfg, *cfgPath)
 	}
 	log := newLogger(e, cfg.LogLevel)
+	defer procs.ForRelay()()
 	srv, err := startRelay(ctx, cfg, log)
 	if err != nil {
 		return err
