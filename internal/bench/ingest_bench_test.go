@@ -2,6 +2,7 @@ package bench
 
 import (
 	"net/http"
+	"runtime"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -43,7 +44,7 @@ func BenchmarkPost(b *testing.B) {
 			hc := newBenchClient(64)
 			defer hc.CloseIdleConnections()
 			var fails atomic.Int64
-			b.SetParallelism(32) // 64 clients on 2 Ps
+			b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0))) // 64 clients however many Ps
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu, st0 := cputime.Process(), sqliteStats(rr)
