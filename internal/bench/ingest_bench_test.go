@@ -2,8 +2,8 @@ package bench
 
 import (
 	"net/http"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
