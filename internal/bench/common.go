@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -229,6 +230,9 @@ func startRelay(ctx context.Context, dataDir string, pub *signing.PublicKey, nat
 		Agents: []gateway.Agent{{ID: "bench", Names: []string{"BENCH"}, Keys: []string{benchKeyID}}, {ID: "reader", Names: []string{"READER"}}},
 		Folder: &server.FolderOptions{}, // on, as by default in crosstalk relay
 	}
+	// Its log as crosstalk relay formats it (text, level info: a line per
+	// envelope), written nowhere instead of to stderr.
+	o.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
