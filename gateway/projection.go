@@ -508,10 +508,6 @@ func (r *Relay) factsOf(l ledger.Logged, pd *EventData) projection.Facts {
 	return f
 }
 
-// mustIntents are the intents that make a message to_me must_respond
-// (attention's policy; "" is a plain message, a REQUEST).
-var mustIntents = map[attention.Intent]bool{"": true, attention.IntentRequest: true, attention.IntentEscalate: true, attention.IntentHandoff: true, attention.IntentPoll: true}
-
 // oweTokens returns the tokens a recipient as recorded may owe under:
 // a role or group selector as such ("@all" for every spelling of it), an
 // actor as written and as the address book names it, in lower case.
@@ -551,7 +547,7 @@ func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, 
 	switch ev.Kind {
 	case KindMessage:
 		ob := d.Obligation
-		if in := ae.Intent.Canonical(); in != attention.IntentBroadcast && (ob != nil || mustIntents[in]) {
+		if in := ae.Intent.Canonical(); in != attention.IntentBroadcast && (ob != nil || in.AsksToMe()) {
 			for _, to := range d.To {
 				for _, t := range r.oweTokens(to) {
 					if strings.HasPrefix(t, "@") && ob == nil {

@@ -492,3 +492,18 @@ func TestPure(t *testing.T) {
 		t.Errorf("Decide() modified its inputs")
 	}
 }
+
+// TestAsksToMeIsDecidesRule: Intent.AsksToMe says must_respond for a
+// message naming the agent exactly when Decide does, for every intent,
+// legacy name and none.
+func TestAsksToMeIsDecidesRule(t *testing.T) {
+	a := Agent{ID: "bob"}
+	for _, in := range []Intent{"", IntentRequest, IntentRespond, IntentEscalate, IntentHandoff, IntentPoll, IntentACK, IntentNACK,
+		IntentError, IntentBroadcast, IntentRevoke, IntentClose, "question", "answer", "status", "patch", "note", "FROBNICATE"} {
+		ev := Event{ID: "e1", Kind: ledger.KindMessage, From: "alice", To: []string{"bob"}, Intent: in}
+		decided := Decide(ev, a, State{}, time.Time{}).Policy == MustRespond
+		if got := in.AsksToMe(); got != decided {
+			t.Errorf("Intent(%q).AsksToMe() = %v, Decide says must_respond %v", in, got, decided)
+		}
+	}
+}

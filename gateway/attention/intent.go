@@ -41,6 +41,19 @@ func (i Intent) Canonical() Intent {
 	return Intent(in)
 }
 
+// AsksToMe reports whether a message of intent i must be answered by a
+// recipient it names (C2A "Default Matrix", to_me): a REQUEST (and a
+// message without an intent), ESCALATE, HANDOFF and POLL. It is Decide's
+// to_me rule without the state, for callers that index messages before
+// any agent reads them.
+func (i Intent) AsksToMe() bool {
+	switch i.Canonical() {
+	case "", IntentRequest, IntentEscalate, IntentHandoff, IntentPoll:
+		return true
+	}
+	return false
+}
+
 // Known reports whether the canonical form of i is one of the eleven v1.1
 // intents.
 func (i Intent) Known() bool { return envelope.KnownIntent(string(i.Canonical())) }
