@@ -114,13 +114,7 @@ func TestProjQueue(t *testing.T) {
 // the log, which holds the facts it dropped.
 func TestProjQueueBoundedWhileSyncHeld(t *testing.T) {
 	ctx := context.Background()
-	st := memory.New(nil)
-	defer st.Close()
-	r := New(st, &Options{})
-	r.projEvery = 0
-	if err := r.SyncProjection(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r := syncingRelay(t)
 	r.projMu.Lock() // what a long Reindex does for its whole duration
 	for i := range 3 * projQueueMax {
 		rec := ledger.Record{Kind: KindMessage, GroupID: "g", By: "a", Data: mustJSON(EventData{Text: fmt.Sprint(i), To: []string{"b"}})}
@@ -146,13 +140,7 @@ func TestProjQueueBoundedWhileSyncHeld(t *testing.T) {
 // behind a gap for projGapWait and then read from the log.
 func TestProjQueueLivenessAppends(t *testing.T) {
 	ctx := context.Background()
-	st := memory.New(nil)
-	defer st.Close()
-	r := New(st, &Options{})
-	r.projEvery = 0
-	if err := r.SyncProjection(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r := syncingRelay(t)
 	if _, err := r.Heartbeat(ctx, "claude"); err != nil {
 		t.Fatal(err)
 	}
@@ -168,4 +156,18 @@ func TestProjQueueLivenessAppends(t *testing.T) {
 	if pos != res[0].Pos {
 		t.Errorf("after a heartbeat and an append at %d, the write path applied up to %d: the heartbeat's position is a gap it waits on", res[0].Pos, pos)
 	}
+}
+
+// syncingRelay is a relay on a memory ledger whose write path syncs after
+// every append, caught up with its (empty) ledger.
+func syncingRelay(t *testing.T) *Relay {
+	t.Helper()
+	st := memory.New(nil)
+	t.Cleanup(func() { st.Close() })
+	r := New(st, &Options{})
+	r.projEvery = 0
+	if err := r.SyncProjection(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
