@@ -1,7 +1,7 @@
 // Package projection stores the relay's projections of the ledger
 // (docs/scaling.md "Projections"): per group and thread, who takes part
 // since which event; per event, who acked, answered, discharged or
-// claimed it; per group and per actor, counts and the last event. They
+// claimed it; per actor, counts and the last event. They
 // are what a delivery needs to know of the history before and after an
 // event (C2A thread participation, CCCS §6 acks), kept as facts are
 // appended so that a page of deliveries costs O(page), not O(history).
@@ -34,7 +34,7 @@ import (
 
 // Schema is the version of the tables; a DB of another version is reset
 // on Open, to be rebuilt from the ledger.
-const Schema = 5
+const Schema = 6
 
 // JoinKind says how an actor joined a thread.
 type JoinKind int
@@ -174,16 +174,6 @@ type WaitRow struct {
 	EscalatedTo string
 }
 
-// GroupSummary is a group's projection.
-type GroupSummary struct {
-	Group     string
-	Events    int64
-	LastSeq   int64
-	LastPos   int64
-	LastTS    string
-	LastEvent string
-}
-
 // Actor is an actor's projection.
 type Actor struct {
 	ID        string
@@ -213,8 +203,6 @@ CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v ANY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS joins(thread TEXT, grp TEXT, v BLOB, PRIMARY KEY(thread, grp)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS marks(grp TEXT, event TEXT, kind INTEGER, actor TEXT,
 	PRIMARY KEY(grp, event, kind, actor)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS groups(grp TEXT PRIMARY KEY, events INTEGER, last_seq INTEGER,
-	last_pos INTEGER, last_ts TEXT, last_event TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS actors(key TEXT PRIMARY KEY, id TEXT, events INTEGER, addressed INTEGER,
 	owes INTEGER, last_ts TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS owed(actor TEXT, event TEXT, msg TEXT, PRIMARY KEY(actor, event)) WITHOUT ROWID;
@@ -292,7 +280,8 @@ func (p *DB) migrate(ctx context.Context) error {
 	var v int
 	err := p.db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'schema'`).Scan(&v)
 	if err == nil && v != Schema {
-		// Tables of another version may differ in shape: start over.
+		// Tables of another version may differ in shape: start over
+		// ("groups" was schema 5's and before).
 		for _, t := range []string{"meta", "joins", "marks", "groups", "actors", "owed", "owe", "owe_tokens", "waits", "evidence"} {
 			if _, err := p.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
 				return err
@@ -339,7 +328,7 @@ func (p *DB) Reset(ctx context.Context) error {
 		return fmt.Errorf("projection: reset: %w", err)
 	}
 	defer tx.Rollback()
-	for _, t := range []string{"meta", "joins", "marks", "groups", "actors", "owed", "owe", "owe_tokens", "waits", "evidence"} {
+	for _, t := range []string{"meta", "joins", "marks", "actors", "owed", "owe", "owe_tokens", "waits", "evidence"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
 			return fmt.Errorf("projection: reset %s: %w", t, err)
 		}
@@ -427,7 +416,6 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 const (
 	stHighWater = iota
 	stSetHighWater
-	stGroup
 	stActor
 	stSettle
 	stSettleMsg
@@ -446,8 +434,6 @@ const (
 var stmtText = [nStmts]string{
 	stHighWater:    `SELECT v FROM meta WHERE k = 'pos'`,
 	stSetHighWater: `UPDATE meta SET v = CASE k WHEN 'pos' THEN ? ELSE ? END WHERE k IN ('pos', 'event')`,
-	stGroup: `INSERT INTO groups(grp, events, last_seq, last_pos, last_ts, last_event) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
-			ON CONFLICT(grp) DO UPDATE SET events = events + ?2, last_seq = ?3, last_pos = ?4, last_ts = ?5, last_event = ?6`,
 	stActor: `INSERT INTO actors(key, id, events, addressed, owes, last_ts) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(key) DO UPDATE SET events = events + ?3, addressed = addressed + ?4, owes = owes + ?5, last_ts = ?6`,
 	// Two statements, each a search of an index: with an OR, SQLite
@@ -504,15 +490,14 @@ var multiText = [nMulti]struct{ head, row, tail string }{
 }
 
 // applier is one Apply: its transaction, the statements it used so far
-// bound to it, the rows it has yet to insert, and the group and actor
-// counters of the facts applied so far, written once per Apply (flush):
-// a row per group and actor touched instead of one per event.
+// bound to it, the rows it has yet to insert, and the actor counters of
+// the facts applied so far, written once per Apply (flush): a row per
+// actor touched instead of one per event.
 type applier struct {
 	tx     *sql.Tx
 	db     *DB
 	bound  [nStmts]*sql.Stmt
 	multi  [nMulti][len(chunks)]*sql.Stmt // bound as they are used
-	groups map[string]*GroupSummary
 	actors map[string]*actorDelta
 	// The rows gathered: the threads' joins, merged (joins, by thread
 	// and group, in the order met), the marks (mMark's arguments, row
@@ -544,7 +529,7 @@ type actorDelta struct {
 }
 
 func newApplier(p *DB, tx *sql.Tx) *applier {
-	return &applier{tx: tx, db: p, groups: map[string]*GroupSummary{}, actors: map[string]*actorDelta{}, joins: map[[2]string]*joinSet{}, jkeys: map[[2]string]map[joinKey]bool{}}
+	return &applier{tx: tx, db: p, actors: map[string]*actorDelta{}, joins: map[[2]string]*joinSet{}, jkeys: map[[2]string]map[joinKey]bool{}}
 }
 
 // stmt returns statement i bound to the Apply's transaction.
@@ -590,13 +575,6 @@ func (a *applier) insert(ctx context.Context, m int, args []any) (int64, error) 
 }
 
 func (a *applier) apply(ctx context.Context, f *Facts) error {
-	g, ok := a.groups[f.Group]
-	if !ok {
-		g = &GroupSummary{Group: f.Group}
-		a.groups[f.Group] = g
-	}
-	g.Events++
-	g.LastSeq, g.LastPos, g.LastTS, g.LastEvent = f.Seq, f.Pos, f.TS, f.EventID
 	for _, j := range f.Joins {
 		key := [2]string{j.Thread, f.Group}
 		set := a.joins[key]
@@ -705,11 +683,6 @@ func (a *applier) flush(ctx context.Context) error {
 	}
 	if err := a.insertOwed(ctx); err != nil {
 		return err
-	}
-	for _, g := range a.groups {
-		if _, err := a.exec(ctx, stGroup, g.Group, g.Events, g.LastSeq, g.LastPos, g.LastTS, g.LastEvent); err != nil {
-			return err
-		}
 	}
 	for key, d := range a.actors {
 		if _, err := a.exec(ctx, stActor, key, d.id, d.events, d.addressed, d.owes, d.lastTS); err != nil {
@@ -947,24 +920,6 @@ func (p *DB) Marks(ctx context.Context, group string, events []string) ([]Mark, 
 	return out, nil
 }
 
-// Groups returns every group's summary, ordered by group id.
-func (p *DB) Groups(ctx context.Context) ([]GroupSummary, error) {
-	rows, err := p.db.QueryContext(ctx, `SELECT grp, events, last_seq, last_pos, last_ts, last_event FROM groups ORDER BY grp`)
-	if err != nil {
-		return nil, fmt.Errorf("projection: groups: %w", err)
-	}
-	defer rows.Close()
-	var out []GroupSummary
-	for rows.Next() {
-		var g GroupSummary
-		if err := rows.Scan(&g.Group, &g.Events, &g.LastSeq, &g.LastPos, &g.LastTS, &g.LastEvent); err != nil {
-			return nil, fmt.Errorf("projection: groups: %w", err)
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
-}
-
 // Actors returns every actor's projection, ordered by key (the id in
 // lower case).
 func (p *DB) Actors(ctx context.Context) ([]Actor, error) {
@@ -993,7 +948,6 @@ func (p *DB) Dump(ctx context.Context) ([]string, error) {
 		`SELECT 'meta', k, v, '', '', '' FROM meta ORDER BY k`,
 		joinsDump,
 		`SELECT 'mark', grp, event, kind, actor, '' FROM marks ORDER BY grp, event, kind, actor`,
-		`SELECT 'group', grp, events, last_seq, last_pos, last_ts || ' ' || last_event FROM groups ORDER BY grp`,
 		`SELECT 'actor', key, id, events, addressed, owes || ' ' || last_ts FROM actors ORDER BY key`,
 		`SELECT 'owed', actor, event, msg, '', '' FROM owed ORDER BY actor, event`,
 		`SELECT 'owe', token, event, grp, pos, obligation || ' ' || ackable || ' ' || open FROM owe ORDER BY token, event`,
