@@ -47,17 +47,18 @@
 // # Several processes
 //
 // Sequence numbers are assigned inside the write transaction from the
-// groups table, and SQLite serializes write transactions across
-// connections, so two Stores opened on the same file (for example a
-// relay and an offline import) still keep seq dense and dedupe keys
-// unique. Follow is woken at once by appends made through the same Store;
+// group's last stored event (and the groups table is brought up to date
+// before the transaction commits), and SQLite serializes write
+// transactions across connections, so two Stores opened on the same file
+// (for example a relay and an offline import) still keep seq dense and
+// dedupe keys unique. Follow is woken at once by appends made through the same Store;
 // appends by another Store or process are seen within Options.FollowPoll.
 //
 // # Schema
 //
 //	events  (id UNIQUE, group_id, seq, ts, kind, scope_key, by_, data, dedupe_key UNIQUE, v)
 //	        UNIQUE (group_id, seq)
-//	groups  (group_id PRIMARY KEY, last_seq)
+//	groups  (group_id PRIMARY KEY, last_seq)   written at each commit
 //	cursors (group_id, actor PRIMARY KEY, event_id, seq, updated_at)
 //	claims  (group_id, event_id PRIMARY KEY, actor, claimed_at, expires_at)
 //

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,7 +34,7 @@ func TestPragmas(t *testing.T) {
 		{"writer synchronous", false, "PRAGMA synchronous", "1"}, // NORMAL: the syncer fsyncs
 		{"writer busy_timeout", false, "PRAGMA busy_timeout", "5000"},
 		{"writer temp_store", false, "PRAGMA temp_store", "2"}, // MEMORY: savepoint journals in memory
-		{"writer user_version", false, "PRAGMA user_version", "1"},
+		{"writer user_version", false, "PRAGMA user_version", "2"},
 		{"reader query_only", true, "PRAGMA query_only", "1"},
 		{"reader journal_mode", true, "PRAGMA journal_mode", "wal"},
 		{"reader busy_timeout", true, "PRAGMA busy_timeout", "5000"},
@@ -144,41 +145,158 @@ func TestFailedOpIsolated(t *testing.T) {
 	}
 }
 
-// TestLastSeqTrigger checks that a ledger made before the events_last_seq
-// trigger gets it at Open, and that imports and appends share one seq
-// counter per group.
-func TestLastSeqTrigger(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := Open(ctx, path, nil)
+// TestSchemaV1 checks that a ledger of schema version 1, made with or
+// without the trigger events_last_seq that moved groups.last_seq with
+// every insert, opens as version 2 without the trigger, and that its
+// groups' seqs go on: imports and appends share one seq counter per group.
+func TestSchemaV1(t *testing.T) {
+	const v1Trigger = `CREATE TRIGGER events_last_seq AFTER INSERT ON events BEGIN
+	INSERT INTO groups (group_id, last_seq) VALUES (NEW.group_id, NEW.seq)
+	ON CONFLICT (group_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq);
+END`
+	for _, tt := range []struct {
+		name    string
+		trigger bool
+	}{{"with trigger", true}, {"before the trigger", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			db, err := sql.Open("sqlite", dsn(path, "_pragma=journal_mode(WAL)"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			setup := []string{schema, "PRAGMA user_version = 1"}
+			if tt.trigger {
+				setup = append(setup, v1Trigger)
+			}
+			// Two events in g and one in h, as a version 1 writer left them.
+			for i, g := range []string{"g", "g", "h"} {
+				seq := map[int]int{0: 1, 1: 2, 2: 1}[i]
+				setup = append(setup, fmt.Sprintf(`INSERT INTO events (id, group_id, seq, ts, kind, scope_key, by_, data, v)
+					VALUES ('01J9J3DCZ5P8Q2R4S6T8V0W1X%d', '%s', %d, '2026-01-13T10:00:00.000Z', 'chat.message', '', 'user', '{}', 1)`, i, g, seq))
+			}
+			if !tt.trigger {
+				setup = append(setup, `INSERT INTO groups VALUES ('g', 2), ('h', 1)`)
+			}
+			for _, q := range setup {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			s, err := Open(ctx, path, nil)
+			if err != nil {
+				t.Fatalf("Open(version 1) error = %v", err)
+			}
+			defer s.Close()
+			var version, triggers int
+			if err := s.pin.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger')`).Scan(&version, &triggers); err != nil {
+				t.Fatal(err)
+			}
+			if version != schemaVersion || triggers != 0 {
+				t.Errorf("after Open: user_version %d with %d triggers, want %d with none", version, triggers, schemaVersion)
+			}
+			imported := ledger.Event{V: ledger.Version, ID: "01J9J3DCZ5P8Q2R4S6T8V0W1Y3", TS: ledger.FormatTime(time.Now()),
+				Kind: "chat.message", GroupID: "g", Seq: 3, Data: []byte(`{}`)}
+			if n, err := s.ImportEvents(ctx, []ledger.Event{imported}); n != 1 || err != nil {
+				t.Fatalf("ImportEvents() = %d, %v", n, err)
+			}
+			res, err := s.Append(ctx, []ledger.Record{{Kind: "chat.message", GroupID: "g"}, {Kind: "chat.message", GroupID: "h"}})
+			if err != nil || res[0].Event.Seq != 4 || res[1].Event.Seq != 2 {
+				t.Fatalf("Append() after import = %+v, %v, want g at seq 4, h at 2", res, err)
+			}
+			want := []ledger.Group{{ID: "g", LastSeq: 4}, {ID: "h", LastSeq: 2}}
+			if gs, err := s.Groups(ctx); err != nil || !slices.Equal(gs, want) {
+				t.Errorf("Groups() = %+v, %v, want %+v", gs, err, want)
+			}
+		})
+	}
+}
+
+// TestSeqsAfterFailedOp checks the writer's seqs within one transaction:
+// an operation that appends and then fails is rolled back to its
+// savepoint, and the next append in the same transaction takes the seq
+// the failed one had; groups.last_seq is right after the commit.
+func TestSeqsAfterFailedOp(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var calls atomic.Int64
+	now := func() time.Time {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return time.Now()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), &Options{Now: now})
 	if err != nil {
 		t.Fatalf("Open() error = %v", err)
 	}
-	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
-	if _, err := s.Append(ctx, []ledger.Record{rec, rec}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.wconn.ExecContext(ctx, `DROP TRIGGER events_last_seq`); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = Open(ctx, path, nil); err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
 	defer s.Close()
-	imported := ledger.Event{V: ledger.Version, ID: "01J9J3DCZ5P8Q2R4S6T8V0W1X3", TS: ledger.FormatTime(time.Now()),
-		Kind: "chat.message", GroupID: "g", Seq: 3, Data: []byte(`{}`)}
-	if n, err := s.ImportEvents(ctx, []ledger.Event{imported}); n != 1 || err != nil {
-		t.Fatalf("ImportEvents() = %d, %v", n, err)
+	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
+	results := make([]ledger.Result, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	ops := []func(int){
+		func(i int) { // the first, holding the writer inside the transaction
+			var res []ledger.Result
+			if res, errs[i] = s.Append(ctx, []ledger.Record{rec}); errs[i] == nil {
+				results[i] = res[0]
+			}
+		},
+		func(i int) {
+			errs[i] = s.submit(ctx, func(w *wtx) error {
+				var err error
+				if results[i], err = w.append(rec); err != nil {
+					return err
+				}
+				return ledger.ErrConflict
+			})
+		},
+		func(i int) {
+			var res []ledger.Result
+			if res, errs[i] = s.Append(ctx, []ledger.Record{rec, rec}); errs[i] == nil {
+				results[i] = res[1]
+			}
+		},
 	}
-	res, err := s.Append(ctx, []ledger.Record{rec})
-	if err != nil || res[0].Event.Seq != 4 {
-		t.Fatalf("Append() after import = %+v, %v, want seq 4", res, err)
+	for i, op := range ops {
+		wg.Go(func() { op(i) })
+		if i == 0 {
+			<-entered
+			continue
+		}
+		for len(s.queue) < i {
+			if ctx.Err() != nil {
+				t.Fatalf("only %d operations queued", len(s.queue))
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
-	if gs, err := s.Groups(ctx); err != nil || len(gs) != 1 || gs[0].LastSeq != 4 {
-		t.Errorf("Groups() = %+v, %v, want g at seq 4", gs, err)
+	close(release)
+	wg.Wait()
+	if errs[0] != nil || results[0].Event.Seq != 1 {
+		t.Errorf("first Append() = %+v, %v, want seq 1", results[0], errs[0])
+	}
+	if !errors.Is(errs[1], ledger.ErrConflict) || results[1].Event.Seq != 2 {
+		t.Errorf("failing op: appended %+v, error %v, want seq 2 and ErrConflict", results[1], errs[1])
+	}
+	if errs[2] != nil || results[2].Event.Seq != 3 {
+		t.Errorf("last Append() = %+v, %v, want seq 3 for its second record", results[2], errs[2])
+	}
+	if st := s.Stats(); st.Commits != 1 {
+		t.Errorf("Stats() = %+v, want the three operations in one commit", st)
+	}
+	if gs, err := s.Groups(ctx); err != nil || len(gs) != 1 || gs[0].LastSeq != 3 {
+		t.Errorf("Groups() = %+v, %v, want g at seq 3", gs, err)
+	}
+	if evs, err := s.Range(ctx, "g", 0, nil, 0); err != nil || len(evs) != 3 {
+		t.Errorf("Range() = %d events, %v, want 3", len(evs), err)
 	}
 }
 

@@ -22,8 +22,12 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
-// schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 1
+// schemaVersion is stored in PRAGMA user_version. Version 2 is version 1
+// without the trigger events_last_seq, which moved groups.last_seq with
+// every inserted event: the writer moves it once per group and
+// transaction (wtx.flushSeqs), and writers of version 1 that relied on
+// the trigger must not open the file.
+const schemaVersion = 2
 
 const schema = `
 CREATE TABLE IF NOT EXISTS events (
@@ -61,17 +65,6 @@ CREATE TABLE IF NOT EXISTS claims (
 	PRIMARY KEY (group_id, event_id)
 ) WITHOUT ROWID;
 `
-
-// lastSeqTrigger makes every inserted event move its group's last_seq in
-// the same statement, so that an append is one statement (writer.go,
-// stAppend). Open creates it in ledgers of schema version 1 made before it
-// existed; it agrees with what those versions of the writer did, so they
-// can still open the ledger.
-const lastSeqTrigger = `
-CREATE TRIGGER IF NOT EXISTS events_last_seq AFTER INSERT ON events BEGIN
-	INSERT INTO groups (group_id, last_seq) VALUES (NEW.group_id, NEW.seq)
-	ON CONFLICT (group_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq);
-END`
 
 // eventCols is the column list scanEvent reads.
 const eventCols = `id, ts, seq, kind, group_id, scope_key, by_, data, dedupe_key, v`
@@ -151,6 +144,10 @@ type Store struct {
 	followReads chan struct{}
 
 	lastTS time.Time // writer goroutine only
+	// seqs and flushed are the writer's: groups' last seqs in the open
+	// transaction (wtx.seqs) and the groups wtx.flushSeqs has written.
+	seqs    map[string]int64
+	flushed map[string]bool
 	// lastSync is how long the last fsync of the WAL took, in
 	// nanoseconds: how long the writer lets a small transaction wait for
 	// company (lingerFor).
@@ -238,6 +235,8 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		wal:      newWALFile(abs),
 		closing:  make(chan struct{}),
 		done:     make(chan struct{}),
+		seqs:     make(map[string]int64),
+		flushed:  make(map[string]bool),
 	}
 	s.notes.init()
 	if err := s.migrate(ctx); err != nil {
@@ -312,21 +311,18 @@ func (s *Store) migrate(ctx context.Context) error {
 	if version > schemaVersion {
 		return fmt.Errorf("sqlite: open %s: schema version %d is newer than this program's %d", s.path, version, schemaVersion)
 	}
+	if version == schemaVersion {
+		return nil
+	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
 	}
 	defer tx.Rollback()
-	if version == schemaVersion {
-		if _, err := tx.ExecContext(ctx, lastSeqTrigger); err != nil {
-			return fmt.Errorf("sqlite: open %s: create trigger: %w", s.path, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("sqlite: open %s: create trigger: %w", s.path, err)
-		}
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, schema+";"+lastSeqTrigger); err != nil {
+	// Version 1 → 2: the trigger goes (its groups rows are right: the
+	// trigger, or before it the writer, kept them so). A new file gets the
+	// schema.
+	if _, err := tx.ExecContext(ctx, schema+";DROP TRIGGER IF EXISTS events_last_seq"); err != nil {
 		return fmt.Errorf("sqlite: open %s: create schema: %w", s.path, err)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 	"unsafe"
@@ -44,7 +45,6 @@ const (
 	stImportRun // importRun of them in one statement
 	stMaxRowid
 	stDeleteAfter
-	stDeleteGroup
 	stSavepointOp // the savepoint statements, prepared like the rest
 	stRollbackOp
 	stReleaseOp
@@ -60,13 +60,19 @@ const (
 var stmtText = [numStmts]string{
 	stByID:     `SELECT ` + eventCols + ` FROM events WHERE id = ?`,
 	stByDedupe: `SELECT ` + eventCols + ` FROM events WHERE dedupe_key = ?`,
-	// An append in one statement: the group's next seq, the insert, and
-	// (trigger events_last_seq) the group's last_seq. A taken dedupe key
-	// inserts nothing and returns no row.
+	// An append: the event with the seq the writer assigned (wtx.lastSeq).
+	// A taken dedupe key inserts nothing (no rows changed). It writes one
+	// table and returns nothing, so SQLite runs it without a statement
+	// journal: a trigger or a RETURNING clause (itself a trigger inside
+	// SQLite) would make it journal every page it writes, which cost more
+	// than the insert.
 	stAppend: `INSERT INTO events (id, group_id, seq, ts, kind, scope_key, by_, data, dedupe_key, v)
-		VALUES (?1, ?2, COALESCE((SELECT last_seq FROM groups WHERE group_id = ?2), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-		ON CONFLICT (dedupe_key) DO NOTHING RETURNING seq, rowid`,
-	stLastSeq: `SELECT last_seq FROM groups WHERE group_id = ?`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (dedupe_key) DO NOTHING`,
+	// A group's last seq, from the events themselves (one seek of
+	// events_group_seq): the groups table is brought up to date only when
+	// the transaction commits (wtx.flushSeqs).
+	stLastSeq: `SELECT coalesce(max(seq), 0) FROM events WHERE group_id = ?`,
 	stSetSeq: `INSERT INTO groups (group_id, last_seq) VALUES (?, ?)
 		ON CONFLICT (group_id) DO UPDATE SET last_seq = excluded.last_seq`,
 	stInsertEvent: `INSERT INTO events (id, group_id, seq, ts, kind, scope_key, by_, data, dedupe_key, v)
@@ -88,7 +94,6 @@ var stmtText = [numStmts]string{
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, importRun-1),
 	stMaxRowid:    `SELECT coalesce(max(rowid), 0) FROM events`,
 	stDeleteAfter: `DELETE FROM events WHERE rowid > ?`,
-	stDeleteGroup: `DELETE FROM groups WHERE group_id = ?`,
 	stSavepointOp: `SAVEPOINT op`,
 	stRollbackOp:  `ROLLBACK TO op`,
 	stReleaseOp:   `RELEASE op`,
@@ -298,7 +303,8 @@ func (s *Store) begin() *batch {
 		b.err = fmt.Errorf("begin: %w", err)
 		return b
 	}
-	b.w = &wtx{s: s}
+	clear(s.seqs)
+	b.w = &wtx{s: s, seqs: s.seqs}
 	return b
 }
 
@@ -357,6 +363,12 @@ func (b *batch) drain(queue <-chan *op) {
 func (b *batch) commit() (committed, bool) {
 	s := b.s
 	if b.w != nil {
+		if err := b.w.flushSeqs(); err != nil {
+			b.w.rollback()
+			b.w, b.err = nil, err
+		}
+	}
+	if b.w != nil {
 		if _, err := s.stmts[stCommit].Exec(); err != nil {
 			b.w.rollback() // a failed COMMIT leaves the transaction open
 			b.w, b.err = nil, fmt.Errorf("commit: %w", err)
@@ -383,6 +395,49 @@ func (b *batch) commit() (committed, bool) {
 type wtx struct {
 	s       *Store
 	pending []string // groups appended to, to wake their followers after COMMIT
+	// seqs holds the last seq of every group the transaction has read or
+	// moved (lastSeq): no other connection can append while the writer
+	// holds SQLite's write lock, from BEGIN IMMEDIATE to COMMIT. A
+	// rollback to a savepoint empties it (savepoint), since it may undo
+	// appends. It is the Store's map, emptied by begin.
+	seqs map[string]int64
+}
+
+// lastSeq returns the last seq of group in the transaction so far: 0 for
+// a group with no event.
+func (w *wtx) lastSeq(group string) (int64, error) {
+	if l, ok := w.seqs[group]; ok {
+		return l, nil
+	}
+	var l int64
+	if err := w.stmt(stLastSeq).QueryRow(group).Scan(&l); err != nil {
+		return 0, fmt.Errorf("last seq of %q: %w", group, err)
+	}
+	w.seqs[group] = l
+	return l, nil
+}
+
+// flushSeqs brings the groups table up to date with the events the
+// transaction stored, before it commits: one upsert per group appended
+// to, rather than one per event (a trigger on events did that, and made
+// every append journal its pages).
+func (w *wtx) flushSeqs() error {
+	done := w.s.flushed
+	clear(done)
+	for _, g := range w.pending {
+		if done[g] {
+			continue
+		}
+		done[g] = true
+		l, err := w.lastSeq(g)
+		if err != nil {
+			return err
+		}
+		if _, err := w.stmt(stSetSeq).Exec(g, l); err != nil {
+			return fmt.Errorf("last seq of %q: %w", g, err)
+		}
+	}
+	return nil
 }
 
 // rollback undoes the transaction. Its error is not the callers': they
@@ -398,6 +453,7 @@ func (w *wtx) savepoint(sp int, fn func(w *wtx) error) (ferr, err error) {
 		return nil, fmt.Errorf("savepoint: %w", err)
 	}
 	if ferr = fn(w); ferr != nil {
+		clear(w.seqs) // the rollback may take back appends
 		if _, err := w.stmt(sp + 1).Exec(); err != nil {
 			return ferr, fmt.Errorf("rollback to savepoint: %w", err)
 		}
@@ -426,6 +482,10 @@ func (w *wtx) ts() string {
 // append appends r with one write statement (stAppend): a new event, or,
 // when r's dedupe key is taken, the event that holds it.
 func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
+	last, err := w.lastSeq(r.GroupID)
+	if err != nil {
+		return ledger.Result{}, fmt.Errorf("append to %q: %w", r.GroupID, err)
+	}
 	ev := ledger.Event{
 		V:         ledger.Version,
 		ID:        envelope.NewID(),
@@ -436,36 +496,44 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 		By:        r.By,
 		Data:      r.Data,
 		DedupeKey: r.DedupeKey,
+		Seq:       last + 1,
 	}
-	var dedup any
-	if r.DedupeKey != "" {
-		dedup = r.DedupeKey
+	var (
+		n   int64 // rows inserted: 0 when the dedupe key is taken
+		pos int64 // the rowid: the event's log position (Store.Log)
+	)
+	res, err := w.stmt(stAppend).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(r.DedupeKey), ev.V)
+	if err == nil {
+		n, err = res.RowsAffected()
 	}
-	var pos int64 // the rowid: the event's log position (Store.Log)
-	err := w.stmt(stAppend).QueryRow(ev.ID, ev.GroupID, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), dedup, ev.V).Scan(&ev.Seq, &pos)
-	if errors.Is(err, sql.ErrNoRows) && r.DedupeKey != "" {
+	if err == nil && n == 1 {
+		pos, err = res.LastInsertId()
+	}
+	if err == nil && n != 1 && r.DedupeKey == "" {
+		err = fmt.Errorf("%d rows inserted", n)
+	}
+	if err != nil {
+		return ledger.Result{}, fmt.Errorf("append event %s to %q: %w", ev.ID, r.GroupID, err)
+	}
+	if n == 0 {
 		old, err := scanEvent(w.stmt(stByDedupe).QueryRow(r.DedupeKey))
 		if err != nil {
 			return ledger.Result{}, fmt.Errorf("dedupe lookup: %w", err)
 		}
 		return ledger.Result{Event: old, Duplicate: true}, nil
 	}
-	if err != nil {
-		return ledger.Result{}, fmt.Errorf("append event %s to %q: %w", ev.ID, r.GroupID, err)
-	}
+	w.seqs[ev.GroupID] = ev.Seq
 	w.pending = append(w.pending, ev.GroupID)
 	return ledger.Result{Event: ev, Pos: pos}, nil
 }
 
+// insert stores ev, whose seq is its group's next, as it is.
 func (w *wtx) insert(ev ledger.Event) error {
-	var dedup any
-	if ev.DedupeKey != "" {
-		dedup = ev.DedupeKey
-	}
-	_, err := w.stmt(stInsertEvent).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), dedup, ev.V)
+	_, err := w.stmt(stInsertEvent).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), ev.V)
 	if err != nil {
 		return fmt.Errorf("insert event %s: %w", ev.ID, err)
 	}
+	w.seqs[ev.GroupID] = ev.Seq
 	w.pending = append(w.pending, ev.GroupID)
 	return nil
 }
@@ -485,18 +553,14 @@ const importRun = 64
 // inserted, the run is undone and its events go one at a time through
 // importEvent, which tells an event imported before from a conflict.
 func (w *wtx) importEvents(evs []ledger.Event) (n int, refused, err error) {
-	last := make(map[string]int64) // groups' last seqs, read once each
 	for n < len(evs) {
 		var before map[string]int64 // last seqs before the run, to undo it
 		k := 0
 		for ; n+k < len(evs) && k < importRun; k++ {
 			ev := evs[n+k]
-			l, ok := last[ev.GroupID]
-			if !ok {
-				if err := w.stmt(stLastSeq).QueryRow(ev.GroupID).Scan(&l); err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return n, nil, fmt.Errorf("last seq of %q: %w", ev.GroupID, err)
-				}
-				last[ev.GroupID] = l
+			l, err := w.lastSeq(ev.GroupID)
+			if err != nil {
+				return n, nil, err
 			}
 			if ev.Seq != l+1 {
 				break
@@ -507,7 +571,7 @@ func (w *wtx) importEvents(evs []ledger.Event) (n int, refused, err error) {
 			if _, ok := before[ev.GroupID]; !ok {
 				before[ev.GroupID] = l
 			}
-			last[ev.GroupID] = ev.Seq
+			w.seqs[ev.GroupID] = ev.Seq // the run's, until insertRun fails
 		}
 		run := evs[n : n+k]
 		if k > 0 {
@@ -522,7 +586,6 @@ func (w *wtx) importEvents(evs []ledger.Event) (n int, refused, err error) {
 		} else {
 			run = evs[n : n+1] // not its group's next: present already, or a conflict
 		}
-		clear(last) // importEvent reads and moves them itself
 		for _, ev := range run {
 			ferr, err := w.importEvent(ev)
 			if err != nil {
@@ -538,10 +601,10 @@ func (w *wtx) importEvents(evs []ledger.Event) (n int, refused, err error) {
 }
 
 // insertRun inserts the events of run, whose seqs continue their groups
-// (whose last seqs were before), and reports whether every one was
-// inserted. If not, it removes those it inserted and restores the groups'
-// last seqs: without a savepoint, whose journal of every page the run
-// touches costs more than the insert itself.
+// (whose last seqs were before; w.seqs has the run's), and reports whether
+// every one was inserted. If not, it removes those it inserted and
+// restores the groups' last seqs in w.seqs: without a savepoint, whose
+// journal of every page the run touches costs more than the insert itself.
 func (w *wtx) insertRun(run []ledger.Event, before map[string]int64) (bool, error) {
 	var rowid int64 // the last row before the run: the single writer's rowids only grow
 	if err := w.stmt(stMaxRowid).QueryRow().Scan(&rowid); err != nil {
@@ -583,17 +646,7 @@ func (w *wtx) insertRun(run []ledger.Event, before map[string]int64) (bool, erro
 	if _, err := w.stmt(stDeleteAfter).Exec(rowid); err != nil {
 		return false, fmt.Errorf("import: undo a run: %w", err)
 	}
-	for g, l := range before {
-		var err error
-		if l == 0 {
-			_, err = w.stmt(stDeleteGroup).Exec(g) // the run made the group
-		} else {
-			_, err = w.stmt(stSetSeq).Exec(g, l)
-		}
-		if err != nil {
-			return false, fmt.Errorf("import: undo a run: %w", err)
-		}
-	}
+	maps.Copy(w.seqs, before)
 	return false, nil
 }
 
@@ -634,15 +687,12 @@ func (w *wtx) importEvent(ev ledger.Event) (ferr, err error) {
 				return err
 			}
 		}
-		var last int64
-		if err := w.stmt(stLastSeq).QueryRow(ev.GroupID).Scan(&last); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		last, err := w.lastSeq(ev.GroupID)
+		if err != nil {
 			return err
 		}
 		if ev.Seq != last+1 {
 			return fmt.Errorf("%w: seq %d in group %q, want %d", ledger.ErrConflict, ev.Seq, ev.GroupID, last+1)
-		}
-		if _, err := w.stmt(stSetSeq).Exec(ev.GroupID, ev.Seq); err != nil {
-			return err
 		}
 		return w.insert(ev)
 	})
