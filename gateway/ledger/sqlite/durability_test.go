@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 )
@@ -325,5 +327,54 @@ func TestFollowOtherStore(t *testing.T) {
 	}
 	if got := <-done; !slices.Equal(got, []int64{1, 2, 3}) {
 		t.Errorf("Follow(g, 0) on the other Store = %v, want [1 2 3]", got)
+	}
+}
+
+// TestTwoStoresShareSeqs checks that two Stores on the same file (two
+// processes, say) keep every group's seq dense when they take turns,
+// appending and importing: each writer remembers the groups' last seqs
+// between its transactions only while no other connection has written.
+func TestTwoStoresShareSeqs(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	a := openPath(t, path)
+	defer a.Close()
+	b := openPath(t, path)
+	defer b.Close()
+	want := map[string]int64{}
+	for i, step := range []struct {
+		s     *sqlite.Store
+		group string
+		imp   bool
+	}{
+		{a, "g", false}, {a, "g", false}, {b, "g", false}, {a, "g", false},
+		{b, "h", false}, {a, "h", false}, {b, "g", true}, {a, "g", false},
+		{a, "h", true}, {b, "h", false}, {b, "g", false}, {a, "g", false},
+	} {
+		want[step.group]++
+		var seq int64
+		if step.imp {
+			ev := ledger.Event{V: ledger.Version, ID: envelope.NewID(), TS: "2026-01-13T10:00:00.000Z", Seq: want[step.group],
+				Kind: "chat.message", GroupID: step.group, By: "user", Data: json.RawMessage(`{}`)}
+			if n, err := step.s.ImportEvents(ctx, []ledger.Event{ev}); n != 1 || err != nil {
+				t.Fatalf("step %d: ImportEvents(%s seq %d) = %d, %v", i, step.group, ev.Seq, n, err)
+			}
+			seq = ev.Seq
+		} else {
+			res, err := step.s.Append(ctx, []ledger.Record{msg(step.group, "")})
+			if err != nil {
+				t.Fatalf("step %d: Append(%s) error = %v", i, step.group, err)
+			}
+			seq = res[0].Event.Seq
+		}
+		if seq != want[step.group] {
+			t.Errorf("step %d: %s got seq %d, want %d", i, step.group, seq, want[step.group])
+		}
+	}
+	for _, s := range []*sqlite.Store{a, b} {
+		gs, err := s.Groups(ctx)
+		if err != nil || len(gs) != 2 || gs[0].LastSeq != want["g"] || gs[1].LastSeq != want["h"] {
+			t.Errorf("Groups() = %+v, %v, want g at %d, h at %d", gs, err, want["g"], want["h"])
+		}
 	}
 }

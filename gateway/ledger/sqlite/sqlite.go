@@ -144,10 +144,15 @@ type Store struct {
 	followReads chan struct{}
 
 	lastTS time.Time // writer goroutine only
-	// seqs and flushed are the writer's: groups' last seqs in the open
-	// transaction (wtx.seqs) and the groups wtx.flushSeqs has written.
-	seqs    map[string]int64
-	flushed map[string]bool
+	// seqs and flushed are the writer's: groups' last seqs (wtx.seqs)
+	// and the groups wtx.flushSeqs has written. seqs holds after the
+	// commit of the last transaction (seqsKept) while the database's
+	// data_version, which another connection's commit changes, is still
+	// dataVersion.
+	seqs        map[string]int64
+	flushed     map[string]bool
+	seqsKept    bool
+	dataVersion int64
 	// lastSync is how long the last fsync of the WAL took, in
 	// nanoseconds: how long the writer lets a small transaction wait for
 	// company (lingerFor).

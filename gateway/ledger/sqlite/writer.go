@@ -54,6 +54,7 @@ const (
 	stBegin // the batch transaction's, prepared like the rest
 	stCommit
 	stRollback
+	stDataVersion
 	numStmts
 )
 
@@ -103,6 +104,8 @@ var stmtText = [numStmts]string{
 	stBegin:       `BEGIN IMMEDIATE`,
 	stCommit:      `COMMIT`,
 	stRollback:    `ROLLBACK`,
+	// Changes when another connection has committed (begin).
+	stDataVersion: `PRAGMA data_version`,
 }
 
 // Savepoints: one per queued operation, and one per event inside an
@@ -299,14 +302,30 @@ func (s *Store) begin() *batch {
 			_, err = s.stmts[stBegin].Exec()
 		}
 	}
+	var version int64
+	if err == nil {
+		err = s.stmts[stDataVersion].QueryRow().Scan(&version)
+		if err != nil {
+			s.stmts[stRollback].Exec()
+		}
+	}
 	if err != nil {
 		b.err = fmt.Errorf("begin: %w", err)
 		return b
 	}
-	clear(s.seqs)
+	// The groups' last seqs of the last transaction still hold if it
+	// committed and no other connection has committed since.
+	if !s.seqsKept || version != s.dataVersion || len(s.seqs) > maxSeqs {
+		clear(s.seqs)
+	}
+	s.dataVersion, s.seqsKept = version, false
 	b.w = &wtx{s: s, seqs: s.seqs}
 	return b
 }
+
+// maxSeqs bounds how many groups' last seqs the writer keeps between
+// transactions.
+const maxSeqs = 1 << 12
 
 // run runs o in the transaction under its own savepoint. If o fails, its
 // writes are undone and the others' kept; if the savepoint itself fails,
@@ -372,6 +391,8 @@ func (b *batch) commit() (committed, bool) {
 		if _, err := s.stmts[stCommit].Exec(); err != nil {
 			b.w.rollback() // a failed COMMIT leaves the transaction open
 			b.w, b.err = nil, fmt.Errorf("commit: %w", err)
+		} else {
+			s.seqsKept = true
 		}
 	}
 	if b.w == nil {
@@ -399,7 +420,8 @@ type wtx struct {
 	// moved (lastSeq): no other connection can append while the writer
 	// holds SQLite's write lock, from BEGIN IMMEDIATE to COMMIT. A
 	// rollback to a savepoint empties it (savepoint), since it may undo
-	// appends. It is the Store's map, emptied by begin.
+	// appends. It is the Store's map, kept from one transaction to the
+	// next unless something else wrote in between (begin).
 	seqs map[string]int64
 }
 
