@@ -503,3 +503,41 @@ func TestBeginEndsATransactionLeftOpen(t *testing.T) {
 		t.Fatalf("Append() with a transaction left open = %+v, %v, want seq 2", res, err)
 	}
 }
+
+// TestTimestamps checks the appended events' ts against the clock: its
+// millisecond, never earlier than the last one even when the clock goes
+// back, and the same text for appends within one millisecond.
+func TestTimestamps(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 15, 0, 0, 0, time.UTC)
+	ms := time.Millisecond
+	steps := []struct {
+		clock time.Time
+		want  string
+	}{
+		{t0.Add(300 * time.Microsecond), "2026-11-28T15:00:00.000Z"},
+		{t0.Add(900 * time.Microsecond), "2026-11-28T15:00:00.000Z"}, // the same millisecond
+		{t0.Add(ms + 1), "2026-11-28T15:00:00.001Z"},
+		{t0.Add(-5 * ms), "2026-11-28T15:00:00.001Z"}, // the clock went back
+		{t0.Add(ms + 999*time.Microsecond), "2026-11-28T15:00:00.001Z"},
+		{t0.Add(2 * ms), "2026-11-28T15:00:00.002Z"},
+		{t0.Add(time.Hour).In(time.FixedZone("X", 3600)), "2026-11-28T16:00:00.000Z"},
+	}
+	var i atomic.Int64
+	now := func() time.Time { return steps[min(int(i.Load()), len(steps)-1)].clock }
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), &Options{Now: now})
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	for j, step := range steps {
+		i.Store(int64(j))
+		res, err := s.Append(ctx, []ledger.Record{{Kind: "chat.message", GroupID: "g"}})
+		if err != nil {
+			t.Fatalf("Append() #%d error = %v", j, err)
+		}
+		if got := res[0].Event.TS; got != step.want {
+			t.Errorf("Append() #%d at %v: ts %s, want %s", j, step.clock, got, step.want)
+		}
+	}
+}

@@ -143,7 +143,8 @@ type Store struct {
 	// the other reads (a health check, a page) behind them.
 	followReads chan struct{}
 
-	lastTS time.Time // writer goroutine only
+	lastTS     time.Time // writer goroutine only
+	lastTSText string    // lastTS formatted (ledger.FormatTime)
 	// seqs and flushed are the writer's: groups' last seqs (wtx.seqs)
 	// and the groups wtx.flushSeqs has written. seqs holds after the
 	// commit of the last transaction (seqsKept) while the database's

@@ -494,11 +494,12 @@ func (w *wtx) stmt(i int) *sql.Stmt { return w.s.stmts[i] }
 // never earlier than the last one this Store assigned.
 func (w *wtx) ts() string {
 	t := w.s.now().UTC().Truncate(time.Millisecond)
-	if t.Before(w.s.lastTS) {
-		t = w.s.lastTS
+	if !t.After(w.s.lastTS) && w.s.lastTSText != "" {
+		return w.s.lastTSText // the same millisecond: the batch's appends mostly share one
 	}
 	w.s.lastTS = t
-	return ledger.FormatTime(t)
+	w.s.lastTSText = ledger.FormatTime(t)
+	return w.s.lastTSText
 }
 
 // append appends r with one write statement (stAppend): a new event, or,
