@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -120,6 +121,11 @@ type Store struct {
 	rdb   *sql.DB // read-only pool
 	pin   *sql.Conn
 	stmts [numStmts]*sql.Stmt
+	// raw holds the statements of rawStmt, prepared on wconn's driver
+	// connection instead of stmts (see exec); rawArgs is the append's
+	// arguments, the writer's.
+	raw     [numStmts]driver.StmtExecContext
+	rawArgs [10]driver.NamedValue
 	// logAfter is Log's query, prepared on the read pool: the relay's
 	// projections read the log after every append.
 	logAfter *sql.Stmt
@@ -279,12 +285,16 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 	for i, q := range stmtText {
-		st, err := s.wconn.PrepareContext(ctx, q)
+		var err error
+		if rawStmt(i) {
+			err = s.prepareRaw(ctx, i)
+		} else {
+			s.stmts[i], err = s.wconn.PrepareContext(ctx, q)
+		}
 		if err != nil {
 			s.closeDBs()
 			return nil, fmt.Errorf("sqlite: open %s: prepare %q: %w", abs, q, err)
 		}
-		s.stmts[i] = st
 	}
 	if s.logAfter, err = rdb.PrepareContext(ctx, `SELECT rowid, `+eventCols+` FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?`); err != nil {
 		s.closeDBs()
@@ -366,6 +376,7 @@ func (s *Store) closeDBs() error {
 			errs = append(errs, st.Close())
 		}
 	}
+	errs = append(errs, s.closeRaw())
 	if s.logAfter != nil {
 		errs = append(errs, s.logAfter.Close())
 	}

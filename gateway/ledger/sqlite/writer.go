@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"maps"
@@ -293,13 +294,13 @@ func (s *Store) begin() *batch {
 		b.err = *p
 		return b
 	}
-	_, err := s.stmts[stBegin].Exec()
+	_, err := s.exec(stBegin, nil)
 	if err != nil {
 		// A transaction left open (a ROLLBACK that failed after an
 		// error) is ended here, and BEGIN tried once more; when none
 		// was open, ROLLBACK fails and BEGIN's error stands.
 		if _, rerr := s.stmts[stRollback].Exec(); rerr == nil {
-			_, err = s.stmts[stBegin].Exec()
+			_, err = s.exec(stBegin, nil)
 		}
 	}
 	var version int64
@@ -388,7 +389,7 @@ func (b *batch) commit() (committed, bool) {
 		}
 	}
 	if b.w != nil {
-		if _, err := s.stmts[stCommit].Exec(); err != nil {
+		if _, err := s.exec(stCommit, nil); err != nil {
 			b.w.rollback() // a failed COMMIT leaves the transaction open
 			b.w, b.err = nil, fmt.Errorf("commit: %w", err)
 		} else {
@@ -486,6 +487,70 @@ func (w *wtx) savepoint(sp int, fn func(w *wtx) error) (ferr, err error) {
 	return ferr, nil
 }
 
+// rawStmt reports whether statement i runs on the driver's connection
+// (exec) rather than through database/sql: the append and the batch's
+// BEGIN and COMMIT, the statements of every append.
+func rawStmt(i int) bool { return i == stAppend || i == stBegin || i == stCommit }
+
+// prepareRaw prepares statement i (a rawStmt) on wconn's driver
+// connection. database/sql's Stmt costs each execution a lookup of its
+// connection, a conversion of every argument, and locks; the writer's
+// connection is its alone, so exec skips all that.
+func (s *Store) prepareRaw(ctx context.Context, i int) error {
+	return s.wconn.Raw(func(dc any) error {
+		p, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return fmt.Errorf("driver connection %T cannot prepare with a context", dc)
+		}
+		st, err := p.PrepareContext(ctx, stmtText[i])
+		if err != nil {
+			return err
+		}
+		if s.raw[i], ok = st.(driver.StmtExecContext); !ok {
+			st.Close()
+			return fmt.Errorf("driver statement %T cannot execute with a context", st)
+		}
+		return nil
+	})
+}
+
+// exec runs raw statement i (rawStmt) with args, which are driver values
+// (string, int64, nil). It runs inside (*sql.Conn).Raw, which holds the
+// connection's lock: the driver's statement is used only while
+// database/sql lends the connection out, and never after Close. Without
+// a context, like the writer's other statements (see begin).
+func (s *Store) exec(i int, args []driver.NamedValue) (driver.Result, error) {
+	var (
+		res driver.Result
+		err error
+	)
+	if rerr := s.wconn.Raw(func(any) error {
+		res, err = s.raw[i].ExecContext(context.Background(), args)
+		return nil // the statement's error is not the connection's
+	}); rerr != nil {
+		return nil, rerr
+	}
+	return res, err
+}
+
+// closeRaw closes the rawStmt statements, before wconn closes.
+func (s *Store) closeRaw() error {
+	if s.wconn == nil {
+		return nil
+	}
+	var errs []error
+	err := s.wconn.Raw(func(any) error {
+		for i, st := range s.raw {
+			if st != nil {
+				errs = append(errs, st.(driver.Stmt).Close())
+				s.raw[i] = nil
+			}
+		}
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
+}
+
 // stmt returns prepared statement i of the writer's connection, on which
 // the transaction is open.
 func (w *wtx) stmt(i int) *sql.Stmt { return w.s.stmts[i] }
@@ -525,7 +590,12 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 		n   int64 // rows inserted: 0 when the dedupe key is taken
 		pos int64 // the rowid: the event's log position (Store.Log)
 	)
-	res, err := w.stmt(stAppend).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(r.DedupeKey), ev.V)
+	args := &w.s.rawArgs
+	for i, v := range [...]any{ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(r.DedupeKey), int64(ev.V)} {
+		args[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	res, err := w.s.exec(stAppend, args[:])
+	clear(args[:]) // keep no reference to the record's data
 	if err == nil {
 		n, err = res.RowsAffected()
 	}
