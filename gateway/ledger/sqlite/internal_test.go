@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -538,6 +539,40 @@ func TestTimestamps(t *testing.T) {
 		}
 		if got := res[0].Event.TS; got != step.want {
 			t.Errorf("Append() #%d at %v: ts %s, want %s", j, step.clock, got, step.want)
+		}
+	}
+}
+
+// TestFlushSeqs checks groups.last_seq after transactions that append to
+// one or many groups, each group more than once.
+func TestFlushSeqs(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	want := map[string]int64{}
+	for _, groups := range []int{1, 7, 8, 9, 19, 3} {
+		var recs []ledger.Record
+		for i := range 2 * groups {
+			g := fmt.Sprintf("g%02d", i%groups)
+			recs = append(recs, ledger.Record{Kind: "chat.message", GroupID: g})
+			want[g]++
+		}
+		if _, err := s.Append(ctx, recs); err != nil {
+			t.Fatalf("Append(%d groups) error = %v", groups, err)
+		}
+		gs, err := s.Groups(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, g := range gs {
+			got[g.ID] = g.LastSeq
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("after appending to %d groups: Groups() = %v, want %v", groups, got, want)
 		}
 	}
 }
