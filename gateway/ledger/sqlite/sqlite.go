@@ -122,7 +122,7 @@ type Store struct {
 	pin   *sql.Conn
 	stmts [numStmts]*sql.Stmt
 	// raw holds the statements of rawStmt, prepared on wconn's driver
-	// connection instead of stmts (see exec); rawArgs is the append's
+	// connection instead of stmts (see exec); rawArgs holds their
 	// arguments, the writer's.
 	raw     [numStmts]driver.StmtExecContext
 	rawArgs [10]driver.NamedValue

@@ -456,7 +456,12 @@ func (w *wtx) flushSeqs() error {
 		if err != nil {
 			return err
 		}
-		if _, err := w.stmt(stSetSeq).Exec(g, l); err != nil {
+		args := w.s.rawArgs[:2]
+		args[0] = driver.NamedValue{Ordinal: 1, Value: g}
+		args[1] = driver.NamedValue{Ordinal: 2, Value: l}
+		_, err = w.s.exec(stSetSeq, args)
+		clear(args)
+		if err != nil {
 			return fmt.Errorf("last seq of %q: %w", g, err)
 		}
 	}
@@ -489,8 +494,8 @@ func (w *wtx) savepoint(sp int, fn func(w *wtx) error) (ferr, err error) {
 
 // rawStmt reports whether statement i runs on the driver's connection
 // (exec) rather than through database/sql: the append and the batch's
-// BEGIN and COMMIT, the statements of every append.
-func rawStmt(i int) bool { return i == stAppend || i == stBegin || i == stCommit }
+// BEGIN, groups upserts and COMMIT, the statements of every append.
+func rawStmt(i int) bool { return i == stAppend || i == stBegin || i == stCommit || i == stSetSeq }
 
 // prepareRaw prepares statement i (a rawStmt) on wconn's driver
 // connection. database/sql's Stmt costs each execution a lookup of its
