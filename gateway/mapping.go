@@ -108,8 +108,22 @@ func ParseData(ev ledger.Event) (EventData, error) {
 	return d, err
 }
 
-// mustJSON marshals event data: compact JSON (ledger.Record.Compact).
+// mustJSON marshals event data: compact JSON (ledger.Record.Compact),
+// json.Marshal's bytes; EventData by eventJSON.
 func mustJSON(v any) json.RawMessage {
+	switch d := v.(type) {
+	case EventData:
+		return eventJSON(&d)
+	case *EventData:
+		if d != nil {
+			return eventJSON(d)
+		}
+	}
+	return mustJSONMarshal(v)
+}
+
+// mustJSONMarshal is mustJSON by json.Marshal.
+func mustJSONMarshal(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic("gateway: marshalling event data: " + err.Error()) // only plain structs are marshalled
@@ -253,7 +267,7 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) (ledger.Recor
 		}
 		d.Provenance, _ = provenanceOf(env)
 	}
-	rec.Data, rec.Compact = mustJSON(d), true
+	rec.Data, rec.Compact = eventJSON(&d), true
 	return rec, &d
 }
 
@@ -281,7 +295,7 @@ func (r *Relay) rejectionRecord(in Intake, o *Outcome) (ledger.Record, *EventDat
 	if x == nil {
 		d.X = &XCrosstalk{Transport: in.Transport, Source: in.Source, Principal: in.Principal}
 	}
-	return ledger.Record{Kind: KindNotify, GroupID: group, By: "system", Data: mustJSON(d), Compact: true}, &d
+	return ledger.Record{Kind: KindNotify, GroupID: group, By: "system", Data: eventJSON(&d), Compact: true}, &d
 }
 
 // pollTargets reads `meta: poll` `Targets: a, b` (the POLL recipients
