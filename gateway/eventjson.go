@@ -343,18 +343,15 @@ func safePrefix(s string, i int) int {
 		t := s[i : i+8]
 		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
 			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
-		// A byte's high bit in m says: not ASCII, below ' ', " or &
-		// (0x22, 0x26), < or > (0x3c, 0x3e), or \. Each test is exact
-		// for the lowest byte it flags, so the lowest flag in m is the
-		// first byte to look at.
-		m := w & highs                    // not ASCII
-		m |= (w - 0x20*ones) &^ w & highs // control
-		x := (w | 0x04*ones) ^ 0x26*ones  // " &
-		m |= (x - ones) &^ x & highs      //
-		x = (w | 0x02*ones) ^ 0x3e*ones   // < >
-		m |= (x - ones) &^ x & highs      //
-		x = w ^ 0x5c*ones                 // \
-		m |= (x - ones) &^ x & highs      //
+		// A byte's high bit in m is set when the byte is not ASCII,
+		// below ' ' (the subtraction wraps), " or & (x1 is 0, as x1-1
+		// wraps), < or > (x2), or \ (x3). Bytes above one that wraps may
+		// be flagged too (the borrow), but none below it: the lowest
+		// flag is the first byte to look at.
+		x1 := (w | 0x04*ones) ^ 0x26*ones
+		x2 := (w | 0x02*ones) ^ 0x3e*ones
+		x3 := w ^ 0x5c*ones
+		m := (w | (w - 0x20*ones) | (x1 - ones) | (x2 - ones) | (x3 - ones)) & highs
 		if m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}

@@ -337,3 +337,46 @@ func BenchmarkEventJSON(b *testing.B) {
 		}
 	})
 }
+
+// TestSafePrefix compares safePrefix, eight bytes at a time, with a
+// byte-by-byte look at jsonSafe, for every byte at every position of a
+// word after safe ones, and on random strings.
+func TestSafePrefix(t *testing.T) {
+	slow := func(s string, i int) int {
+		for i < len(s) && jsonSafe[s[i]] {
+			i++
+		}
+		return i
+	}
+	check := func(s string, i int) {
+		if got, want := safePrefix(s, i), slow(s, i); got != want {
+			t.Fatalf("safePrefix(%q, %d) = %d, want %d", s, i, got, want)
+		}
+	}
+	for c := range 256 {
+		for pos := range 20 {
+			for _, fill := range []byte{'a', ' ', '~', '!'} {
+				b := bytes.Repeat([]byte{fill}, 20)
+				b[pos] = byte(c)
+				check(string(b), 0)
+				check(string(b), 3)
+				if pos < 19 {
+					b[pos+1] = 0 // a second unsafe byte behind the first
+					check(string(b), 0)
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(8, 8))
+	for range 20000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			if r.IntN(8) == 0 {
+				b[i] = byte(r.Uint32())
+			} else {
+				b[i] = byte(' ' + r.IntN(95))
+			}
+		}
+		check(string(b), 0)
+	}
+}
