@@ -119,8 +119,11 @@ func TestEventJSONFixtures(t *testing.T) {
 				continue
 			}
 			n++
+			if raw := sourceText(env); raw != string(env.Source()) {
+				t.Fatalf("%s: sourceText = %q, want %q", path, raw, env.Source())
+			}
 			d := EventData{Text: env.Body, To: []string{env.To}, X: &XCrosstalk{
-				Envelope: env, Raw: string(env.Source()), Transport: "http", Sender: env.From,
+				Envelope: env, Raw: sourceText(env), Transport: "http", Sender: env.From,
 				Verification: "unsigned", Warnings: env.Warnings(),
 			}}
 			checkEventJSON(t, &d)
@@ -129,6 +132,9 @@ func TestEventJSONFixtures(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if raw := sourceText(envelope.New("A", "B", envelope.IntentRequest, "composed")); raw != "" {
+		t.Fatalf("sourceText of a composed envelope = %q, want empty", raw)
 	}
 	if n < 100 {
 		t.Fatalf("only %d envelopes in the vectors", n)

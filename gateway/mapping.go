@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
@@ -131,6 +132,15 @@ func mustJSONMarshal(v any) json.RawMessage {
 	return b
 }
 
+// sourceText returns env.Source() as a string without copying it (the
+// data of every event holds it): Source is never modified, by its
+// contract, and the event's data keeps env, and so its source, as long as
+// the string.
+func sourceText(env *envelope.Envelope) string {
+	src := env.Source()
+	return unsafe.String(unsafe.SliceData(src), len(src))
+}
+
 // DedupeKey returns the de-duplication key of an envelope (docs/design.md §5.3):
 // "msg:" + its message id, or "sha256:" + the hex SHA-256 of its
 // signed-bytes payload when it has none.
@@ -157,7 +167,7 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) (ledger.Recor
 	}
 	dedupe := DedupeKey(env)
 	x := &XCrosstalk{
-		Raw:            string(o.Envelope.Source()),
+		Raw:            sourceText(o.Envelope),
 		Transport:      in.Transport,
 		Source:         in.Source,
 		Sender:         o.Actor,
@@ -281,7 +291,7 @@ func (r *Relay) rejectionRecord(in Intake, o *Outcome) (ledger.Record, *EventDat
 			group = g
 		}
 		x = &XCrosstalk{
-			Envelope: env, Raw: string(env.Source()), Transport: in.Transport, Source: in.Source,
+			Envelope: env, Raw: sourceText(env), Transport: in.Transport, Source: in.Source,
 			Sender: r.book.ActorID(env.From), Principal: in.Principal,
 			Verification: o.Verification.Status, Pkid: o.Verification.Pkid, Warnings: env.Warnings(),
 		}
