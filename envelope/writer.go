@@ -44,8 +44,10 @@ func (w *Writer) Write(e *Envelope) error {
 		return err // the envelope's fault, not the stream's: not sticky
 	}
 	// One buffer and one Write: the separator, the fence and the
-	// envelope go out together or not at all.
-	var out bytes.Buffer
+	// envelope go out together or not at all. The buffer is recycled: an
+	// io.Writer must not retain what it is given.
+	out := writeBufs.Get().(*bytes.Buffer)
+	defer putWriteBuf(out)
 	out.Grow(sizeHint(e) + 1)
 	if w.n > 0 {
 		out.WriteByte('\n')
@@ -58,7 +60,7 @@ func (w *Writer) Write(e *Envelope) error {
 		out.Write(env.Bytes())
 		out.WriteString(fence + "\n")
 	} else {
-		writeEnvelope(&out, e, w.V10)
+		writeEnvelope(out, e, w.V10)
 	}
 	if _, err := w.w.Write(out.Bytes()); err != nil {
 		w.err = fmt.Errorf("envelope: write: %w", err)
@@ -66,6 +68,20 @@ func (w *Writer) Write(e *Envelope) error {
 	}
 	w.n++
 	return nil
+}
+
+// writeBufs recycles Write's buffers, which never leave it.
+var writeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledWrite bounds the buffers writeBufs keeps, so that one large
+// envelope does not pin its buffer.
+const maxPooledWrite = 64 << 10
+
+func putWriteBuf(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledWrite {
+		b.Reset()
+		writeBufs.Put(b)
+	}
 }
 
 // Marshal returns the canonical form of e. Marshal(Unmarshal(x)) is x for
@@ -256,7 +272,7 @@ func checkWritable(e *Envelope) error {
 		}
 	}
 	for _, f := range e.Fields {
-		if key, _, ok := topField([]byte(f.Key + ":")); !ok || len(key) != len(f.Key) || knownKey(key) >= 0 || f.Key == "meta" {
+		if key, _, ok := topField(withColon(f.Key, new([64]byte))); !ok || len(key) != len(f.Key) || knownKey(key) >= 0 || f.Key == "meta" {
 			return invalid("unknown field key %q is not a lower-case key, or is reserved", f.Key)
 		}
 		if err := checkValue(f.Key, f.Value); err != nil {
@@ -282,11 +298,12 @@ func checkWritable(e *Envelope) error {
 			return fmt.Errorf("%w: META namespace: %w", ErrInvalid, err)
 		}
 		for _, f := range m.Fields {
-			key, _, ok := metaField([]byte(f.Key + ":"))
+			c := withColon(f.Key, new([64]byte))
+			key, _, ok := metaField(c)
 			if !ok || len(key) != len(f.Key) {
 				return invalid("META key %q is not a valid key", f.Key)
 			}
-			if tk, _, ok := topField([]byte(f.Key + ":")); ok && (knownKey(tk) >= 0 || f.Key == "meta") {
+			if tk, _, ok := topField(c); ok && (knownKey(tk) >= 0 || f.Key == "meta") {
 				return invalid("META key %q would end its block", f.Key)
 			}
 			if err := checkValue(f.Key, f.Value); err != nil {
@@ -331,13 +348,21 @@ func checkUTF8(e *Envelope) error {
 }
 
 func checkValue(k, v string) error {
-	if strings.ContainsAny(v, "\r\n") {
+	if strings.IndexByte(v, '\n') >= 0 || strings.IndexByte(v, '\r') >= 0 {
 		return invalid("%s value contains a line break", k)
 	}
-	if v != strings.Trim(v, " \t") {
+	if v != "" && (isSpaceOrTab(v[0]) || isSpaceOrTab(v[len(v)-1])) { // v != strings.Trim(v, " \t")
 		return invalid("%s value %q has surrounding space", k, v)
 	}
 	return nil
+}
+
+func isSpaceOrTab(c byte) bool { return c == ' ' || c == '\t' }
+
+// withColon returns key + ":" as a line to split, in buf when it fits:
+// checkWritable asks the Reader's own line splitters about every key.
+func withColon(key string, buf *[64]byte) []byte {
+	return append(append(buf[:0], key...), ':')
 }
 
 func longestRun(b []byte, c byte) int {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
@@ -108,13 +109,36 @@ func ParseData(ev ledger.Event) (EventData, error) {
 	return d, err
 }
 
-// mustJSON marshals event data: compact JSON (ledger.Record.Compact).
+// mustJSON marshals event data: compact JSON (ledger.Record.Compact),
+// json.Marshal's bytes; EventData by eventJSON.
 func mustJSON(v any) json.RawMessage {
+	switch d := v.(type) {
+	case EventData:
+		return eventJSON(&d)
+	case *EventData:
+		if d != nil {
+			return eventJSON(d)
+		}
+	}
+	return mustJSONMarshal(v)
+}
+
+// mustJSONMarshal is mustJSON by json.Marshal.
+func mustJSONMarshal(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic("gateway: marshalling event data: " + err.Error()) // only plain structs are marshalled
 	}
 	return b
+}
+
+// sourceText returns env.Source() as a string without copying it (the
+// data of every event holds it): Source is never modified, by its
+// contract, and the event's data keeps env, and so its source, as long as
+// the string.
+func sourceText(env *envelope.Envelope) string {
+	src := env.Source()
+	return unsafe.String(unsafe.SliceData(src), len(src))
 }
 
 // DedupeKey returns the de-duplication key of an envelope (docs/design.md §5.3):
@@ -143,7 +167,7 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) (ledger.Recor
 	}
 	dedupe := DedupeKey(env)
 	x := &XCrosstalk{
-		Raw:            string(o.Envelope.Source()),
+		Raw:            sourceText(o.Envelope),
 		Transport:      in.Transport,
 		Source:         in.Source,
 		Sender:         o.Actor,
@@ -253,7 +277,7 @@ func (r *Relay) record(ctx context.Context, in Intake, o *Outcome) (ledger.Recor
 		}
 		d.Provenance, _ = provenanceOf(env)
 	}
-	rec.Data, rec.Compact = mustJSON(d), true
+	rec.Data, rec.Compact = eventJSON(&d), true
 	return rec, &d
 }
 
@@ -267,7 +291,7 @@ func (r *Relay) rejectionRecord(in Intake, o *Outcome) (ledger.Record, *EventDat
 			group = g
 		}
 		x = &XCrosstalk{
-			Envelope: env, Raw: string(env.Source()), Transport: in.Transport, Source: in.Source,
+			Envelope: env, Raw: sourceText(env), Transport: in.Transport, Source: in.Source,
 			Sender: r.book.ActorID(env.From), Principal: in.Principal,
 			Verification: o.Verification.Status, Pkid: o.Verification.Pkid, Warnings: env.Warnings(),
 		}
@@ -281,7 +305,7 @@ func (r *Relay) rejectionRecord(in Intake, o *Outcome) (ledger.Record, *EventDat
 	if x == nil {
 		d.X = &XCrosstalk{Transport: in.Transport, Source: in.Source, Principal: in.Principal}
 	}
-	return ledger.Record{Kind: KindNotify, GroupID: group, By: "system", Data: mustJSON(d), Compact: true}, &d
+	return ledger.Record{Kind: KindNotify, GroupID: group, By: "system", Data: eventJSON(&d), Compact: true}, &d
 }
 
 // pollTargets reads `meta: poll` `Targets: a, b` (the POLL recipients

@@ -728,12 +728,22 @@ func (r *Relay) Receipt(o Outcome) *envelope.Envelope {
 	if o.Duplicate {
 		e.Body = "already recorded"
 	}
-	e.Meta = []envelope.Meta{{Namespace: "receipt", Fields: []envelope.Field{
+	// The block and its fields in one allocation: a receipt per envelope.
+	m := new(receiptMeta)
+	m.fields = [...]envelope.Field{
 		{Key: "Event-ID", Value: o.Event.ID},
 		{Key: "Group", Value: o.Event.GroupID},
 		{Key: "Seq", Value: strconv.FormatInt(o.Event.Seq, 10)},
 		{Key: "Duplicate", Value: strconv.FormatBool(o.Duplicate)},
 		{Key: "Verification", Value: o.Verification.Status},
-	}}}
+	}
+	m.meta[0] = envelope.Meta{Namespace: "receipt", Fields: m.fields[:]}
+	e.Meta = m.meta[:]
 	return e
+}
+
+// receiptMeta holds the `meta: receipt` block of a receipt.
+type receiptMeta struct {
+	meta   [1]envelope.Meta
+	fields [5]envelope.Field
 }

@@ -81,14 +81,20 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, outs []gateway.O
 			}
 			results[i] = res
 		}
+		// Structs of one member, not maps: the same JSON, without a map
+		// to make and to sort.
 		if len(outs) == 1 && outs[0].Reject != nil {
-			writeJSON(w, status, map[string]*apiError{"error": results[0].Error})
+			writeJSON(w, status, struct {
+				Error *apiError `json:"error"`
+			}{results[0].Error})
 			return
 		}
-		writeJSON(w, status, map[string][]Result{"results": results})
+		writeJSON(w, status, struct {
+			Results []Result `json:"results"`
+		}{results})
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header()["Content-Type"] = textPlain
 	w.WriteHeader(status)
 	// Straight into the response's buffer: a receipt that cannot be
 	// written is left out, as before, and the others go.
@@ -102,6 +108,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, outs []gateway.O
 		}
 	}
 }
+
+// textPlain is the Content-Type of receipts, shared by every answer as
+// its header value (Header.Set would allocate it for each): the header
+// is copied when it is written, and nothing changes the value in place.
+var textPlain = []string{"text/plain; charset=utf-8"}
 
 // errorEnvelope answers the envelope endpoint with an ERROR envelope.
 func (s *Server) errorEnvelope(w http.ResponseWriter, r *http.Request, status int, code envelope.Code, msg string) {
