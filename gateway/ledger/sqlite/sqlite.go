@@ -27,7 +27,9 @@ import (
 // without the trigger events_last_seq, which moved groups.last_seq with
 // every inserted event: the writer moves it once per group and
 // transaction (wtx.flushSeqs), and writers of version 1 that relied on
-// the trigger must not open the file.
+// the trigger must not open the file, nor still have it open when it is
+// migrated (docs/operations.md "Upgrading": their appends would then
+// fail on events_group_seq until they are restarted).
 const schemaVersion = 2
 
 const schema = `

@@ -75,8 +75,9 @@ var stmtText = [numStmts]string{
 	// events_group_seq): the groups table is brought up to date only when
 	// the transaction commits (wtx.flushSeqs).
 	stLastSeq: `SELECT coalesce(max(seq), 0) FROM events WHERE group_id = ?`,
+	// max: a group's last seq never goes back, whatever the memo says.
 	stSetSeq: `INSERT INTO groups (group_id, last_seq) VALUES (?, ?)
-		ON CONFLICT (group_id) DO UPDATE SET last_seq = excluded.last_seq`,
+		ON CONFLICT (group_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`,
 	stInsertEvent: `INSERT INTO events (id, group_id, seq, ts, kind, scope_key, by_, data, dedupe_key, v)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	stEventSeq: `SELECT seq FROM events WHERE id = ? AND group_id = ?`,
