@@ -57,13 +57,12 @@ func TestPragmas(t *testing.T) {
 	}
 }
 
-// TestGroupCommit holds the writer inside one transaction while appends
-// queue up, then checks that all of them join that transaction: one
-// commit, one fsync.
-func TestGroupCommit(t *testing.T) {
-	const queued = 20
-	entered := make(chan struct{})
-	release := make(chan struct{})
+// heldStore opens a Store whose writer, at its first transaction, stops
+// inside it: entered is closed once it is there, and it goes on when the
+// caller closes release. The store is closed and ctx (30 s) ends with t.
+func heldStore(t *testing.T) (ctx context.Context, s *Store, entered, release chan struct{}) {
+	t.Helper()
+	entered, release = make(chan struct{}), make(chan struct{})
 	var calls atomic.Int64
 	now := func() time.Time {
 		if calls.Add(1) == 1 {
@@ -73,12 +72,32 @@ func TestGroupCommit(t *testing.T) {
 		return time.Now()
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), &Options{Now: now})
 	if err != nil {
 		t.Fatalf("Open() error = %v", err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return ctx, s, entered, release
+}
+
+// waitQueued waits until n operations wait in s's queue.
+func waitQueued(ctx context.Context, t *testing.T, s *Store, n int) {
+	t.Helper()
+	for len(s.queue) < n {
+		if ctx.Err() != nil {
+			t.Fatalf("only %d operations queued, want %d", len(s.queue), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestGroupCommit holds the writer inside one transaction while appends
+// queue up, then checks that all of them join that transaction: one
+// commit, one fsync.
+func TestGroupCommit(t *testing.T) {
+	const queued = 20
+	ctx, s, entered, release := heldStore(t)
 
 	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
 	var wg sync.WaitGroup
@@ -95,12 +114,7 @@ func TestGroupCommit(t *testing.T) {
 			}
 		})
 	}
-	for len(s.queue) < queued {
-		if ctx.Err() != nil {
-			t.Fatalf("only %d appends queued", len(s.queue))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(ctx, t, s, queued)
 	close(release)
 	wg.Wait()
 	want := Stats{Commits: 1, Syncs: 1, Ops: 1 + queued, Events: 1 + queued}
@@ -222,23 +236,7 @@ END`
 // savepoint, and the next append in the same transaction takes the seq
 // the failed one had; groups.last_seq is right after the commit.
 func TestSeqsAfterFailedOp(t *testing.T) {
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	var calls atomic.Int64
-	now := func() time.Time {
-		if calls.Add(1) == 1 {
-			close(entered)
-			<-release
-		}
-		return time.Now()
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), &Options{Now: now})
-	if err != nil {
-		t.Fatalf("Open() error = %v", err)
-	}
-	defer s.Close()
+	ctx, s, entered, release := heldStore(t)
 	rec := ledger.Record{Kind: "chat.message", GroupID: "g"}
 	results := make([]ledger.Result, 3)
 	errs := make([]error, 3)
@@ -272,12 +270,7 @@ func TestSeqsAfterFailedOp(t *testing.T) {
 			<-entered
 			continue
 		}
-		for len(s.queue) < i {
-			if ctx.Err() != nil {
-				t.Fatalf("only %d operations queued", len(s.queue))
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitQueued(ctx, t, s, i)
 	}
 	close(release)
 	wg.Wait()
