@@ -134,3 +134,58 @@ func TestMetaBlocksDoNotShareAppends(t *testing.T) {
 		t.Errorf("appending to META block one changed block two: %+v", got)
 	}
 }
+
+// TestSourceOwnsItsBytes pins what the relay relies on when it keeps an
+// envelope's source as a string without copying it (gateway's event
+// data): Source never aliases the caller's input nor a buffer the Reader
+// reuses, so neither overwriting the input nor reading more envelopes
+// changes an envelope already returned. Checked for both constructors,
+// on envelopes small and large, plain and quoted.
+func TestSourceOwnsItsBytes(t *testing.T) {
+	text := func(body string) string {
+		var b bytes.Buffer
+		if err := envelope.NewWriter(&b).Write(envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, body)); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	small := text("Please review.")
+	large := text(strings.Repeat("A line of body text.\n", 2000))
+	quoted := "> " + strings.ReplaceAll(strings.TrimSuffix(text("Quoted."), "\n"), "\n", "\n> ") + "\n"
+	for _, in := range []string{small, large, quoted, small + large + quoted} {
+		for _, ctor := range []struct {
+			name string
+			new  func([]byte) *envelope.Reader
+		}{
+			{"NewBytesReader", envelope.NewBytesReader},
+			{"NewReader", func(b []byte) *envelope.Reader { return envelope.NewReader(bytes.NewReader(b)) }},
+		} {
+			buf := []byte(in)
+			rd := ctor.new(buf)
+			var envs []*envelope.Envelope
+			var want []string
+			for {
+				e, err := rd.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s: Next() error = %v", ctor.name, err)
+				}
+				envs = append(envs, e)
+				want = append(want, string(e.Source()))
+			}
+			if len(envs) == 0 {
+				t.Fatalf("%s: no envelope read", ctor.name)
+			}
+			for i := range buf {
+				buf[i] = '#'
+			}
+			for i, e := range envs {
+				if got := string(e.Source()); got != want[i] {
+					t.Errorf("%s: envelope %d's source changed after its input was overwritten: %.40q, want %.40q", ctor.name, i, got, want[i])
+				}
+			}
+		}
+	}
+}
