@@ -2,6 +2,7 @@ package bench
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,5 +35,41 @@ func TestIngest(t *testing.T) {
 	}
 	if res.Machine.NumCPU == 0 || res.Machine.Go == "" {
 		t.Errorf("machine = %+v, want nproc and go version", res.Machine)
+	}
+}
+
+// TestIngestPrintVerdicts checks the verdicts Print gives the disk goals:
+// met, missed, and missed where the goal lies above the ceiling itself
+// (a disk whose fsync rate times the goal is more than the ceiling can
+// do), which it must call out of reach rather than a plain miss.
+func TestIngestPrintVerdicts(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		relay, raw    float64
+		want, wantNot string
+	}{
+		{"met", 9000, 5000, "relay / raw fsync     1.80  (goal ≥ 1.5: met)", "out of reach"},
+		{"missed, within reach", 6000, 5000, "relay / raw fsync     1.20  (goal ≥ 1.5: MISSED)\n", "out of reach"},
+		{"missed, out of reach", 5000, 8000, "relay / raw fsync     0.62  (goal ≥ 1.5: MISSED, out of reach on this machine: 12000/s needed, above the ceiling's 10000/s)", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &IngestResult{
+				Ceiling: Phase{Name: "ceiling", PerSec: 10000},
+				Relay:   Phase{Name: "relay", PerSec: tc.relay},
+				Single:  Phase{Name: "single", PerSec: tc.relay / 4},
+				Raw:     Phase{Name: "raw", PerSec: tc.raw},
+			}
+			r.Goals.CeilingRatio, r.Goals.FsyncRatio, r.Goals.RawRatio = goalCeilingRatio, goalFsyncRatio, goalRawRatio
+			r.RawRatio, r.FsyncRatio = tc.relay/tc.raw, 4
+			var b strings.Builder
+			r.Print(&b)
+			out := b.String()
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("Print() =\n%s\nwant a line %q", out, tc.want)
+			}
+			if line := out[strings.Index(out, "relay / raw fsync"):]; tc.wantNot != "" && strings.Contains(line[:strings.Index(line, "\n")], tc.wantNot) {
+				t.Errorf("Print() raw line = %q, want no %q", line[:strings.Index(line, "\n")], tc.wantNot)
+			}
+		})
 	}
 }
