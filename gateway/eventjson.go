@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"math/bits"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -333,29 +332,8 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // safePrefix returns the index of the first byte of s from i on that is
-// not in jsonSafe, or len(s): eight bytes at a time while it can.
+// not in jsonSafe, or len(s).
 func safePrefix(s string, i int) int {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	for ; i+8 <= len(s); i += 8 {
-		t := s[i : i+8]
-		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
-			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
-		// A byte's high bit in m is set when the byte is not ASCII,
-		// below ' ' (the subtraction wraps), " or & (x1 is 0, as x1-1
-		// wraps), < or > (x2), or \ (x3). Bytes above one that wraps may
-		// be flagged too (the borrow), but none below it: the lowest
-		// flag is the first byte to look at.
-		x1 := (w | 0x04*ones) ^ 0x26*ones
-		x2 := (w | 0x02*ones) ^ 0x3e*ones
-		x3 := w ^ 0x5c*ones
-		m := (w | (w - 0x20*ones) | (x1 - ones) | (x2 - ones) | (x3 - ones)) & highs
-		if m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-	}
 	for i < len(s) && jsonSafe[s[i]] {
 		i++
 	}
