@@ -32,13 +32,11 @@ func TestReceiveAnswerBytes(t *testing.T) {
 	b := env("CLAUDE", "CHATGPT", "RESPOND", "topic", "two")
 
 	status, body := h.do("POST", "/crosstalk/receive", a+"\n"+b, "Accept", "application/json")
-	var results []api.Result
 	var out struct{ Results []api.Result }
 	if err := json.Unmarshal(body, &out); err != nil || status != http.StatusOK {
 		t.Fatalf("POST = %d %s, %v", status, body, err)
 	}
-	results = out.Results
-	if want := mapJSON(t, map[string][]api.Result{"results": results}); !bytes.Equal(body, want) {
+	if want := mapJSON(t, map[string][]api.Result{"results": out.Results}); !bytes.Equal(body, want) {
 		t.Errorf("JSON answer\n got %s\nwant %s", body, want)
 	}
 
