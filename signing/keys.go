@@ -315,7 +315,7 @@ func verifyInput(k *PublicKey, input, sig []byte) bool {
 	}
 	switch key := k.Key.(type) {
 	case ed25519.PublicKey:
-		return len(key) == ed25519.PublicKeySize && ed25519.Verify(key, input, sig)
+		return verifyEd25519(key, input, sig)
 	case *ecdsa.PublicKey:
 		if key == nil || key.Curve != elliptic.P256() {
 			return false

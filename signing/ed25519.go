@@ -1,0 +1,48 @@
+package signing
+
+import (
+	"crypto/ed25519"
+	"sync"
+
+	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
+)
+
+// stdlibRules makes curve25519-voi accept and refuse exactly what
+// crypto/ed25519 does (cofactorless, RFC 8032 §5.1.7 with a canonical S,
+// any A and R): docs/signing.md "Verification speed".
+var stdlibRules = &voi.Options{Verify: voi.VerifyOptionsStdLib}
+
+// maxExpanded bounds the expanded-key cache: each entry is about 1.5 KiB.
+const maxExpanded = 1024
+
+// expandedKeys caches the precomputed form of the Ed25519 public keys
+// signatures were last checked under, keyed by the 32-byte key.
+var expandedKeys struct {
+	sync.RWMutex
+	m map[[ed25519.PublicKeySize]byte]*voi.ExpandedPublicKey
+}
+
+// verifyEd25519 reports whether sig is a valid Ed25519 signature of msg by
+// key, with crypto/ed25519's rules, reusing key's precomputed form.
+func verifyEd25519(key ed25519.PublicKey, msg, sig []byte) bool {
+	if len(key) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
+		return false
+	}
+	k := [ed25519.PublicKeySize]byte(key)
+	expandedKeys.RLock()
+	x := expandedKeys.m[k]
+	expandedKeys.RUnlock()
+	if x == nil {
+		var err error
+		if x, err = voi.NewExpandedPublicKey(voi.PublicKey(key)); err != nil {
+			return false // not a point: crypto/ed25519 refuses it too
+		}
+		expandedKeys.Lock()
+		if expandedKeys.m == nil || len(expandedKeys.m) >= maxExpanded {
+			expandedKeys.m = make(map[[ed25519.PublicKeySize]byte]*voi.ExpandedPublicKey)
+		}
+		expandedKeys.m[k] = x
+		expandedKeys.Unlock()
+	}
+	return voi.VerifyExpandedWithOptions(x, msg, sig, stdlibRules)
+}
