@@ -13,6 +13,11 @@
 //     ECDSA P-256 (ES256, r‖s), using the fixed protected headers of
 //     [ProtectedHeader]; the published canon-v1.1-rc1 vectors pass bit for
 //     bit and are reproduced by re-signing;
+//   - verifies Ed25519 signatures with curve25519-voi under exactly the
+//     rules of crypto/ed25519 (cofactorless, S below the group order, any
+//     A and R), keeping each public key's precomputed form in a bounded
+//     cache: about half the time of crypto/ed25519.Verify
+//     (docs/signing.md §10); signing uses crypto/ed25519;
 //   - reads and writes the `sig:` line forms of docs/design.md §4.2 ([ParseSig],
 //     [Sig.String]) and replaces or adds the `sig:` line of an envelope
 //     ([Sign], [SignEnvelope]), optionally announcing the public key in a

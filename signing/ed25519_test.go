@@ -1,0 +1,236 @@
+package signing
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Points whose encodings verifiers are known to disagree on: the
+// small-order points (identity, order 2, 4 and 8, with and without the
+// sign bit) and encodings of y that are not reduced mod p = 2^255-19.
+var edgePoints = []string{
+	"0100000000000000000000000000000000000000000000000000000000000000", // identity
+	"0100000000000000000000000000000000000000000000000000000000000080", // identity, sign bit set (x = 0)
+	"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // y = -1: order 2
+	"0000000000000000000000000000000000000000000000000000000000000000", // y = 0: order 4
+	"0000000000000000000000000000000000000000000000000000000000000080", // y = 0, sign bit set
+	"26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05", // order 8
+	"26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85", // order 8, sign bit set
+	"c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a", // order 8
+	"c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa", // order 8, sign bit set
+	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // y = p: not reduced (0)
+	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // y = p+1: not reduced (1, the identity)
+	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // y = p+1, sign bit set
+	"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // y = 2^255-1: not reduced
+	"0200000000000000000000000000000000000000000000000000000000000000", // y = 2
+}
+
+// Scalars S around the group order L, which crypto/ed25519 requires S
+// to be below.
+var edgeScalars = []string{
+	"0000000000000000000000000000000000000000000000000000000000000000",
+	"0100000000000000000000000000000000000000000000000000000000000000",
+	"ecd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010", // L-1
+	"edd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010", // L
+	"eed3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010", // L+1
+	"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0f", // 2^252+...: above L, below 2^253
+	"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+}
+
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sameAsStdlib fails t unless verifyEd25519 and crypto/ed25519 agree on
+// (pub, msg, sig), and reports what crypto/ed25519 said.
+func sameAsStdlib(t testing.TB, pub, msg, sig []byte) bool {
+	t.Helper()
+	want := len(pub) == ed25519.PublicKeySize && len(sig) == ed25519.SignatureSize && ed25519.Verify(pub, msg, sig)
+	if got := verifyEd25519(pub, msg, sig); got != want {
+		t.Fatalf("verifyEd25519(pub %x, msg %q, sig %x) = %v, crypto/ed25519 says %v", pub, msg, sig, got, want)
+	}
+	return want
+}
+
+// TestVerifyEd25519EdgeCases checks that verification accepts and refuses
+// exactly what crypto/ed25519 does for every combination of a small-order
+// or unreduced public key A and commitment R with S at and around the
+// group order: the cases where Ed25519 verifiers are known to differ.
+// Some of them are accepted (S = 0 with a small-order A and R), so the
+// comparison is not only of refusals.
+func TestVerifyEd25519EdgeCases(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	real := priv.Public().(ed25519.PublicKey)
+	points := [][]byte{real}
+	for _, p := range edgePoints {
+		points = append(points, unhex(t, p))
+	}
+	accepted := 0
+	for _, a := range points {
+		for _, r := range points {
+			for _, s := range edgeScalars {
+				for _, msg := range []string{"", "crosstalk"} {
+					sig := append(append([]byte{}, r...), unhex(t, s)...)
+					if sameAsStdlib(t, a, []byte(msg), sig) {
+						accepted++
+					}
+				}
+			}
+		}
+	}
+	if accepted == 0 {
+		t.Fatal("no edge case was accepted: the table no longer reaches the small-order cases")
+	}
+	t.Logf("%d of %d edge cases accepted by both", accepted, len(points)*len(points)*len(edgeScalars)*2)
+}
+
+// TestVerifyEd25519Random compares verification with crypto/ed25519 on
+// valid signatures and on every kind of one-bit corruption of the key,
+// the message and the signature, and on random keys (about half of all
+// 32-byte strings are not points).
+func TestVerifyEd25519Random(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 300 {
+		seed := make([]byte, ed25519.SeedSize)
+		for j := range seed {
+			seed[j] = byte(rng.Uint32())
+		}
+		priv := ed25519.NewKeyFromSeed(seed)
+		pub := priv.Public().(ed25519.PublicKey)
+		msg := make([]byte, rng.IntN(200))
+		for j := range msg {
+			msg[j] = byte(rng.Uint32())
+		}
+		sig := ed25519.Sign(priv, msg)
+		if !sameAsStdlib(t, pub, msg, sig) {
+			t.Fatal("a valid signature was refused")
+		}
+		flip := func(b []byte) []byte {
+			c := bytes.Clone(b)
+			if len(c) > 0 {
+				c[rng.IntN(len(c))] ^= 1 << rng.IntN(8)
+			}
+			return c
+		}
+		sameAsStdlib(t, flip(pub), msg, sig)
+		sameAsStdlib(t, pub, flip(msg), sig)
+		sameAsStdlib(t, pub, msg, flip(sig))
+		randomPub := make([]byte, ed25519.PublicKeySize)
+		for j := range randomPub {
+			randomPub[j] = byte(rng.Uint32())
+		}
+		sameAsStdlib(t, randomPub, msg, sig)
+		if i%50 == 0 { // a key seen before: verified from the cache
+			sameAsStdlib(t, pub, msg, sig)
+		}
+	}
+}
+
+// TestVerifyEd25519WrongSizes checks that keys and signatures of the wrong
+// length are refused, not a panic (crypto/ed25519 panics on a short key).
+func TestVerifyEd25519WrongSizes(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	pub := priv.Public().(ed25519.PublicKey)
+	sig := ed25519.Sign(priv, []byte("m"))
+	for _, c := range []struct{ pub, sig []byte }{
+		{pub[:31], sig}, {append(bytes.Clone(pub), 0), sig}, {nil, sig},
+		{pub, sig[:63]}, {pub, append(bytes.Clone(sig), 0)}, {pub, nil},
+	} {
+		if verifyEd25519(c.pub, []byte("m"), c.sig) {
+			t.Errorf("key of %d bytes, signature of %d bytes: accepted", len(c.pub), len(c.sig))
+		}
+	}
+}
+
+// TestExpandedKeysBounded checks that the expanded-key cache stays within
+// maxExpanded entries when more distinct keys than that are used (a relay
+// that sees many first-use keys), and that verification stays right
+// across the reset, from many goroutines at once.
+func TestExpandedKeysBounded(t *testing.T) {
+	n := maxExpanded + maxExpanded/2
+	keys := make([]ed25519.PrivateKey, n)
+	for i := range keys {
+		seed := make([]byte, ed25519.SeedSize)
+		seed[0], seed[1] = byte(i), byte(i>>8)
+		keys[i] = ed25519.NewKeyFromSeed(seed)
+	}
+	msg := []byte("bounded")
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := g; i < n; i += 4 {
+				k := keys[i]
+				pub := k.Public().(ed25519.PublicKey)
+				if !verifyEd25519(pub, msg, ed25519.Sign(k, msg)) {
+					t.Errorf("key %d: valid signature refused", i)
+				}
+				if verifyEd25519(pub, []byte("other"), ed25519.Sign(k, msg)) {
+					t.Errorf("key %d: signature accepted for another message", i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	expandedKeys.RLock()
+	size := len(expandedKeys.m)
+	expandedKeys.RUnlock()
+	if size > maxExpanded {
+		t.Fatalf("cache holds %d keys, bound is %d", size, maxExpanded)
+	}
+}
+
+// FuzzVerifyEd25519 checks that verification accepts and refuses exactly
+// what crypto/ed25519 does, whatever the key, message and signature.
+// Seeded with a valid signature and the edge cases' points and scalars.
+func FuzzVerifyEd25519(f *testing.F) {
+	priv := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	pub := priv.Public().(ed25519.PublicKey)
+	f.Add([]byte(pub), []byte("crosstalk"), ed25519.Sign(priv, []byte("crosstalk")))
+	for i, p := range edgePoints {
+		a := unhex(f, p)
+		r := unhex(f, edgePoints[(i+1)%len(edgePoints)])
+		f.Add(a, []byte(""), append(r, unhex(f, edgeScalars[i%len(edgeScalars)])...))
+		f.Add(a, []byte("crosstalk"), append(bytes.Clone(a), make([]byte, 32)...))
+	}
+	f.Fuzz(func(t *testing.T, pub, msg, sig []byte) {
+		sameAsStdlib(t, pub, msg, sig)
+	})
+}
+
+// BenchmarkEd25519 verifies a signature of a 1 KiB message with
+// verifyEd25519 and with crypto/ed25519, interleaved in one loop so that
+// load from other processes weighs on both alike, and reports the ratio
+// (docs/signing.md §10).
+func BenchmarkEd25519(b *testing.B) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	pub := priv.Public().(ed25519.PublicKey)
+	msg := bytes.Repeat([]byte("crosstalk "), 103)
+	sig := ed25519.Sign(priv, msg)
+	var oursNS, stdNS time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if !verifyEd25519(pub, msg, sig) {
+			b.Fatal("refused")
+		}
+		t1 := time.Now()
+		if !ed25519.Verify(pub, msg, sig) {
+			b.Fatal("refused")
+		}
+		t2 := time.Now()
+		oursNS += t1.Sub(t0)
+		stdNS += t2.Sub(t1)
+	}
+	b.ReportMetric(float64(oursNS.Nanoseconds())/float64(b.N), "ours-ns/op")
+	b.ReportMetric(float64(stdNS.Nanoseconds())/float64(b.N), "stdlib-ns/op")
+	b.ReportMetric(float64(oursNS)/float64(stdNS), "ratio")
+}
