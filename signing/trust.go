@@ -127,14 +127,27 @@ func (s *TrustStore) matching(keep func(*TrustEntry) bool) ([]TrustEntry, error)
 	return out, nil
 }
 
+// pinnedFor returns copies of the entries for key id pkid, in file order.
+func (s *TrustStore) pinnedFor(pkid string) ([]TrustEntry, error) {
+	f, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	var out []TrustEntry
+	for _, e := range f.withPkid(pkid) {
+		out = append(out, e.clone())
+	}
+	return out, nil
+}
+
 // Lookup returns the entry for pkid and whether there is one.
 func (s *TrustStore) Lookup(pkid string) (TrustEntry, bool, error) {
 	f, err := s.read()
 	if err != nil {
 		return TrustEntry{}, false, err
 	}
-	if e := f.find(pkid); e != nil {
-		return e.clone(), true, nil
+	if es := f.withPkid(pkid); len(es) > 0 {
+		return es[0].clone(), true, nil
 	}
 	return TrustEntry{}, false, nil
 }
@@ -414,6 +427,26 @@ func writeAtomic(path string, data []byte) error {
 // storeFile is the parsed file: every line, comments kept.
 type storeFile struct {
 	lines []storeLine
+
+	// byPkid indexes the entries by key id, in file order, for readers
+	// (built on first use: a parsed file readers see is never changed).
+	byPkidOnce sync.Once
+	byPkid     map[string][]*TrustEntry
+}
+
+// withPkid returns the entries for pkid in file order. The relay asks
+// this for every envelope it verifies, so it is a map lookup, not a scan
+// of a store that may hold thousands of pins.
+func (f *storeFile) withPkid(pkid string) []*TrustEntry {
+	f.byPkidOnce.Do(func() {
+		f.byPkid = make(map[string][]*TrustEntry)
+		for _, l := range f.lines {
+			if l.entry != nil {
+				f.byPkid[l.entry.Key.Pkid] = append(f.byPkid[l.entry.Key.Pkid], l.entry)
+			}
+		}
+	})
+	return f.byPkid[pkid]
 }
 
 type storeLine struct {

@@ -2,10 +2,12 @@ package signing
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -426,5 +428,112 @@ func TestMemoryTrustStore(t *testing.T) {
 	}
 	if _, err := NewMemoryTrustStore([]byte("not a key line\n")); !errors.Is(err, ErrTrustStore) {
 		t.Errorf("NewMemoryTrustStore(garbage) = %v, want ErrTrustStore", err)
+	}
+}
+
+// bigStore writes a trust store file of n pinned Ed25519 keys (key ids
+// agentI@example.com, every third with a sender) plus key, pinned for
+// ALICE, in the middle, without n rewrites of the file.
+func bigStore(t testing.TB, n int, key *PublicKey) *TrustStore {
+	t.Helper()
+	f := &storeFile{}
+	seen := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i := range n {
+		if i == n/2 {
+			f.add(&TrustEntry{Key: key, Source: SourceManual, FirstSeen: seen, Sender: "ALICE"})
+		}
+		seed := make([]byte, ed25519.SeedSize)
+		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), 1
+		pub, err := NewPublicKey(fmt.Sprintf("agent%d@example.com", i), ed25519.NewKeyFromSeed(seed).Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &TrustEntry{Key: pub, Source: SourceTOFU, FirstSeen: seen, Revoked: i%7 == 0}
+		if i%3 == 0 {
+			e.Sender = fmt.Sprintf("AGENT%d", i)
+		}
+		f.add(e)
+	}
+	path := filepath.Join(t.TempDir(), "known_keys")
+	if err := writeAtomic(path, f.render()); err != nil {
+		t.Fatal(err)
+	}
+	return NewTrustStore(path)
+}
+
+// TestPinnedForMatchesScan checks that the key-id index the Verifier
+// looks pins up in gives what a scan of the whole file gives, for a file
+// store and a memory store, and that a pin added later is found (the
+// index belongs to one parse and is built again for the next).
+func TestPinnedForMatchesScan(t *testing.T) {
+	alice := testKey(t, Ed25519, "alice@example.com").Public()
+	file := bigStore(t, 300, alice)
+	data, err := os.ReadFile(file.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := NewMemoryTrustStore(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, store := range map[string]*TrustStore{"file": file, "memory": mem} {
+		t.Run(name, func(t *testing.T) {
+			check := func(pkid string, want int) {
+				t.Helper()
+				got, err := store.pinnedFor(pkid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				scan, err := store.matching(func(e *TrustEntry) bool { return e.Key.Pkid == pkid })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != want || !reflect.DeepEqual(got, scan) {
+					t.Fatalf("pinnedFor(%q) = %d entries %v, a scan finds %v", pkid, len(got), got, scan)
+				}
+				e, ok, err := store.Lookup(pkid)
+				if err != nil || ok != (want > 0) || ok && !reflect.DeepEqual(e, scan[0]) {
+					t.Fatalf("Lookup(%q) = %v, %v, %v; a scan finds %v", pkid, e, ok, err, scan)
+				}
+			}
+			for i := range 300 {
+				check(fmt.Sprintf("agent%d@example.com", i), 1)
+			}
+			check("alice@example.com", 1)
+			check("nobody@example.com", 0)
+			late := testKey(t, Ed25519, "late@example.com").Public()
+			if _, err := store.PinFirstUse(late, SourceTOFU, "LATE"); err != nil {
+				t.Fatal(err)
+			}
+			check("late@example.com", 1)
+			if err := store.Revoke("alice@example.com", nil); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := store.pinnedFor("alice@example.com")
+			if len(got) != 1 || !got[0].Revoked {
+				t.Fatalf("after Revoke: %+v", got)
+			}
+		})
+	}
+}
+
+// BenchmarkVerifyPinnedStore verifies a 1 KiB envelope against a trust
+// store holding 1 or 10 000 pins: looking the pin up must not cost in
+// proportion to the store (a shared relay's tenth month).
+func BenchmarkVerifyPinnedStore(b *testing.B) {
+	k, text := bench1KiB(b)
+	env, err := envelope.NewReader(strings.NewReader(text)).Next()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{1, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			v := &Verifier{Store: bigStore(b, n, k.Public())}
+			for b.Loop() {
+				if r := v.Verify(context.Background(), env); r.Status != StatusVerified {
+					b.Fatal(r.Err)
+				}
+			}
+		})
 	}
 }

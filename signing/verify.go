@@ -226,6 +226,12 @@ func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]Trus
 	if v.Store == nil {
 		return nil, nil
 	}
+	if c.sig.Form != FormBareJWS {
+		if pkid == "" {
+			return nil, nil
+		}
+		return v.Store.pinnedFor(pkid)
+	}
 	return v.Store.matching(func(e *TrustEntry) bool {
 		return pkid != "" && e.Key.Pkid == pkid ||
 			c.sig.Form == FormBareJWS && e.Sender != "" && strings.EqualFold(e.Sender, env.From)
