@@ -57,8 +57,13 @@ func (s projectingStore) ImportEvents(ctx context.Context, evs []ledger.Event) (
 // projEvery is the least time between two syncs on the write path.
 // Each sync is a transaction whose fixed cost (the counters, the mark,
 // COMMIT's page writes) is several events' worth; under load one sync
-// per projEvery applies every append of that time at once.
-const projEvery = 10 * time.Millisecond
+// per projEvery applies every append of that time at once. At 50 ms
+// rather than 10 ms, a sync under load carries ~250 events instead of
+// ~50: COMMIT writes the same tail pages of each table once instead of
+// five times, and the multi-row inserts run in fewer, fuller statements
+// (docs/performance.md "Session 7"). Reads sync first, so they still see
+// every append; only the write path's high-water mark lags more.
+const projEvery = 50 * time.Millisecond
 
 // projGapWait is how long the write path waits for the facts of a log
 // position that the appends after it have passed (an append still on its

@@ -124,8 +124,9 @@ func (s *ledgerSim) batch(fs []projection.Facts, mixed bool) {
 // time and the allocations per event. "requests" is the ingest
 // benchmark's traffic (every envelope a REQUEST starting its own
 // thread) and "mixed" adds READER's acks and replies (a quarter of the
-// events), 64 events an Apply as the relay's sync applies them under
-// load; "rebuild" is the mixed traffic 4096 an Apply, as a rebuild
+// events), 64 events an Apply; "requests-256" is the ingest traffic
+// 256 events an Apply, as the relay's sync (one per 50 ms) applies it
+// under load; "rebuild" is the mixed traffic 4096 an Apply, as a rebuild
 // (`crosstalk ledger reindex`) applies the log.
 func BenchmarkApply(b *testing.B) {
 	const prefill = 16384
@@ -133,7 +134,7 @@ func BenchmarkApply(b *testing.B) {
 		name  string
 		mixed bool
 		batch int
-	}{{"requests", false, 64}, {"mixed", true, 64}, {"rebuild", true, 4096}} {
+	}{{"requests", false, 64}, {"requests-256", false, 256}, {"mixed", true, 64}, {"rebuild", true, 4096}} {
 		b.Run(bb.name, func(b *testing.B) {
 			ctx := context.Background()
 			db, err := projection.Open(ctx, filepath.Join(b.TempDir(), "p.db"))

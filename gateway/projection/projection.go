@@ -484,9 +484,14 @@ var multiText = [nMulti]struct{ head, row, tail string }{
 	// others.
 	mJoin: {`INSERT INTO joins(thread, grp, v) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT DO UPDATE SET v = ` + joinsAddFunc + `(v, excluded.v) WHERE ` + joinsAddFunc + `(v, excluded.v) IS NOT NULL`},
-	mMark: {`INSERT INTO marks(grp, event, kind, actor) VALUES `, `(?, ?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
-	mOwe:  {`INSERT INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
-	mOwed: {`INSERT INTO owed(actor, event, msg) VALUES `, `(?, ?, ?)`, ` ON CONFLICT DO NOTHING`},
+	// OR IGNORE rather than ON CONFLICT DO NOTHING: the same rows go in
+	// (the values are never NULL, and the tables have no CHECK), but
+	// with no constraint left that could abort the statement, SQLite
+	// runs these multi-row inserts without a statement journal, which
+	// copied every page the owed rows (two b-trees) touched.
+	mMark: {`INSERT OR IGNORE INTO marks(grp, event, kind, actor) VALUES `, `(?, ?, ?, ?)`, ``},
+	mOwe:  {`INSERT OR IGNORE INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ``},
+	mOwed: {`INSERT OR IGNORE INTO owed(actor, event, msg) VALUES `, `(?, ?, ?)`, ``},
 }
 
 // applier is one Apply: its transaction, the statements it used so far

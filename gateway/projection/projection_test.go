@@ -314,3 +314,57 @@ func TestJoinsBlobMalformed(t *testing.T) {
 		t.Errorf("Joins(T) = %+v after bob wrote in T: bob's join is stored after bytes the reader stops at", joins)
 	}
 }
+
+// TestApplyConflicts: rows that are already stored, or gathered twice in
+// one Apply, go in once (the multi-row inserts ignore a taken key), in
+// the same Apply or a later one, and an owed row that is not inserted
+// does not count as owed again.
+func TestApplyConflicts(t *testing.T) {
+	ctx := context.Background()
+	ask := func(pos int64, event string) projection.Facts {
+		return projection.Facts{Pos: pos, Group: "g", Seq: pos, EventID: event, TS: fmt.Sprint("t", pos),
+			Actors: []projection.ActorFact{{ID: "carol", Addressed: true, Owes: true, Msg: "m-" + event}},
+			Owes:   []projection.Owe{{Token: "carol"}}}
+	}
+	ack := func(pos int64, event string) projection.Facts {
+		return projection.Facts{Pos: pos, Group: "g", Seq: pos, EventID: fmt.Sprint("a", pos), TS: fmt.Sprint("t", pos),
+			Marks: []projection.Mark{{Event: event, Kind: projection.MarkAck, Actor: "carol"}, {Event: event, Kind: projection.MarkAck, Actor: "carol"}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		applies [][]projection.Facts
+	}{
+		{"one apply", [][]projection.Facts{{ask(1, "e1"), ack(2, "e1"), ack(3, "e1"), ask(4, "e1")}}},
+		{"one at a time", [][]projection.Facts{{ask(1, "e1")}, {ack(2, "e1")}, {ack(3, "e1")}, {ask(4, "e1")}}},
+		{"two applies", [][]projection.Facts{{ask(1, "e1"), ack(2, "e1")}, {ack(3, "e1"), ask(4, "e1")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := open(t, filepath.Join(t.TempDir(), "p.db"))
+			for _, fs := range tc.applies {
+				if err := db.Apply(ctx, fs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rows, err := db.Dump(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := func(prefix string) int {
+				n := 0
+				for _, r := range rows {
+					if strings.HasPrefix(r, prefix) {
+						n++
+					}
+				}
+				return n
+			}
+			if m, o, od := count("mark|"), count("owe|"), count("owed|"); m != 1 || o != 1 || od != 1 {
+				t.Errorf("%d marks, %d owe rows, %d owed rows; want one each:\n%q", m, o, od, rows)
+			}
+			actors, err := db.Actors(ctx)
+			if want := []projection.Actor{{ID: "carol", Addressed: 2, Owes: 1, LastTS: "t4"}}; err != nil || !slices.Equal(actors, want) {
+				t.Errorf("Actors = %+v, %v; want %+v", actors, err, want)
+			}
+		})
+	}
+}
