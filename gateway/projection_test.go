@@ -427,6 +427,7 @@ func TestProjectionsFromAppends(t *testing.T) {
 					ingestRandom(t, r, rng, 60)
 					appendRandom(t, r, rng, 60)
 				}
+				r.Quiesce()
 				if n := gateway.ProjectionLogReads(r); n != 1 {
 					t.Errorf("the write path read the log %d times, want once (its first catch-up)", n)
 				}

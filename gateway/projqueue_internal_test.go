@@ -149,6 +149,7 @@ func TestProjQueueLivenessAppends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Quiesce()
 	pos, _, err := r.proj.HighWater(ctx) // what the write path applied, no read sync
 	if err != nil {
 		t.Fatal(err)
