@@ -209,8 +209,8 @@ func (r *Relay) projectAppended(ctx context.Context, res []ledger.Result, data [
 // succeeded, or reads the log when they do not follow the mark (see
 // projQueue), in a goroutine of its own: the intake that happens to start
 // it answers at once instead of carrying projEvery's worth of other
-// appends' projection work in its latency (a sync every 10 ms under load
-// put one intake in fifty a few milliseconds behind: the p99). A failure
+// appends' projection work in its latency (under load, several
+// milliseconds for one intake in a few hundred: the p99's tail). A failure
 // is logged, not returned (the events are recorded). It does not start
 // when a sync is already under way (the catch-up of a start, another
 // append's) nor within projEvery of the last one: every read syncs first
