@@ -216,15 +216,13 @@ func (r *Relay) projectAppended(ctx context.Context, res []ledger.Result, data [
 // append's) nor within projEvery of the last one: every read syncs first
 // (and waits for one under way), so the next one applies what was
 // skipped, and a burst of appends costs one projection transaction per
-// projEvery, not one per append. Quiesce waits for it.
+// projEvery, not one per append. Quiesce waits for it and stops them.
 func (r *Relay) syncAfterWrite(ctx context.Context) {
 	if !r.startSync() {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	r.projWG.Add(1)
 	go func() {
-		defer r.projWG.Done()
 		for {
 			err := r.syncQueuedLocked(ctx, r.projAt.Load())
 			r.projMu.Unlock()
@@ -242,21 +240,36 @@ func (r *Relay) syncAfterWrite(ctx context.Context) {
 	}()
 }
 
-// startSync takes projMu for a write-path sync, unless one is under way
-// or the last began less than projEvery ago.
+// startSync takes projMu for a write-path sync, unless one is under way,
+// the last began less than projEvery ago, or Quiesce was called.
 func (r *Relay) startSync() bool {
 	now := int64(time.Since(projEpoch))
 	if now-r.projAt.Load() < int64(r.projEvery) || !r.projMu.TryLock() {
+		return false
+	}
+	if r.projQuiet {
+		r.projMu.Unlock()
 		return false
 	}
 	r.projAt.Store(now)
 	return true
 }
 
-// Quiesce waits for the projection updates that appends started in the
-// background. Call it after the last append, before closing the ledger or
-// the projection DB.
-func (r *Relay) Quiesce() { r.projWG.Wait() }
+// Quiesce waits for the projection update that appends started in the
+// background, if one is under way, applies what the appends queued since,
+// and lets appends start no more syncs (reads still bring the projections
+// up to date first). Call it before closing the ledger or the projection
+// DB: an append still running then (a shutdown that timed out) does not
+// start a sync against closed files.
+func (r *Relay) Quiesce(ctx context.Context) error {
+	r.projMu.Lock()
+	defer r.projMu.Unlock()
+	r.projQuiet = true
+	if r.proj == nil {
+		return nil // never opened: nothing to bring up to date
+	}
+	return r.syncQueuedLocked(ctx, int64(time.Since(projEpoch)))
+}
 
 // syncQueuedLocked applies the queued facts that follow the mark, or
 // reads the log as syncLocked does when the queue says so.

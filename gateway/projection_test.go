@@ -220,7 +220,11 @@ func TestProjectionOfAnotherLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	book := projBook(t)
-	appendRandom(t, gateway.New(memory.New(nil), &gateway.Options{Book: book, Projection: db}), rand.New(rand.NewPCG(1, 2)), 50)
+	first := gateway.New(memory.New(nil), &gateway.Options{Book: book, Projection: db})
+	appendRandom(t, first, rand.New(rand.NewPCG(1, 2)), 50)
+	if err := first.Quiesce(ctx); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
 
 	st := memory.New(nil)
@@ -427,7 +431,9 @@ func TestProjectionsFromAppends(t *testing.T) {
 					ingestRandom(t, r, rng, 60)
 					appendRandom(t, r, rng, 60)
 				}
-				r.Quiesce()
+				if err := r.Quiesce(ctx); err != nil {
+					t.Fatal(err)
+				}
 				if n := gateway.ProjectionLogReads(r); n != 1 {
 					t.Errorf("the write path read the log %d times, want once (its first catch-up)", n)
 				}

@@ -149,7 +149,9 @@ func TestProjQueueLivenessAppends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Quiesce()
+	if err := r.Quiesce(ctx); err != nil {
+		t.Fatal(err)
+	}
 	pos, _, err := r.proj.HighWater(ctx) // what the write path applied, no read sync
 	if err != nil {
 		t.Fatal(err)

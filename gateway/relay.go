@@ -162,13 +162,13 @@ type Relay struct {
 
 	projMu      sync.Mutex // serialises SyncProjection
 	proj        *projection.DB
-	projChecked bool           // its high-water mark was checked against the ledger
-	projPos     int64          // the log position proj has applied up to
-	projAt      atomic.Int64   // when the write path last synced (see syncAfterWrite)
-	projQ       projQueue      // facts of appends not yet applied
-	projEvery   time.Duration  // least time between two syncs on the write path
-	projLogs    atomic.Int64   // how many times a sync read the log
-	projWG      sync.WaitGroup // syncs the write path started (see syncAfterWrite)
+	projChecked bool          // its high-water mark was checked against the ledger
+	projPos     int64         // the log position proj has applied up to
+	projAt      atomic.Int64  // when the write path last synced (see syncAfterWrite)
+	projQ       projQueue     // facts of appends not yet applied
+	projEvery   time.Duration // least time between two syncs on the write path
+	projLogs    atomic.Int64  // how many times a sync read the log
+	projQuiet   bool          // Quiesce was called: appends start no sync (projMu)
 
 	protoMu    sync.Mutex                 // serialises OpenProtocol
 	protoWalks map[string]*obligationWalk // per group, see OpenProtocol

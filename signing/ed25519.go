@@ -16,7 +16,9 @@ var stdlibRules = &voi.Options{Verify: voi.VerifyOptionsStdLib}
 const maxExpanded = 1024
 
 // expandedKeys caches the precomputed form of the Ed25519 public keys
-// signatures were last checked under, keyed by the 32-byte key.
+// that signatures verified under, keyed by the 32-byte key. Only a key
+// with a valid signature gets in, so garbage keys cannot push the pinned
+// ones out; when full, one entry makes room.
 var expandedKeys struct {
 	sync.RWMutex
 	m map[[ed25519.PublicKeySize]byte]*voi.ExpandedPublicKey
@@ -32,17 +34,27 @@ func verifyEd25519(key ed25519.PublicKey, msg, sig []byte) bool {
 	expandedKeys.RLock()
 	x := expandedKeys.m[k]
 	expandedKeys.RUnlock()
-	if x == nil {
-		var err error
-		if x, err = voi.NewExpandedPublicKey(voi.PublicKey(key)); err != nil {
-			return false // not a point: crypto/ed25519 refuses it too
-		}
-		expandedKeys.Lock()
-		if expandedKeys.m == nil || len(expandedKeys.m) >= maxExpanded {
-			expandedKeys.m = make(map[[ed25519.PublicKeySize]byte]*voi.ExpandedPublicKey)
-		}
-		expandedKeys.m[k] = x
-		expandedKeys.Unlock()
+	if x != nil {
+		return voi.VerifyExpandedWithOptions(x, msg, sig, stdlibRules)
 	}
-	return voi.VerifyExpandedWithOptions(x, msg, sig, stdlibRules)
+	x, err := voi.NewExpandedPublicKey(voi.PublicKey(key))
+	if err != nil {
+		return false // not a point: crypto/ed25519 refuses it too
+	}
+	if !voi.VerifyExpandedWithOptions(x, msg, sig, stdlibRules) {
+		return false
+	}
+	expandedKeys.Lock()
+	if expandedKeys.m == nil {
+		expandedKeys.m = make(map[[ed25519.PublicKeySize]byte]*voi.ExpandedPublicKey)
+	}
+	if len(expandedKeys.m) >= maxExpanded {
+		for old := range expandedKeys.m { // one, in the map's own random order
+			delete(expandedKeys.m, old)
+			break
+		}
+	}
+	expandedKeys.m[k] = x
+	expandedKeys.Unlock()
+	return true
 }

@@ -154,8 +154,9 @@ func TestVerifyEd25519WrongSizes(t *testing.T) {
 
 // TestExpandedKeysBounded checks that the expanded-key cache stays within
 // maxExpanded entries when more distinct keys than that are used (a relay
-// that sees many first-use keys), and that verification stays right
-// across the reset, from many goroutines at once.
+// that sees many first-use keys), that verification stays right while
+// entries make room, from many goroutines at once, and that a key whose
+// signature failed is not kept.
 func TestExpandedKeysBounded(t *testing.T) {
 	n := maxExpanded + maxExpanded/2
 	keys := make([]ed25519.PrivateKey, n)
@@ -186,6 +187,16 @@ func TestExpandedKeysBounded(t *testing.T) {
 	expandedKeys.RUnlock()
 	if size > maxExpanded {
 		t.Fatalf("cache holds %d keys, bound is %d", size, maxExpanded)
+	}
+	// A key whose signature does not verify is not kept.
+	k := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0xee}, ed25519.SeedSize)) // used by no other test
+	pub := k.Public().(ed25519.PublicKey)
+	verifyEd25519(pub, []byte("other"), ed25519.Sign(k, msg))
+	expandedKeys.RLock()
+	_, kept := expandedKeys.m[[ed25519.PublicKeySize]byte(pub)]
+	expandedKeys.RUnlock()
+	if kept {
+		t.Error("a key was cached after a signature that failed")
 	}
 }
 

@@ -250,8 +250,8 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 
 // Close closes the ledger and the projections.
 func (c *Core) Close() error {
-	c.Relay.Quiesce()
-	err := c.Store.Close()
+	err := c.Relay.Quiesce(context.Background())
+	err = errors.Join(err, c.Store.Close())
 	if c.proj != nil {
 		err = errors.Join(err, c.proj.Close())
 	}
