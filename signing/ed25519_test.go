@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"time"
 )
 
 // Points whose encodings verifiers are known to disagree on: the
@@ -227,21 +226,13 @@ func BenchmarkEd25519(b *testing.B) {
 	pub := priv.Public().(ed25519.PublicKey)
 	msg := bytes.Repeat([]byte("crosstalk "), 103)
 	sig := ed25519.Sign(priv, msg)
-	var oursNS, stdNS time.Duration
-	for b.Loop() {
-		t0 := time.Now()
+	interleaved(b, "ours", func() {
 		if !verifyEd25519(pub, msg, sig) {
 			b.Fatal("refused")
 		}
-		t1 := time.Now()
+	}, "stdlib", func() {
 		if !ed25519.Verify(pub, msg, sig) {
 			b.Fatal("refused")
 		}
-		t2 := time.Now()
-		oursNS += t1.Sub(t0)
-		stdNS += t2.Sub(t1)
-	}
-	b.ReportMetric(float64(oursNS.Nanoseconds())/float64(b.N), "ours-ns/op")
-	b.ReportMetric(float64(stdNS.Nanoseconds())/float64(b.N), "stdlib-ns/op")
-	b.ReportMetric(float64(oursNS)/float64(stdNS), "ratio")
+	})
 }
