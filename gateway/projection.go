@@ -112,13 +112,6 @@ func (q *projQueue) add(facts []projection.Facts, stale bool) {
 	q.mu.Unlock()
 }
 
-// waiting reports whether facts were queued since the last take.
-func (q *projQueue) waiting() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.in) > 0 || q.stale
-}
-
 func (q *projQueue) markStale() {
 	q.mu.Lock()
 	q.stale = true
@@ -207,37 +200,24 @@ func (r *Relay) projectAppended(ctx context.Context, res []ledger.Result, data [
 
 // syncAfterWrite applies the queued facts after an append that
 // succeeded, or reads the log when they do not follow the mark (see
-// projQueue), in a goroutine of its own: the intake that happens to start
-// it answers at once instead of carrying projEvery's worth of other
-// appends' projection work in its latency (under load, several
-// milliseconds for one intake in a few hundred: the p99's tail). A failure
-// is logged, not returned (the events are recorded). It does not start
-// when a sync is already under way (the catch-up of a start, another
-// append's) nor within projEvery of the last one: every read syncs first
-// (and waits for one under way), so the next one applies what was
-// skipped, and a burst of appends costs one projection transaction per
-// projEvery, not one per append. Quiesce waits for it and stops them.
+// projQueue). A failure is logged, not returned (the events are
+// recorded). It does not run when a sync is already under way (the
+// catch-up of a start, another append's) nor within projEvery of the
+// last one, nor after Quiesce: every read syncs first, so the next one
+// applies what was skipped, an intake never waits for a catch-up, and a
+// burst of appends costs one projection transaction per projEvery, not
+// one per append. (Running it in a goroutine of its own, off the intake's
+// latency, raced with callers' Options.Now clocks and was not measurably
+// better: docs/performance.md "Session 7".)
 func (r *Relay) syncAfterWrite(ctx context.Context) {
 	if !r.startSync() {
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
-	go func() {
-		for {
-			err := r.syncQueuedLocked(ctx, r.projAt.Load())
-			r.projMu.Unlock()
-			if err != nil {
-				r.log.Warn("updating the projections after an append", "err", err)
-				return // the next append or read tries again
-			}
-			// An append that queued its facts while this sync held the
-			// lock found it taken: carry on for it, unless it is too
-			// soon (the next append starts the next sync).
-			if !r.projQ.waiting() || !r.startSync() {
-				return
-			}
-		}
-	}()
+	err := r.syncQueuedLocked(context.WithoutCancel(ctx), r.projAt.Load())
+	r.projMu.Unlock()
+	if err != nil {
+		r.log.Warn("updating the projections after an append", "err", err)
+	}
 }
 
 // startSync takes projMu for a write-path sync, unless one is under way,
@@ -255,18 +235,20 @@ func (r *Relay) startSync() bool {
 	return true
 }
 
-// Quiesce waits for the projection update that appends started in the
-// background, if one is under way, applies what the appends queued since,
-// and lets appends start no more syncs (reads still bring the projections
-// up to date first). Call it before closing the ledger or the projection
-// DB: an append still running then (a shutdown that timed out) does not
-// start a sync against closed files.
+// Quiesce waits for a write-path projection sync under way, applies what
+// the appends queued since, and lets appends start no more syncs (reads
+// still bring the projections up to date first). Call it before closing
+// the ledger or the projection DB: an append still running then (a
+// shutdown that timed out) does not start a sync against closed files.
 func (r *Relay) Quiesce(ctx context.Context) error {
 	r.projMu.Lock()
 	defer r.projMu.Unlock()
 	r.projQuiet = true
-	if r.proj == nil {
-		return nil // never opened: nothing to bring up to date
+	if r.proj == nil || !r.projChecked {
+		// Never synced: applying the queue would first read the whole
+		// log (a catch-up a command that only closes must not pay);
+		// the next start catches up from the log anyway.
+		return nil
 	}
 	return r.syncQueuedLocked(ctx, int64(time.Since(projEpoch)))
 }

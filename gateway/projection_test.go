@@ -474,3 +474,40 @@ func TestProjectionsConcurrentAppends(t *testing.T) {
 		t.Fatalf("CheckProjection = %d rows differ (%v): %s", len(diff), err, strings.Join(diff[:min(len(diff), 10)], "\n"))
 	}
 }
+
+// TestQuiesceNeverSynced: closing a relay whose projections never synced
+// (a command that opened the ledger and did nothing with them) does not
+// read the whole log to catch them up, while a relay that did sync gets
+// what its appends queued applied.
+func TestQuiesceNeverSynced(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New(nil)
+	for i := range 20 {
+		rec := ledger.Record{Kind: gateway.KindMessage, GroupID: "g", By: "a", Data: json.RawMessage(fmt.Sprintf(`{"text":"m%d"}`, i))}
+		if _, err := st.Append(ctx, []ledger.Record{rec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := projection.Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r := gateway.New(st, &gateway.Options{Book: projBook(t), Projection: db})
+	if err := r.Quiesce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := gateway.ProjectionLogReads(r); n != 0 {
+		t.Errorf("Quiesce of a relay that never synced read the log %d times, want 0", n)
+	}
+	if pos, _, err := db.HighWater(ctx); err != nil || pos != 0 {
+		t.Errorf("high-water mark = %d (%v), want 0: nothing applied", pos, err)
+	}
+	// Reads still catch up after Quiesce.
+	if err := r.SyncProjection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pos, _, err := db.HighWater(ctx); err != nil || pos != 20 {
+		t.Errorf("after a read's sync, high-water mark = %d (%v), want 20", pos, err)
+	}
+}
