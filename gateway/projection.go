@@ -210,29 +210,20 @@ func (r *Relay) projectAppended(ctx context.Context, res []ledger.Result, data [
 // latency, raced with callers' Options.Now clocks and was not measurably
 // better: docs/performance.md "Session 7".)
 func (r *Relay) syncAfterWrite(ctx context.Context) {
-	if !r.startSync() {
+	now := int64(time.Since(projEpoch))
+	if now-r.projAt.Load() < int64(r.projEvery) || !r.projMu.TryLock() {
 		return
 	}
-	err := r.syncQueuedLocked(context.WithoutCancel(ctx), r.projAt.Load())
+	if r.projQuiet {
+		r.projMu.Unlock()
+		return
+	}
+	r.projAt.Store(now)
+	err := r.syncQueuedLocked(context.WithoutCancel(ctx), now)
 	r.projMu.Unlock()
 	if err != nil {
 		r.log.Warn("updating the projections after an append", "err", err)
 	}
-}
-
-// startSync takes projMu for a write-path sync, unless one is under way,
-// the last began less than projEvery ago, or Quiesce was called.
-func (r *Relay) startSync() bool {
-	now := int64(time.Since(projEpoch))
-	if now-r.projAt.Load() < int64(r.projEvery) || !r.projMu.TryLock() {
-		return false
-	}
-	if r.projQuiet {
-		r.projMu.Unlock()
-		return false
-	}
-	r.projAt.Store(now)
-	return true
 }
 
 // Quiesce waits for a write-path projection sync under way, applies what

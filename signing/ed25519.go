@@ -9,7 +9,7 @@ import (
 
 // stdlibRules makes curve25519-voi accept and refuse exactly what
 // crypto/ed25519 does (cofactorless, RFC 8032 §5.1.7 with a canonical S,
-// any A and R): docs/signing.md "Verification speed".
+// any A and R): docs/signing.md §10.
 var stdlibRules = &voi.Options{Verify: voi.VerifyOptionsStdLib}
 
 // maxExpanded bounds the expanded-key cache: each entry is about 1.5 KiB.

@@ -127,17 +127,16 @@ func (s *TrustStore) matching(keep func(*TrustEntry) bool) ([]TrustEntry, error)
 	return out, nil
 }
 
-// pinnedFor returns copies of the entries for key id pkid, in file order.
+// pinnedFor returns a copy of the entry for key id pkid, if there is one.
 func (s *TrustStore) pinnedFor(pkid string) ([]TrustEntry, error) {
 	f, err := s.read()
 	if err != nil {
 		return nil, err
 	}
-	var out []TrustEntry
-	for _, e := range f.withPkid(pkid) {
-		out = append(out, e.clone())
+	if e := f.withPkid(pkid); e != nil {
+		return []TrustEntry{e.clone()}, nil
 	}
-	return out, nil
+	return nil, nil
 }
 
 // Lookup returns the entry for pkid and whether there is one.
@@ -146,8 +145,8 @@ func (s *TrustStore) Lookup(pkid string) (TrustEntry, bool, error) {
 	if err != nil {
 		return TrustEntry{}, false, err
 	}
-	if es := f.withPkid(pkid); len(es) > 0 {
-		return es[0].clone(), true, nil
+	if e := f.withPkid(pkid); e != nil {
+		return e.clone(), true, nil
 	}
 	return TrustEntry{}, false, nil
 }
@@ -428,21 +427,22 @@ func writeAtomic(path string, data []byte) error {
 type storeFile struct {
 	lines []storeLine
 
-	// byPkid indexes the entries by key id, in file order, for readers
-	// (built on first use: a parsed file readers see is never changed).
+	// byPkid indexes the entries by key id (unique in a file), for
+	// readers (built on first use: a parsed file readers see is never
+	// changed).
 	byPkidOnce sync.Once
-	byPkid     map[string][]*TrustEntry
+	byPkid     map[string]*TrustEntry
 }
 
-// withPkid returns the entries for pkid in file order. The relay asks
-// this for every envelope it verifies, so it is a map lookup, not a scan
-// of a store that may hold thousands of pins.
-func (f *storeFile) withPkid(pkid string) []*TrustEntry {
+// withPkid returns the entry for pkid, or nil. The relay asks this for
+// every envelope it verifies, so it is a map lookup, not a scan of a
+// store that may hold thousands of pins.
+func (f *storeFile) withPkid(pkid string) *TrustEntry {
 	f.byPkidOnce.Do(func() {
-		f.byPkid = make(map[string][]*TrustEntry)
+		f.byPkid = make(map[string]*TrustEntry)
 		for _, l := range f.lines {
 			if l.entry != nil {
-				f.byPkid[l.entry.Key.Pkid] = append(f.byPkid[l.entry.Key.Pkid], l.entry)
+				f.byPkid[l.entry.Key.Pkid] = l.entry
 			}
 		}
 	})
