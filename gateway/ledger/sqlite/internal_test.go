@@ -134,10 +134,14 @@ func TestFailedOpIsolated(t *testing.T) {
 		t.Fatalf("Open() error = %v", err)
 	}
 	defer s.Close()
+	submitSingle := func(ctx context.Context, fn func(*wtx) error) error {
+		_, err := s.submitOp(ctx, &op{ctx: ctx, fn: fn, done: make(chan error, 1), single: true})
+		return err
+	}
 	for i, submit := range []struct {
 		name string
 		fn   func(context.Context, func(*wtx) error) error
-	}{{"savepoint", s.submit}, {"single", s.submitSingle}} {
+	}{{"savepoint", s.submit}, {"single", submitSingle}} {
 		group := fmt.Sprintf("g%d", i)
 		rec := ledger.Record{Kind: "chat.message", GroupID: group}
 		// An op that appends and then fails must leave no trace.

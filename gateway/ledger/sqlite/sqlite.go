@@ -420,6 +420,19 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 	if len(recs) == 0 {
 		return nil, nil
 	}
+	if len(recs) == 1 {
+		// The relay's intake: one append statement, and no closure, slices
+		// or op to allocate (appendOne).
+		r, err := recs[0].Normalized()
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: append record 0: %w", err)
+		}
+		res, err := s.appendOne(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: append: %w", err)
+		}
+		return []ledger.Result{res}, nil
+	}
 	norm := make([]ledger.Record, len(recs))
 	for i, r := range recs {
 		var err error
@@ -437,11 +450,7 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 		}
 		return nil
 	}
-	submit := s.submit
-	if len(norm) == 1 {
-		submit = s.submitSingle // one append is one write statement
-	}
-	err := submit(ctx, fn)
+	err := s.submit(ctx, fn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: append: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -27,6 +28,39 @@ type op struct {
 	// per op). If fn fails, the transaction's state is not known, so the
 	// whole transaction fails, as when a savepoint cannot be rolled back.
 	single bool
+	// rec and res are a one-record append's (appendOne), which has no fn:
+	// the writer appends rec and puts the outcome in res.
+	rec ledger.Record
+	res ledger.Result
+}
+
+// call runs o's write in the writer's transaction w.
+func (o *op) call(w *wtx) error {
+	if o.fn != nil {
+		return o.fn(w)
+	}
+	var err error
+	o.res, err = w.append(o.rec)
+	return err
+}
+
+// appendOps recycles the ops of one-record appends with their done
+// channels: the relay appends one record per envelope.
+var appendOps = sync.Pool{New: func() any { return &op{done: make(chan error, 1), single: true} }}
+
+// appendOne appends r, a normalized record, as one single operation.
+func (s *Store) appendOne(ctx context.Context, r ledger.Record) (ledger.Result, error) {
+	o := appendOps.Get().(*op)
+	o.ctx, o.rec = ctx, r
+	answered, err := s.submitOp(ctx, o)
+	if !answered {
+		return ledger.Result{}, err // the writer may still use o: leave it to it
+	}
+	res := o.res
+	// The writer and the syncer are done with o: done was its last use.
+	*o = op{done: o.done, single: true}
+	appendOps.Put(o)
+	return res, err
 }
 
 // Prepared statements of the writer connection.
@@ -122,37 +156,34 @@ const (
 // after fn was queued, submit returns ctx's error, but fn may still run
 // and commit.
 func (s *Store) submit(ctx context.Context, fn func(w *wtx) error) error {
-	return s.submitOp(ctx, &op{ctx: ctx, fn: fn})
+	_, err := s.submitOp(ctx, &op{ctx: ctx, fn: fn, done: make(chan error, 1)})
+	return err
 }
 
-// submitSingle is submit for an fn that makes at most one write
-// statement (see op.single).
-func (s *Store) submitSingle(ctx context.Context, fn func(w *wtx) error) error {
-	return s.submitOp(ctx, &op{ctx: ctx, fn: fn, single: true})
-}
-
-func (s *Store) submitOp(ctx context.Context, o *op) error {
+// submitOp queues o, whose done channel is empty, and waits for its
+// outcome. answered reports that the outcome was received from o.done, or
+// that o was never queued: either way no other goroutine uses o any more.
+func (s *Store) submitOp(ctx context.Context, o *op) (answered bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return true, err
 	}
-	o.done = make(chan error, 1)
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return ledger.ErrClosed
+		return true, ledger.ErrClosed
 	}
 	select {
 	case s.queue <- o:
 	case <-ctx.Done():
 		s.mu.RUnlock()
-		return ctx.Err()
+		return true, ctx.Err()
 	}
 	s.mu.RUnlock()
 	select {
 	case err := <-o.done:
-		return err
+		return true, err
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 
@@ -345,13 +376,13 @@ func (b *batch) run(o *op) {
 	}
 	mark := len(b.w.pending)
 	if o.single {
-		if err := o.fn(b.w); err != nil {
+		if err := o.call(b.w); err != nil {
 			b.w.rollback()
 			b.w, b.err = nil, err
 		}
 		return
 	}
-	ferr, err := b.w.savepoint(spOp, o.fn)
+	ferr, err := b.w.savepoint(spOp, o.call)
 	if err != nil {
 		b.w.rollback()
 		b.w, b.err = nil, err
