@@ -90,10 +90,33 @@ const (
 	stCommit
 	stRollback
 	stDataVersion
-	numStmts
+	stSetSeqs                          // stSetSeq of 2 to seqRun groups (setSeqStmt)
+	numStmts  = stSetSeqs + seqRun - 1 // the last of stSetSeqs, plus one
 )
 
-var stmtText = [numStmts]string{
+// seqRun is how many groups' last seqs one statement upserts (flushSeqs).
+const seqRun = 8
+
+// setSeqStmt returns the statement that upserts k groups' last seqs,
+// 1 ≤ k ≤ seqRun.
+func setSeqStmt(k int) int {
+	if k == 1 {
+		return stSetSeq
+	}
+	return stSetSeqs + k - 2
+}
+
+// stmtText is stmtBase and the stSetSeqs.
+var stmtText = func() [numStmts]string {
+	var t [numStmts]string
+	copy(t[:], stmtBase[:])
+	for k := 2; k <= seqRun; k++ {
+		t[setSeqStmt(k)] = strings.Replace(stmtBase[stSetSeq], ` VALUES (?, ?)`, ` VALUES (?, ?)`+strings.Repeat(`, (?, ?)`, k-1), 1)
+	}
+	return t
+}()
+
+var stmtBase = [stSetSeqs]string{
 	stByID:     `SELECT ` + eventCols + ` FROM events WHERE id = ?`,
 	stByDedupe: `SELECT ` + eventCols + ` FROM events WHERE dedupe_key = ?`,
 	// An append: the event with the seq the writer assigned (wtx.lastSeq).
@@ -479,6 +502,8 @@ func (w *wtx) lastSeq(group string) (int64, error) {
 func (w *wtx) flushSeqs() error {
 	done := w.s.flushed
 	clear(done)
+	args := w.s.seqArgs[:0]
+	defer clear(w.s.seqArgs[:])
 	for _, g := range w.pending {
 		if done[g] {
 			continue
@@ -488,14 +513,25 @@ func (w *wtx) flushSeqs() error {
 		if err != nil {
 			return err
 		}
-		args := w.s.rawArgs[:2]
-		args[0] = driver.NamedValue{Ordinal: 1, Value: g}
-		args[1] = driver.NamedValue{Ordinal: 2, Value: l}
-		_, err = w.s.exec(stSetSeq, args)
-		clear(args)
-		if err != nil {
-			return fmt.Errorf("last seq of %q: %w", g, err)
+		args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: g}, driver.NamedValue{Ordinal: len(args) + 2, Value: l})
+		if len(args) == len(w.s.seqArgs) {
+			if err := w.setSeqs(args); err != nil {
+				return err
+			}
+			args = args[:0]
 		}
+	}
+	if len(args) > 0 {
+		return w.setSeqs(args)
+	}
+	return nil
+}
+
+// setSeqs upserts the groups' last seqs in args, (group, seq) pairs, in
+// one statement.
+func (w *wtx) setSeqs(args []driver.NamedValue) error {
+	if _, err := w.s.exec(setSeqStmt(len(args)/2), args); err != nil {
+		return fmt.Errorf("last seq of %d groups from %q: %w", len(args)/2, args[0].Value, err)
 	}
 	return nil
 }
@@ -527,7 +563,9 @@ func (w *wtx) savepoint(sp int, fn func(w *wtx) error) (ferr, err error) {
 // rawStmt reports whether statement i runs on the driver's connection
 // (exec) rather than through database/sql: the append and the batch's
 // BEGIN, groups upserts and COMMIT, the statements of every append.
-func rawStmt(i int) bool { return i == stAppend || i == stBegin || i == stCommit || i == stSetSeq }
+func rawStmt(i int) bool {
+	return i == stAppend || i == stBegin || i == stCommit || i == stSetSeq || i >= stSetSeqs
+}
 
 // prepareRaw prepares statement i (a rawStmt) on wconn's driver
 // connection. database/sql's Stmt costs each execution a lookup of its

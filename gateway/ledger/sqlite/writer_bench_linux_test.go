@@ -62,13 +62,9 @@ func BenchmarkWriterTurn(b *testing.B) {
 	for i := 0; i < n; i += perTx {
 		bt := s.begin()
 		for j := range perTx {
-			r := recs[i+j]
-			var res ledger.Result
-			bt.run(&op{ctx: ctx, single: true, done: make(chan error, 1), fn: func(w *wtx) (err error) {
-				res, err = w.append(r)
-				return err
-			}})
-			_ = res
+			o := appendOps.Get().(*op) // as appendOne
+			o.ctx, o.rec = ctx, recs[i+j]
+			bt.run(o)
 		}
 		c, ok := bt.commit()
 		if !ok {
@@ -79,6 +75,8 @@ func BenchmarkWriterTurn(b *testing.B) {
 			if err := <-o.done; err != nil {
 				b.Fatal(err)
 			}
+			*o = op{done: o.done, single: true}
+			appendOps.Put(o)
 		}
 	}
 	b.ReportMetric(float64((threadCPU(b)-cpu0).Microseconds())/float64(n), "thread-cpu-µs/op")
