@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"strings"
 	"sync"
@@ -360,7 +361,7 @@ func (s *Store) begin() *batch {
 	}
 	var version int64
 	if err == nil {
-		err = s.stmts[stDataVersion].QueryRow().Scan(&version)
+		version, err = s.queryInt(stDataVersion)
 		if err != nil {
 			s.stmts[stRollback].Exec()
 		}
@@ -561,10 +562,11 @@ func (w *wtx) savepoint(sp int, fn func(w *wtx) error) (ferr, err error) {
 }
 
 // rawStmt reports whether statement i runs on the driver's connection
-// (exec) rather than through database/sql: the append and the batch's
-// BEGIN, groups upserts and COMMIT, the statements of every append.
+// (exec, queryInt) rather than through database/sql: the append and the
+// batch's BEGIN, data_version, groups upserts and COMMIT, the statements
+// of every append.
 func rawStmt(i int) bool {
-	return i == stAppend || i == stBegin || i == stCommit || i == stSetSeq || i >= stSetSeqs
+	return i == stAppend || i == stBegin || i == stCommit || i == stSetSeq || i >= stSetSeqs || i == stDataVersion
 }
 
 // prepareRaw prepares statement i (a rawStmt) on wconn's driver
@@ -581,9 +583,10 @@ func (s *Store) prepareRaw(ctx context.Context, i int) error {
 		if err != nil {
 			return err
 		}
-		if s.raw[i], ok = st.(driver.StmtExecContext); !ok {
+		s.raw[i], ok = st.(driver.StmtExecContext)
+		if _, q := st.(driver.StmtQueryContext); !ok || i == stDataVersion && !q {
 			st.Close()
-			return fmt.Errorf("driver statement %T cannot execute with a context", st)
+			return fmt.Errorf("driver statement %T cannot execute or query with a context", st)
 		}
 		return nil
 	})
@@ -606,6 +609,38 @@ func (s *Store) exec(i int, args []driver.NamedValue) (driver.Result, error) {
 		return nil, rerr
 	}
 	return res, err
+}
+
+// queryInt runs raw statement i, a query whose first row is one integer,
+// like exec, and returns that integer.
+func (s *Store) queryInt(i int) (v int64, err error) {
+	if rerr := s.wconn.Raw(func(any) error {
+		rows, qerr := s.raw[i].(driver.StmtQueryContext).QueryContext(context.Background(), nil)
+		if qerr != nil {
+			err = qerr
+			return nil
+		}
+		dest := s.rawDest[:]
+		switch nerr := rows.Next(dest); {
+		case errors.Is(nerr, io.EOF):
+			err = sql.ErrNoRows
+		case nerr != nil:
+			err = nerr
+		default:
+			var ok bool
+			if v, ok = dest[0].(int64); !ok {
+				err = fmt.Errorf("%s: got %T, want an integer", stmtText[i], dest[0])
+			}
+		}
+		clear(dest)
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		return nil
+	}); rerr != nil {
+		return 0, rerr
+	}
+	return v, err
 }
 
 // closeRaw closes the rawStmt statements, before wconn closes.
