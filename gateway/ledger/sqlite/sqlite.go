@@ -128,8 +128,9 @@ type Store struct {
 	// arguments, the writer's.
 	raw     [numStmts]driver.StmtExecContext
 	rawArgs [10]driver.NamedValue
-	rawDest [1]driver.Value               // queryInt's
-	seqArgs [2 * seqRun]driver.NamedValue // flushSeqs'
+	rawDest [1]driver.Value                   // queryInt's
+	runArgs [10 * appendRun]driver.NamedValue // insertHeld's
+	seqArgs [2 * seqRun]driver.NamedValue     // flushSeqs'
 	// logAfter is Log's query, prepared on the read pool: the relay's
 	// projections read the log after every append.
 	logAfter *sql.Stmt

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/bits"
 	"strings"
 	"sync"
 	"time"
@@ -30,19 +31,10 @@ type op struct {
 	// whole transaction fails, as when a savepoint cannot be rolled back.
 	single bool
 	// rec and res are a one-record append's (appendOne), which has no fn:
-	// the writer appends rec and puts the outcome in res.
+	// the writer appends rec and puts the outcome in res. Such appends
+	// are held and inserted several in one statement (batch.hold).
 	rec ledger.Record
 	res ledger.Result
-}
-
-// call runs o's write in the writer's transaction w.
-func (o *op) call(w *wtx) error {
-	if o.fn != nil {
-		return o.fn(w)
-	}
-	var err error
-	o.res, err = w.append(o.rec)
-	return err
 }
 
 // appendOps recycles the ops of one-record appends with their done
@@ -91,9 +83,21 @@ const (
 	stCommit
 	stRollback
 	stDataVersion
-	stSetSeqs                          // stSetSeq of 2 to seqRun groups (setSeqStmt)
-	numStmts  = stSetSeqs + seqRun - 1 // the last of stSetSeqs, plus one
+	stSetSeqs                             // stSetSeq of 2 to seqRun groups (setSeqStmt)
+	stInsertRuns = stSetSeqs + seqRun - 1 // held appends' inserts of 1, 2, 4, … appendRun events (insertStmt)
+	numStmts     = stInsertRuns + appendRunLog + 1
 )
+
+// Held one-record appends (batch.hold) are inserted appendRun at a time,
+// or in runs of 8, 4, 2 and 1 for the rest: appendRun is 1<<appendRunLog.
+const (
+	appendRunLog = 4
+	appendRun    = 1 << appendRunLog
+)
+
+// insertStmt returns the statement that inserts k held events, k a power
+// of two ≤ appendRun.
+func insertStmt(k int) int { return stInsertRuns + bits.Len(uint(k)) - 1 }
 
 // seqRun is how many groups' last seqs one statement upserts (flushSeqs).
 const seqRun = 8
@@ -113,6 +117,14 @@ var stmtText = func() [numStmts]string {
 	copy(t[:], stmtBase[:])
 	for k := 2; k <= seqRun; k++ {
 		t[setSeqStmt(k)] = strings.Replace(stmtBase[stSetSeq], ` VALUES (?, ?)`, ` VALUES (?, ?)`+strings.Repeat(`, (?, ?)`, k-1), 1)
+	}
+	// OR IGNORE, as stImportRun: a statement of several rows that could
+	// abort on a constraint would need a statement journal. Whatever it
+	// leaves out, a taken dedupe key or anything else, the held appends
+	// are undone and go through append one at a time (wtx.insertHeld).
+	for k := 1; k <= appendRun; k *= 2 {
+		t[insertStmt(k)] = `INSERT OR IGNORE INTO events (id, group_id, seq, ts, kind, scope_key, by_, data, dedupe_key, v)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, k-1)
 	}
 	return t
 }()
@@ -339,6 +351,10 @@ type batch struct {
 	// lingered: the writer has decided whether this transaction waits
 	// for more operations (lingerFor); it decides once.
 	lingered bool
+	// held are one-record appends whose events are made (seq, id, ts) but
+	// not inserted yet: they are inserted appendRun at a time, before any
+	// other op runs, and before COMMIT (flushHeld).
+	held []*op
 }
 
 // begin opens the next write transaction on the writer's connection. A
@@ -398,15 +414,23 @@ func (b *batch) run(o *op) {
 		b.errs[i] = err // the caller is gone; don't write on its behalf
 		return
 	}
+	if o.fn == nil {
+		b.hold(o)
+		return
+	}
+	b.flushHeld() // the held appends come first
+	if b.w == nil {
+		return
+	}
 	mark := len(b.w.pending)
 	if o.single {
-		if err := o.call(b.w); err != nil {
+		if err := o.fn(b.w); err != nil {
 			b.w.rollback()
 			b.w, b.err = nil, err
 		}
 		return
 	}
-	ferr, err := b.w.savepoint(spOp, o.call)
+	ferr, err := b.w.savepoint(spOp, o.fn)
 	if err != nil {
 		b.w.rollback()
 		b.w, b.err = nil, err
@@ -416,6 +440,43 @@ func (b *batch) run(o *op) {
 		b.errs[i] = ferr
 		b.w.pending = b.w.pending[:mark]
 	}
+}
+
+// hold makes the event of o, a one-record append, and holds it for
+// flushHeld to insert with others in one statement: the statements
+// around each insert (binding, the transaction's and cursors' upkeep)
+// cost as much as a third of a lone insert. The event takes the group's
+// next seq (w.seqs) now. If o fails, as a single op, so does the
+// transaction.
+func (b *batch) hold(o *op) {
+	ev, err := b.w.event(o.rec)
+	if err != nil {
+		b.w.rollback()
+		b.w, b.err = nil, err
+		return
+	}
+	b.w.seqs[ev.GroupID] = ev.Seq
+	o.res = ledger.Result{Event: ev}
+	b.held = append(b.held, o)
+	if len(b.held) == appendRun {
+		b.flushHeld()
+	}
+}
+
+// flushHeld inserts the held appends, appendRun at a time, then in runs
+// of halving sizes.
+func (b *batch) flushHeld() {
+	held := b.held
+	for len(held) > 0 && b.w != nil {
+		k := 1 << (bits.Len(uint(min(len(held), appendRun))) - 1)
+		if err := b.w.insertHeld(held[:k]); err != nil {
+			b.w.rollback()
+			b.w, b.err = nil, err
+		}
+		held = held[k:]
+	}
+	clear(b.held)
+	b.held = b.held[:0]
 }
 
 // drain runs whatever is queued now, without waiting, up to MaxBatch.
@@ -438,6 +499,7 @@ func (b *batch) drain(queue <-chan *op) {
 // failed, commit answers every op at once and returns false.
 func (b *batch) commit() (committed, bool) {
 	s := b.s
+	b.flushHeld()
 	if b.w != nil {
 		if err := b.w.flushSeqs(); err != nil {
 			b.w.rollback()
@@ -680,21 +742,9 @@ func (w *wtx) ts() string {
 // append appends r with one write statement (stAppend): a new event, or,
 // when r's dedupe key is taken, the event that holds it.
 func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
-	last, err := w.lastSeq(r.GroupID)
+	ev, err := w.event(r)
 	if err != nil {
-		return ledger.Result{}, fmt.Errorf("append to %q: %w", r.GroupID, err)
-	}
-	ev := ledger.Event{
-		V:         ledger.Version,
-		ID:        envelope.NewID(),
-		TS:        w.ts(),
-		Kind:      r.Kind,
-		GroupID:   r.GroupID,
-		ScopeKey:  r.ScopeKey,
-		By:        r.By,
-		Data:      r.Data,
-		DedupeKey: r.DedupeKey,
-		Seq:       last + 1,
+		return ledger.Result{}, err
 	}
 	var (
 		n   int64 // rows inserted: 0 when the dedupe key is taken
@@ -728,6 +778,82 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 	w.seqs[ev.GroupID] = ev.Seq
 	w.pending = append(w.pending, ev.GroupID)
 	return ledger.Result{Event: ev, Pos: pos}, nil
+}
+
+// event returns the event that appends r next in its group: its seq
+// follows the group's last in w.seqs, which it leaves as it is.
+func (w *wtx) event(r ledger.Record) (ledger.Event, error) {
+	last, err := w.lastSeq(r.GroupID)
+	if err != nil {
+		return ledger.Event{}, fmt.Errorf("append to %q: %w", r.GroupID, err)
+	}
+	return ledger.Event{
+		V:         ledger.Version,
+		ID:        envelope.NewID(),
+		TS:        w.ts(),
+		Kind:      r.Kind,
+		GroupID:   r.GroupID,
+		ScopeKey:  r.ScopeKey,
+		By:        r.By,
+		Data:      r.Data,
+		DedupeKey: r.DedupeKey,
+		Seq:       last + 1,
+	}, nil
+}
+
+// insertHeld inserts the events of run, held appends (batch.hold), in one
+// statement, and puts their log positions in their results. If the
+// statement leaves any out (a dedupe key taken, by an earlier event or
+// within run), it removes those it inserted, gives the groups back their
+// last seqs from before run, and appends run's records one at a time
+// (append), which tells a duplicate from a conflict. An error is the
+// transaction's, as a single op's.
+func (w *wtx) insertHeld(run []*op) error {
+	k := len(run)
+	args := w.s.runArgs[:10*k]
+	for j, o := range run {
+		ev := &o.res.Event
+		for c, v := range [...]any{ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), int64(ev.V)} {
+			args[10*j+c] = driver.NamedValue{Ordinal: 10*j + c + 1, Value: v}
+		}
+	}
+	res, err := w.s.exec(insertStmt(k), args)
+	clear(args)       // keep no reference to the records' data
+	var n, last int64 // rows inserted; the last one's rowid
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err == nil && n > 0 {
+		last, err = res.LastInsertId()
+	}
+	if err != nil {
+		return fmt.Errorf("append %d events from %s: %w", k, run[0].res.Event.ID, err)
+	}
+	if n == int64(k) {
+		// The single writer's new rowids are the last one plus one.
+		for j, o := range run {
+			o.res.Pos = last - int64(k-1-j)
+			w.pending = append(w.pending, o.res.Event.GroupID)
+		}
+		return nil
+	}
+	if n > 0 {
+		// Those inserted are the last n rowids.
+		if _, err := w.stmt(stDeleteAfter).Exec(last - n); err != nil {
+			return fmt.Errorf("append: undo %d events from %s: %w", n, run[0].res.Event.ID, err)
+		}
+	}
+	for j := k - 1; j >= 0; j-- { // a group's first seq in run is the one to go back to
+		ev := &run[j].res.Event
+		w.seqs[ev.GroupID] = ev.Seq - 1
+	}
+	for _, o := range run {
+		var err error
+		if o.res, err = w.append(o.rec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // insert stores ev, whose seq is its group's next, as it is.
