@@ -424,8 +424,8 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 		return nil, nil
 	}
 	if len(recs) == 1 {
-		// The relay's intake: one append statement, and no closure, slices
-		// or op to allocate (appendOne).
+		// The relay's intake: no closure, slices or op to allocate
+		// (appendOne), and no statement of its own (batch.hold).
 		r, err := recs[0].Normalized()
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: append record 0: %w", err)

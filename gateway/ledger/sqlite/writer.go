@@ -111,7 +111,7 @@ func setSeqStmt(k int) int {
 	return stSetSeqs + k - 2
 }
 
-// stmtText is stmtBase and the stSetSeqs.
+// stmtText is stmtBase, the stSetSeqs and the stInsertRuns.
 var stmtText = func() [numStmts]string {
 	var t [numStmts]string
 	copy(t[:], stmtBase[:])
