@@ -28,7 +28,11 @@
 // with prepared BEGIN IMMEDIATE and COMMIT statements on one connection it
 // holds. An operation that fails (an invalid claim, a refused
 // import) is rolled back to its savepoint and does not affect the others in
-// its transaction; a failed COMMIT fails them all. A failed fsync fails the
+// its transaction; a failed COMMIT fails them all. One-record appends (the
+// relay's intake) need no savepoint: the writer gives each its seq, id and
+// time stamp as it comes, and inserts them up to 16 in one statement
+// (falling back to one at a time when a dedupe key is taken); a failure
+// there fails the transaction. A failed fsync fails the
 // transaction's callers and every later write with ErrBroken (wrapping
 // the fsync's cause): after such a failure the kernel may have dropped the
 // data, so the store must be reopened. The operations of a

@@ -134,10 +134,14 @@ func TestFailedOpIsolated(t *testing.T) {
 		t.Fatalf("Open() error = %v", err)
 	}
 	defer s.Close()
+	submitSingle := func(ctx context.Context, fn func(*wtx) error) error {
+		_, err := s.submitOp(ctx, &op{ctx: ctx, fn: fn, done: make(chan error, 1), single: true})
+		return err
+	}
 	for i, submit := range []struct {
 		name string
 		fn   func(context.Context, func(*wtx) error) error
-	}{{"savepoint", s.submit}, {"single", s.submitSingle}} {
+	}{{"savepoint", s.submit}, {"single", submitSingle}} {
 		group := fmt.Sprintf("g%d", i)
 		rec := ledger.Record{Kind: "chat.message", GroupID: group}
 		// An op that appends and then fails must leave no trace.
@@ -567,5 +571,132 @@ func TestFlushSeqs(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Errorf("after appending to %d groups: Groups() = %v, want %v", groups, got, want)
 		}
+	}
+}
+
+// TestHeldAppends runs one-record appends in one transaction, as the
+// writer does with queued appendOne ops, and checks what insertHeld made
+// of them: runs of 16, 8, 4, 2 and 1 in one statement each, and the
+// fallback to one statement per append when a dedupe key is taken, by an
+// event committed before or by one earlier in the same run.
+func TestHeldAppends(t *testing.T) {
+	type rec struct{ group, key string }
+	many := func(n int, key func(i int) string) []rec {
+		var rs []rec
+		for i := range n {
+			rs = append(rs, rec{fmt.Sprintf("g%d", i%3), key(i)})
+		}
+		return rs
+	}
+	tests := []struct {
+		name   string
+		before []rec // committed first
+		recs   []rec // then appended in one transaction
+		dups   map[int]string
+	}{
+		{name: "one", recs: many(1, func(int) string { return "" })},
+		{name: "a run of 16 and one of 4", recs: many(20, func(i int) string { return fmt.Sprint("k", i) })},
+		{name: "31: 16, 8, 4, 2, 1", recs: many(31, func(i int) string { return "" })},
+		{
+			name: "a key taken within the run",
+			recs: many(12, func(i int) string { return fmt.Sprint("k", i%10) }),
+			dups: map[int]string{10: "k0", 11: "k1"},
+		},
+		{
+			name:   "a key taken before",
+			before: []rec{{"g1", "old"}},
+			recs:   append(many(6, func(i int) string { return fmt.Sprint("k", i) }), rec{"g2", "old"}, rec{"g0", "k9"}),
+			dups:   map[int]string{6: "old"},
+		},
+		{
+			name:   "the last of 17 taken",
+			before: []rec{{"g0", "k16"}},
+			recs:   many(17, func(i int) string { return fmt.Sprint("k", i) }),
+			dups:   map[int]string{16: "k16"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+			if err != nil {
+				t.Fatalf("Open() error = %v", err)
+			}
+			defer s.Close()
+			byKey := map[string]string{} // dedupe key → event id
+			seqs := map[string]int64{}
+			for _, r := range tt.before {
+				res, err := s.Append(ctx, []ledger.Record{{Kind: "chat.message", GroupID: r.group, DedupeKey: r.key}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				byKey[r.key] = res[0].Event.ID
+				seqs[r.group]++
+			}
+			// The writer goroutine waits on an empty queue: the test
+			// runs its transaction, as WriterTurn does.
+			bt := s.begin()
+			var ops []*op
+			for i, r := range tt.recs {
+				o := &op{ctx: ctx, single: true, done: make(chan error, 1), rec: ledger.Record{
+					Kind: "chat.message", GroupID: r.group, DedupeKey: r.key, Data: fmt.Appendf(nil, `{"i":%d}`, i)}}
+				ops = append(ops, o)
+				bt.run(o)
+			}
+			c, ok := bt.commit()
+			if !ok {
+				t.Fatalf("commit: %v", bt.err)
+			}
+			s.finish(c)
+			log, err := s.Log(ctx, 0, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pos := map[string]int64{}
+			for _, l := range log {
+				pos[l.Event.ID] = l.Pos
+			}
+			for i, o := range ops {
+				if err := <-o.done; err != nil {
+					t.Fatalf("op %d: %v", i, err)
+				}
+				r, res := tt.recs[i], o.res
+				if key, dup := tt.dups[i]; dup {
+					if !res.Duplicate || res.Event.ID != byKey[key] || res.Pos != 0 {
+						t.Errorf("op %d: %+v, want a duplicate of %s (%q)", i, res, byKey[key], key)
+					}
+					continue
+				}
+				seqs[r.group]++
+				if res.Duplicate || res.Event.Seq != seqs[r.group] || res.Event.GroupID != r.group || res.Pos != pos[res.Event.ID] || res.Pos == 0 {
+					t.Errorf("op %d: %+v, want seq %d in %s at log position %d", i, res, seqs[r.group], r.group, pos[res.Event.ID])
+				}
+				if got, err := s.Get(ctx, res.Event.ID); err != nil || !ledger.Equal(got, res.Event) || !bytes.Equal(got.Data, fmt.Appendf(nil, `{"i":%d}`, i)) {
+					t.Errorf("op %d: Get(%s) = %+v, %v, want %+v", i, res.Event.ID, got, err, res.Event)
+				}
+				if r.key != "" {
+					byKey[r.key] = res.Event.ID
+				}
+			}
+			if len(log) != len(pos) || len(log) != len(tt.before)+len(tt.recs)-len(tt.dups) {
+				t.Errorf("the log holds %d events, want %d", len(log), len(tt.before)+len(tt.recs)-len(tt.dups))
+			}
+			gs, err := s.Groups(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int64{}
+			for _, g := range gs {
+				got[g.ID] = g.LastSeq
+			}
+			if !maps.Equal(got, seqs) {
+				t.Errorf("Groups() = %v, want %v", got, seqs)
+			}
+			// The next append follows on.
+			res, err := s.Append(ctx, []ledger.Record{{Kind: "chat.message", GroupID: "g0"}})
+			if err != nil || res[0].Event.Seq != seqs["g0"]+1 || res[0].Pos != log[len(log)-1].Pos+1 {
+				t.Errorf("Append() after = %+v, %v, want seq %d", res, err, seqs["g0"]+1)
+			}
+		})
 	}
 }

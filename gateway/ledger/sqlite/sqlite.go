@@ -128,6 +128,9 @@ type Store struct {
 	// arguments, the writer's.
 	raw     [numStmts]driver.StmtExecContext
 	rawArgs [10]driver.NamedValue
+	rawDest [1]driver.Value                   // queryInt's
+	runArgs [10 * appendRun]driver.NamedValue // insertHeld's
+	seqArgs [2 * seqRun]driver.NamedValue     // flushSeqs'
 	// logAfter is Log's query, prepared on the read pool: the relay's
 	// projections read the log after every append.
 	logAfter *sql.Stmt
@@ -420,6 +423,19 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 	if len(recs) == 0 {
 		return nil, nil
 	}
+	if len(recs) == 1 {
+		// The relay's intake: no closure, slices or op to allocate
+		// (appendOne), and no statement of its own (batch.hold).
+		r, err := recs[0].Normalized()
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: append record 0: %w", err)
+		}
+		res, err := s.appendOne(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: append: %w", err)
+		}
+		return []ledger.Result{res}, nil
+	}
 	norm := make([]ledger.Record, len(recs))
 	for i, r := range recs {
 		var err error
@@ -437,11 +453,7 @@ func (s *Store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 		}
 		return nil
 	}
-	submit := s.submit
-	if len(norm) == 1 {
-		submit = s.submitSingle // one append is one write statement
-	}
-	err := submit(ctx, fn)
+	err := s.submit(ctx, fn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: append: %w", err)
 	}

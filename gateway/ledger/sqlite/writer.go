@@ -6,8 +6,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"math/bits"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -27,6 +30,30 @@ type op struct {
 	// per op). If fn fails, the transaction's state is not known, so the
 	// whole transaction fails, as when a savepoint cannot be rolled back.
 	single bool
+	// rec and res are a one-record append's (appendOne), which has no fn:
+	// the writer appends rec and puts the outcome in res. Such appends
+	// are held and inserted several in one statement (batch.hold).
+	rec ledger.Record
+	res ledger.Result
+}
+
+// appendOps recycles the ops of one-record appends with their done
+// channels: the relay appends one record per envelope.
+var appendOps = sync.Pool{New: func() any { return &op{done: make(chan error, 1), single: true} }}
+
+// appendOne appends r, a normalized record, as one single operation.
+func (s *Store) appendOne(ctx context.Context, r ledger.Record) (ledger.Result, error) {
+	o := appendOps.Get().(*op)
+	o.ctx, o.rec = ctx, r
+	answered, err := s.submitOp(ctx, o)
+	if !answered {
+		return ledger.Result{}, err // the writer may still use o: leave it to it
+	}
+	res := o.res
+	// The writer and the syncer are done with o: done was its last use.
+	*o = op{done: o.done, single: true}
+	appendOps.Put(o)
+	return res, err
 }
 
 // Prepared statements of the writer connection.
@@ -56,10 +83,53 @@ const (
 	stCommit
 	stRollback
 	stDataVersion
-	numStmts
+	stSetSeqs                             // stSetSeq of 2 to seqRun groups (setSeqStmt)
+	stInsertRuns = stSetSeqs + seqRun - 1 // held appends' inserts of 1, 2, 4, … appendRun events (insertStmt)
+	numStmts     = stInsertRuns + appendRunLog + 1
 )
 
-var stmtText = [numStmts]string{
+// Held one-record appends (batch.hold) are inserted appendRun at a time,
+// or in runs of 8, 4, 2 and 1 for the rest: appendRun is 1<<appendRunLog.
+const (
+	appendRunLog = 4
+	appendRun    = 1 << appendRunLog
+)
+
+// insertStmt returns the statement that inserts k held events, k a power
+// of two ≤ appendRun.
+func insertStmt(k int) int { return stInsertRuns + bits.Len(uint(k)) - 1 }
+
+// seqRun is how many groups' last seqs one statement upserts (flushSeqs).
+const seqRun = 8
+
+// setSeqStmt returns the statement that upserts k groups' last seqs,
+// 1 ≤ k ≤ seqRun.
+func setSeqStmt(k int) int {
+	if k == 1 {
+		return stSetSeq
+	}
+	return stSetSeqs + k - 2
+}
+
+// stmtText is stmtBase, the stSetSeqs and the stInsertRuns.
+var stmtText = func() [numStmts]string {
+	var t [numStmts]string
+	copy(t[:], stmtBase[:])
+	for k := 2; k <= seqRun; k++ {
+		t[setSeqStmt(k)] = strings.Replace(stmtBase[stSetSeq], ` VALUES (?, ?)`, ` VALUES (?, ?)`+strings.Repeat(`, (?, ?)`, k-1), 1)
+	}
+	// OR IGNORE, as stImportRun: a statement of several rows that could
+	// abort on a constraint would need a statement journal. Whatever it
+	// leaves out, a taken dedupe key or anything else, the held appends
+	// are undone and go through append one at a time (wtx.insertHeld).
+	for k := 1; k <= appendRun; k *= 2 {
+		t[insertStmt(k)] = `INSERT OR IGNORE INTO events (id, group_id, seq, ts, kind, scope_key, by_, data, dedupe_key, v)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, k-1)
+	}
+	return t
+}()
+
+var stmtBase = [stSetSeqs]string{
 	stByID:     `SELECT ` + eventCols + ` FROM events WHERE id = ?`,
 	stByDedupe: `SELECT ` + eventCols + ` FROM events WHERE dedupe_key = ?`,
 	// An append: the event with the seq the writer assigned (wtx.lastSeq).
@@ -122,37 +192,34 @@ const (
 // after fn was queued, submit returns ctx's error, but fn may still run
 // and commit.
 func (s *Store) submit(ctx context.Context, fn func(w *wtx) error) error {
-	return s.submitOp(ctx, &op{ctx: ctx, fn: fn})
+	_, err := s.submitOp(ctx, &op{ctx: ctx, fn: fn, done: make(chan error, 1)})
+	return err
 }
 
-// submitSingle is submit for an fn that makes at most one write
-// statement (see op.single).
-func (s *Store) submitSingle(ctx context.Context, fn func(w *wtx) error) error {
-	return s.submitOp(ctx, &op{ctx: ctx, fn: fn, single: true})
-}
-
-func (s *Store) submitOp(ctx context.Context, o *op) error {
+// submitOp queues o, whose done channel is empty, and waits for its
+// outcome. answered reports that the outcome was received from o.done, or
+// that o was never queued: either way no other goroutine uses o any more.
+func (s *Store) submitOp(ctx context.Context, o *op) (answered bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return true, err
 	}
-	o.done = make(chan error, 1)
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return ledger.ErrClosed
+		return true, ledger.ErrClosed
 	}
 	select {
 	case s.queue <- o:
 	case <-ctx.Done():
 		s.mu.RUnlock()
-		return ctx.Err()
+		return true, ctx.Err()
 	}
 	s.mu.RUnlock()
 	select {
 	case err := <-o.done:
-		return err
+		return true, err
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 
@@ -284,6 +351,10 @@ type batch struct {
 	// lingered: the writer has decided whether this transaction waits
 	// for more operations (lingerFor); it decides once.
 	lingered bool
+	// held are one-record appends whose events are made (seq, id, ts) but
+	// not inserted yet: they are inserted appendRun at a time, before any
+	// other op runs, and before COMMIT (flushHeld).
+	held []*op
 }
 
 // begin opens the next write transaction on the writer's connection. A
@@ -306,7 +377,7 @@ func (s *Store) begin() *batch {
 	}
 	var version int64
 	if err == nil {
-		err = s.stmts[stDataVersion].QueryRow().Scan(&version)
+		version, err = s.queryInt(stDataVersion)
 		if err != nil {
 			s.stmts[stRollback].Exec()
 		}
@@ -343,6 +414,14 @@ func (b *batch) run(o *op) {
 		b.errs[i] = err // the caller is gone; don't write on its behalf
 		return
 	}
+	if o.fn == nil {
+		b.hold(o)
+		return
+	}
+	b.flushHeld() // the held appends come first
+	if b.w == nil {
+		return
+	}
 	mark := len(b.w.pending)
 	if o.single {
 		if err := o.fn(b.w); err != nil {
@@ -361,6 +440,43 @@ func (b *batch) run(o *op) {
 		b.errs[i] = ferr
 		b.w.pending = b.w.pending[:mark]
 	}
+}
+
+// hold makes the event of o, a one-record append, and holds it for
+// flushHeld to insert with others in one statement: the statements
+// around each insert (binding, the transaction's and cursors' upkeep)
+// cost as much as a third of a lone insert. The event takes the group's
+// next seq (w.seqs) now. If o fails, as a single op, so does the
+// transaction.
+func (b *batch) hold(o *op) {
+	ev, err := b.w.event(o.rec)
+	if err != nil {
+		b.w.rollback()
+		b.w, b.err = nil, err
+		return
+	}
+	b.w.seqs[ev.GroupID] = ev.Seq
+	o.res = ledger.Result{Event: ev}
+	b.held = append(b.held, o)
+	if len(b.held) == appendRun {
+		b.flushHeld()
+	}
+}
+
+// flushHeld inserts the held appends, appendRun at a time, then in runs
+// of halving sizes.
+func (b *batch) flushHeld() {
+	held := b.held
+	for len(held) > 0 && b.w != nil {
+		k := 1 << (bits.Len(uint(min(len(held), appendRun))) - 1)
+		if err := b.w.insertHeld(held[:k]); err != nil {
+			b.w.rollback()
+			b.w, b.err = nil, err
+		}
+		held = held[k:]
+	}
+	clear(b.held)
+	b.held = b.held[:0]
 }
 
 // drain runs whatever is queued now, without waiting, up to MaxBatch.
@@ -383,6 +499,7 @@ func (b *batch) drain(queue <-chan *op) {
 // failed, commit answers every op at once and returns false.
 func (b *batch) commit() (committed, bool) {
 	s := b.s
+	b.flushHeld()
 	if b.w != nil {
 		if err := b.w.flushSeqs(); err != nil {
 			b.w.rollback()
@@ -448,6 +565,8 @@ func (w *wtx) lastSeq(group string) (int64, error) {
 func (w *wtx) flushSeqs() error {
 	done := w.s.flushed
 	clear(done)
+	args := w.s.seqArgs[:0]
+	defer clear(w.s.seqArgs[:])
 	for _, g := range w.pending {
 		if done[g] {
 			continue
@@ -457,14 +576,25 @@ func (w *wtx) flushSeqs() error {
 		if err != nil {
 			return err
 		}
-		args := w.s.rawArgs[:2]
-		args[0] = driver.NamedValue{Ordinal: 1, Value: g}
-		args[1] = driver.NamedValue{Ordinal: 2, Value: l}
-		_, err = w.s.exec(stSetSeq, args)
-		clear(args)
-		if err != nil {
-			return fmt.Errorf("last seq of %q: %w", g, err)
+		args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: g}, driver.NamedValue{Ordinal: len(args) + 2, Value: l})
+		if len(args) == len(w.s.seqArgs) {
+			if err := w.setSeqs(args); err != nil {
+				return err
+			}
+			args = args[:0]
 		}
+	}
+	if len(args) > 0 {
+		return w.setSeqs(args)
+	}
+	return nil
+}
+
+// setSeqs upserts the groups' last seqs in args, (group, seq) pairs, in
+// one statement.
+func (w *wtx) setSeqs(args []driver.NamedValue) error {
+	if _, err := w.s.exec(setSeqStmt(len(args)/2), args); err != nil {
+		return fmt.Errorf("last seq of %d groups from %q: %w", len(args)/2, args[0].Value, err)
 	}
 	return nil
 }
@@ -494,9 +624,12 @@ func (w *wtx) savepoint(sp int, fn func(w *wtx) error) (ferr, err error) {
 }
 
 // rawStmt reports whether statement i runs on the driver's connection
-// (exec) rather than through database/sql: the append and the batch's
-// BEGIN, groups upserts and COMMIT, the statements of every append.
-func rawStmt(i int) bool { return i == stAppend || i == stBegin || i == stCommit || i == stSetSeq }
+// (exec, queryInt) rather than through database/sql: the append and the
+// batch's BEGIN, data_version, groups upserts and COMMIT, the statements
+// of every append.
+func rawStmt(i int) bool {
+	return i == stAppend || i == stBegin || i == stCommit || i == stSetSeq || i >= stSetSeqs || i == stDataVersion
+}
 
 // prepareRaw prepares statement i (a rawStmt) on wconn's driver
 // connection. database/sql's Stmt costs each execution a lookup of its
@@ -512,9 +645,10 @@ func (s *Store) prepareRaw(ctx context.Context, i int) error {
 		if err != nil {
 			return err
 		}
-		if s.raw[i], ok = st.(driver.StmtExecContext); !ok {
+		s.raw[i], ok = st.(driver.StmtExecContext)
+		if _, q := st.(driver.StmtQueryContext); !ok || i == stDataVersion && !q {
 			st.Close()
-			return fmt.Errorf("driver statement %T cannot execute with a context", st)
+			return fmt.Errorf("driver statement %T cannot execute or query with a context", st)
 		}
 		return nil
 	})
@@ -537,6 +671,38 @@ func (s *Store) exec(i int, args []driver.NamedValue) (driver.Result, error) {
 		return nil, rerr
 	}
 	return res, err
+}
+
+// queryInt runs raw statement i, a query whose first row is one integer,
+// like exec, and returns that integer.
+func (s *Store) queryInt(i int) (v int64, err error) {
+	if rerr := s.wconn.Raw(func(any) error {
+		rows, qerr := s.raw[i].(driver.StmtQueryContext).QueryContext(context.Background(), nil)
+		if qerr != nil {
+			err = qerr
+			return nil
+		}
+		dest := s.rawDest[:]
+		switch nerr := rows.Next(dest); {
+		case errors.Is(nerr, io.EOF):
+			err = sql.ErrNoRows
+		case nerr != nil:
+			err = nerr
+		default:
+			var ok bool
+			if v, ok = dest[0].(int64); !ok {
+				err = fmt.Errorf("%s: got %T, want an integer", stmtText[i], dest[0])
+			}
+		}
+		clear(dest)
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		return nil
+	}); rerr != nil {
+		return 0, rerr
+	}
+	return v, err
 }
 
 // closeRaw closes the rawStmt statements, before wconn closes.
@@ -576,21 +742,9 @@ func (w *wtx) ts() string {
 // append appends r with one write statement (stAppend): a new event, or,
 // when r's dedupe key is taken, the event that holds it.
 func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
-	last, err := w.lastSeq(r.GroupID)
+	ev, err := w.event(r)
 	if err != nil {
-		return ledger.Result{}, fmt.Errorf("append to %q: %w", r.GroupID, err)
-	}
-	ev := ledger.Event{
-		V:         ledger.Version,
-		ID:        envelope.NewID(),
-		TS:        w.ts(),
-		Kind:      r.Kind,
-		GroupID:   r.GroupID,
-		ScopeKey:  r.ScopeKey,
-		By:        r.By,
-		Data:      r.Data,
-		DedupeKey: r.DedupeKey,
-		Seq:       last + 1,
+		return ledger.Result{}, err
 	}
 	var (
 		n   int64 // rows inserted: 0 when the dedupe key is taken
@@ -624,6 +778,82 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 	w.seqs[ev.GroupID] = ev.Seq
 	w.pending = append(w.pending, ev.GroupID)
 	return ledger.Result{Event: ev, Pos: pos}, nil
+}
+
+// event returns the event that appends r next in its group: its seq
+// follows the group's last in w.seqs, which it leaves as it is.
+func (w *wtx) event(r ledger.Record) (ledger.Event, error) {
+	last, err := w.lastSeq(r.GroupID)
+	if err != nil {
+		return ledger.Event{}, fmt.Errorf("append to %q: %w", r.GroupID, err)
+	}
+	return ledger.Event{
+		V:         ledger.Version,
+		ID:        envelope.NewID(),
+		TS:        w.ts(),
+		Kind:      r.Kind,
+		GroupID:   r.GroupID,
+		ScopeKey:  r.ScopeKey,
+		By:        r.By,
+		Data:      r.Data,
+		DedupeKey: r.DedupeKey,
+		Seq:       last + 1,
+	}, nil
+}
+
+// insertHeld inserts the events of run, held appends (batch.hold), in one
+// statement, and puts their log positions in their results. If the
+// statement leaves any out (a dedupe key taken, by an earlier event or
+// within run), it removes those it inserted, gives the groups back their
+// last seqs from before run, and appends run's records one at a time
+// (append), which tells a duplicate from a conflict. An error is the
+// transaction's, as a single op's.
+func (w *wtx) insertHeld(run []*op) error {
+	k := len(run)
+	args := w.s.runArgs[:10*k]
+	for j, o := range run {
+		ev := &o.res.Event
+		for c, v := range [...]any{ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), int64(ev.V)} {
+			args[10*j+c] = driver.NamedValue{Ordinal: 10*j + c + 1, Value: v}
+		}
+	}
+	res, err := w.s.exec(insertStmt(k), args)
+	clear(args)       // keep no reference to the records' data
+	var n, last int64 // rows inserted; the last one's rowid
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err == nil && n > 0 {
+		last, err = res.LastInsertId()
+	}
+	if err != nil {
+		return fmt.Errorf("append %d events from %s: %w", k, run[0].res.Event.ID, err)
+	}
+	if n == int64(k) {
+		// The single writer's new rowids are the last one plus one.
+		for j, o := range run {
+			o.res.Pos = last - int64(k-1-j)
+			w.pending = append(w.pending, o.res.Event.GroupID)
+		}
+		return nil
+	}
+	if n > 0 {
+		// Those inserted are the last n rowids.
+		if _, err := w.stmt(stDeleteAfter).Exec(last - n); err != nil {
+			return fmt.Errorf("append: undo %d events from %s: %w", n, run[0].res.Event.ID, err)
+		}
+	}
+	for j := k - 1; j >= 0; j-- { // a group's first seq in run is the one to go back to
+		ev := &run[j].res.Event
+		w.seqs[ev.GroupID] = ev.Seq - 1
+	}
+	for _, o := range run {
+		var err error
+		if o.res, err = w.append(o.rec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // insert stores ev, whose seq is its group's next, as it is.
