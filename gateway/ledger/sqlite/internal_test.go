@@ -609,6 +609,14 @@ func TestHeldAppends(t *testing.T) {
 			dups:   map[int]string{6: "old"},
 		},
 		{
+			// The run of 8 goes one at a time and gives back a seq;
+			// the run of 4 after it was made with the seqs before.
+			name:   "a key taken in a run that others follow",
+			before: []rec{{"g0", "k3"}},
+			recs:   many(12, func(i int) string { return fmt.Sprint("k", i) }),
+			dups:   map[int]string{3: "k3"},
+		},
+		{
 			name:   "the last of 17 taken",
 			before: []rec{{"g0", "k16"}},
 			recs:   many(17, func(i int) string { return fmt.Sprint("k", i) }),

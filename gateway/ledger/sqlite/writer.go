@@ -469,11 +469,12 @@ func (b *batch) flushHeld() {
 	held := b.held
 	for len(held) > 0 && b.w != nil {
 		k := 1 << (bits.Len(uint(min(len(held), appendRun))) - 1)
-		if err := b.w.insertHeld(held[:k]); err != nil {
+		n, err := b.w.insertHeld(held, k)
+		if err != nil {
 			b.w.rollback()
 			b.w, b.err = nil, err
 		}
-		held = held[k:]
+		held = held[n:]
 	}
 	clear(b.held)
 	b.held = b.held[:0]
@@ -801,15 +802,17 @@ func (w *wtx) event(r ledger.Record) (ledger.Event, error) {
 	}, nil
 }
 
-// insertHeld inserts the events of run, held appends (batch.hold), in one
-// statement, and puts their log positions in their results. If the
-// statement leaves any out (a dedupe key taken, by an earlier event or
-// within run), it removes those it inserted, gives the groups back their
-// last seqs from before run, and appends run's records one at a time
-// (append), which tells a duplicate from a conflict. An error is the
-// transaction's, as a single op's.
-func (w *wtx) insertHeld(run []*op) error {
-	k := len(run)
+// insertHeld inserts the events of held[:k], held appends (batch.hold),
+// in one statement, puts their log positions in their results and
+// returns k. If the statement leaves any out (a dedupe key taken, by an
+// earlier event or within the run), it removes those it inserted, gives
+// the groups back their last seqs from before held (the seqs of the held
+// appends after the run were made from the run's), and appends every
+// record of held one at a time (append), which tells a duplicate from a
+// conflict: it returns len(held). An error is the transaction's, as a
+// single op's.
+func (w *wtx) insertHeld(held []*op, k int) (int, error) {
+	run := held[:k]
 	args := w.s.runArgs[:10*k]
 	for j, o := range run {
 		ev := &o.res.Event
@@ -827,7 +830,7 @@ func (w *wtx) insertHeld(run []*op) error {
 		last, err = res.LastInsertId()
 	}
 	if err != nil {
-		return fmt.Errorf("append %d events from %s: %w", k, run[0].res.Event.ID, err)
+		return k, fmt.Errorf("append %d events from %s: %w", k, run[0].res.Event.ID, err)
 	}
 	if n == int64(k) {
 		// The single writer's new rowids are the last one plus one.
@@ -835,25 +838,25 @@ func (w *wtx) insertHeld(run []*op) error {
 			o.res.Pos = last - int64(k-1-j)
 			w.pending = append(w.pending, o.res.Event.GroupID)
 		}
-		return nil
+		return k, nil
 	}
 	if n > 0 {
 		// Those inserted are the last n rowids.
 		if _, err := w.stmt(stDeleteAfter).Exec(last - n); err != nil {
-			return fmt.Errorf("append: undo %d events from %s: %w", n, run[0].res.Event.ID, err)
+			return k, fmt.Errorf("append: undo %d events from %s: %w", n, run[0].res.Event.ID, err)
 		}
 	}
-	for j := k - 1; j >= 0; j-- { // a group's first seq in run is the one to go back to
-		ev := &run[j].res.Event
+	for j := len(held) - 1; j >= 0; j-- { // a group's first seq in held is the one to go back to
+		ev := &held[j].res.Event
 		w.seqs[ev.GroupID] = ev.Seq - 1
 	}
-	for _, o := range run {
+	for _, o := range held {
 		var err error
 		if o.res, err = w.append(o.rec); err != nil {
-			return err
+			return len(held), err
 		}
 	}
-	return nil
+	return len(held), nil
 }
 
 // insert stores ev, whose seq is its group's next, as it is.
