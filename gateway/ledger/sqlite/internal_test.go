@@ -124,9 +124,8 @@ func TestGroupCommit(t *testing.T) {
 }
 
 // TestFailedOpIsolated checks that a failing operation leaves no trace:
-// rolled back to its savepoint without affecting the others in its batch,
-// or, for a one-statement op that runs without a savepoint, taking its
-// transaction down with it; the next append starts a fresh transaction.
+// it is rolled back to its savepoint without affecting the others in its
+// batch.
 func TestFailedOpIsolated(t *testing.T) {
 	ctx := t.Context()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
@@ -134,14 +133,10 @@ func TestFailedOpIsolated(t *testing.T) {
 		t.Fatalf("Open() error = %v", err)
 	}
 	defer s.Close()
-	submitSingle := func(ctx context.Context, fn func(*wtx) error) error {
-		_, err := s.submitOp(ctx, &op{ctx: ctx, fn: fn, done: make(chan error, 1), single: true})
-		return err
-	}
 	for i, submit := range []struct {
 		name string
 		fn   func(context.Context, func(*wtx) error) error
-	}{{"savepoint", s.submit}, {"single", submitSingle}} {
+	}{{"savepoint", s.submit}} {
 		group := fmt.Sprintf("g%d", i)
 		rec := ledger.Record{Kind: "chat.message", GroupID: group}
 		// An op that appends and then fails must leave no trace.
@@ -646,7 +641,7 @@ func TestHeldAppends(t *testing.T) {
 			bt := s.begin()
 			var ops []*op
 			for i, r := range tt.recs {
-				o := &op{ctx: ctx, single: true, done: make(chan error, 1), rec: ledger.Record{
+				o := &op{ctx: ctx, done: make(chan error, 1), rec: ledger.Record{
 					Kind: "chat.message", GroupID: r.group, DedupeKey: r.key, Data: fmt.Appendf(nil, `{"i":%d}`, i)}}
 				ops = append(ops, o)
 				bt.run(o)

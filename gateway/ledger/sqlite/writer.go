@@ -25,11 +25,6 @@ type op struct {
 	ctx  context.Context
 	fn   func(w *wtx) error
 	done chan error
-	// single: fn makes at most one write statement, which SQLite applies
-	// whole or not at all, so it needs no savepoint (two statements fewer
-	// per op). If fn fails, the transaction's state is not known, so the
-	// whole transaction fails, as when a savepoint cannot be rolled back.
-	single bool
 	// rec and res are a one-record append's (appendOne), which has no fn:
 	// the writer appends rec and puts the outcome in res. Such appends
 	// are held and inserted several in one statement (batch.hold).
@@ -39,7 +34,7 @@ type op struct {
 
 // appendOps recycles the ops of one-record appends with their done
 // channels: the relay appends one record per envelope.
-var appendOps = sync.Pool{New: func() any { return &op{done: make(chan error, 1), single: true} }}
+var appendOps = sync.Pool{New: func() any { return &op{done: make(chan error, 1)} }}
 
 // appendOne appends r, a normalized record, as one single operation.
 func (s *Store) appendOne(ctx context.Context, r ledger.Record) (ledger.Result, error) {
@@ -51,7 +46,7 @@ func (s *Store) appendOne(ctx context.Context, r ledger.Record) (ledger.Result, 
 	}
 	res := o.res
 	// The writer and the syncer are done with o: done was its last use.
-	*o = op{done: o.done, single: true}
+	*o = op{done: o.done}
 	appendOps.Put(o)
 	return res, err
 }
@@ -423,13 +418,6 @@ func (b *batch) run(o *op) {
 		return
 	}
 	mark := len(b.w.pending)
-	if o.single {
-		if err := o.fn(b.w); err != nil {
-			b.w.rollback()
-			b.w, b.err = nil, err
-		}
-		return
-	}
 	ferr, err := b.w.savepoint(spOp, o.fn)
 	if err != nil {
 		b.w.rollback()
@@ -646,11 +634,12 @@ func (s *Store) prepareRaw(ctx context.Context, i int) error {
 		if err != nil {
 			return err
 		}
-		s.raw[i], ok = st.(driver.StmtExecContext)
+		ex, ok := st.(driver.StmtExecContext)
 		if _, q := st.(driver.StmtQueryContext); !ok || i == stDataVersion && !q {
 			st.Close()
 			return fmt.Errorf("driver statement %T cannot execute or query with a context", st)
 		}
+		s.raw[i] = ex
 		return nil
 	})
 }

@@ -75,7 +75,7 @@ func BenchmarkWriterTurn(b *testing.B) {
 			if err := <-o.done; err != nil {
 				b.Fatal(err)
 			}
-			*o = op{done: o.done, single: true}
+			*o = op{done: o.done}
 			appendOps.Put(o)
 		}
 	}
