@@ -194,6 +194,9 @@ type DB struct {
 	// multi are its multi-row inserts, one per kind of row and chunk.
 	stmts [nStmts]*sql.Stmt
 	multi [nMulti][len(chunks)]*sql.Stmt
+	// ap is the applier every Apply reuses (under mu): its maps and
+	// slices keep their room from one Apply to the next.
+	ap applier
 }
 
 const schema = `
@@ -381,7 +384,9 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
 	defer tx.Rollback()
-	a := newApplier(p, tx)
+	a := &p.ap
+	a.start(p, tx)
+	defer a.finish()
 	var hwm int64
 	if err := a.stmt(ctx, stHighWater).QueryRowContext(ctx).Scan(&hwm); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
@@ -504,17 +509,34 @@ type applier struct {
 	bound  [nStmts]*sql.Stmt
 	multi  [nMulti][len(chunks)]*sql.Stmt // bound as they are used
 	actors map[string]*actorDelta
-	// The rows gathered: the threads' joins, merged (joins, by thread
-	// and group, in the order met), the marks (mMark's arguments, row
-	// after row), the owe and owed items.
-	joins map[[2]string]*joinSet
-	jkeys map[[2]string]map[joinKey]bool
-	order [][2]string
+	// The rows gathered: the threads' joins, merged (joins, a row per
+	// thread and group in the order met, jrow its index by thread and
+	// group), the marks (mMark's arguments, row after row), the owe and
+	// owed items.
+	joins []joinRow
+	jrow  map[[2]string]int
 	marks []any
 	owe   []oweItem
 	owed  []owedItem
 	args  []any // scratch for insert's arguments
 }
+
+// joinRow is a thread's joins an Apply has yet to write.
+type joinRow struct {
+	thread, grp string
+	set         joinSet
+	// keys are set's (kind, token) once set is long (joinKeysAt): a
+	// short set is searched instead, without a map per thread.
+	keys map[joinKey]bool
+}
+
+// joinKeysAt is the length of a joinSet from which a search of it
+// costs more than a map of its keys.
+const joinKeysAt = 256
+
+// applierKeep bounds the rows an applier keeps room for between two
+// Applies (a rebuild's Apply gathers thousands).
+const applierKeep = 1024
 
 // oweItem is a row of owe an Apply has yet to insert.
 type oweItem struct {
@@ -533,8 +555,38 @@ type actorDelta struct {
 	lastTS                  string
 }
 
-func newApplier(p *DB, tx *sql.Tx) *applier {
-	return &applier{tx: tx, db: p, actors: map[string]*actorDelta{}, joins: map[[2]string]*joinSet{}, jkeys: map[[2]string]map[joinKey]bool{}}
+// start readies a for an Apply in tx.
+func (a *applier) start(p *DB, tx *sql.Tx) {
+	a.tx, a.db = tx, p
+	if a.actors == nil {
+		a.actors, a.jrow = map[string]*actorDelta{}, map[[2]string]int{}
+	}
+}
+
+// finish empties a after an Apply, keeping the room of its slices and
+// maps unless an Apply of a rebuild made them large.
+func (a *applier) finish() {
+	a.tx = nil
+	a.bound, a.multi = [nStmts]*sql.Stmt{}, [nMulti][len(chunks)]*sql.Stmt{} // the transaction's: closed with it
+	clear(a.actors)
+	clear(a.jrow)
+	for i := range a.joins {
+		set := a.joins[i].set[:0] // keeps the set's room, unless a wide event's
+		if cap(set) > 4*joinKeysAt {
+			set = nil
+		}
+		a.joins[i] = joinRow{set: set}
+	}
+	clear(a.marks)
+	clear(a.owe)
+	clear(a.owed)
+	a.joins, a.marks, a.owe, a.owed = a.joins[:0], a.marks[:0], a.owe[:0], a.owed[:0]
+	if cap(a.joins) > applierKeep || cap(a.marks) > 4*applierKeep || cap(a.args) > 4*applierKeep {
+		a.joins, a.marks, a.args = nil, nil, nil
+	}
+	if len(a.jrow) > applierKeep || len(a.actors) > applierKeep {
+		a.actors, a.jrow = nil, nil // clear keeps a map's room
+	}
 }
 
 // stmt returns statement i bound to the Apply's transaction.
@@ -580,19 +632,12 @@ func (a *applier) insert(ctx context.Context, m int, args []any) (int64, error) 
 }
 
 func (a *applier) apply(ctx context.Context, f *Facts) error {
+	r := -1 // the row of the last join's thread: an event's joins share one
 	for _, j := range f.Joins {
-		key := [2]string{j.Thread, f.Group}
-		set := a.joins[key]
-		if set == nil {
-			set = new(joinSet)
-			a.joins[key] = set
-			a.jkeys[key] = map[joinKey]bool{}
-			a.order = append(a.order, key)
+		if r < 0 || a.joins[r].thread != j.Thread {
+			r = a.joinRow(j.Thread, f.Group)
 		}
-		if k := (joinKey{j.Kind, j.Token}); !a.jkeys[key][k] {
-			a.jkeys[key][k] = true
-			*set = set.put(j.Kind, j.Token, f.Seq)
-		}
+		a.joins[r].add(j.Kind, j.Token, f.Seq)
 	}
 	for _, m := range f.Marks {
 		a.marks = append(a.marks, f.Group, m.Event, int(m.Kind), m.Actor)
@@ -607,8 +652,8 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 			d = &actorDelta{id: af.ID}
 			a.actors[key] = d
 		}
-		d.events += int64(b2i(af.Wrote))
-		d.addressed += int64(b2i(af.Addressed))
+		d.events += b2i(af.Wrote)
+		d.addressed += b2i(af.Addressed)
 		d.lastTS = f.TS
 		for _, id := range af.Settles {
 			if id == "" {
@@ -632,6 +677,42 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 		return a.insertOwed(ctx)
 	}
 	return nil
+}
+
+// joinRow returns the index in a.joins of the row of thread in group,
+// adding it when the Apply has not met the thread.
+func (a *applier) joinRow(thread, group string) int {
+	key := [2]string{thread, group}
+	r, ok := a.jrow[key]
+	if !ok {
+		r = len(a.joins)
+		a.jrow[key] = r
+		if r < cap(a.joins) {
+			a.joins = a.joins[:r+1] // its set's room, from an earlier Apply
+			a.joins[r].thread, a.joins[r].grp = thread, group
+		} else {
+			a.joins = append(a.joins, joinRow{thread: thread, grp: group})
+		}
+	}
+	return r
+}
+
+// add adds the join (kind, token) from seq unless the row holds it.
+func (r *joinRow) add(kind JoinKind, token string, seq int64) {
+	k := joinKey{kind, token}
+	switch {
+	case r.keys != nil:
+		if r.keys[k] {
+			return
+		}
+		r.keys[k] = true
+	case r.set.has(kind, token):
+		return
+	case len(r.set) >= joinKeysAt:
+		r.keys = r.set.keys()
+		r.keys[k] = true
+	}
+	r.set = r.set.put(kind, token, seq)
 }
 
 // gathered reports whether an item of the event being applied (those
@@ -743,8 +824,9 @@ func (a *applier) insertOwed(ctx context.Context) error {
 // inserted when new, given the joins it lacks when not (mJoin).
 func (a *applier) insertJoins(ctx context.Context) error {
 	args := a.args[:0]
-	for _, key := range a.order {
-		args = append(args, key[0], key[1], []byte(*a.joins[key]))
+	for i := range a.joins {
+		r := &a.joins[i]
+		args = append(args, r.thread, r.grp, []byte(r.set))
 	}
 	_, err := a.insert(ctx, mJoin, args)
 	clear(args)
@@ -863,7 +945,9 @@ func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 	return nil
 }
 
-func b2i(b bool) int {
+// b2i is b as SQL stores it. An int64 (not an int) goes to the driver
+// as it is, without database/sql converting it.
+func b2i(b bool) int64 {
 	if b {
 		return 1
 	}
