@@ -473,6 +473,7 @@ const (
 	mJoin = iota
 	mMark
 	mOwe
+	mOweOpen
 	mOwed
 	nMulti
 )
@@ -482,21 +483,32 @@ const (
 var chunks = [...]int{64, 32, 16, 8, 4, 2, 1}
 
 // multiText are the multi-row inserts: head, then row once per row,
-// then tail.
-var multiText = [nMulti]struct{ head, row, tail string }{
+// then tail. Every parameter bound costs the driver a call or two into
+// SQLite (a text or blob also a copy into C memory, freed after the
+// step), so rows bind only what varies: values every row of a kind has
+// are in the text, and the first shared parameters (?1 ...) are bound
+// once for all the rows of a statement; per is the parameters of each
+// row.
+var multiText = [nMulti]struct {
+	head, row, tail string
+	shared, per     int
+}{
 	// A thread met before gets the joins it lacks (joinsAdd): most
 	// events start their thread, and the function runs only for the
 	// others.
 	mJoin: {`INSERT INTO joins(thread, grp, v) VALUES `, `(?, ?, ?)`,
-		` ON CONFLICT DO UPDATE SET v = ` + joinsAddFunc + `(v, excluded.v) WHERE ` + joinsAddFunc + `(v, excluded.v) IS NOT NULL`},
+		` ON CONFLICT DO UPDATE SET v = ` + joinsAddFunc + `(v, excluded.v) WHERE ` + joinsAddFunc + `(v, excluded.v) IS NOT NULL`, 0, 3},
 	// OR IGNORE rather than ON CONFLICT DO NOTHING: the same rows go in
 	// (the values are never NULL, and the tables have no CHECK), but
 	// with no constraint left that could abort the statement, SQLite
 	// runs these multi-row inserts without a statement journal, which
 	// copied every page the owed rows (two b-trees) touched.
-	mMark: {`INSERT OR IGNORE INTO marks(grp, event, kind, actor) VALUES `, `(?, ?, ?, ?)`, ``},
-	mOwe:  {`INSERT OR IGNORE INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ``},
-	mOwed: {`INSERT OR IGNORE INTO owed(actor, event, msg) VALUES `, `(?, ?, ?)`, ``},
+	mMark: {`INSERT OR IGNORE INTO marks(grp, event, kind, actor) VALUES `, `(?, ?, ?, ?)`, ``, 0, 4},
+	mOwe:  {`INSERT OR IGNORE INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ``, 0, 7},
+	// The owe items of most events: open, of no obligation.
+	mOweOpen: {`INSERT OR IGNORE INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, 1, ?, ?, ?, 0, 0)`, ``, 0, 4},
+	// One actor's (insertOwed inserts them by actor): ?1.
+	mOwed: {`INSERT OR IGNORE INTO owed(actor, event, msg) VALUES `, `(?1, ?, ?)`, ``, 1, 2},
 }
 
 // applier is one Apply: its transaction, the statements it used so far
@@ -519,6 +531,7 @@ type applier struct {
 	owe   []oweItem
 	owed  []owedItem
 	args  []any // scratch for insert's arguments
+	chunk []any // scratch for a statement's arguments (insert)
 }
 
 // joinRow is a thread's joins an Apply has yet to write.
@@ -604,14 +617,16 @@ func (a *applier) exec(ctx context.Context, i int, args ...any) (sql.Result, err
 	return a.stmt(ctx, i).ExecContext(ctx, args...)
 }
 
-// insert inserts rows of kind m, their arguments one row after
-// another, in chunks, and returns how many it inserted or updated.
+// insert inserts rows of kind m, args their shared arguments then each
+// row's one row after another, in chunks, and returns how many it
+// inserted or updated.
 func (a *applier) insert(ctx context.Context, m int, args []any) (int64, error) {
-	k := strings.Count(multiText[m].row, "?")
+	t := multiText[m]
+	shared, rows := args[:t.shared], args[t.shared:]
 	var total int64
-	for len(args) > 0 {
+	for len(rows) > 0 {
 		c := 0
-		for chunks[c]*k > len(args) {
+		for chunks[c]*t.per > len(rows) {
 			c++
 		}
 		st := a.multi[m][c]
@@ -619,14 +634,20 @@ func (a *applier) insert(ctx context.Context, m int, args []any) (int64, error) 
 			st = a.tx.StmtContext(ctx, a.db.multi[m][c])
 			a.multi[m][c] = st
 		}
-		n := chunks[c] * k
-		res, err := st.ExecContext(ctx, args[:n]...)
+		n := chunks[c] * t.per
+		bound := rows[:n]
+		if len(shared) > 0 {
+			a.chunk = append(append(a.chunk[:0], shared...), bound...)
+			bound = a.chunk
+		}
+		res, err := st.ExecContext(ctx, bound...)
+		clear(a.chunk)
 		if err != nil {
 			return 0, err
 		}
 		affected, _ := res.RowsAffected()
 		total += affected
-		args = args[n:]
+		rows = rows[n:]
 	}
 	return total, nil
 }
@@ -782,16 +803,29 @@ func (a *applier) flush(ctx context.Context) error {
 // inserts them: settlements look through those gathered.
 const maxGathered = 256
 
-// insertOwe inserts the owe items gathered.
+// insertOwe inserts the owe items gathered: first the open ones of no
+// obligation (mOweOpen), then the others. Their keys differ (an item
+// of the same key is gathered once), so the order changes no row.
 func (a *applier) insertOwe(ctx context.Context) error {
-	args := a.args[:0]
-	for _, o := range a.owe {
-		args = append(args, o.token, b2i(!o.closed), o.event, o.grp, o.pos, b2i(o.obligation), b2i(o.ack))
+	for _, m := range []int{mOweOpen, mOwe} {
+		args := a.args[:0]
+		for _, o := range a.owe {
+			switch plain := !o.closed && !o.obligation && !o.ack; {
+			case plain && m == mOweOpen:
+				args = append(args, o.token, o.event, o.grp, o.pos)
+			case !plain && m == mOwe:
+				args = append(args, o.token, b2i(!o.closed), o.event, o.grp, o.pos, b2i(o.obligation), b2i(o.ack))
+			}
+		}
+		_, err := a.insert(ctx, m, args)
+		clear(args)
+		a.args = args[:0]
+		if err != nil {
+			return err
+		}
 	}
-	_, err := a.insert(ctx, mOwe, args)
-	clear(args)
-	a.args, a.owe = args[:0], a.owe[:0]
-	return err
+	a.owe = a.owe[:0]
+	return nil
 }
 
 // insertOwed inserts the owed items gathered, by actor, and counts
@@ -803,9 +837,9 @@ func (a *applier) insertOwed(ctx context.Context) error {
 		for n < len(rest) && rest[n].actor == rest[0].actor {
 			n++
 		}
-		args := a.args[:0]
+		args := append(a.args[:0], rest[0].actor)
 		for _, o := range rest[:n] {
-			args = append(args, o.actor, o.event, o.msg)
+			args = append(args, o.event, o.msg)
 		}
 		added, err := a.insert(ctx, mOwed, args)
 		clear(args)
