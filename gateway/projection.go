@@ -205,7 +205,11 @@ func (q *projQueue) applied(upTo int64) {
 // projectAppended queues the facts of the events res appended (data as
 // for appendData) and syncs the projections as syncAfterWrite does.
 func (r *Relay) projectAppended(ctx context.Context, res []ledger.Result, data []*EventData) {
-	facts := make([]projection.Facts, 0, len(res))
+	var one [1]projection.Facts // an intake's one event: add copies the facts
+	facts := one[:0]
+	if len(res) > len(one) {
+		facts = make([]projection.Facts, 0, len(res))
+	}
 	stale := false
 	for i, x := range res {
 		switch {
