@@ -86,7 +86,8 @@ var projEpoch = time.Now()
 //
 // Appenders only add to in, under mu, for as short as an append to a
 // slice; the sorting and the gap bookkeeping are the taker's, who holds
-// Relay.projMu.
+// Relay.projMu. The buffers go round: a run take returns is, once its
+// taker is done with it (the next take), the next in.
 type projQueue struct {
 	mu    sync.Mutex
 	in    []projection.Facts // added since the last take, in no order
@@ -94,7 +95,12 @@ type projQueue struct {
 
 	held  []projection.Facts // taken, after a gap, sorted by position (projMu)
 	gapAt int64              // when that gap was first seen (projEpoch), 0 when none (projMu)
+	run   []projection.Facts // the buffer of the last run taken (projMu)
 }
+
+// projQueueKeep bounds the room of a buffer the queue reuses (a burst
+// or a gap may grow one to projQueueMax).
+const projQueueKeep = 1024
 
 // add queues facts; stale says an append did not report the positions of
 // some of its events.
@@ -122,28 +128,48 @@ func (q *projQueue) markStale() {
 // without a gap. log says the caller must read the log instead: the queue
 // is stale, or a gap after the mark has stayed open for projGapWait. The
 // caller holds Relay.projMu.
+//
+// run is valid until the next take, which reuses its room.
 func (q *projQueue) take(after, now int64) (run []projection.Facts, log bool) {
+	free := q.run // the last take's caller is done with it
+	clear(free[:cap(free)])
+	if cap(free) > projQueueKeep {
+		free = nil
+	}
 	q.mu.Lock()
 	in, stale := q.in, q.stale
-	q.in = nil
+	q.in = free[:0]
 	q.mu.Unlock()
-	q.held = append(q.held, in...)
-	if stale || len(q.held) > projQueueMax {
+	q.run = in
+	if stale || len(q.held)+len(in) > projQueueMax {
 		q.markStale() // until the log is read (readLog)
 		q.held, q.gapAt = nil, 0
 		return nil, true
 	}
-	slices.SortFunc(q.held, func(a, b projection.Facts) int { return cmp.Compare(a.Pos, b.Pos) })
+	// Without a gap held, in is the whole queue: sorted where it is, its
+	// run is returned in place, and only what follows a gap is copied.
+	all := in
+	if len(q.held) > 0 {
+		q.held = append(q.held, in...)
+		all = q.held
+	}
+	slices.SortFunc(all, func(a, b projection.Facts) int { return cmp.Compare(a.Pos, b.Pos) })
 	i := 0
-	for i < len(q.held) && q.held[i].Pos <= after {
+	for i < len(all) && all[i].Pos <= after {
 		i++ // applied from the log before it was queued
 	}
 	n := i
-	for n < len(q.held) && q.held[n].Pos == after+1+int64(n-i) {
+	for n < len(all) && all[n].Pos == after+1+int64(n-i) {
 		n++
 	}
-	run = slices.Clone(q.held[i:n])
-	q.held = slices.Delete(q.held, 0, n)
+	if len(q.held) > 0 {
+		run = append(in[:0], q.held[i:n]...)
+		q.held = slices.Delete(q.held, 0, n)
+		q.run = run
+	} else {
+		run = in[i:n]
+		q.held = append(q.held, in[n:]...)
+	}
 	switch {
 	case len(q.held) == 0:
 		q.gapAt = 0
@@ -179,7 +205,11 @@ func (q *projQueue) applied(upTo int64) {
 // projectAppended queues the facts of the events res appended (data as
 // for appendData) and syncs the projections as syncAfterWrite does.
 func (r *Relay) projectAppended(ctx context.Context, res []ledger.Result, data []*EventData) {
-	facts := make([]projection.Facts, 0, len(res))
+	var one [1]projection.Facts // an intake's one event: add copies the facts
+	facts := one[:0]
+	if len(res) > len(one) {
+		facts = make([]projection.Facts, 0, len(res))
+	}
 	stale := false
 	for i, x := range res {
 		switch {
@@ -519,13 +549,15 @@ func (r *Relay) factsOf(l ledger.Logged, pd *EventData) projection.Facts {
 			mark(d.EventID, projection.MarkResponded, ev.By)
 		}
 	}
+	in := ae.Intent.Canonical()
 	// Thread participation (C2A): the author, and every recipient named
 	// (to_me) unless the event is a broadcast.
 	if ae.Thread != "" {
+		f.Joins = make([]projection.Join, 0, 1+len(ae.To))
 		if ev.By != "" {
 			f.Joins = append(f.Joins, projection.Join{Thread: ae.Thread, Kind: projection.JoinAuthor, Token: ev.By})
 		}
-		if ae.Intent.Canonical() != attention.IntentBroadcast {
+		if in != attention.IntentBroadcast {
 			for _, to := range ae.To {
 				if strings.TrimSpace(to) != "" {
 					f.Joins = append(f.Joins, projection.Join{Thread: ae.Thread, Kind: projection.JoinNamed, Token: to})
@@ -533,37 +565,51 @@ func (r *Relay) factsOf(l ledger.Logged, pd *EventData) projection.Facts {
 			}
 		}
 	}
-	f.Actors = r.actorFacts(ev, d, ae)
-	r.openSetFacts(&f, ev, d, ae)
+	// A message's recipients as the address book names them (ids[i] for
+	// d.To[i]), which the actor and the owe facts both need.
+	var buf [4]string
+	var ids []string
+	if ev.Kind == KindMessage {
+		ids = buf[:0]
+		for _, to := range d.To {
+			ids = append(ids, r.book.ActorID(to))
+		}
+	}
+	f.Actors = r.actorFacts(ev, d, ae, ids)
+	r.openSetFacts(&f, ev, d, in, ids)
 	return f
 }
 
 // oweTokens returns the tokens a recipient as recorded may owe under:
 // a role or group selector as such ("@all" for every spelling of it), an
-// actor as written and as the address book names it, in lower case.
-func (r *Relay) oweTokens(to string) []string {
+// actor as written and as the address book names it (id, its ActorID),
+// in lower case. They are one or two: out is room for them.
+func oweTokens(out *[2]string, to, id string) []string {
 	t := strings.ToLower(strings.TrimSpace(to))
 	switch {
 	case t == "":
 		return nil
 	case t == "all" || t == "*":
-		return []string{"@all"}
+		t = "@all"
 	case t == "user":
-		return []string{"@user"}
+		t = "@user"
 	case strings.HasPrefix(t, "@"):
-		return []string{t}
+	default:
+		if id := strings.ToLower(id); id != t {
+			out[0], out[1] = t, id
+			return out[:2]
+		}
 	}
-	if id := strings.ToLower(r.book.ActorID(to)); id != t {
-		return []string{t, id}
-	}
-	return []string{t}
+	out[0] = t
+	return out[:1]
 }
 
 // openSetFacts adds to f what Owed and WaitingOn read: who may owe a
 // message (a superset: reads decide each item again), the obligation's
 // author and delegate, what an event settles, discharges, resolves or
-// answers (the rules of obligationWalk.apply).
-func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, ae attention.Event) {
+// answers (the rules of obligationWalk.apply). in is the event's
+// canonical intent, ids a message's recipients' ActorIDs (factsOf).
+func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, in attention.Intent, ids []string) {
 	answer := func(event string, reply, ack bool) {
 		if event != "" && ev.By != "" {
 			f.Answers = append(f.Answers, projection.Answer{Event: event, Actor: ev.By, Reply: reply, Ack: ack})
@@ -577,9 +623,10 @@ func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, 
 	switch ev.Kind {
 	case KindMessage:
 		ob := d.Obligation
-		if in := ae.Intent.Canonical(); in != attention.IntentBroadcast && (ob != nil || in.AsksToMe()) {
-			for _, to := range d.To {
-				for _, t := range r.oweTokens(to) {
+		if in != attention.IntentBroadcast && (ob != nil || in.AsksToMe()) {
+			var tokens [2]string
+			for i, to := range d.To {
+				for _, t := range oweTokens(&tokens, to, ids[i]) {
 					if strings.HasPrefix(t, "@") && ob == nil {
 						continue // a role's request is claimed first, never owed
 					}
@@ -621,9 +668,10 @@ func (r *Relay) openSetFacts(f *projection.Facts, ev ledger.Event, d EventData, 
 }
 
 // actorFacts is what ev says of its author and recipients for the
-// agents list (Relay.Actors).
-func (r *Relay) actorFacts(ev ledger.Event, d EventData, ae attention.Event) []projection.ActorFact {
-	var out []projection.ActorFact
+// agents list (Relay.Actors); ids are a message's recipients' ActorIDs
+// (factsOf).
+func (r *Relay) actorFacts(ev ledger.Event, d EventData, ae attention.Event, ids []string) []projection.ActorFact {
+	out := make([]projection.ActorFact, 0, 1+len(ids))
 	if ev.By != "" {
 		by := projection.ActorFact{ID: r.book.ActorID(ev.By), Wrote: true}
 		switch ev.Kind {
@@ -643,8 +691,7 @@ func (r *Relay) actorFacts(ev ledger.Event, d EventData, ae attention.Event) []p
 	if x := d.X; x != nil && x.Envelope != nil {
 		msg = x.Envelope.Message
 	}
-	for _, to := range d.To {
-		id := r.book.ActorID(to)
+	for _, id := range ids {
 		if id == "" || strings.EqualFold(id, ev.By) {
 			continue
 		}

@@ -194,6 +194,9 @@ type DB struct {
 	// multi are its multi-row inserts, one per kind of row and chunk.
 	stmts [nStmts]*sql.Stmt
 	multi [nMulti][len(chunks)]*sql.Stmt
+	// ap is the applier every Apply reuses (under mu): its maps and
+	// slices keep their room from one Apply to the next.
+	ap applier
 }
 
 const schema = `
@@ -381,7 +384,9 @@ func (p *DB) Apply(ctx context.Context, facts []Facts) error {
 		return fmt.Errorf("projection: apply: %w", err)
 	}
 	defer tx.Rollback()
-	a := newApplier(p, tx)
+	a := &p.ap
+	a.start(p, tx)
+	defer a.finish()
 	var hwm int64
 	if err := a.stmt(ctx, stHighWater).QueryRowContext(ctx).Scan(&hwm); err != nil {
 		return fmt.Errorf("projection: apply: %w", err)
@@ -468,6 +473,7 @@ const (
 	mJoin = iota
 	mMark
 	mOwe
+	mOweOpen
 	mOwed
 	nMulti
 )
@@ -477,21 +483,32 @@ const (
 var chunks = [...]int{64, 32, 16, 8, 4, 2, 1}
 
 // multiText are the multi-row inserts: head, then row once per row,
-// then tail.
-var multiText = [nMulti]struct{ head, row, tail string }{
+// then tail. Every parameter bound costs the driver a call or two into
+// SQLite (a text or blob also a copy into C memory, freed after the
+// step), so rows bind only what varies: values every row of a kind has
+// are in the text, and the first shared parameters (?1 ...) are bound
+// once for all the rows of a statement; per is the parameters of each
+// row.
+var multiText = [nMulti]struct {
+	head, row, tail string
+	shared, per     int
+}{
 	// A thread met before gets the joins it lacks (joinsAdd): most
 	// events start their thread, and the function runs only for the
 	// others.
 	mJoin: {`INSERT INTO joins(thread, grp, v) VALUES `, `(?, ?, ?)`,
-		` ON CONFLICT DO UPDATE SET v = ` + joinsAddFunc + `(v, excluded.v) WHERE ` + joinsAddFunc + `(v, excluded.v) IS NOT NULL`},
+		` ON CONFLICT DO UPDATE SET v = ` + joinsAddFunc + `(v, excluded.v) WHERE ` + joinsAddFunc + `(v, excluded.v) IS NOT NULL`, 0, 3},
 	// OR IGNORE rather than ON CONFLICT DO NOTHING: the same rows go in
 	// (the values are never NULL, and the tables have no CHECK), but
 	// with no constraint left that could abort the statement, SQLite
 	// runs these multi-row inserts without a statement journal, which
 	// copied every page the owed rows (two b-trees) touched.
-	mMark: {`INSERT OR IGNORE INTO marks(grp, event, kind, actor) VALUES `, `(?, ?, ?, ?)`, ``},
-	mOwe:  {`INSERT OR IGNORE INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ``},
-	mOwed: {`INSERT OR IGNORE INTO owed(actor, event, msg) VALUES `, `(?, ?, ?)`, ``},
+	mMark: {`INSERT OR IGNORE INTO marks(grp, event, kind, actor) VALUES `, `(?, ?, ?, ?)`, ``, 0, 4},
+	mOwe:  {`INSERT OR IGNORE INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ``, 0, 7},
+	// The owe items of most events: open, of no obligation.
+	mOweOpen: {`INSERT OR IGNORE INTO owe(token, open, event, grp, pos, obligation, ackable) VALUES `, `(?, 1, ?, ?, ?, 0, 0)`, ``, 0, 4},
+	// One actor's (insertOwed inserts them by actor): ?1.
+	mOwed: {`INSERT OR IGNORE INTO owed(actor, event, msg) VALUES `, `(?1, ?, ?)`, ``, 1, 2},
 }
 
 // applier is one Apply: its transaction, the statements it used so far
@@ -504,17 +521,35 @@ type applier struct {
 	bound  [nStmts]*sql.Stmt
 	multi  [nMulti][len(chunks)]*sql.Stmt // bound as they are used
 	actors map[string]*actorDelta
-	// The rows gathered: the threads' joins, merged (joins, by thread
-	// and group, in the order met), the marks (mMark's arguments, row
-	// after row), the owe and owed items.
-	joins map[[2]string]*joinSet
-	jkeys map[[2]string]map[joinKey]bool
-	order [][2]string
+	// The rows gathered: the threads' joins, merged (joins, a row per
+	// thread and group in the order met, jrow its index by thread and
+	// group), the marks (mMark's arguments, row after row), the owe and
+	// owed items.
+	joins []joinRow
+	jrow  map[[2]string]int
 	marks []any
 	owe   []oweItem
 	owed  []owedItem
 	args  []any // scratch for insert's arguments
+	chunk []any // scratch for a statement's arguments (insert)
 }
+
+// joinRow is a thread's joins an Apply has yet to write.
+type joinRow struct {
+	thread, grp string
+	set         joinSet
+	// keys are set's (kind, token) once set is long (joinKeysAt): a
+	// short set is searched instead, without a map per thread.
+	keys map[joinKey]bool
+}
+
+// joinKeysAt is the length of a joinSet from which a search of it
+// costs more than a map of its keys.
+const joinKeysAt = 256
+
+// applierKeep bounds the rows an applier keeps room for between two
+// Applies (a rebuild's Apply gathers thousands).
+const applierKeep = 1024
 
 // oweItem is a row of owe an Apply has yet to insert.
 type oweItem struct {
@@ -533,8 +568,38 @@ type actorDelta struct {
 	lastTS                  string
 }
 
-func newApplier(p *DB, tx *sql.Tx) *applier {
-	return &applier{tx: tx, db: p, actors: map[string]*actorDelta{}, joins: map[[2]string]*joinSet{}, jkeys: map[[2]string]map[joinKey]bool{}}
+// start readies a for an Apply in tx.
+func (a *applier) start(p *DB, tx *sql.Tx) {
+	a.tx, a.db = tx, p
+	if a.actors == nil {
+		a.actors, a.jrow = map[string]*actorDelta{}, map[[2]string]int{}
+	}
+}
+
+// finish empties a after an Apply, keeping the room of its slices and
+// maps unless an Apply of a rebuild made them large.
+func (a *applier) finish() {
+	a.tx = nil
+	a.bound, a.multi = [nStmts]*sql.Stmt{}, [nMulti][len(chunks)]*sql.Stmt{} // the transaction's: closed with it
+	clear(a.actors)
+	clear(a.jrow)
+	for i := range a.joins {
+		set := a.joins[i].set[:0] // keeps the set's room, unless a wide event's
+		if cap(set) > 4*joinKeysAt {
+			set = nil
+		}
+		a.joins[i] = joinRow{set: set}
+	}
+	clear(a.marks)
+	clear(a.owe)
+	clear(a.owed)
+	a.joins, a.marks, a.owe, a.owed = a.joins[:0], a.marks[:0], a.owe[:0], a.owed[:0]
+	if cap(a.joins) > applierKeep || cap(a.marks) > 4*applierKeep || cap(a.args) > 4*applierKeep {
+		a.joins, a.marks, a.args = nil, nil, nil
+	}
+	if len(a.jrow) > applierKeep || len(a.actors) > applierKeep {
+		a.actors, a.jrow = nil, nil // clear keeps a map's room
+	}
 }
 
 // stmt returns statement i bound to the Apply's transaction.
@@ -552,14 +617,16 @@ func (a *applier) exec(ctx context.Context, i int, args ...any) (sql.Result, err
 	return a.stmt(ctx, i).ExecContext(ctx, args...)
 }
 
-// insert inserts rows of kind m, their arguments one row after
-// another, in chunks, and returns how many it inserted or updated.
+// insert inserts rows of kind m, args their shared arguments then each
+// row's one row after another, in chunks, and returns how many it
+// inserted or updated.
 func (a *applier) insert(ctx context.Context, m int, args []any) (int64, error) {
-	k := strings.Count(multiText[m].row, "?")
+	t := multiText[m]
+	shared, rows := args[:t.shared], args[t.shared:]
 	var total int64
-	for len(args) > 0 {
+	for len(rows) > 0 {
 		c := 0
-		for chunks[c]*k > len(args) {
+		for chunks[c]*t.per > len(rows) {
 			c++
 		}
 		st := a.multi[m][c]
@@ -567,32 +634,31 @@ func (a *applier) insert(ctx context.Context, m int, args []any) (int64, error) 
 			st = a.tx.StmtContext(ctx, a.db.multi[m][c])
 			a.multi[m][c] = st
 		}
-		n := chunks[c] * k
-		res, err := st.ExecContext(ctx, args[:n]...)
+		n := chunks[c] * t.per
+		bound := rows[:n]
+		if len(shared) > 0 {
+			a.chunk = append(append(a.chunk[:0], shared...), bound...)
+			bound = a.chunk
+		}
+		res, err := st.ExecContext(ctx, bound...)
+		clear(a.chunk)
 		if err != nil {
 			return 0, err
 		}
 		affected, _ := res.RowsAffected()
 		total += affected
-		args = args[n:]
+		rows = rows[n:]
 	}
 	return total, nil
 }
 
 func (a *applier) apply(ctx context.Context, f *Facts) error {
+	r := -1 // the row of the last join's thread: an event's joins share one
 	for _, j := range f.Joins {
-		key := [2]string{j.Thread, f.Group}
-		set := a.joins[key]
-		if set == nil {
-			set = new(joinSet)
-			a.joins[key] = set
-			a.jkeys[key] = map[joinKey]bool{}
-			a.order = append(a.order, key)
+		if r < 0 || a.joins[r].thread != j.Thread {
+			r = a.joinRow(j.Thread, f.Group)
 		}
-		if k := (joinKey{j.Kind, j.Token}); !a.jkeys[key][k] {
-			a.jkeys[key][k] = true
-			*set = set.put(j.Kind, j.Token, f.Seq)
-		}
+		a.joins[r].add(j.Kind, j.Token, f.Seq)
 	}
 	for _, m := range f.Marks {
 		a.marks = append(a.marks, f.Group, m.Event, int(m.Kind), m.Actor)
@@ -607,8 +673,8 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 			d = &actorDelta{id: af.ID}
 			a.actors[key] = d
 		}
-		d.events += int64(b2i(af.Wrote))
-		d.addressed += int64(b2i(af.Addressed))
+		d.events += b2i(af.Wrote)
+		d.addressed += b2i(af.Addressed)
 		d.lastTS = f.TS
 		for _, id := range af.Settles {
 			if id == "" {
@@ -632,6 +698,42 @@ func (a *applier) apply(ctx context.Context, f *Facts) error {
 		return a.insertOwed(ctx)
 	}
 	return nil
+}
+
+// joinRow returns the index in a.joins of the row of thread in group,
+// adding it when the Apply has not met the thread.
+func (a *applier) joinRow(thread, group string) int {
+	key := [2]string{thread, group}
+	r, ok := a.jrow[key]
+	if !ok {
+		r = len(a.joins)
+		a.jrow[key] = r
+		if r < cap(a.joins) {
+			a.joins = a.joins[:r+1] // its set's room, from an earlier Apply
+			a.joins[r].thread, a.joins[r].grp = thread, group
+		} else {
+			a.joins = append(a.joins, joinRow{thread: thread, grp: group})
+		}
+	}
+	return r
+}
+
+// add adds the join (kind, token) from seq unless the row holds it.
+func (r *joinRow) add(kind JoinKind, token string, seq int64) {
+	k := joinKey{kind, token}
+	switch {
+	case r.keys != nil:
+		if r.keys[k] {
+			return
+		}
+		r.keys[k] = true
+	case r.set.has(kind, token):
+		return
+	case len(r.set) >= joinKeysAt:
+		r.keys = r.set.keys()
+		r.keys[k] = true
+	}
+	r.set = r.set.put(kind, token, seq)
 }
 
 // gathered reports whether an item of the event being applied (those
@@ -701,16 +803,29 @@ func (a *applier) flush(ctx context.Context) error {
 // inserts them: settlements look through those gathered.
 const maxGathered = 256
 
-// insertOwe inserts the owe items gathered.
+// insertOwe inserts the owe items gathered: first the open ones of no
+// obligation (mOweOpen), then the others. Their keys differ (an item
+// of the same key is gathered once), so the order changes no row.
 func (a *applier) insertOwe(ctx context.Context) error {
-	args := a.args[:0]
-	for _, o := range a.owe {
-		args = append(args, o.token, b2i(!o.closed), o.event, o.grp, o.pos, b2i(o.obligation), b2i(o.ack))
+	for _, m := range []int{mOweOpen, mOwe} {
+		args := a.args[:0]
+		for _, o := range a.owe {
+			switch plain := !o.closed && !o.obligation && !o.ack; {
+			case plain && m == mOweOpen:
+				args = append(args, o.token, o.event, o.grp, o.pos)
+			case !plain && m == mOwe:
+				args = append(args, o.token, b2i(!o.closed), o.event, o.grp, o.pos, b2i(o.obligation), b2i(o.ack))
+			}
+		}
+		_, err := a.insert(ctx, m, args)
+		clear(args)
+		a.args = args[:0]
+		if err != nil {
+			return err
+		}
 	}
-	_, err := a.insert(ctx, mOwe, args)
-	clear(args)
-	a.args, a.owe = args[:0], a.owe[:0]
-	return err
+	a.owe = a.owe[:0]
+	return nil
 }
 
 // insertOwed inserts the owed items gathered, by actor, and counts
@@ -722,9 +837,9 @@ func (a *applier) insertOwed(ctx context.Context) error {
 		for n < len(rest) && rest[n].actor == rest[0].actor {
 			n++
 		}
-		args := a.args[:0]
+		args := append(a.args[:0], rest[0].actor)
 		for _, o := range rest[:n] {
-			args = append(args, o.actor, o.event, o.msg)
+			args = append(args, o.event, o.msg)
 		}
 		added, err := a.insert(ctx, mOwed, args)
 		clear(args)
@@ -743,8 +858,9 @@ func (a *applier) insertOwed(ctx context.Context) error {
 // inserted when new, given the joins it lacks when not (mJoin).
 func (a *applier) insertJoins(ctx context.Context) error {
 	args := a.args[:0]
-	for _, key := range a.order {
-		args = append(args, key[0], key[1], []byte(*a.joins[key]))
+	for i := range a.joins {
+		r := &a.joins[i]
+		args = append(args, r.thread, r.grp, []byte(r.set))
 	}
 	_, err := a.insert(ctx, mJoin, args)
 	clear(args)
@@ -863,7 +979,9 @@ func (a *applier) applyOpenSets(ctx context.Context, f *Facts) error {
 	return nil
 }
 
-func b2i(b bool) int {
+// b2i is b as SQL stores it. An int64 (not an int) goes to the driver
+// as it is, without database/sql converting it.
+func b2i(b bool) int64 {
 	if b {
 		return 1
 	}
