@@ -581,6 +581,8 @@ func (a *applier) start(p *DB, tx *sql.Tx) {
 func (a *applier) finish() {
 	a.tx = nil
 	a.bound, a.multi = [nStmts]*sql.Stmt{}, [nMulti][len(chunks)]*sql.Stmt{} // the transaction's: closed with it
+	// clear keeps a map's room, and costs as much as that room next time.
+	bigMaps := len(a.jrow) > applierKeep || len(a.actors) > applierKeep
 	clear(a.actors)
 	clear(a.jrow)
 	for i := range a.joins {
@@ -597,8 +599,8 @@ func (a *applier) finish() {
 	if cap(a.joins) > applierKeep || cap(a.marks) > 4*applierKeep || cap(a.args) > 4*applierKeep {
 		a.joins, a.marks, a.args = nil, nil, nil
 	}
-	if len(a.jrow) > applierKeep || len(a.actors) > applierKeep {
-		a.actors, a.jrow = nil, nil // clear keeps a map's room
+	if bigMaps {
+		a.actors, a.jrow = nil, nil
 	}
 }
 
