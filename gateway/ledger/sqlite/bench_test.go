@@ -71,10 +71,16 @@ func BenchmarkAppendSingle(b *testing.B) {
 // BenchmarkAppendSingle.
 func BenchmarkAppendGroupCommit(b *testing.B) {
 	s := benchStore(b)
+	b.ResetTimer()
+	appendConcurrently(b, s, func(i int64) []ledger.Record { return []ledger.Record{benchRecord(i)} })
+}
+
+// appendConcurrently appends rec(0) … rec(b.N-1) from benchClients
+// goroutines, then stops the timer and reports the commits and CPU.
+func appendConcurrently(b *testing.B, s *sqlite.Store, rec func(i int64) []ledger.Record) {
 	ctx := b.Context()
 	var next atomic.Int64
 	n := int64(b.N)
-	b.ResetTimer()
 	cpu0 := cpuTime()
 	var wg sync.WaitGroup
 	for range benchClients {
@@ -84,7 +90,7 @@ func BenchmarkAppendGroupCommit(b *testing.B) {
 				if i >= n {
 					return
 				}
-				if _, err := s.Append(ctx, []ledger.Record{benchRecord(i)}); err != nil {
+				if _, err := s.Append(ctx, rec(i)); err != nil {
 					b.Error(err)
 					return
 				}
@@ -109,7 +115,6 @@ func BenchmarkAppendRelay(b *testing.B) {
 		b.Fatalf("Open() error = %v", err)
 	}
 	b.Cleanup(func() { s.Close() })
-	ctx := b.Context()
 	pad := strings.Repeat("x", 860)
 	recs := make([]ledger.Record, b.N)
 	for i := range recs {
@@ -120,27 +125,7 @@ func BenchmarkAppendRelay(b *testing.B) {
 			DedupeKey: "msg:" + id,
 		}
 	}
-	var next atomic.Int64
-	n := int64(b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
-	var wg sync.WaitGroup
-	for range benchClients {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= n {
-					return
-				}
-				if _, err := s.Append(ctx, recs[i:i+1]); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	reportCommits(b, s, cpu0)
+	appendConcurrently(b, s, func(i int64) []ledger.Record { return recs[i : i+1] })
 }
