@@ -555,15 +555,7 @@ func TestFlushSeqs(t *testing.T) {
 		if _, err := s.Append(ctx, recs); err != nil {
 			t.Fatalf("Append(%d groups) error = %v", groups, err)
 		}
-		gs, err := s.Groups(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]int64{}
-		for _, g := range gs {
-			got[g.ID] = g.LastSeq
-		}
-		if !maps.Equal(got, want) {
+		if got := lastSeqs(t, s); !maps.Equal(got, want) {
 			t.Errorf("after appending to %d groups: Groups() = %v, want %v", groups, got, want)
 		}
 	}
@@ -684,15 +676,7 @@ func TestHeldAppends(t *testing.T) {
 			if len(log) != len(pos) || len(log) != len(tt.before)+len(tt.recs)-len(tt.dups) {
 				t.Errorf("the log holds %d events, want %d", len(log), len(tt.before)+len(tt.recs)-len(tt.dups))
 			}
-			gs, err := s.Groups(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]int64{}
-			for _, g := range gs {
-				got[g.ID] = g.LastSeq
-			}
-			if !maps.Equal(got, seqs) {
+			if got := lastSeqs(t, s); !maps.Equal(got, seqs) {
 				t.Errorf("Groups() = %v, want %v", got, seqs)
 			}
 			// The next append follows on.
@@ -702,4 +686,18 @@ func TestHeldAppends(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lastSeqs returns each group's last seq as Groups reports it.
+func lastSeqs(t *testing.T, s *Store) map[string]int64 {
+	t.Helper()
+	gs, err := s.Groups(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, g := range gs {
+		got[g.ID] = g.LastSeq
+	}
+	return got
 }

@@ -741,9 +741,7 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 		pos int64 // the rowid: the event's log position (Store.Log)
 	)
 	args := &w.s.rawArgs
-	for i, v := range [...]any{ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(r.DedupeKey), int64(ev.V)} {
-		args[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
-	}
+	bindEvent(args[:], 1, &ev)
 	res, err := w.s.exec(stAppend, args[:])
 	clear(args[:]) // keep no reference to the record's data
 	if err == nil {
@@ -768,6 +766,14 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 	w.seqs[ev.GroupID] = ev.Seq
 	w.pending = append(w.pending, ev.GroupID)
 	return ledger.Result{Event: ev, Pos: pos}, nil
+}
+
+// bindEvent puts ev's ten columns, in stAppend's order, in args[:10],
+// numbered from first (a multi-row insert's row j starts at 10*j+1).
+func bindEvent(args []driver.NamedValue, first int, ev *ledger.Event) {
+	for c, v := range [...]any{ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), int64(ev.V)} {
+		args[c] = driver.NamedValue{Ordinal: first + c, Value: v}
+	}
 }
 
 // event returns the event that appends r next in its group: its seq
@@ -804,10 +810,7 @@ func (w *wtx) insertHeld(held []*op, k int) (int, error) {
 	run := held[:k]
 	args := w.s.runArgs[:10*k]
 	for j, o := range run {
-		ev := &o.res.Event
-		for c, v := range [...]any{ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), int64(ev.V)} {
-			args[10*j+c] = driver.NamedValue{Ordinal: 10*j + c + 1, Value: v}
-		}
+		bindEvent(args[10*j:], 10*j+1, &o.res.Event)
 	}
 	res, err := w.s.exec(insertStmt(k), args)
 	clear(args)       // keep no reference to the records' data
