@@ -19,6 +19,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"egest"}, exitUsage, ""},
 		{[]string{"ingest", "--clients", "0"}, exitUsage, ""},
 		{[]string{"ingest", "--duration", "1ms"}, exitUsage, ""},
+		{[]string{"ingest", "--runs", "0"}, exitUsage, ""},
 		{[]string{"ingest", "extra"}, exitUsage, ""},
 		{[]string{"ingest", "--bogus"}, exitUsage, ""},
 		{[]string{"scale", "--clients", "2"}, exitUsage, ""},

@@ -39,6 +39,8 @@ type meter struct {
 	// and servers together, steadier than a rate on a shared machine.
 	cpu  time.Duration
 	done int64
+	// host is the machine's CPU ticks during the slices (HTTP phases).
+	host cputime.Ticks
 }
 
 func (m *meter) perSec() float64 {
@@ -55,6 +57,10 @@ func (m *meter) phase(name string) Phase {
 	}
 	if m.done > 0 {
 		p.CPUMicros = float64(m.cpu.Microseconds()) / float64(m.done)
+	}
+	if h := m.host; h.All > 0 {
+		p.HostBusyPct = 100 * float64(h.All-h.Idle-h.Steal) / float64(h.All)
+		p.HostStealPct = 100 * float64(h.Steal) / float64(h.All)
 	}
 	return p
 }
@@ -136,7 +142,7 @@ func drive(ctx context.Context, hc *http.Client, url string, clients int, start 
 		mu       sync.Mutex
 		firstErr error
 	)
-	cpu0 := cputime.Process()
+	cpu0, host0 := cputime.Process(), cputime.Host()
 	for range clients {
 		wg.Go(func() {
 			var (
@@ -180,6 +186,9 @@ func drive(ctx context.Context, hc *http.Client, url string, clients int, start 
 	wg.Wait()
 	m.mu.Lock()
 	m.cpu += cputime.Process() - cpu0
+	if host0.All > 0 {
+		m.host = m.host.Add(cputime.Host().Sub(host0))
+	}
 	m.mu.Unlock()
 	if firstErr != nil {
 		return firstErr

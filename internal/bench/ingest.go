@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -85,6 +86,13 @@ type Phase struct {
 	// CPUMicros is the process's CPU time per completed request, clients
 	// and server together (HTTP phases only).
 	CPUMicros float64 `json:"cpu_us_per_envelope,omitempty"`
+	// HostBusyPct and HostStealPct are the machine's CPU time during the
+	// slices (HTTP phases, Linux only), in percent of all its CPUs' time:
+	// spent running anything (this process or another), and stolen by the
+	// hypervisor (a virtual CPU wanted to run and could not). Near 100 %
+	// busy, a rate is set by CPU per envelope; steal lowers it unevenly.
+	HostBusyPct  float64 `json:"host_busy_pct,omitempty"`
+	HostStealPct float64 `json:"host_steal_pct,omitempty"`
 }
 
 // benchRounds is how many slices each measurement is cut into. The slices
@@ -356,16 +364,24 @@ func (r *IngestResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
 	fmt.Fprintf(w, "disk: write+fsync of 4 KiB in %s: %.3f ms (median)\n\n", r.Machine.TempDir, r.Machine.FsyncMillis)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "measurement\tenvelopes/s\tp50 ms\tp99 ms\terrors\tCPU µs/envelope\t")
+	fmt.Fprintln(tw, "measurement\tenvelopes/s\tp50 ms\tp99 ms\terrors\tCPU µs/envelope\thost busy %\thost steal %\t")
 	for _, p := range []Phase{r.Ceiling, r.Relay, r.Single, r.Raw} {
-		cpu := "-"
+		cpu, busy, steal := "-", "-", "-"
 		if p.CPUMicros > 0 {
 			cpu = fmt.Sprintf("%.0f", p.CPUMicros)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%d\t%s\t\n", p.Name, p.PerSec, p.P50ms, p.P99ms, p.Errors, cpu)
+		if p.HostBusyPct > 0 {
+			busy, steal = fmt.Sprintf("%.0f", p.HostBusyPct), fmt.Sprintf("%.1f", p.HostStealPct)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t\n", p.Name, p.PerSec, p.P50ms, p.P99ms, p.Errors, cpu, busy, steal)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nrelay group commit: %d commits, %.1f appends per commit\n", r.RelayCommits, r.RelayPerCommit)
+	r.printVerdicts(w)
+}
+
+// printVerdicts writes the ratios and p99 of r against the goals.
+func (r *IngestResult) printVerdicts(w io.Writer) {
 	verdict := func(ok bool) string {
 		if ok {
 			return "met"
@@ -386,4 +402,102 @@ func (r *IngestResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "relay / single fsync  %.2f  (goal ≥ %.0f: %s)\n", r.FsyncRatio, r.Goals.FsyncRatio, overDisk(r.FsyncRatio, r.Goals.FsyncRatio, r.Single))
 	fmt.Fprintf(w, "relay / raw fsync     %.2f  (goal ≥ %.1f: %s)\n", r.RawRatio, r.Goals.RawRatio, overDisk(r.RawRatio, r.Goals.RawRatio, r.Raw))
 	fmt.Fprintf(w, "relay p99             %.2f ms  (goal ≤ %.0f ms: %s)\n", r.Relay.P99ms, r.Goals.P99Millis, verdict(r.Relay.P99ms <= r.Goals.P99Millis))
+}
+
+// IngestSeries is Ingest run several times in a row, each run whole with
+// its own baselines (`crosstalk-bench ingest --runs N`), and the medians
+// over the runs that docs/performance.md judges the goals on.
+type IngestSeries struct {
+	Runs []*IngestResult `json:"runs"`
+	// Median holds, in each figure, the median of that figure over the
+	// runs (each ratio is the median of the runs' ratios, not a ratio of
+	// medians), with the goals and their verdicts as one run has them.
+	Median *IngestResult `json:"median"`
+}
+
+// IngestRuns runs Ingest n times in a row with o and returns every run
+// and the medians.
+func IngestRuns(ctx context.Context, o IngestOptions, n int) (*IngestSeries, error) {
+	if n < 1 {
+		return nil, errors.New("bench: want at least 1 run")
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	s := &IngestSeries{}
+	for i := range n {
+		fmt.Fprintf(progress, "bench: run %d/%d\n", i+1, n)
+		r, err := Ingest(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("run %d of %d: %w", i+1, n, err)
+		}
+		s.Runs = append(s.Runs, r)
+	}
+	s.Median = medianResult(s.Runs)
+	return s, nil
+}
+
+// medianResult returns a result whose every figure is the median of the
+// runs' (the upper middle of an even count), and whose machine, clients and
+// duration are the first run's.
+func medianResult(runs []*IngestResult) *IngestResult {
+	first := runs[0]
+	m := &IngestResult{Machine: first.Machine, Clients: first.Clients, Duration: first.Duration, Goals: first.Goals}
+	med := func(f func(r *IngestResult) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	phase := func(f func(r *IngestResult) *Phase) Phase {
+		p := Phase{Name: f(first).Name}
+		p.Count = int64(med(func(r *IngestResult) float64 { return float64(f(r).Count) }))
+		p.Errors = int64(med(func(r *IngestResult) float64 { return float64(f(r).Errors) }))
+		p.PerSec = med(func(r *IngestResult) float64 { return f(r).PerSec })
+		p.P50ms = med(func(r *IngestResult) float64 { return f(r).P50ms })
+		p.P99ms = med(func(r *IngestResult) float64 { return f(r).P99ms })
+		p.CPUMicros = med(func(r *IngestResult) float64 { return f(r).CPUMicros })
+		p.HostBusyPct = med(func(r *IngestResult) float64 { return f(r).HostBusyPct })
+		p.HostStealPct = med(func(r *IngestResult) float64 { return f(r).HostStealPct })
+		return p
+	}
+	m.Machine.FsyncMillis = med(func(r *IngestResult) float64 { return r.Machine.FsyncMillis })
+	m.Ceiling = phase(func(r *IngestResult) *Phase { return &r.Ceiling })
+	m.Relay = phase(func(r *IngestResult) *Phase { return &r.Relay })
+	m.Single = phase(func(r *IngestResult) *Phase { return &r.Single })
+	m.Raw = phase(func(r *IngestResult) *Phase { return &r.Raw })
+	m.RelayCommits = int64(med(func(r *IngestResult) float64 { return float64(r.RelayCommits) }))
+	m.RelayPerCommit = med(func(r *IngestResult) float64 { return r.RelayPerCommit })
+	m.CeilingRatio = med(func(r *IngestResult) float64 { return r.CeilingRatio })
+	m.FsyncRatio = med(func(r *IngestResult) float64 { return r.FsyncRatio })
+	m.RawRatio = med(func(r *IngestResult) float64 { return r.RawRatio })
+	return m
+}
+
+// Print writes a row per run and one of the medians, then the verdicts on
+// the medians. Errors are summed over the runs: any is worth seeing.
+func (s *IngestSeries) Print(w io.Writer) {
+	m := s.Median
+	fmt.Fprintf(w, "crosstalk-bench ingest: %d runs in a row, %d clients, %s per measurement in each\n", len(s.Runs), m.Clients, m.Duration)
+	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s; ledgers in %s\n\n", m.Machine.CPU, m.Machine.NumCPU, m.Machine.GOMAXPROCS, m.Machine.Go, m.Machine.OS, m.Machine.TempDir)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tfsync ms\tceiling /s\trelay /s\traw /s\trelay/ceiling\trelay/raw\trelay p50 ms\trelay p99 ms\tceiling p99 ms\tCPU µs ceiling\tCPU µs relay\tsteal % ceiling\tsteal % relay\terrors\t")
+	row := func(name string, r *IngestResult, errs int64) {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%d\t\n", name,
+			r.Machine.FsyncMillis, r.Ceiling.PerSec, r.Relay.PerSec, r.Raw.PerSec, r.CeilingRatio, r.RawRatio,
+			r.Relay.P50ms, r.Relay.P99ms, r.Ceiling.P99ms, r.Ceiling.CPUMicros, r.Relay.CPUMicros, r.Ceiling.HostStealPct, r.Relay.HostStealPct, errs)
+	}
+	var errs int64
+	for i, r := range s.Runs {
+		e := r.Ceiling.Errors + r.Relay.Errors + r.Single.Errors + r.Raw.Errors
+		errs += e
+		row(fmt.Sprint(i+1), r, e)
+	}
+	row("median", m, errs)
+	tw.Flush()
+	fmt.Fprintf(w, "\nmedians of %d runs:\n", len(s.Runs))
+	m.printVerdicts(w)
 }

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// TestIngest runs a short Ingest and checks
-// that every measurement did work without errors. It checks no figures:
-// they depend on the machine.
+// TestIngest runs two short Ingests in a row (IngestRuns) and checks that
+// every measurement of each did work without errors and that the medians
+// lie between the runs. It checks no figures: they depend on the machine.
 func TestIngest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three short load measurements")
@@ -18,10 +18,29 @@ func TestIngest(t *testing.T) {
 	// ends within the slice (a quarter of the duration): 300ms left 75 ms
 	// slices, too short for a counted request when a loaded machine
 	// stalls the relay; 1s gives 250 ms slices.
-	res, err := Ingest(t.Context(), IngestOptions{Clients: 4, Duration: time.Second})
+	series, err := IngestRuns(t.Context(), IngestOptions{Clients: 4, Duration: time.Second}, 2)
 	if err != nil {
-		t.Fatalf("Ingest() = %v", err)
+		t.Fatalf("IngestRuns() = %v", err)
 	}
+	if len(series.Runs) != 2 {
+		t.Fatalf("IngestRuns(2) made %d runs", len(series.Runs))
+	}
+	a, b := series.Runs[0].CeilingRatio, series.Runs[1].CeilingRatio
+	if m := series.Median.CeilingRatio; m != max(a, b) {
+		t.Errorf("median relay/ceiling of %v and %v = %v, want the upper one", a, b, m)
+	}
+	for _, res := range series.Runs {
+		checkIngest(t, res)
+	}
+	if _, err := IngestRuns(t.Context(), IngestOptions{Clients: 4, Duration: time.Second}, 0); err == nil {
+		t.Error("IngestRuns(0) = nil error, want one")
+	}
+}
+
+// checkIngest checks that every measurement of res did work, without
+// errors.
+func checkIngest(t *testing.T, res *IngestResult) {
+	t.Helper()
 	for _, p := range []Phase{res.Ceiling, res.Relay, res.Single, res.Raw} {
 		if p.Count == 0 || p.Errors != 0 || p.PerSec <= 0 {
 			t.Errorf("%s = %d done, %d errors, %.0f/s; want work and no errors", p.Name, p.Count, p.Errors, p.PerSec)
@@ -35,6 +54,9 @@ func TestIngest(t *testing.T) {
 	}
 	if res.Machine.NumCPU == 0 || res.Machine.Go == "" {
 		t.Errorf("machine = %+v, want nproc and go version", res.Machine)
+	}
+	if runtime.GOOS == "linux" && (res.Relay.HostBusyPct <= 0 || res.Relay.HostBusyPct > 100 || res.Relay.HostStealPct < 0) {
+		t.Errorf("relay host busy %v %%, steal %v %%; want a share of the machine", res.Relay.HostBusyPct, res.Relay.HostStealPct)
 	}
 }
 
@@ -71,5 +93,39 @@ func TestIngestPrintVerdicts(t *testing.T) {
 				t.Errorf("Print() raw line = %q, want no %q", line[:strings.Index(line, "\n")], tc.wantNot)
 			}
 		})
+	}
+}
+
+// TestIngestSeriesMedians checks that a series' medians are taken figure by
+// figure (the middle run of each, not one run's figures), that its verdicts
+// are on the medians, and that every run gets a row.
+func TestIngestSeriesMedians(t *testing.T) {
+	run := func(ceiling, relay, p99, steal float64) *IngestResult {
+		r := &IngestResult{
+			Ceiling: Phase{Name: "ceiling", PerSec: ceiling},
+			Relay:   Phase{Name: "relay", PerSec: relay, P99ms: p99, HostStealPct: steal},
+			Raw:     Phase{Name: "raw", PerSec: 4000},
+			Single:  Phase{Name: "single", PerSec: 2000},
+		}
+		r.Goals.CeilingRatio, r.Goals.FsyncRatio, r.Goals.RawRatio, r.Goals.P99Millis = goalCeilingRatio, goalFsyncRatio, goalRawRatio, 25
+		r.CeilingRatio, r.RawRatio, r.FsyncRatio = relay/ceiling, relay/4000, relay/2000
+		return r
+	}
+	runs := []*IngestResult{run(10000, 4000, 40, 9), run(8000, 5000, 20, 1), run(12000, 6600, 30, 2)}
+	s := &IngestSeries{Runs: runs, Median: medianResult(runs)}
+	m := s.Median
+	// The ratios are 0.40, 0.625 and 0.55: their median, not the ratio of
+	// the median rates (5000 / 10000 = 0.50).
+	if m.CeilingRatio != 0.55 || m.Ceiling.PerSec != 10000 || m.Relay.PerSec != 5000 || m.Relay.P99ms != 30 || m.Relay.HostStealPct != 2 {
+		t.Errorf("medians = ratio %v, ceiling %v/s, relay %v/s, p99 %v, steal %v; want 0.55, 10000, 5000, 30, 2",
+			m.CeilingRatio, m.Ceiling.PerSec, m.Relay.PerSec, m.Relay.P99ms, m.Relay.HostStealPct)
+	}
+	var b strings.Builder
+	s.Print(&b)
+	out := b.String()
+	for _, want := range []string{"3 runs in a row", "\n       1 ", "\n       3 ", "\n  median ", "relay / ceiling       0.55  (goal ≥ 0.5: met)", "relay p99             30.00 ms  (goal ≤ 25 ms: MISSED)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Print() =\n%s\nwant %q in it", out, want)
+		}
 	}
 }
