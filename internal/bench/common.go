@@ -39,7 +39,7 @@ type meter struct {
 	// and servers together, steadier than a rate on a shared machine.
 	cpu  time.Duration
 	done int64
-	// host is the machine's CPU ticks during the slices (HTTP phases).
+	// host is the machine's CPU ticks during the slices.
 	host cputime.Ticks
 }
 
@@ -48,6 +48,21 @@ func (m *meter) perSec() float64 {
 		return 0
 	}
 	return float64(m.count) / m.measured.Seconds()
+}
+
+// hostDuring reads the machine's CPU ticks now, and returns a function
+// that adds those since to m.host.
+func (m *meter) hostDuring() func() {
+	h0 := cputime.Host()
+	return func() {
+		if h0.All == 0 {
+			return
+		}
+		h := cputime.Host().Sub(h0)
+		m.mu.Lock()
+		m.host = m.host.Add(h)
+		m.mu.Unlock()
+	}
 }
 
 func (m *meter) phase(name string) Phase {
@@ -142,7 +157,8 @@ func drive(ctx context.Context, hc *http.Client, url string, clients int, start 
 		mu       sync.Mutex
 		firstErr error
 	)
-	cpu0, host0 := cputime.Process(), cputime.Host()
+	cpu0 := cputime.Process()
+	defer m.hostDuring()()
 	for range clients {
 		wg.Go(func() {
 			var (
@@ -186,9 +202,6 @@ func drive(ctx context.Context, hc *http.Client, url string, clients int, start 
 	wg.Wait()
 	m.mu.Lock()
 	m.cpu += cputime.Process() - cpu0
-	if host0.All > 0 {
-		m.host = m.host.Add(cputime.Host().Sub(host0))
-	}
 	m.mu.Unlock()
 	if firstErr != nil {
 		return firstErr
