@@ -230,4 +230,11 @@ func TestRelayMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
+	// The default SQLite ledger's group commit is watched: the envelope's
+	// append was committed and fsynced.
+	for _, name := range []string{"crosstalk_sqlite_commits_total", "crosstalk_sqlite_fsyncs_total"} {
+		if got := value(name); got < 1 {
+			t.Errorf("%s = %v, want ≥ 1", name, got)
+		}
+	}
 }

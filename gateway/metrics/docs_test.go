@@ -19,6 +19,7 @@ func names(t *testing.T) map[string]bool {
 	m := New(&Options{NoRuntime: true})
 	m.WatchRelay(nil)
 	m.WatchJetStream(nil, "")
+	m.WatchSQLite(nil)
 	ch := make(chan *prometheus.Desc, 100)
 	for _, c := range m.own {
 		c.Describe(ch)

@@ -3,8 +3,8 @@
 // and outcome, rejections by error code, verification statuses, ingest and
 // ledger append latency, outbound deliveries and their backlog, open
 // must_respond obligations per agent (C2A "Response Policy", docs/design.md §5.4),
-// open SSE and WebSocket streams, and — on a JetStream ledger — how far
-// the stream's followers lag.
+// open SSE and WebSocket streams, on a SQLite ledger its group commits and
+// fsyncs, and on a JetStream ledger how far the stream's followers lag.
 //
 // Each Metrics has its own registry, so several relays in one process
 // (tests, benchmarks) never share counters. The relay, its ledger, its

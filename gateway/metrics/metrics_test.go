@@ -69,6 +69,7 @@ func newRig(t *testing.T, tokens map[string]string) *rig {
 	m := metrics.New(nil)
 	relay := gateway.New(m.Store(st), &gateway.Options{Book: book, Observer: m})
 	m.WatchRelay(relay)
+	m.WatchSQLite(st)
 	a := api.New(relay, &api.Options{Tokens: tokens})
 	a.MountAgents(nil)
 	a.Handle("GET /metrics", m.Handler())
@@ -267,6 +268,14 @@ func TestCountersMove(t *testing.T) {
 	}
 	if n := value(fams, "crosstalk_ledger_append_duration_seconds"); n < 8 {
 		t.Errorf("ledger_append_duration_seconds count = %v, want ≥ 8", n)
+	}
+	// The SQLite writer's own counters: every append was committed and
+	// fsynced, several appends may share a commit, and each commit has
+	// its fsync.
+	commits, ops := value(fams, "crosstalk_sqlite_commits_total"), value(fams, "crosstalk_sqlite_write_ops_total")
+	syncs, secs := value(fams, "crosstalk_sqlite_fsyncs_total"), value(fams, "crosstalk_sqlite_fsync_seconds_total")
+	if commits < 1 || ops < 8 || ops < commits || syncs < 1 || syncs > commits || secs <= 0 {
+		t.Errorf("sqlite commits %v, write ops %v, fsyncs %v in %v s; want ≥ 1 commit, ≥ 8 ops, no more commits than ops, 1 to commits fsyncs, and their time", commits, ops, syncs, secs)
 	}
 	for _, f := range fams {
 		for _, m := range f.Metric {

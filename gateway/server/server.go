@@ -19,6 +19,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/gateway/metrics"
 	"github.com/crosstalk-go/crosstalk/gateway/projection"
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
@@ -241,8 +242,11 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 	relay := gateway.New(observed, gopts)
 	if mx != nil {
 		mx.WatchRelay(relay)
-		if js, ok := store.(*jetstream.Store); ok {
-			mx.WatchJetStream(js.Conn(), o.LedgerStream)
+		switch st := store.(type) {
+		case *jetstream.Store:
+			mx.WatchJetStream(st.Conn(), o.LedgerStream)
+		case *sqlite.Store:
+			mx.WatchSQLite(st)
 		}
 	}
 	return &Core{Relay: relay, Store: store, Trust: trust, proj: proj}, nil

@@ -171,6 +171,7 @@ type Store struct {
 	lastSync atomic.Int64
 
 	commits, ops, events, syncs atomic.Int64
+	syncTime                    atomic.Int64 // nanoseconds in the fsyncs counted by syncs
 }
 
 // Stats counts the work of a Store's writer since Open.
@@ -187,11 +188,17 @@ type Stats struct {
 	Ops int64
 	// Events is the number of events stored (appended or imported).
 	Events int64
+	// SyncTime is the time the Syncs took, summed: SyncTime/Syncs is the
+	// disk's mean time to make a commit durable.
+	SyncTime time.Duration
 }
 
 // Stats returns the writer's counters.
 func (s *Store) Stats() Stats {
-	return Stats{Commits: s.commits.Load(), Syncs: s.syncs.Load(), Ops: s.ops.Load(), Events: s.events.Load()}
+	return Stats{
+		Commits: s.commits.Load(), Syncs: s.syncs.Load(), Ops: s.ops.Load(), Events: s.events.Load(),
+		SyncTime: time.Duration(s.syncTime.Load()),
+	}
 }
 
 var _ ledger.Store = (*Store)(nil)

@@ -47,13 +47,15 @@ func (s *Store) finish(c committed) {
 	if s.broken.Load() == nil {
 		t0 := time.Now()
 		err := s.wal.sync()
-		s.lastSync.Store(int64(time.Since(t0)))
+		took := int64(time.Since(t0))
+		s.lastSync.Store(took)
 		if err != nil {
 			s.log.Error("sqlite: fsync of the WAL failed; refusing further writes", "path", s.path, "err", err)
 			berr := fmt.Errorf("sqlite: %w: %w", ErrBroken, err)
 			s.broken.CompareAndSwap(nil, &berr)
 		} else {
 			s.syncs.Add(1)
+			s.syncTime.Add(took)
 		}
 	}
 	var fail error
