@@ -195,10 +195,15 @@ type Stats struct {
 
 // Stats returns the writer's counters.
 func (s *Store) Stats() Stats {
-	return Stats{
-		Commits: s.commits.Load(), Syncs: s.syncs.Load(), Ops: s.ops.Load(), Events: s.events.Load(),
-		SyncTime: time.Duration(s.syncTime.Load()),
-	}
+	// Each count is loaded before the ones that grow before it (an fsync
+	// follows its commit, a commit its operations), so that the snapshot
+	// keeps Syncs ≤ Commits ≤ Ops even while the writer runs.
+	st := Stats{SyncTime: time.Duration(s.syncTime.Load())}
+	st.Syncs = s.syncs.Load()
+	st.Commits = s.commits.Load()
+	st.Ops = s.ops.Load()
+	st.Events = s.events.Load()
+	return st
 }
 
 var _ ledger.Store = (*Store)(nil)

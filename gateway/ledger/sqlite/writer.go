@@ -513,8 +513,10 @@ func (b *batch) commit() (committed, bool) {
 		}
 		return committed{}, false
 	}
-	s.commits.Add(1)
+	// ops before commits, and Stats loads them the other way round: a
+	// snapshot never shows more commits than operations.
 	s.ops.Add(int64(len(b.ops)))
+	s.commits.Add(1)
 	s.events.Add(int64(len(b.w.pending)))
 	s.log.Debug("sqlite: committed", "ops", len(b.ops), "dur", time.Since(b.start))
 	return committed{batch: b.ops, errs: b.errs, groups: b.w.pending}, true
