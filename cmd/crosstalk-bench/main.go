@@ -1,6 +1,6 @@
 // Command crosstalk-bench measures the relay's ingest on this machine:
 //
-//	crosstalk-bench ingest [--clients N] [--duration D] [--json] [--cpuprofile FILE]
+//	crosstalk-bench ingest [--clients N] [--duration D] [--runs N] [--json] [--cpuprofile FILE]
 //	crosstalk-bench scale  [--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]
 //	crosstalk-bench history [--sizes 10000,100000] [--ledgers sqlite,jetstream] [--runs N] [--json]
 //	crosstalk-bench import [--events N] [--file FILE] [--again] [--json] [--cpuprofile FILE]
@@ -76,7 +76,7 @@ Each runs for --duration in total, cut into 4 slices that take turns
 (a, b, c, d, a, b, c, d, …) so that other load on a shared machine weighs
 on all alike; the first tenth of every slice is warm-up and not counted. It
 prints envelopes per second, p50/p99 latency, CPU time per envelope for
-(a) and (b), the machine's busy and steal time during them (Linux), and
+(a) and (b), the machine's busy and steal time during each (Linux), and
 the ratios relay/ceiling (goal ≥ 0.5), relay/single-fsync (goal ≥ 3) and
 relay/raw-fsync (goal ≥ 1.5).
 
@@ -84,12 +84,13 @@ relay/raw-fsync (goal ≥ 1.5).
 own baselines, prints a row per run and their medians, and judges the goals
 on the medians, as docs/performance.md does; --runs 1 prints the one run's
 full table. With --json and more than one run the output is
-{"runs": [...], "median": {...}}, each element shaped as one run's. Every measurement runs with
-GOMAXPROCS as crosstalk relay sets it (one more than the runtime's
-choice, unless the GOMAXPROCS environment variable is set). With --cpuprofile, every
-sample carries the label phase=ceiling, relay or single
-(go tool pprof -tagfocus phase=relay). Nothing is kept: the temporary
-directory is removed at the end. See docs/performance.md.`
+{"runs": [...], "median": {...}}, each element shaped as one run's.
+
+Every measurement runs with GOMAXPROCS as crosstalk relay sets it (one
+more than the runtime's choice, unless the GOMAXPROCS environment variable
+is set). With --cpuprofile, every sample carries the label phase=ceiling,
+relay or single (go tool pprof -tagfocus phase=relay). Nothing is kept: the
+temporary directory is removed at the end. See docs/performance.md.`
 
 const scaleDoc = `
 Scale measures, in one run and on this machine, the relay's ingest

@@ -34,8 +34,9 @@ const (
 // benchKeyID is the key id the benchmark signs with.
 const benchKeyID = "bench@crosstalk.invalid"
 
-// IngestResult is the outcome of Ingest (`crosstalk-bench ingest`); its JSON form is
-// the --json output.
+// IngestResult is the outcome of Ingest (`crosstalk-bench ingest --runs 1`);
+// its JSON form is that command's --json output, and each run's in an
+// IngestSeries.
 type IngestResult struct {
 	Machine  Machine `json:"machine"`
 	Clients  int     `json:"clients"`
@@ -94,20 +95,23 @@ type Phase struct {
 	// machine whose disk the hypervisor serves from the same CPUs, the
 	// raw fsync loop shows what the disk's I/O alone steals
 	// (docs/performance.md "Session 9").
+	// Both are absent from the JSON where they were not measured (not
+	// Linux); where host_busy_pct is present and host_steal_pct absent,
+	// the steal was zero.
 	HostBusyPct  float64 `json:"host_busy_pct,omitempty"`
 	HostStealPct float64 `json:"host_steal_pct,omitempty"`
 }
 
 // benchRounds is how many slices each measurement is cut into. The slices
-// of the three measurements take turns (a, b, c, a, b, c, …), so that
-// whatever else runs on a shared machine weighs on all three alike.
+// of the four measurements take turns (a, b, c, d, a, b, c, d, …), so that
+// whatever else runs on a shared machine weighs on all four alike.
 const benchRounds = 4
 
 // IngestOptions configure Ingest.
 type IngestOptions struct {
 	// Clients is the number of concurrent HTTP clients (at least 1).
 	Clients int
-	// Duration is how long each of the three measurements runs in total.
+	// Duration is how long each of the four measurements runs in total.
 	Duration time.Duration
 	// Progress receives a line per round; nil discards them.
 	Progress io.Writer
@@ -444,8 +448,9 @@ func IngestRuns(ctx context.Context, o IngestOptions, n int) (*IngestSeries, err
 }
 
 // medianResult returns a result whose every figure is the median of the
-// runs' (the upper middle of an even count), and whose machine, clients and
-// duration are the first run's.
+// runs' (the upper middle of an even count), but for the errors, summed
+// over the runs, and whose machine, clients and duration are the first
+// run's.
 func medianResult(runs []*IngestResult) *IngestResult {
 	first := runs[0]
 	m := &IngestResult{Machine: first.Machine, Clients: first.Clients, Duration: first.Duration, Goals: first.Goals}
@@ -460,7 +465,9 @@ func medianResult(runs []*IngestResult) *IngestResult {
 	phase := func(f func(r *IngestResult) *Phase) Phase {
 		p := Phase{Name: f(first).Name}
 		p.Count = int64(med(func(r *IngestResult) float64 { return float64(f(r).Count) }))
-		p.Errors = int64(med(func(r *IngestResult) float64 { return float64(f(r).Errors) }))
+		for _, r := range runs {
+			p.Errors += f(r).Errors // any is worth seeing: summed, not a median
+		}
 		p.PerSec = med(func(r *IngestResult) float64 { return f(r).PerSec })
 		p.P50ms = med(func(r *IngestResult) float64 { return f(r).P50ms })
 		p.P99ms = med(func(r *IngestResult) float64 { return f(r).P99ms })
@@ -482,26 +489,30 @@ func medianResult(runs []*IngestResult) *IngestResult {
 	return m
 }
 
-// Print writes a row per run and one of the medians, then the verdicts on
-// the medians. Errors are summed over the runs: any is worth seeing.
+// Print writes a row per run and one of the medians (errors summed), then
+// the verdicts on the medians.
 func (s *IngestSeries) Print(w io.Writer) {
 	m := s.Median
 	fmt.Fprintf(w, "crosstalk-bench ingest: %d runs in a row, %d clients, %s per measurement in each\n", len(s.Runs), m.Clients, m.Duration)
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s; ledgers in %s\n\n", m.Machine.CPU, m.Machine.NumCPU, m.Machine.GOMAXPROCS, m.Machine.Go, m.Machine.OS, m.Machine.TempDir)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\tfsync ms\tceiling /s\trelay /s\traw /s\trelay/ceiling\trelay/raw\trelay p50 ms\trelay p99 ms\tceiling p99 ms\tCPU µs ceiling\tCPU µs relay\tsteal % ceiling\tsteal % relay\tsteal % raw\terrors\t")
-	row := func(name string, r *IngestResult, errs int64) {
-		fmt.Fprintf(tw, "%s\t%.3f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t\n", name,
+	steal := func(p Phase) string {
+		if p.HostBusyPct == 0 {
+			return "-" // not measured
+		}
+		return fmt.Sprintf("%.1f", p.HostStealPct)
+	}
+	row := func(name string, r *IngestResult) {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%s\t%s\t%s\t%d\t\n", name,
 			r.Machine.FsyncMillis, r.Ceiling.PerSec, r.Relay.PerSec, r.Raw.PerSec, r.CeilingRatio, r.RawRatio,
-			r.Relay.P50ms, r.Relay.P99ms, r.Ceiling.P99ms, r.Ceiling.CPUMicros, r.Relay.CPUMicros, r.Ceiling.HostStealPct, r.Relay.HostStealPct, r.Raw.HostStealPct, errs)
+			r.Relay.P50ms, r.Relay.P99ms, r.Ceiling.P99ms, r.Ceiling.CPUMicros, r.Relay.CPUMicros,
+			steal(r.Ceiling), steal(r.Relay), steal(r.Raw), r.Ceiling.Errors+r.Relay.Errors+r.Single.Errors+r.Raw.Errors)
 	}
-	var errs int64
 	for i, r := range s.Runs {
-		e := r.Ceiling.Errors + r.Relay.Errors + r.Single.Errors + r.Raw.Errors
-		errs += e
-		row(fmt.Sprint(i+1), r, e)
+		row(fmt.Sprint(i+1), r)
 	}
-	row("median", m, errs)
+	row("median", m)
 	tw.Flush()
 	fmt.Fprintf(w, "\nmedians of %d runs:\n", len(s.Runs))
 	m.printVerdicts(w)

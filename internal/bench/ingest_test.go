@@ -112,8 +112,12 @@ func TestIngestSeriesMedians(t *testing.T) {
 		return r
 	}
 	runs := []*IngestResult{run(10000, 4000, 40, 9), run(8000, 5000, 20, 1), run(12000, 6600, 30, 2)}
+	runs[1].Relay.Errors = 2 // one run's errors: the median would hide them
 	s := &IngestSeries{Runs: runs, Median: medianResult(runs)}
 	m := s.Median
+	if m.Relay.Errors != 2 {
+		t.Errorf("median relay errors = %d, want the runs' sum, 2", m.Relay.Errors)
+	}
 	// The ratios are 0.40, 0.625 and 0.55: their median, not the ratio of
 	// the median rates (5000 / 10000 = 0.50).
 	if m.CeilingRatio != 0.55 || m.Ceiling.PerSec != 10000 || m.Relay.PerSec != 5000 || m.Relay.P99ms != 30 || m.Relay.HostStealPct != 2 {

@@ -178,9 +178,8 @@ type Store struct {
 type Stats struct {
 	// Commits is the number of committed write transactions.
 	Commits int64
-	// Syncs is the number of fsyncs of the WAL; one covers every
-	// transaction committed while the previous one ran, so Syncs ≤
-	// Commits.
+	// Syncs is the number of fsyncs of the WAL: one per commit, but for
+	// a commit whose fsync failed or is under way, so Syncs ≤ Commits.
 	Syncs int64
 	// Ops is the number of write calls (Append, ImportEvents, SetCursor,
 	// Claim, ReleaseClaim) those transactions carried. Ops/Commits is the
@@ -189,17 +188,23 @@ type Stats struct {
 	// Events is the number of events stored (appended or imported).
 	Events int64
 	// SyncTime is the time the Syncs took, summed: SyncTime/Syncs is the
-	// disk's mean time to make a commit durable.
+	// disk's mean time to make a commit durable. It includes what goes
+	// with an fsync now and then: opening the WAL file the first time
+	// (and fsyncing its directory), and a check once a second that the
+	// file still has its name.
 	SyncTime time.Duration
 }
 
 // Stats returns the writer's counters.
 func (s *Store) Stats() Stats {
-	// Each count is loaded before the ones that grow before it (an fsync
-	// follows its commit, a commit its operations), so that the snapshot
-	// keeps Syncs ≤ Commits ≤ Ops even while the writer runs.
-	st := Stats{SyncTime: time.Duration(s.syncTime.Load())}
+	// Each count is loaded before the ones that grow before it (an
+	// fsync is counted after its time is added and after its commit is
+	// counted, a commit after its operations), so that the snapshot keeps
+	// Syncs ≤ Commits ≤ Ops, and no fsync without its time, even while
+	// the writer runs.
+	var st Stats
 	st.Syncs = s.syncs.Load()
+	st.SyncTime = time.Duration(s.syncTime.Load())
 	st.Commits = s.commits.Load()
 	st.Ops = s.ops.Load()
 	st.Events = s.events.Load()

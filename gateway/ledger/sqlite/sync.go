@@ -54,8 +54,8 @@ func (s *Store) finish(c committed) {
 			berr := fmt.Errorf("sqlite: %w: %w", ErrBroken, err)
 			s.broken.CompareAndSwap(nil, &berr)
 		} else {
+			s.syncTime.Add(took) // before the count: see Stats
 			s.syncs.Add(1)
-			s.syncTime.Add(took)
 		}
 	}
 	var fail error
