@@ -559,7 +559,7 @@ func TestFlushSeqs(t *testing.T) {
 		if _, err := s.Append(ctx, recs); err != nil {
 			t.Fatalf("Append(%d groups) error = %v", groups, err)
 		}
-		if got := lastSeqs(t, s); !maps.Equal(got, want) {
+		if got := LastSeqs(t, s); !maps.Equal(got, want) {
 			t.Errorf("after appending to %d groups: Groups() = %v, want %v", groups, got, want)
 		}
 	}
@@ -680,7 +680,7 @@ func TestHeldAppends(t *testing.T) {
 			if len(log) != len(pos) || len(log) != len(tt.before)+len(tt.recs)-len(tt.dups) {
 				t.Errorf("the log holds %d events, want %d", len(log), len(tt.before)+len(tt.recs)-len(tt.dups))
 			}
-			if got := lastSeqs(t, s); !maps.Equal(got, seqs) {
+			if got := LastSeqs(t, s); !maps.Equal(got, seqs) {
 				t.Errorf("Groups() = %v, want %v", got, seqs)
 			}
 			// The next append follows on.
@@ -692,8 +692,10 @@ func TestHeldAppends(t *testing.T) {
 	}
 }
 
-// lastSeqs returns each group's last seq as Groups reports it.
-func lastSeqs(t *testing.T, s *Store) map[string]int64 {
+// LastSeqs returns each group's last seq as Groups reports it. It is
+// exported for the package's external tests (import_test.go), as test code
+// only.
+func LastSeqs(t *testing.T, s ledger.Store) map[string]int64 {
 	t.Helper()
 	gs, err := s.Groups(t.Context())
 	if err != nil {
