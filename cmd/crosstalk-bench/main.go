@@ -1,6 +1,6 @@
 // Command crosstalk-bench measures the relay's ingest on this machine:
 //
-//	crosstalk-bench ingest [--clients N] [--duration D] [--runs N] [--json] [--cpuprofile FILE]
+//	crosstalk-bench ingest [--clients N] [--duration D] [--runs N] [--memory] [--json] [--cpuprofile FILE]
 //	crosstalk-bench scale  [--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]
 //	crosstalk-bench history [--sizes 10000,100000] [--ledgers sqlite,jetstream] [--runs N] [--json]
 //	crosstalk-bench import [--events N] [--file FILE] [--again] [--json] [--cpuprofile FILE]
@@ -85,6 +85,12 @@ own baselines, prints a row per run and their medians, and judges the goals
 on the medians, as docs/performance.md does; --runs 1 prints the one run's
 full table. With --json and more than one run the output is
 {"runs": [...], "median": {...}}, each element shaped as one run's.
+
+--memory runs (b) with the relay's ledger and projections in memory:
+nothing is written to disk or fsynced. Its ratios are then not verdicts
+on the relay but their bounds on this machine: what the relay's work
+other than durability (HTTP, verification, the event, the projections,
+the receipt) leaves of the ceiling's rate.
 
 Every measurement runs with GOMAXPROCS as crosstalk relay sets it (one
 more than the runtime's choice, unless the GOMAXPROCS environment variable
@@ -192,12 +198,13 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("ingest", "[--clients N] [--duration D] [--runs N] [--json] [--cpuprofile FILE]", ingestDoc, stdout)
+	fs := newFlags("ingest", "[--clients N] [--duration D] [--runs N] [--memory] [--json] [--cpuprofile FILE]", ingestDoc, stdout)
 	clients := fs.Int("clients", 64, "concurrent HTTP `clients`")
 	duration := fs.Duration("duration", 8*time.Second, "how long each of the four measurements runs, in each run")
 	runs := fs.Int("runs", 3, "how many whole `runs` to make in a row; with more than one, the goals are judged on their medians")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` (go tool pprof)")
+	memory := fs.Bool("memory", false, "keep the relay's ledger in memory: nothing durable, the bound of the durable relay's ratios")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -217,7 +224,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer stop()
 	// GOMAXPROCS as crosstalk relay sets it, for every measurement alike.
 	defer procs.ForRelay()()
-	o := bench.IngestOptions{Clients: *clients, Duration: *duration, Progress: stderr}
+	o := bench.IngestOptions{Clients: *clients, Duration: *duration, Progress: stderr, Memory: *memory}
 	if *asJSON {
 		o.Progress = nil
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/gateway/server"
 	"github.com/crosstalk-go/crosstalk/internal/cputime"
@@ -241,8 +242,8 @@ func percentile(lats []time.Duration, q float64) float64 {
 }
 
 // startRelay starts a relay with server.Open as `crosstalk relay` does:
-// on a SQLite ledger in dataDir, or on the JetStream ledger at natsURLs
-// with replicas; with the bench key pinned in its own trust store (never
+// on a SQLite ledger in dataDir, on the JetStream ledger at natsURLs
+// with replicas, or in memory when natsURLs is memoryLedger; with the bench key pinned in its own trust store (never
 // the user's) and owned by agent bench, and no rate limit (the bench
 // measures the relay, not its limiter).
 func startRelay(ctx context.Context, dataDir string, pub *signing.PublicKey, natsURLs string, replicas int) (*server.Server, error) {
@@ -261,8 +262,16 @@ func startRelay(ctx context.Context, dataDir string, pub *signing.PublicKey, nat
 	if err := signing.NewTrustStore(filepath.Join(dataDir, "known_keys")).Add(pub); err != nil {
 		return nil, err
 	}
+	if natsURLs == memoryLedger {
+		// Nothing on disk: the ledger and the projections in memory.
+		o.Ledger, o.Store = "", memory.New(nil)
+	}
 	return server.Open(ctx, o)
 }
+
+// memoryLedger, as startRelay's natsURLs, gives the relay an in-memory
+// ledger (crosstalk-bench ingest --memory).
+const memoryLedger = "memory"
 
 // shutdown stops a relay the bench started.
 func shutdown(s *server.Server) error {

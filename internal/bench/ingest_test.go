@@ -133,3 +133,32 @@ func TestIngestSeriesMedians(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestMemory checks that --memory measures a relay that writes no
+// SQLite ledger, and that its printout says its ratios are bounds, not
+// verdicts.
+func TestIngestMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a short load measurement")
+	}
+	res, err := Ingest(t.Context(), IngestOptions{Clients: 4, Duration: time.Second, Memory: true})
+	if err != nil {
+		t.Fatalf("Ingest(Memory) = %v", err)
+	}
+	if !res.Memory || res.Relay.Count == 0 || res.Relay.Errors != 0 {
+		t.Fatalf("Ingest(Memory): memory %v, relay %d done, %d errors; want a relay that worked in memory", res.Memory, res.Relay.Count, res.Relay.Errors)
+	}
+	if res.RelayCommits != 0 {
+		t.Errorf("Ingest(Memory): %d SQLite commits, want none", res.RelayCommits)
+	}
+	var out strings.Builder
+	res.Print(&out)
+	for _, want := range []string{"ledger in memory", "not verdicts on it"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("Print() lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "group commit") {
+		t.Errorf("Print() reports a group commit of a relay without one:\n%s", out.String())
+	}
+}
