@@ -59,6 +59,13 @@ type delivery struct {
 	timeouts  int
 	lastErr   error
 	index     int // in the heap
+
+	// final is the state ("delivered", "failed") whose record the ledger
+	// refused: only the record is tried again, nothing is sent.
+	final       string
+	cause       error
+	recordTries int
+	bounced     bool
 }
 
 type dueHeap []*delivery
@@ -395,6 +402,10 @@ func marshalOr(env *envelope.Envelope, raw string) []byte {
 
 // attempt makes one delivery attempt and records or reschedules.
 func (o *outbound) attempt(ctx context.Context, d *delivery) {
+	if d.final != "" {
+		o.finish(ctx, d, d.final, d.cause)
+		return
+	}
 	d.attempts++
 	sender, ok := o.opts.Senders[d.transport]
 	var err error
@@ -422,7 +433,13 @@ func (o *outbound) attempt(ctx context.Context, d *delivery) {
 		o.finish(ctx, d, "failed", err)
 		return
 	}
-	backoff := o.opts.MinBackoff << min(d.attempts-1, 30)
+	o.retry(d, d.attempts)
+	o.observe(d, DeliveryRetry)
+}
+
+// retry queues d again after the backoff of its n-th try.
+func (o *outbound) retry(d *delivery, n int) {
+	backoff := o.opts.MinBackoff << min(n-1, 30)
 	if backoff > o.opts.MaxBackoff || backoff <= 0 {
 		backoff = o.opts.MaxBackoff
 	}
@@ -432,7 +449,6 @@ func (o *outbound) attempt(ctx context.Context, d *delivery) {
 		heap.Push(&o.queue, d)
 	}
 	o.mu.Unlock()
-	o.observe(d, DeliveryRetry)
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -455,13 +471,22 @@ func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause 
 		reason := fmt.Sprintf("could not deliver to %s via %s: %v", d.receiver, d.transport, cause)
 		recs = append(recs, ledger.Record{Kind: KindNotify, GroupID: d.group, By: "system", DedupeKey: "delivery-failed:" + d.key,
 			Data: mustJSON(EventData{Kind: "error", Priority: "high", Title: string(code) + " delivering " + d.messageID, Message: reason, TargetActorID: d.sender, RelatedEventID: d.event.ID, RequiresAck: true})})
-		o.bounce(ctx, d, code, reason)
+		if !d.bounced {
+			d.bounced = true
+			o.bounce(ctx, d, code, reason)
+		}
 	}
 	if _, err := o.r.store.Append(ctx, recs); err != nil {
-		if ctx.Err() == nil {
-			o.log.Error("recording delivery", "event", d.event.ID, "err", err)
+		if ctx.Err() != nil {
+			return // shutting down: the ledger still says pending
 		}
-		return // stays pending in memory; the ledger still says pending
+		// The ledger refused the record: try the record again (the
+		// dedupe keys make that safe), never the send.
+		d.final, d.cause = state, cause
+		d.recordTries++
+		o.log.Error("recording delivery; trying again", "event", d.event.ID, "state", state, "err", err)
+		o.retry(d, d.recordTries)
+		return
 	}
 	o.markFinal(d.key)
 	o.observe(d, state)
