@@ -36,7 +36,8 @@ type OutboundOptions struct {
 	// AttemptTimeout bounds one Send (30 s when zero); a delivery whose
 	// attempts all time out fails with E-TIMEOUT, others with E-ROUTE.
 	AttemptTimeout time.Duration
-	// Workers is how many sends run at once per transport (4 when zero).
+	// Workers is how many sends run at once per transport (4 when zero);
+	// one receiver gets at most half of them (at least one).
 	Workers int
 }
 
@@ -138,23 +139,34 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	var wg sync.WaitGroup
 	// Each transport has its own Workers slots, so a hung receiver on one
 	// medium (an HTTP endpoint that never answers) cannot hold up
-	// deliveries on another.
+	// deliveries on another; and one receiver takes at most half of its
+	// medium's slots, so it cannot hold up the other receivers on the
+	// same medium either. A receiver's slot is taken first: a send
+	// waiting for it holds no slot of the medium.
 	slots := map[string]chan struct{}{}
-	dispatch := func(d *delivery) {
-		sem, ok := slots[d.transport]
+	perReceiver := max(o.opts.Workers/2, 1)
+	sem := func(key string, n int) chan struct{} {
+		s, ok := slots[key]
 		if !ok {
-			sem = make(chan struct{}, o.opts.Workers)
-			slots[d.transport] = sem
+			s = make(chan struct{}, n)
+			slots[key] = s
 		}
+		return s
+	}
+	dispatch := func(d *delivery) {
+		rsem := sem("\x00"+d.transport+"\x00"+d.address, perReceiver)
+		tsem := sem(d.transport, o.opts.Workers)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
+			for _, s := range []chan struct{}{rsem, tsem} {
+				select {
+				case s <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				defer func() { <-s }()
 			}
-			defer func() { <-sem }()
 			o.attempt(ctx, d)
 		}()
 	}

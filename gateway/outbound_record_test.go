@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,5 +85,61 @@ func TestOutboundRecordRetried(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// hangFor is a Sender whose sends to one address hang until their
+// context ends; the others are recorded.
+type hangFor struct {
+	addr string
+	rec  *recordingSender
+	hung *atomic.Int32 // sends hanging now
+}
+
+func (s hangFor) Send(ctx context.Context, to, id string, text []byte) error {
+	if to == s.addr {
+		s.hung.Add(1)
+		defer s.hung.Add(-1)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.rec.Send(ctx, to, id, text)
+}
+
+// TestOutboundHungReceiverDoesNotBlockOthers: a receiver whose endpoint
+// hangs (a blackholed URL) holds at most half of its medium's slots, so
+// deliveries to the other receivers on the same medium go on. Before, its
+// queued envelopes took every slot for an attempt timeout each, ten
+// attempts each, and every other agent on the medium waited.
+func TestOutboundHungReceiverDoesNotBlockOthers(t *testing.T) {
+	book, err := gateway.NewAddressBook([]gateway.Agent{
+		{ID: "claude", Names: []string{"CLAUDE"}, Transport: "http", Address: "http://hung.example.test/"},
+		{ID: "chatgpt", Names: []string{"CHATGPT"}, Transport: "http", Address: "http://fine.example.test/"},
+		{ID: "gemini", Names: []string{"GEMINI"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRelay(t, &gateway.Options{Book: book})
+	rec := &recordingSender{}
+	var hung atomic.Int32
+	stop := runOutbound(t, r, &gateway.OutboundOptions{
+		Senders: map[string]transports.Sender{"http": hangFor{addr: "http://hung.example.test/", rec: rec, hung: &hung}},
+		Workers: 2, AttemptTimeout: time.Hour,
+	})
+	defer stop()
+	for range 3 {
+		ingest(t, r, "", env("GEMINI", "CLAUDE", "REQUEST", "g", "stuck"))
+	}
+	// Wait until claude's sends hang (as many as the medium lets them).
+	for deadline := time.Now().Add(10 * time.Second); hung.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no send to claude started")
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // let a second one take its slot, as it would before the fix
+	ingest(t, r, "", env("GEMINI", "CHATGPT", "REQUEST", "g", "goes on"))
+	if evs := waitEvents(t, r, "g", gateway.KindDelivery, 1); len(evs) != 1 || rec.count("http://fine.example.test/") != 1 {
+		t.Fatalf("deliveries to chatgpt = %d records, %d sends; want 1 while claude's endpoint hangs", len(evs), rec.count("http://fine.example.test/"))
 	}
 }
