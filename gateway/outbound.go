@@ -36,7 +36,8 @@ type OutboundOptions struct {
 	// AttemptTimeout bounds one Send (30 s when zero); a delivery whose
 	// attempts all time out fails with E-TIMEOUT, others with E-ROUTE.
 	AttemptTimeout time.Duration
-	// Workers is how many sends run at once per transport (4 when zero).
+	// Workers is how many sends run at once per transport (4 when zero);
+	// one receiver gets at most half of them (at least one).
 	Workers int
 }
 
@@ -59,6 +60,13 @@ type delivery struct {
 	timeouts  int
 	lastErr   error
 	index     int // in the heap
+
+	// final is the state ("delivered", "failed") whose record the ledger
+	// refused: only the record is tried again, nothing is sent.
+	final       string
+	cause       error
+	recordTries int
+	bounced     bool
 }
 
 type dueHeap []*delivery
@@ -131,23 +139,34 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	var wg sync.WaitGroup
 	// Each transport has its own Workers slots, so a hung receiver on one
 	// medium (an HTTP endpoint that never answers) cannot hold up
-	// deliveries on another.
+	// deliveries on another; and one receiver takes at most half of its
+	// medium's slots, so it cannot hold up the other receivers on the
+	// same medium either. A receiver's slot is taken first: a send
+	// waiting for it holds no slot of the medium.
 	slots := map[string]chan struct{}{}
-	dispatch := func(d *delivery) {
-		sem, ok := slots[d.transport]
+	perReceiver := max(o.opts.Workers/2, 1)
+	sem := func(key string, n int) chan struct{} {
+		s, ok := slots[key]
 		if !ok {
-			sem = make(chan struct{}, o.opts.Workers)
-			slots[d.transport] = sem
+			s = make(chan struct{}, n)
+			slots[key] = s
 		}
+		return s
+	}
+	dispatch := func(d *delivery) {
+		rsem := sem("\x00"+d.transport+"\x00"+d.address, perReceiver)
+		tsem := sem(d.transport, o.opts.Workers)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
+			for _, s := range []chan struct{}{rsem, tsem} {
+				select {
+				case s <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				defer func() { <-s }()
 			}
-			defer func() { <-sem }()
 			o.attempt(ctx, d)
 		}()
 	}
@@ -395,6 +414,10 @@ func marshalOr(env *envelope.Envelope, raw string) []byte {
 
 // attempt makes one delivery attempt and records or reschedules.
 func (o *outbound) attempt(ctx context.Context, d *delivery) {
+	if d.final != "" {
+		o.finish(ctx, d, d.final, d.cause)
+		return
+	}
 	d.attempts++
 	sender, ok := o.opts.Senders[d.transport]
 	var err error
@@ -422,7 +445,13 @@ func (o *outbound) attempt(ctx context.Context, d *delivery) {
 		o.finish(ctx, d, "failed", err)
 		return
 	}
-	backoff := o.opts.MinBackoff << min(d.attempts-1, 30)
+	o.retry(d, d.attempts)
+	o.observe(d, DeliveryRetry)
+}
+
+// retry queues d again after the backoff of its n-th try.
+func (o *outbound) retry(d *delivery, n int) {
+	backoff := o.opts.MinBackoff << min(n-1, 30)
 	if backoff > o.opts.MaxBackoff || backoff <= 0 {
 		backoff = o.opts.MaxBackoff
 	}
@@ -432,7 +461,6 @@ func (o *outbound) attempt(ctx context.Context, d *delivery) {
 		heap.Push(&o.queue, d)
 	}
 	o.mu.Unlock()
-	o.observe(d, DeliveryRetry)
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -455,13 +483,22 @@ func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause 
 		reason := fmt.Sprintf("could not deliver to %s via %s: %v", d.receiver, d.transport, cause)
 		recs = append(recs, ledger.Record{Kind: KindNotify, GroupID: d.group, By: "system", DedupeKey: "delivery-failed:" + d.key,
 			Data: mustJSON(EventData{Kind: "error", Priority: "high", Title: string(code) + " delivering " + d.messageID, Message: reason, TargetActorID: d.sender, RelatedEventID: d.event.ID, RequiresAck: true})})
-		o.bounce(ctx, d, code, reason)
+		if !d.bounced {
+			d.bounced = true
+			o.bounce(ctx, d, code, reason)
+		}
 	}
 	if _, err := o.r.store.Append(ctx, recs); err != nil {
-		if ctx.Err() == nil {
-			o.log.Error("recording delivery", "event", d.event.ID, "err", err)
+		if ctx.Err() != nil {
+			return // shutting down: the ledger still says pending
 		}
-		return // stays pending in memory; the ledger still says pending
+		// The ledger refused the record: try the record again (the
+		// dedupe keys make that safe), never the send.
+		d.final, d.cause = state, cause
+		d.recordTries++
+		o.log.Error("recording delivery; trying again", "event", d.event.ID, "state", state, "err", err)
+		o.retry(d, d.recordTries)
+		return
 	}
 	o.markFinal(d.key)
 	o.observe(d, state)

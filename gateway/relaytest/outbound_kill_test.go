@@ -23,9 +23,9 @@ import (
 const (
 	killN    = 12
 	killPass = 3
-	// killWorkers is the relay's number of concurrent sends
-	// (gateway.OutboundOptions.Workers by default).
-	killWorkers = 4
+	// killInflight is the relay's number of concurrent sends to one
+	// receiver: half of gateway.OutboundOptions.Workers (4 by default).
+	killInflight = 2
 )
 
 // gateMode is what the gate in front of the receiving relay does with a
@@ -189,7 +189,7 @@ func (v deliveryView) delivered() int {
 // relay behind a gate. killN envelopes are ingested; killPass deliveries
 // get through, then the gate hangs every request — half of them after
 // letting the receiver record the envelope, so the sender never learns it
-// arrived. With killWorkers sends in flight and the rest queued, the relay
+// arrived. With killInflight sends in flight and the rest queued, the relay
 // is SIGKILLed; it is restarted on the same data dir while the receiver is
 // still down and SIGKILLed again mid-send; then the receiver comes up and
 // the relay is restarted once more. In the end every envelope is in the
@@ -252,11 +252,11 @@ address = %q
 	}
 	sort.Strings(ids)
 
-	// Run 1: killPass delivered (and recorded as such), killWorkers sends
+	// Run 1: killPass delivered (and recorded as such), killInflight sends
 	// held by the gate, the rest queued.
 	waitFor(t, "run 1: first deliveries recorded and the others in flight", func() bool {
 		inflight, _, _, _ := gate.snapshot()
-		return readDeliveries(t, sender, group).delivered() == killPass && inflight == killWorkers
+		return readDeliveries(t, sender, group).delivered() == killPass && inflight == killInflight
 	}, func() string { return sender.stderr.String() })
 	_, postsBefore, answeredBefore, committedBefore := gate.snapshot()
 	if len(answeredBefore) != killPass || len(committedBefore) == 0 {
@@ -282,7 +282,7 @@ address = %q
 	sender = startRelayProc(t, "relay (run 2)", bin, dir, config)
 	waitFor(t, "run 2: sends in flight", func() bool {
 		inflight, _, _, _ := gate.snapshot()
-		return inflight == killWorkers
+		return inflight == killInflight
 	}, func() string { return allLogs() + sender.stderr.String() })
 	if got := readDeliveries(t, sender, group).delivered(); got != killPass {
 		t.Errorf("run 2: %d delivered, want %d (the receiver is down)", got, killPass)

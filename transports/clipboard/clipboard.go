@@ -23,6 +23,9 @@ import (
 // equals gateway.MaxIntake (this package does not import the gateway).
 const MaxSize = 8 << 20
 
+// readTimeout bounds one read of the clipboard by a tool.
+var readTimeout = 10 * time.Second
+
 // DefaultInterval is the default poll interval of Receive.
 const DefaultInterval = 500 * time.Millisecond
 
@@ -203,7 +206,12 @@ func (c *Clipboard) Read(ctx context.Context) ([]byte, error) {
 	if t.read == nil {
 		return c.readAtotto()
 	}
-	cmd := exec.CommandContext(ctx, t.read[0], t.read[1:]...)
+	// The application owning the clipboard answers the tool's request
+	// for the text; one that hangs would keep the tool (and every later
+	// poll) waiting for ever.
+	rctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, t.read[0], t.read[1:]...)
 	var stderr cappedBuffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = time.Second
@@ -223,6 +231,9 @@ func (c *Clipboard) Read(ctx context.Context) ([]byte, error) {
 	werr := cmd.Wait()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if rctx.Err() != nil {
+		return nil, fmt.Errorf("clipboard: %s did not answer within %v: the application that owns the clipboard may be hung", t.read[0], readTimeout)
 	}
 	if werr != nil {
 		msg := strings.TrimSpace(stderr.String())

@@ -1,7 +1,9 @@
 package folder_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,4 +137,115 @@ func TestLongNames(t *testing.T) {
 	if len(failed) != 2 || !strings.HasSuffix(failed[0]+failed[1], folder.ErrorSuffix) {
 		t.Errorf("failed/ = %q, want the refused file and its .error", failed)
 	}
+}
+
+// TestReplacedWhileHandled replaces the file, while the relay records it,
+// by another file of the same size and modification time (a rename-save
+// by a tool that keeps times: mv, cp -p, tar, rsync -t). The new file is
+// a different file and was never read: it is handed over too, not moved
+// to processed/ unread.
+func TestReplacedWhileHandled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.crosstalk")
+	first, second := envText(t, "the first version"), envText(t, "the other version")
+	if len(first) != len(second) {
+		t.Fatalf("the two texts differ in size: %d, %d", len(first), len(second))
+	}
+	var mu sync.Mutex
+	var got []string
+	h := func(ctx context.Context, in transports.Inbound) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, string(in.Data))
+		if len(got) == 1 {
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Errorf("stat: %v", err)
+				return nil, nil
+			}
+			tmp := filepath.Join(dir, ".x.tmp")
+			if err := os.WriteFile(tmp, second, 0o644); err != nil {
+				t.Errorf("writing: %v", err)
+			}
+			if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Errorf("chtimes: %v", err)
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				t.Errorf("rename: %v", err)
+			}
+		}
+		return nil, nil
+	}
+	if err := os.WriteFile(path, first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, folder.New(dir, testOptions()), h)
+	waitFor(t, "the folder empty", 5*time.Second, func() bool { return len(dirNames(t, dir)) == 0 })
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[1] != string(second) {
+		t.Errorf("handed over %d times (%q); want the replacement handed over too", len(got), got)
+	}
+}
+
+// TestIncompleteReplacedByComplete: an incomplete file, once read, is
+// replaced by a complete file of the same size and modification time. It
+// is a different file: it is read and handed over, not refused after the
+// timeout as "never completed" unread.
+func TestIncompleteReplacedByComplete(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.crosstalk")
+	complete := envText(t, "complete")
+	incomplete := append([]byte(nil), complete...)
+	copy(incomplete[len(incomplete)-len("[[END]]\n"):], "[[EN]]\n\n")
+	if err := os.WriteFile(path, incomplete, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	opts := testOptions()
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rec := newRecorder()
+	start(t, folder.New(dir, opts), rec.handle)
+	waitFor(t, "the incomplete file read", 5*time.Second, func() bool { return strings.Contains(logs.String(), "incomplete") })
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, ".x.tmp")
+	if err := os.WriteFile(tmp, complete, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rec.ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the complete replacement was never handed over")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the Receiver's logging goroutine
+// and the test reading it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

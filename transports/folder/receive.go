@@ -30,10 +30,9 @@ type entry struct {
 	changed time.Time // when a change (or an event) was last observed
 
 	// The last read that found the file incomplete, and why.
-	read      bool
-	readSize  int64
-	readMtime time.Time
-	why       string
+	read   bool
+	readFI fs.FileInfo
+	why    string
 
 	retryAt  time.Time // after a Handler failure
 	failures int
@@ -242,7 +241,7 @@ func (r *receiver) checkOne(ctx context.Context, e *entry) {
 		return
 	}
 	quietFor := now.Sub(e.changed)
-	if e.read && e.readSize == fi.Size() && e.readMtime.Equal(fi.ModTime()) {
+	if e.read && sameState(e.readFI, fi) {
 		// Known to be incomplete, and unchanged since.
 		if quietFor >= f.timeout {
 			r.refuse(e, fmt.Sprintf("never completed: %s, and the file did not change for %s", e.why, f.timeout))
@@ -266,7 +265,8 @@ func (r *receiver) checkOne(ctx context.Context, e *entry) {
 	}
 	complete, why, p := inspect(data)
 	if !complete {
-		e.read, e.readSize, e.readMtime, e.why = true, fi.Size(), fi.ModTime(), why
+		e.read, e.readFI, e.why = true, fi, why
+		f.log.Debug("folder: file incomplete, waiting", "file", path, "why", why)
 		if quietFor >= f.timeout {
 			r.refuse(e, fmt.Sprintf("never completed: %s, and the file did not change for %s", why, f.timeout))
 		}
@@ -286,10 +286,11 @@ func (r *receiver) checkOne(ctx context.Context, e *entry) {
 		f.log.Warn("folder: handler failed, the file stays and is offered again", "file", path, "err", err, "retry_in", backoff(e.failures))
 		return
 	}
-	// A writer may have appended while the Handler ran: then the file
-	// is not moved but offered again, whole, once it settles (the relay
+	// A writer may have appended while the Handler ran, or replaced the
+	// file (a rename-save that may keep size and time): then the file is
+	// not moved but offered again, whole, once it settles (the relay
 	// de-duplicates what it already recorded).
-	if now, err := os.Lstat(path); err == nil && (now.Size() != fi.Size() || !now.ModTime().Equal(fi.ModTime())) {
+	if now, err := os.Lstat(path); err == nil && !sameState(now, fi) {
 		e.size, e.mtime, e.changed, e.read = now.Size(), now.ModTime(), time.Now(), false
 		f.log.Info("folder: file changed while it was handled; offering it again", "file", path)
 		return
@@ -298,6 +299,12 @@ func (r *receiver) checkOne(ctx context.Context, e *entry) {
 	if ok {
 		r.afterMove(ctx, target, fi)
 	}
+}
+
+// sameState reports whether a and b describe the same file with the same
+// size and modification time.
+func sameState(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
 // maxReoffers bounds how often afterMove hands a moved file over again.
@@ -310,7 +317,7 @@ const maxReoffers = 10
 func (r *receiver) afterMove(ctx context.Context, target string, fi fs.FileInfo) {
 	for range maxReoffers {
 		now, err := os.Lstat(target)
-		if err != nil || now.Size() == fi.Size() && now.ModTime().Equal(fi.ModTime()) || !now.Mode().IsRegular() {
+		if err != nil || sameState(now, fi) || !now.Mode().IsRegular() {
 			return
 		}
 		data, err := readFile(target, now)

@@ -62,6 +62,8 @@ type Response struct {
 	Envelopes []*envelope.Envelope
 	// Attempts is how many POSTs were made.
 	Attempts int
+
+	location string // of a redirect
 }
 
 // OK reports whether the receiver recorded every envelope (HTTP 200).
@@ -72,12 +74,18 @@ type StatusError struct {
 	Status int
 	Code   string // E-* code of the ERROR envelope, when there is one
 	Reason string
+	// Location is where a redirect (3xx) pointed; redirects are never
+	// followed.
+	Location string
 }
 
 // Error returns the status and, when the answer was an ERROR envelope, its code and reason.
 func (e *StatusError) Error() string {
 	if e.Code != "" {
 		return fmt.Sprintf("httpx: receiver answered %d %s: %s", e.Status, e.Code, e.Reason)
+	}
+	if e.Location != "" {
+		return fmt.Sprintf("httpx: receiver answered %d, a redirect to %q: not followed; configure the URL of the receiving endpoint itself", e.Status, e.Location)
 	}
 	return fmt.Sprintf("httpx: receiver answered %d", e.Status)
 }
@@ -115,6 +123,13 @@ func (c *Client) Post(ctx context.Context, url string, text []byte, key string) 
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	// A redirect is never followed: Go's client turns a POST into a
+	// bodiless GET on 301/302/303 (whose 200 would pass for a delivery)
+	// and re-posts the envelope to any host a 307/308 names. It is a
+	// final answer instead.
+	noRedirect := *hc
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc = &noRedirect
 	backoff := minB
 	for attempt := 1; ; attempt++ {
 		resp, wait, err := c.try(ctx, hc, url, text, key)
@@ -179,7 +194,7 @@ func (c *Client) try(ctx context.Context, hc *http.Client, url string, text []by
 	if err != nil {
 		return nil, 0, err
 	}
-	out := &Response{Status: res.StatusCode, Body: body}
+	out := &Response{Status: res.StatusCode, Body: body, location: res.Header.Get("Location")}
 	r := envelope.NewReader(bytes.NewReader(body))
 	for {
 		e, err := r.Next()
@@ -197,6 +212,9 @@ func (c *Client) try(ctx context.Context, hc *http.Client, url string, text []by
 
 func statusError(r *Response) error {
 	se := &StatusError{Status: r.Status}
+	if r.Status >= 300 && r.Status < 400 {
+		se.Location = r.location
+	}
 	for _, e := range r.Envelopes {
 		if e.Intent == envelope.IntentError {
 			se.Code, _ = e.MetaValue("error", "Code")
@@ -216,7 +234,8 @@ type Sender struct {
 
 // Send posts text to the URL to. A 4xx answer other than 408 and 429 is
 // permanent (transports.ErrPermanent): the receiver refused the envelope;
-// so is a URL that is not http or https.
+// so is a redirect (3xx, never followed: the URL is wrong) and a URL that
+// is not http or https.
 func (s Sender) Send(ctx context.Context, to, id string, text []byte) error {
 	c := s.Client
 	if c == nil {
@@ -228,7 +247,7 @@ func (s Sender) Send(ctx context.Context, to, id string, text []byte) error {
 	}
 	_, err := c.Post(ctx, to, text, key)
 	var se *StatusError
-	if errors.Is(err, ErrBadURL) || errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != 408 && se.Status != 429 {
+	if errors.Is(err, ErrBadURL) || errors.As(err, &se) && se.Status >= 300 && se.Status < 500 && se.Status != 408 && se.Status != 429 {
 		return fmt.Errorf("%w: %w", transports.ErrPermanent, err)
 	}
 	return err

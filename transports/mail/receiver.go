@@ -431,15 +431,36 @@ func (s *scanner) scan(ctx context.Context) error {
 	return nil
 }
 
-var headerSection = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, Peek: true}
 var bodySection = &imap.FetchItemBodySection{Peek: true}
+
+// maxHeaderFetch bounds the header read before the size is known (with
+// MaxMessageSize, when that is smaller): a mail that is nearly all header
+// must not be read whole when it is above the limit.
+const maxHeaderFetch = 256 << 10
+
+// headerSection is the header of a mail, at most limit bytes of it.
+func headerSection(limit int64) *imap.FetchItemBodySection {
+	return &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, Peek: true,
+		Partial: &imap.SectionPartial{Offset: 0, Size: min(limit, maxHeaderFetch)}}
+}
+
+// completeLines cuts a header read only in part back to its last
+// complete line, so that a field name cut in two does not make the whole
+// header unreadable.
+func completeLines(b []byte) []byte {
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[:i+1]
+	}
+	return nil
+}
 
 // process handles one mail: fetch, hand over, reply, mark, remember.
 func (s *scanner) process(ctx context.Context, uid uint32) error {
 	log := s.r.o.Logger.With(slog.Uint64("uid", uint64(uid)))
 	set := imap.UIDSetNum(imap.UID(uid))
+	hs := headerSection(s.r.o.MaxMessageSize)
 	bufs, err := s.c.Fetch(set, &imap.FetchOptions{UID: true, Flags: true, RFC822Size: true,
-		BodySection: []*imap.FetchItemBodySection{headerSection}}).Collect()
+		BodySection: []*imap.FetchItemBodySection{hs}}).Collect()
 	if err != nil {
 		return fmt.Errorf("mail: imap %s: fetch uid %d: %w", s.r.srv.Addr, uid, err)
 	}
@@ -447,7 +468,12 @@ func (s *scanner) process(ctx context.Context, uid uint32) error {
 		return s.remember(uid, "")
 	}
 	m := bufs[0]
-	hdr := parseHeader(m.FindBodySection(headerSection))
+	rawHdr := m.FindBodySection(hs)
+	truncated := int64(len(rawHdr)) >= hs.Partial.Size
+	if truncated {
+		rawHdr = completeLines(rawHdr)
+	}
+	hdr := parseHeader(rawHdr)
 	mid := cleanMsgID(hdr.Get("Message-Id"))
 	if slices.ContainsFunc(m.Flags, func(f imap.Flag) bool { return strings.EqualFold(string(f), s.r.o.ProcessedKeyword) }) {
 		return s.remember(uid, mid)
@@ -473,7 +499,16 @@ func (s *scanner) process(ctx context.Context, uid uint32) error {
 		if len(bufs) == 0 {
 			return s.remember(uid, "")
 		}
-		x = extract(bufs[0].FindBodySection(bodySection))
+		raw := bufs[0].FindBodySection(bodySection)
+		if truncated {
+			// The whole header is here now: decide on all of it (an
+			// Auto-Submitted field may follow the part read first).
+			if msg, err := netmail.ReadMessage(bytes.NewReader(raw)); err == nil {
+				hdr = msg.Header
+				mid = cleanMsgID(hdr.Get("Message-Id"))
+			}
+		}
+		x = extract(raw)
 		for _, n := range x.Notes {
 			log.LogAttrs(ctx, slog.LevelWarn, "mail: "+n, slog.String("message_id", mid))
 		}

@@ -609,6 +609,83 @@ func TestOversized(t *testing.T) {
 	waitFlags(t, s, user, "", 1)
 }
 
+// countingWriter counts the bytes written to it.
+type countingWriter struct {
+	mu sync.Mutex
+	n  int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n += int64(len(p))
+	return len(p), nil
+}
+
+func (w *countingWriter) count() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
+
+// TestOversizedHeader: a mail above MaxMessageSize that is nearly all
+// header (4 MiB of header fields) is not fetched either. The header was
+// fetched whole to find Message-ID, From and Subject, so the limit did not
+// bound what a hostile mail made the Receiver read into memory. The
+// notice still names the mail by the fields it could read.
+func TestOversizedHeader(t *testing.T) {
+	s := realStack(t)
+	user := s.NewUser()
+	text, _ := testEnvelope(t, "under a huge header")
+	raw := plainMail("x@example.test", mailtest.Address(user), "huge header", text)
+	filler := bytes.Repeat([]byte("X-Filler: "+strings.Repeat("f", 88)+"\r\n"), 4<<20/100)
+	raw = bytes.Replace(raw, []byte("MIME-Version:"), append(filler, "MIME-Version:"...), 1)
+	deliver(t, s, user, raw)
+	rec := newRecorder()
+	var traffic countingWriter
+	const limit = 64 << 10
+	run(t, receiver(t, s, user, filepath.Join(t.TempDir(), "state"), nil, func(o *Options) {
+		o.MaxMessageSize = limit
+		o.DebugWriter = &traffic
+	}), rec.handle)
+	got := rec.wait(t, 1, 10*time.Second)
+	d := string(got[0].Data)
+	for _, want := range []string{"E-TOO-LARGE", "Subject: huge header", "From: x@example.test"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("notice = %q, want it to contain %q", d, want)
+		}
+	}
+	waitFlags(t, s, user, "", 1)
+	if n := traffic.count(); n > 4*limit {
+		t.Errorf("%d bytes of IMAP traffic for a mail above the %d-byte limit, want at most %d", n, limit, 4*limit)
+	}
+}
+
+// TestLongHeaderWithinLimit: a mail within MaxMessageSize whose header is
+// longer than the part read first is judged on its whole header: an
+// Auto-Submitted field at its end still means no reply, and its envelope
+// is handed over.
+func TestLongHeaderWithinLimit(t *testing.T) {
+	s := realStack(t)
+	user := s.NewUser()
+	text, id := testEnvelope(t, "under a long header")
+	raw := plainMail("x@example.test", mailtest.Address(user), "long header", text)
+	filler := bytes.Repeat([]byte("X-Filler: "+strings.Repeat("f", 88)+"\r\n"), 2*maxHeaderFetch/100)
+	filler = append(filler, "Auto-Submitted: auto-generated\r\n"...)
+	raw = bytes.Replace(raw, []byte("MIME-Version:"), append(filler, "MIME-Version:"...), 1)
+	deliver(t, s, user, raw)
+	rec := newRecorder()
+	run(t, receiver(t, s, user, filepath.Join(t.TempDir(), "state"), submission(t, s, user, nil), nil), rec.handle)
+	got := rec.wait(t, 1, 10*time.Second)
+	if ids := messageIDsOf(t, got); !slices.Equal(ids, []string{id}) {
+		t.Errorf("received %v, want [%s]", ids, id)
+	}
+	if got[0].CanReply {
+		t.Errorf("CanReply = true for Auto-Submitted mail")
+	}
+	waitFlags(t, s, user, "", 1)
+}
+
 // TestMoveTo: processed mail is flagged and moved.
 func TestMoveTo(t *testing.T) {
 	s := realStack(t)
