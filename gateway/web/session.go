@@ -31,6 +31,10 @@ type session struct {
 	id        string
 	csrf      string
 	principal string // set by the login form; "" before
+	// token is the bearer token the login form was given, kept in memory
+	// only (never in the cookie), so that every request can check it is
+	// still valid: revoking a token ends the sessions logged in with it.
+	token     string
 	viewAs    string // the agent the local user views the pages as
 	flash     string // a one-time message for the next page
 	lastUsed  time.Time
@@ -80,9 +84,10 @@ func (s *sessions) get(r *http.Request) (session, bool) {
 	return *ss, true
 }
 
-// create makes a new session for principal ("" for none yet).
-func (s *sessions) create(principal string) session {
-	ss := &session{id: randomToken(), csrf: randomToken(), principal: principal, lastUsed: s.now()}
+// create makes a new session for principal ("" for none yet), logged in
+// with token.
+func (s *sessions) create(principal, token string) session {
+	ss := &session{id: randomToken(), csrf: randomToken(), principal: principal, token: token, lastUsed: s.now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.m) >= maxSessions {

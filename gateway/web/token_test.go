@@ -51,3 +51,34 @@ func TestMintToken(t *testing.T) {
 		t.Errorf("mint by a non-admin = %d, %d tokens", res.StatusCode, len(list))
 	}
 }
+
+// TestRevokedTokenEndsSession: a session logged in with a minted token
+// ends when the token is revoked (docs/web.md "Tokens": a revoked token
+// stops working at once) — it must not outlive the token for the twelve
+// hours a session lasts after its last use.
+func TestRevokedTokenEndsSession(t *testing.T) {
+	store := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
+	secret, tok, err := store.New("claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, &harnessOptions{tokens: map[string]string{"chatgpt-token-0123456789": "chatgpt"}, minted: store})
+	h.get("/ui/agents/claude") // the login form, and a session for it
+	res, _ := h.post("/ui/login", url.Values{"token": {secret}, "next": {"/ui/agents/claude"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login = %d, want 303", res.StatusCode)
+	}
+	if code, _ := h.get("/ui/agents/claude"); code != http.StatusOK {
+		t.Fatalf("GET after login = %d, want 200", code)
+	}
+	if _, err := store.Revoke(tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := h.get("/ui/agents/claude"); code != http.StatusUnauthorized || !regexp.MustCompile(`action="/ui/login"`).MatchString(body) {
+		t.Errorf("GET after the token was revoked = %d, want 401 and the login form", code)
+	}
+	res, body := h.post("/ui/agents/claude/act", url.Values{"action": {"ack"}, "group": {"ops"}, "event": {"x"}})
+	if res.StatusCode != http.StatusUnauthorized && res.StatusCode != http.StatusForbidden {
+		t.Errorf("POST after the token was revoked = %d, want it refused\n%s", res.StatusCode, body)
+	}
+}
