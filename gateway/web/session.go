@@ -34,10 +34,10 @@ type session struct {
 	// token is the bearer token the login form was given, kept in memory
 	// only (never in the cookie), so that every request can check it is
 	// still valid: revoking a token ends the sessions logged in with it.
-	token     string
-	viewAs    string // the agent the local user views the pages as
-	flash     string // a one-time message for the next page
-	lastUsed  time.Time
+	token    string
+	viewAs   string // the agent the local user views the pages as
+	flash    string // a one-time message for the next page
+	lastUsed time.Time
 }
 
 // sessions is the in-memory session table.
