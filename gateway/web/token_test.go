@@ -1,12 +1,15 @@
 package web_test
 
 import (
+	"context"
 	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
@@ -71,8 +74,20 @@ func TestRevokedTokenEndsSession(t *testing.T) {
 	if code, _ := h.get("/ui/agents/claude"); code != http.StatusOK {
 		t.Fatalf("GET after login = %d, want 200", code)
 	}
+	// A live page's stream, opened by the session, ends with the token too.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.srv.URL+"/ui/groups/ops/stream", nil)
+	stream, err := h.client.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET the group's stream = %v, %v; want 200", stream, err)
+	}
+	defer stream.Body.Close()
 	if _, err := store.Revoke(tok.ID); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, stream.Body); err != nil || ctx.Err() != nil {
+		t.Errorf("the session's stream after the token was revoked: %v (context %v), want it ended by the relay", err, ctx.Err())
 	}
 	if code, body := h.get("/ui/agents/claude"); code != http.StatusUnauthorized || !regexp.MustCompile(`action="/ui/login"`).MatchString(body) {
 		t.Errorf("GET after the token was revoked = %d, want 401 and the login form", code)

@@ -266,6 +266,9 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request, *call)) http.Ha
 		if r.Method == http.MethodGet {
 			c.flash = s.sessions.takeFlash(sess.id)
 		}
+		if !bearer && !c.local && sess.token != "" {
+			r = api.WithLogin(r, sess.principal, sess.token) // its streams end with the token
+		}
 		h(w, r, c)
 	}
 }
