@@ -97,11 +97,13 @@ func (s *sessions) create(principal, token string) session {
 	return *ss
 }
 
-// evictLocked drops expired sessions, and the least recently used one if
-// none had expired.
+// evictLocked drops expired sessions, and if none had expired the least
+// recently used one nobody logged in to — any client makes those, one per
+// GET without a cookie, and must not push out the sessions of logins —
+// or else the least recently used one.
 func (s *sessions) evictLocked() {
 	now := s.now()
-	var oldest *session
+	var oldest, oldestAnon *session
 	for id, ss := range s.m {
 		if now.Sub(ss.lastUsed) > s.ttl {
 			delete(s.m, id)
@@ -110,6 +112,12 @@ func (s *sessions) evictLocked() {
 		if oldest == nil || ss.lastUsed.Before(oldest.lastUsed) {
 			oldest = ss
 		}
+		if ss.principal == "" && (oldestAnon == nil || ss.lastUsed.Before(oldestAnon.lastUsed)) {
+			oldestAnon = ss
+		}
+	}
+	if oldestAnon != nil {
+		oldest = oldestAnon
 	}
 	if len(s.m) >= maxSessions && oldest != nil {
 		delete(s.m, oldest.id)
