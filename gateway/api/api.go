@@ -161,6 +161,7 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	m.HandleFunc("POST /v1/groups/{group}/events/{id}/{action}", s.names(s.act))
 	m.HandleFunc("POST /v1/send", s.send)
 	m.HandleFunc("POST /v1/forward", s.forward)
+	m.HandleFunc("/", s.unrouted)
 	s.mux = m
 	return s
 }
@@ -308,6 +309,25 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 		host, ok = strings.CutPrefix(origin, "https://")
 	}
 	return ok && strings.EqualFold(host, r.Host) && s.hostAllowed(host)
+}
+
+// unrouted answers a request no endpoint took, as the API's JSON error:
+// 405 with Allow when the path is served for other methods, else 404.
+func (s *Server) unrouted(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range [...]string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		writeError(w, http.StatusNotFound, gateway.CodeNotFound, "no endpoint at "+r.URL.Path)
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 }
 
 // limiter is a token bucket per principal.

@@ -213,7 +213,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 const beforeScan = 10 * maxPage
 
 // eventsBefore is GET /v1/groups/{group}/events?before_seq=N: the newest
-// limit events (of kinds) with seq < N, N = 0 meaning the group's end, in
+// limit events (of kinds) with seq < N, N = 0 (or past it) meaning the
+// group's end, in
 // seq order, and prev_seq, the before_seq of the next older page (0 at
 // the group's start). Seqs are dense, so it reads windows of seqs
 // backwards: O(page), or O(beforeScan) for rare kinds.
@@ -225,17 +226,22 @@ func (s *Server) eventsBefore(w http.ResponseWriter, r *http.Request, kinds []st
 		return
 	}
 	st := s.relay.Store()
-	if before == 0 {
-		gs, err := st.Groups(r.Context())
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
-			return
+	// 0, or a seq past the group's end, is the group's end: a page past
+	// it would read beforeScan empty seqs and send the client on from
+	// there.
+	gs, err := st.Groups(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+		return
+	}
+	var last int64
+	for _, g := range gs {
+		if g.ID == group {
+			last = g.LastSeq
 		}
-		for _, g := range gs {
-			if g.ID == group {
-				before = g.LastSeq + 1
-			}
-		}
+	}
+	if before == 0 || before > last+1 {
+		before = last + 1
 	}
 	var evs []ledgerEvent
 	end := max(before-1, 0) // the last seq still to read

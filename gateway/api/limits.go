@@ -4,6 +4,7 @@ import (
 	"context"
 	"log"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +74,9 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (ctx context
 	_ = rc.SetReadDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(r.Context())
 	stop := context.AfterFunc(s.streams, cancel)
+	if l := loginOf(r, info); l.token != "" {
+		go s.watchLogin(ctx, cancel, l)
+	}
 	return ctx, func() {
 		stop()
 		cancel()
@@ -81,6 +85,50 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (ctx context
 		// next response must not inherit the last one.
 		_ = rc.SetWriteDeadline(time.Time{})
 	}, true
+}
+
+// login is the token a request was authenticated with and its principal.
+type login struct{ principal, token string }
+
+type loginKey struct{}
+
+// WithLogin returns r marked as logged in with token as principal: a page
+// request authenticated by a session of the pages' login form. The
+// streams it opens (OpenStream) then end when the token is revoked, as
+// those opened with the token in an Authorization header do.
+func WithLogin(r *http.Request, principal, token string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), loginKey{}, login{principal: principal, token: token}))
+}
+
+// loginOf returns the token a request was authenticated with: its bearer
+// token, or the login of WithLogin; none for the local user.
+func loginOf(r *http.Request, info authInfo) login {
+	if info.token {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		return login{principal: info.principal, token: tok}
+	}
+	l, _ := r.Context().Value(loginKey{}).(login)
+	return l
+}
+
+// watchLogin ends a stream (cancel) once the token it was opened with no
+// longer names its principal — revoked (crosstalk token revoke) or its
+// file gone — checking every heartbeat, until ctx ends.
+func (s *Server) watchLogin(ctx context.Context, cancel context.CancelFunc, l login) {
+	t := time.NewTicker(s.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if p, ok := s.TokenPrincipal(l.token); !ok || p != l.principal {
+				s.log.Info("stream ended: its token was revoked", "principal", l.principal)
+				cancel()
+				return
+			}
+		}
+	}
 }
 
 // OpenStream starts a long-lived page response (a Server-Sent-Events

@@ -131,3 +131,26 @@ func TestPagedReads(t *testing.T) {
 		t.Errorf("agents = %v, want every actor (bob, claude, …) in id order", ids)
 	}
 }
+
+// TestEventsBeforeBeyondEnd: a before_seq past the group's end is the
+// group's end — the newest page, as before_seq=0 — not an empty page whose
+// prev_seq sends the client through 10 000 empty seqs a page (each read
+// of the store a query) before it reaches the first event.
+func TestEventsBeforeBeyondEnd(t *testing.T) {
+	h := newHarness(t, nil)
+	for i := range 3 {
+		h.post(env("CHATGPT", "CLAUDE", "REQUEST", "g", fmt.Sprintf("q%d", i)))
+	}
+	for _, before := range []string{"4", "1000", "9223372036854775807"} {
+		var out struct {
+			Events []struct {
+				Seq int64 `json:"seq"`
+			} `json:"events"`
+			Prev int64 `json:"prev_seq"`
+		}
+		h.json("GET", "/v1/groups/g/events?limit=1&before_seq="+before, "", http.StatusOK, &out)
+		if len(out.Events) != 1 || out.Events[0].Seq != 3 || out.Prev != 3 {
+			t.Errorf("before_seq=%s&limit=1 = %+v, want seq 3 and prev_seq 3", before, out)
+		}
+	}
+}

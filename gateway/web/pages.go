@@ -582,13 +582,14 @@ type loginData struct {
 // cookie.
 func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) {
 	next := localPath(r.PostFormValue("next"))
-	p, ok := s.api.TokenPrincipal(r.PostFormValue("token"))
+	token := r.PostFormValue("token")
+	p, ok := s.api.TokenPrincipal(token)
 	if !ok {
 		s.render(w, r, c, http.StatusUnauthorized, "login", "Log in", loginData{Next: next, Error: "unknown token"})
 		return
 	}
 	s.sessions.remove(c.sess.id)
-	ns := s.sessions.create(p)
+	ns := s.sessions.create(p, token)
 	http.SetCookie(w, ns.cookie(s.secureFor(r)))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

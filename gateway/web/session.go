@@ -31,9 +31,13 @@ type session struct {
 	id        string
 	csrf      string
 	principal string // set by the login form; "" before
-	viewAs    string // the agent the local user views the pages as
-	flash     string // a one-time message for the next page
-	lastUsed  time.Time
+	// token is the bearer token the login form was given, kept in memory
+	// only (never in the cookie), so that every request can check it is
+	// still valid: revoking a token ends the sessions logged in with it.
+	token    string
+	viewAs   string // the agent the local user views the pages as
+	flash    string // a one-time message for the next page
+	lastUsed time.Time
 }
 
 // sessions is the in-memory session table.
@@ -80,9 +84,10 @@ func (s *sessions) get(r *http.Request) (session, bool) {
 	return *ss, true
 }
 
-// create makes a new session for principal ("" for none yet).
-func (s *sessions) create(principal string) session {
-	ss := &session{id: randomToken(), csrf: randomToken(), principal: principal, lastUsed: s.now()}
+// create makes a new session for principal ("" for none yet), logged in
+// with token.
+func (s *sessions) create(principal, token string) session {
+	ss := &session{id: randomToken(), csrf: randomToken(), principal: principal, token: token, lastUsed: s.now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.m) >= maxSessions {
@@ -92,11 +97,13 @@ func (s *sessions) create(principal string) session {
 	return *ss
 }
 
-// evictLocked drops expired sessions, and the least recently used one if
-// none had expired.
+// evictLocked drops expired sessions, and if none had expired the least
+// recently used one nobody logged in to — any client makes those, one per
+// GET without a cookie, and must not push out the sessions of logins —
+// or else the least recently used one.
 func (s *sessions) evictLocked() {
 	now := s.now()
-	var oldest *session
+	var oldest, oldestAnon *session
 	for id, ss := range s.m {
 		if now.Sub(ss.lastUsed) > s.ttl {
 			delete(s.m, id)
@@ -105,6 +112,12 @@ func (s *sessions) evictLocked() {
 		if oldest == nil || ss.lastUsed.Before(oldest.lastUsed) {
 			oldest = ss
 		}
+		if ss.principal == "" && (oldestAnon == nil || ss.lastUsed.Before(oldestAnon.lastUsed)) {
+			oldestAnon = ss
+		}
+	}
+	if oldestAnon != nil {
+		oldest = oldestAnon
 	}
 	if len(s.m) >= maxSessions && oldest != nil {
 		delete(s.m, oldest.id)

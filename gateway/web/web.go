@@ -210,6 +210,14 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request, *call)) http.Ha
 		p, bearer := api.Principal(r)
 		c := &call{principal: p, bearer: bearer, local: p == api.LocalUser && !bearer}
 		sess, ok := s.sessions.get(r)
+		if ok && sess.principal != "" {
+			// The token of the login must still be valid: a revoked
+			// token (crosstalk token revoke) ends its sessions at once.
+			if p, live := s.api.TokenPrincipal(sess.token); !live || p != sess.principal {
+				s.sessions.remove(sess.id)
+				sess, ok = session{}, false
+			}
+		}
 		if !ok && !bearer {
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
 				s.fail(w, r, c, http.StatusForbidden, string(envelope.CodePerm), "no session: reload the page and try again")
@@ -223,7 +231,7 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request, *call)) http.Ha
 				fmt.Fprint(w, `<!doctype html><meta http-equiv="refresh" content="0"><title>crosstalk</title><p>Loading…`)
 				return
 			}
-			sess = s.sessions.create("")
+			sess = s.sessions.create("", "")
 			http.SetCookie(w, sess.cookie(s.secureFor(r)))
 		}
 		c.sess = sess
@@ -257,6 +265,9 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request, *call)) http.Ha
 		}
 		if r.Method == http.MethodGet {
 			c.flash = s.sessions.takeFlash(sess.id)
+		}
+		if !bearer && !c.local && sess.token != "" {
+			r = api.WithLogin(r, sess.principal, sess.token) // its streams end with the token
 		}
 		h(w, r, c)
 	}
