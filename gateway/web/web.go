@@ -346,9 +346,12 @@ func (s *Server) redirect(w http.ResponseWriter, r *http.Request, c *call, to, f
 }
 
 // localPath returns p if it is a path on this site, else "/": redirects
-// never leave the relay.
+// never leave the relay. A browser drops tabs and newlines from a URL and
+// reads a backslash as a slash, so "/\t/evil.example" would leave it as
+// "//evil.example": a path holding either is refused whole.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") ||
+		strings.ContainsFunc(p, func(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }) {
 		return "/"
 	}
 	return p
