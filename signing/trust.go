@@ -240,7 +240,9 @@ func (s *TrustStore) Remove(pkid string) error {
 // for that key (so it is never pinned later), and a pkid pinned to another
 // key fails with ErrKeyChanged.
 func (s *TrustStore) Revoke(pkid string, key *PublicKey) error {
-	if err := checkPkid(pkid); err != nil {
+	// The looser rule: an entry of a store written before checkPkid's
+	// can be revoked too.
+	if err := checkStoredPkid(pkid); err != nil {
 		return err
 	}
 	if key != nil && key.Alg() == "" {
@@ -566,10 +568,16 @@ func parseEntry(t string) (*TrustEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("key: %v", err)
 	}
-	key, err := publicFromRaw(alg, c[0], raw)
+	// A key id pinned before checkPkid's rule still loads (checkStoredPkid);
+	// no signature can name it any more.
+	if err := checkStoredPkid(c[0]); err != nil {
+		return nil, err
+	}
+	key, err := publicFromRaw(alg, "x", raw)
 	if err != nil {
 		return nil, err
 	}
+	key.Pkid = c[0]
 	e := &TrustEntry{Key: key, Source: KeySource(c[3])}
 	switch e.Source {
 	case SourceTOFU, SourceDNS, SourceManual:

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Status is the outcome of verifying an envelope (docs/design.md §4.3). What the
@@ -185,8 +186,8 @@ func (c *check) prepare(env *envelope.Envelope) (res Result, ok bool) {
 	c.sig, c.buf = sig, inputPool.Get().(*[]byte)
 	c.input = appendSigningInput(*c.buf, sig.Alg, payload)
 	if res.Pkid == "" { // bare JWS
-		if p, ok := env.MetaValue("signing", "Pkid"); ok && checkPkid(p) == nil {
-			res.Pkid = p
+		if p, ok := env.MetaValue("signing", "Pkid"); ok && checkPkid(norm.NFC.String(p)) == nil {
+			res.Pkid = norm.NFC.String(p)
 		}
 	}
 	c.announced, c.annErr = announcedKey(env)
