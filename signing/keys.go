@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 )
@@ -633,8 +634,8 @@ func checkPkid(s string) error {
 }
 
 // checkStoredPkid is the older, looser rule a key id read from a trust
-// store must meet: 1 to 256 bytes without ASCII blanks, control characters
-// or `;`. A store written before checkPkid's rule still loads; the key ids
+// store must meet: 1 to 256 bytes without blanks (any Unicode space: the
+// store's columns are split at them), control characters or `;`. A store written before checkPkid's rule still loads; the key ids
 // it refuses can no longer be named by a signature, made or pinned.
 func checkStoredPkid(s string) error {
 	if s == "" {
@@ -644,7 +645,7 @@ func checkStoredPkid(s string) error {
 		return fmt.Errorf("%w: longer than 256 bytes", ErrKeyID)
 	}
 	for _, r := range s {
-		if r <= ' ' || r == 0x7f || r == ';' || r == '\uFFFD' || (r >= 0x80 && r <= 0x9f) {
+		if r <= ' ' || r == 0x7f || r == ';' || r == '\uFFFD' || (r >= 0x80 && r <= 0x9f) || unicode.IsSpace(r) {
 			return fmt.Errorf("%w %q: blanks, control characters and ';' are not allowed", ErrKeyID, s)
 		}
 	}

@@ -93,3 +93,20 @@ func TestKeyIDNFC(t *testing.T) {
 	src := strings.Replace(string(env.Source()), "pkid="+nfc, "pkid="+nfd, 1)
 	wantStatus(t, "NFD sig line", v.Verify(ctx, readEnv(t, src)), StatusVerified)
 }
+
+// TestRevokeSpacedKeyID: a revocation cannot write a key id that the
+// store's columns would split either.
+func TestRevokeSpacedKeyID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "known_keys")
+	k := testKey(t, Ed25519, "m").Public()
+	for _, tt := range lookalikeKeyIDs {
+		if strings.ContainsFunc(tt.pkid, func(r rune) bool { return r > 0x7f && (r == 0xa0 || r == 0x3000 || r == 0x2028) }) {
+			if err := NewTrustStore(path).Revoke(tt.pkid, k); !errors.Is(err, ErrKeyID) {
+				t.Errorf("Revoke(%q) = %v, want ErrKeyID", tt.pkid, err)
+			}
+		}
+	}
+	if _, err := NewTrustStore(path).Entries(); err != nil {
+		t.Errorf("reading the store back: %v", err)
+	}
+}
