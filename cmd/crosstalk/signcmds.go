@@ -372,7 +372,7 @@ no envelope is found), 2 for usage errors.`)
 				if *asJSON {
 					return enc.Encode(verifyJSON{Status: "malformed", Message: se.Error()})
 				}
-				_, err := fmt.Fprintf(e.stdout, "%s:%d: malformed: %s\n", in.name, se.Line, se.Msg)
+				_, err := fmt.Fprintln(e.stdout, visible(fmt.Sprintf("%s:%d: malformed: %s", in.name, se.Line, se.Msg)))
 				return err
 			}
 			r := v.Verify(ctx, env)
@@ -403,7 +403,7 @@ no envelope is found), 2 for usage errors.`)
 			if r.Status != signing.StatusUnsigned {
 				line += ": " + msg
 			}
-			_, err := fmt.Fprintln(e.stdout, line)
+			_, err := fmt.Fprintln(e.stdout, visible(line))
 			return err
 		})
 	})
@@ -524,7 +524,7 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 			if en.Sender != "" {
 				line += "  from " + en.Sender
 			}
-			if _, err := fmt.Fprintln(e.stdout, line); err != nil {
+			if _, err := fmt.Fprintln(e.stdout, visible(line)); err != nil {
 				return err
 			}
 		}
