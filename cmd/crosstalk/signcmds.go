@@ -122,7 +122,19 @@ add), or sign with --announce so they pin it on first use.`)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
+		// crosstalk's own directory: made 0700 if it was there wider, so
+		// that nobody else lists the key ids or reaches the files.
+		if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(dir, 0o700); err != nil {
+				return fmt.Errorf("key directory %s is %v: %w", dir, fi.Mode().Perm(), err)
+			}
+			fmt.Fprintf(e.stderr, "crosstalk: %s was %v; made it 0700\n", dir, fi.Mode().Perm())
+		}
 		path = filepath.Join(dir, safeFileName(*pkid)+".key")
+	} else if fi, err := os.Stat(filepath.Dir(path)); err == nil && fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+		// Not ours to change, but whoever may write there may replace
+		// the key pair.
+		fmt.Fprintf(e.stderr, "crosstalk: warning: others may write to %s (%v): they could replace the key; keep keys in a directory only you can write to\n", filepath.Dir(path), fi.Mode().Perm())
 	}
 	if _, err := os.Stat(path + ".pub"); err == nil {
 		return withHint(fmt.Errorf("%s.pub already exists", path), "choose another --out, or remove the old key pair first")

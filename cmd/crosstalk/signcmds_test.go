@@ -288,3 +288,40 @@ func TestCLISignPublishedKey(t *testing.T) {
 		t.Errorf("sign --fence = %q", fenced)
 	}
 }
+
+// TestCLIKeygenDirNotReadable: keygen's default key directory is left
+// readable and searchable by its owner alone (0700), also when it existed
+// before with wider permissions; a --out directory others may write to
+// gets a warning.
+func TestCLIKeygenDirNotReadable(t *testing.T) {
+	c := newSignCLI(t)
+	dir := filepath.Join(c.dir, "config", "crosstalk", "keys")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	c.must("", "keygen", "--pkid", "a@example.com")
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		t.Errorf("key directory %s is %v, want no group or other access", dir, perm)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "a@example.com.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("private key: %v, %v; want mode 0600", fi, err)
+	}
+
+	open := c.path("open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := c.run("", "keygen", "--pkid", "b", "--out", filepath.Join(open, "b.key")); code != 0 || !strings.Contains(errs, "warning") {
+		t.Errorf("keygen --out into a world-writable directory = %d, stderr %q; want a warning", code, errs)
+	}
+}
