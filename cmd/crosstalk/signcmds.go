@@ -90,7 +90,7 @@ never printed. Without --out, FILE is <user config dir>/crosstalk/keys/<ID>.key.
 Existing files are never overwritten.
 
 Give the public key line to the people who should trust you (crosstalk trust
-add), or sign with --announce so they pin it on first use.`)
+add 'LINE', quoted), or sign with --announce so they pin it on first use.`)
 	algName := fs.String("alg", "ed25519", "algorithm: ed25519 or secp256r1")
 	pkid := fs.String("pkid", "", "key `id`, e.g. alice@example.com (required)")
 	out := fs.String("out", "", "private key `file`")
@@ -450,7 +450,8 @@ type trustEntryJSON struct {
 	Sender      string    `json:"sender,omitempty"`
 }
 
-// parseKeyArg reads KEY for trust add/pin: a public key file, or an
+// parseKeyArg reads KEY for trust add/pin: a public key file, the public
+// key line keygen prints (`ed25519 ID base64`, read like the file), or an
 // `alg:base64` value (then pkid is required).
 func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 	if _, err := os.Stat(arg); err == nil {
@@ -459,6 +460,15 @@ func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 			return nil, withHint(err, "give the key id with --pkid ID")
 		}
 		return k, err
+	}
+	if f := strings.Fields(arg); len(f) == 3 {
+		if _, err := signing.ParseAlg(f[0]); err == nil {
+			k, err := signing.ParsePublicKey([]byte(arg), pkid)
+			if err != nil {
+				return nil, usagef("trust: %q is not a public key line (alg key-id base64): %v", arg, err)
+			}
+			return k, nil
+		}
 	}
 	if pkid == "" {
 		return nil, usagef("trust: %q is not a key file; for an alg:base64 key give --pkid ID", arg)
@@ -477,7 +487,8 @@ Trust shows and changes the trust store: the key pinned for each key id
 
   list                         every pinned key (--json: JSON Lines)
   add KEY [--pkid ID]          pin a key by hand; KEY is a public key file
-                               (from crosstalk keygen, or PEM with --pkid) or
+                               (from crosstalk keygen, or PEM with --pkid),
+                               the public key line keygen prints (quoted), or
                                alg:base64 with --pkid. Fails if the key id is
                                pinned to another key: use pin.
   remove PKID                  forget the key of PKID

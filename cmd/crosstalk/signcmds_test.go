@@ -325,3 +325,18 @@ func TestCLIKeygenDirNotReadable(t *testing.T) {
 		t.Errorf("keygen --out into a world-writable directory = %d, stderr %q; want a warning", code, errs)
 	}
 }
+
+// TestCLITrustAddKeygenLine: the public key line keygen prints — what its
+// help says to give to the people who should trust you — is a KEY that
+// trust add and trust pin take as it is.
+func TestCLITrustAddKeygenLine(t *testing.T) {
+	c := newSignCLI(t)
+	line := strings.TrimSpace(c.must("", "keygen", "--pkid", "dave@example.com", "--out", c.path("d.key")))
+	if out := c.must("", "trust", "add", line); !strings.Contains(out, "added dave@example.com ed25519 SHA256:") {
+		t.Errorf("trust add %q = %q", line, out)
+	}
+	line2 := strings.TrimSpace(c.must("", "keygen", "--pkid", "dave@example.com", "--out", c.path("d2.key")))
+	if out := c.must("", "trust", "pin", "dave@example.com", line2); !strings.Contains(out, "dave@example.com") {
+		t.Errorf("trust pin dave@example.com %q = %q", line2, out)
+	}
+}
