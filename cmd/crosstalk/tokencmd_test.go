@@ -73,3 +73,23 @@ func TestTokenCommands(t *testing.T) {
 		t.Errorf("new with a bad principal exit = %d, want 1", code)
 	}
 }
+
+// TestTokenPrincipalLookalike: a principal holding an invisible or bidi
+// character — one that shows as another agent's name and can never match
+// a sender — is refused with a usage error, nothing minted; an NFD
+// principal is minted in NFC, the form senders are compared in.
+func TestTokenPrincipalLookalike(t *testing.T) {
+	data := t.TempDir()
+	for _, p := range []string{"ali\u200bce", "alice\u202e", "ali\u2060ce", "al\u00a0ice"} {
+		if out, stderr, code := runCLI(t, "", "token", "new", "--data", data, "--principal", p); code != 2 || out != "" {
+			t.Errorf("token new --principal %q = %d, %q, %q; want exit 2 and no token", p, code, out, stderr)
+		}
+	}
+	if _, stderr, code := runCLI(t, "", "token", "new", "--data", data, "--principal", "cafe\u0301"); code != 0 || !strings.Contains(stderr, "\"caf\u00e9\"") {
+		t.Errorf("token new --principal NFD = %d, %q; want minted for the NFC name", code, stderr)
+	}
+	out, _, _ := runCLI(t, "", "token", "list", "--data", data, "--json")
+	if n := strings.Count(out, "\n"); n != 1 {
+		t.Errorf("token list = %q; want only the NFC one", out)
+	}
+}
