@@ -92,7 +92,10 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 				}
 				continue
 			}
-			fmt.Fprintf(e.stdout, "%s  %-20s  %s\n", t.ID, t.Principal, t.Created.Format(time.RFC3339))
+			fmt.Fprintf(e.stdout, "%s  %-20s  %s\n", t.ID, visible(t.Principal), t.Created.Format(time.RFC3339))
+		}
+		if len(list) == 0 && !*asJSON {
+			fmt.Fprintf(e.stderr, "crosstalk: no tokens in %s (mint one with crosstalk token new)\n", store.Path())
 		}
 		return nil
 	case sub == "revoke" && len(rest) == 1:
