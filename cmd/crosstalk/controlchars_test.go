@@ -58,3 +58,12 @@ func TestInboxLogShowControls(t *testing.T) {
 		noTerminalControls(t, args[0], stdout.String()+stderr.String())
 	}
 }
+
+// TestFmtNoEnvelope: fmt on text without an envelope says so on standard
+// error, like parse, instead of printing nothing at all.
+func TestFmtNoEnvelope(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "just chat, no envelope\n", "fmt")
+	if code != 0 || stdout != "" || !strings.Contains(stderr, "no envelope found") {
+		t.Errorf("fmt = %d, %q, %q; want exit 0, nothing on stdout, and the note", code, stdout, stderr)
+	}
+}

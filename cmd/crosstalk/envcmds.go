@@ -283,12 +283,13 @@ Exit status: 0 if every envelope was printed, 1 if any was malformed.`)
 	}
 	w := envelope.NewWriter(e.stdout)
 	w.Fence = *fence
-	failed := false
+	failed, n := false, 0
 	err = eachInput(e, files, func(in input) error {
 		return readEnvelopes(in, *strict, func(env *envelope.Envelope, se *envelope.SyntaxError) error {
+			n++
 			if se != nil {
 				failed = true
-				fmt.Fprintf(e.stderr, "crosstalk: %s:%d: %s: %s\n", in.name, se.Line, se.Code, se.Msg)
+				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: %s: %s", in.name, se.Line, se.Code, se.Msg)))
 				return nil
 			}
 			return w.Write(env)
@@ -296,6 +297,9 @@ Exit status: 0 if every envelope was printed, 1 if any was malformed.`)
 	})
 	if err != nil {
 		return err
+	}
+	if n == 0 {
+		fmt.Fprintln(e.stderr, "crosstalk: no envelope found")
 	}
 	if failed {
 		return failedError{}

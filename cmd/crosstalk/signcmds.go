@@ -213,13 +213,13 @@ errors.`)
 		return readEnvelopes(in, false, func(env *envelope.Envelope, se *envelope.SyntaxError) error {
 			if se != nil {
 				failed = true
-				fmt.Fprintf(e.stderr, "crosstalk: %s:%d: %s: %s\n", in.name, se.Line, se.Code, se.Msg)
+				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: %s: %s", in.name, se.Line, se.Code, se.Msg)))
 				return nil
 			}
 			out, err := signing.SignEnvelope(env, k, opts)
 			if err != nil {
 				failed = true
-				fmt.Fprintf(e.stderr, "crosstalk: %s:%d: %v\n", in.name, env.Line, err)
+				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: %v", in.name, env.Line, err)))
 				return nil
 			}
 			var b strings.Builder
