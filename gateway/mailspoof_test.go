@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -71,5 +72,46 @@ func TestRequireSignaturesBoundSender(t *testing.T) {
 	}
 	if _, ok, _ := store.Lookup("stranger@evil"); ok {
 		t.Errorf("the stranger's key was pinned")
+	}
+}
+
+// TestVerifyPinHoldsNothing: `crosstalk verify` on a pasted envelope pins
+// its announced key in the trust store the relay shares (docs/
+// configuration.md, trust_file). That pin records the header's sender as
+// seen, not as the key's holder: a token holder cannot then post envelopes
+// signed with the key in that sender's name.
+func TestVerifyPinHoldsNothing(t *testing.T) {
+	store := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
+	book, err := gateway.NewAddressBook([]gateway.Agent{{ID: "claude", Names: []string{"CLAUDE"}}, {ID: "mallory"}, {ID: "gemini"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil, err := signing.GenerateKey(signing.Ed25519, "evil@x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(text string, announce bool) string {
+		out, err := signing.Sign([]byte(text), evil, &signing.SignOptions{Announce: announce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	// The operator verifies mallory's paste with the CLI's verifier.
+	pasted, err := envelope.NewReader(strings.NewReader(sign(env("CLAUDE", "GEMINI", "REQUEST", "t", "paste"), true))).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := (&signing.Verifier{Store: store}).Verify(t.Context(), pasted); res.Status != signing.StatusFirstUse {
+		t.Fatalf("verify = %s (%v), want first-use", res.Status, res.Err)
+	}
+	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+	o := ingest(t, r, "mallory", sign(env("CLAUDE", "GEMINI", "REQUEST", "t", "as claude"), false))[0]
+	if o.Reject == nil || o.Reject.Code != envelope.CodePerm {
+		t.Errorf("mallory's token, CLAUDE's header, a key verify pinned: accepted as %q (%s), want E-PERM", o.Event.By, o.Verification.Status)
+	}
+	// The key still verifies, and speaks for its principal.
+	if o := ingest(t, r, "mallory", sign(env("MALLORY", "GEMINI", "REQUEST", "t", "as myself"), false))[0]; o.Reject != nil || o.Event.By != "mallory" {
+		t.Errorf("mallory as himself: %v by %q", o.Reject, o.Event.By)
 	}
 }

@@ -448,6 +448,7 @@ type trustEntryJSON struct {
 	FirstSeen   time.Time `json:"first_seen"`
 	Revoked     bool      `json:"revoked"`
 	Sender      string    `json:"sender,omitempty"`
+	Seen        string    `json:"seen,omitempty"`
 }
 
 // parseKeyArg reads KEY for trust add/pin: a public key file, the public
@@ -534,7 +535,7 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 		for _, en := range entries {
 			if *asJSON {
 				if err := enc.Encode(trustEntryJSON{Pkid: en.Key.Pkid, Alg: string(en.Key.Alg()), Key: en.Key.Value(), Fingerprint: en.Key.Fingerprint(),
-					Source: string(en.Source), FirstSeen: en.FirstSeen, Revoked: en.Revoked, Sender: en.Sender}); err != nil {
+					Source: string(en.Source), FirstSeen: en.FirstSeen, Revoked: en.Revoked, Sender: en.Sender, Seen: en.Seen}); err != nil {
 					return err
 				}
 				continue
@@ -546,6 +547,9 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 			line := fmt.Sprintf("%s  %s %s  %s  first seen %s  %s", en.Key.Pkid, en.Key.Alg(), en.Key.Fingerprint(), en.Source, en.FirstSeen.Format(time.RFC3339), state)
 			if en.Sender != "" {
 				line += "  from " + en.Sender
+			}
+			if en.Seen != "" {
+				line += "  seen from " + en.Seen
 			}
 			if _, err := fmt.Fprintln(e.stdout, visible(line)); err != nil {
 				return err
