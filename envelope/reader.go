@@ -157,6 +157,7 @@ func (r *Reader) next() (*Envelope, error) {
 			}
 			continue
 		}
+		content = trimInvisiblePrefix(content)
 		if !maybeHeader(content) {
 			continue
 		}
@@ -173,6 +174,27 @@ func (r *Reader) next() (*Envelope, error) {
 		}
 		return st.read(h, content)
 	}
+}
+
+// invisiblePrefixes are the characters a chat UI, an editor or a
+// concatenation leaves at the start of a line without showing them: a BOM,
+// a zero-width space, a word joiner.
+var invisiblePrefixes = [...]string{"\ufeff", "\u200b", "\u2060"}
+
+// trimInvisiblePrefix drops invisiblePrefixes from the start of line, so
+// that a header after one is found (docs/format.md §1). Lines that do not
+// start with 0xEF or 0xE2 return at once.
+func trimInvisiblePrefix(line []byte) []byte {
+	for len(line) >= 3 && (line[0] == 0xef || line[0] == 0xe2) {
+		n := len(line)
+		for _, p := range invisiblePrefixes {
+			line = bytes.TrimPrefix(line, []byte(p))
+		}
+		if len(line) == n {
+			break
+		}
+	}
+	return line
 }
 
 // stripQuote removes one level of "> " quoting (docs/design.md §3.1).

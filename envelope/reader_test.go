@@ -421,3 +421,43 @@ func TestNormalizeIntent(t *testing.T) {
 		}
 	}
 }
+
+// TestInvisiblePrefixOnHeader: a BOM, zero-width space or word joiner
+// that a chat UI or a concatenation left at the start of a header line
+// (not only the input's first line) does not hide the envelope; it is
+// dropped like the input's BOM and is not part of the source.
+func TestInvisiblePrefixOnHeader(t *testing.T) {
+	for name, prefix := range map[string]string{
+		"BOM": "\ufeff", "zero-width space": "\u200b", "word joiner": "\u2060", "two": "\u200b\ufeff",
+	} {
+		for _, form := range []struct{ name, in string }{
+			{"second line", "chat text\n" + prefix + basic},
+			{"after an envelope", basic + prefix + basic},
+			{"quoted", "> " + prefix + strings.ReplaceAll(strings.TrimSuffix(basic, "\n"), "\n", "\n> ") + "\n"},
+			{"fenced", "```\n" + prefix + basic + "```\n"},
+		} {
+			for _, rd := range []*envelope.Reader{envelope.NewReader(strings.NewReader(form.in)), envelope.NewBytesReader([]byte(form.in))} {
+				rd.Strict = true
+				var last *envelope.Envelope
+				for {
+					e, err := rd.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Errorf("%s, %s: %v", name, form.name, err)
+						continue
+					}
+					last = e
+				}
+				if last == nil {
+					t.Errorf("%s, %s: no envelope", name, form.name)
+					continue
+				}
+				if last.From != "CLAUDE" || !last.Complete || !bytes.HasPrefix(last.Source(), []byte("[[CLAUDE")) {
+					t.Errorf("%s, %s: %+v, source %q", name, form.name, last, last.Source())
+				}
+			}
+		}
+	}
+}

@@ -559,6 +559,18 @@ func signatureReason(v Verification) string {
 // envelope is refused.
 func (r *Relay) speaker(ctx context.Context, in Intake, env *envelope.Envelope, v Verification) (actor, reason string) {
 	sender := r.book.ActorID(env.From)
+	if v.Status == StatusVerified || v.Status == StatusFirstUse {
+		// The address book names the sender's key ids: a signature by any
+		// other key proves nothing about the sender, so it speaks for the
+		// sender only when the sender itself is the authenticated
+		// principal. Otherwise a stranger on an unauthenticated medium
+		// (mail) would speak as the sender with a fresh key, and pin that
+		// key as the sender's for every later envelope.
+		if a, ok := r.book.Agent(sender); ok && len(a.Keys) > 0 && !slices.Contains(a.Keys, v.Pkid) &&
+			(in.Principal == "" || !strings.EqualFold(r.book.ActorID(in.Principal), sender)) {
+			return "", fmt.Sprintf("%s signs with key id %s (address book); key %q proves nothing about it", env.From, strings.Join(a.Keys, ", "), v.Pkid)
+		}
+	}
 	if v.Status == StatusVerified {
 		if holder := r.keyHolder(ctx, v.Pkid); holder != "" {
 			if !strings.EqualFold(holder, sender) {

@@ -66,6 +66,7 @@ func FuzzTrustStore(f *testing.F) {
 	f.Add([]byte(storeHeader))
 	for i, l := range lines {
 		f.Add([]byte(storeHeader + l + " tofu 2025-10-09T17:00:00Z active sender=Brother%20AI\n"))
+		f.Add([]byte(l + " tofu 2025-10-09T17:00:00Z active seen=CLA%E2%80%8BUDE\n"))
 		f.Add([]byte("# c\n\n" + l + " manual 2025-10-09T19:00:00+02:00 revoked x=y\r\n  # indented\n"))
 		f.Add([]byte(l + " dns 2025-10-09T17:00:00.25Z active sender=\n" + lines[(i+1)%len(lines)] + " tofu 2025-10-09T17:00:00Z active\n"))
 	}
@@ -97,7 +98,7 @@ func FuzzTrustStore(f *testing.F) {
 				continue
 			}
 			e, g := l.entry, a.entry
-			if g.Key.Pkid != e.Key.Pkid || !g.Key.Equal(e.Key) || g.Source != e.Source || !g.FirstSeen.Equal(e.FirstSeen) || g.Revoked != e.Revoked || g.Sender != e.Sender {
+			if g.Key.Pkid != e.Key.Pkid || !g.Key.Equal(e.Key) || g.Source != e.Source || !g.FirstSeen.Equal(e.FirstSeen) || g.Revoked != e.Revoked || g.Sender != e.Sender || g.Seen != e.Seen {
 				t.Fatalf("round trip of %q: line %d = %+v, want %+v", data, i+1, *g, *e)
 			}
 		}

@@ -13,13 +13,18 @@ import (
 	"encoding/asn1"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
 )
 
 // Alg is a signature algorithm, named as in the sig: line.
@@ -606,10 +611,33 @@ func LoadPublicKey(path, pkid string) (*PublicKey, error) {
 	return k, nil
 }
 
-// checkPkid reports (with ErrKeyID) whether s can be a key id: 1 to 256
-// bytes of printable text without blanks or `;` (the sig line separates
-// parameters with `;` and the trust store columns with blanks).
+// checkPkid reports (with ErrKeyID) whether s can be a new key id: 1 to
+// 256 bytes of printable text in Unicode NFC without blanks or `;` (the
+// sig line separates parameters with `;` and the trust store columns with
+// blanks), and without a character a person cannot see or that reorders
+// the text around it — the characters envelope.NormalizeIdentifier
+// refuses: a key id is shown to people as what a signature proves, so it
+// may not look like another (docs/signing.md §4).
 func checkPkid(s string) error {
+	if err := checkStoredPkid(s); err != nil {
+		return err
+	}
+	n, err := envelope.NormalizeIdentifier(s)
+	var ie *envelope.IdentifierError
+	if errors.As(err, &ie) {
+		return fmt.Errorf("%w %s: %s (%U) is not allowed", ErrKeyID, strconv.QuoteToASCII(s), ie.Reason, ie.Rune)
+	}
+	if err != nil || n != s {
+		return fmt.Errorf("%w %s: not in Unicode NFC", ErrKeyID, strconv.QuoteToASCII(s))
+	}
+	return nil
+}
+
+// checkStoredPkid is the older, looser rule a key id read from a trust
+// store must meet: 1 to 256 bytes without blanks (any Unicode space: the
+// store's columns are split at them), control characters or `;`. A store written before checkPkid's rule still loads; the key ids
+// it refuses can no longer be named by a signature, made or pinned.
+func checkStoredPkid(s string) error {
 	if s == "" {
 		return fmt.Errorf("%w: empty", ErrKeyID)
 	}
@@ -617,7 +645,7 @@ func checkPkid(s string) error {
 		return fmt.Errorf("%w: longer than 256 bytes", ErrKeyID)
 	}
 	for _, r := range s {
-		if r <= ' ' || r == 0x7f || r == ';' || r == '\uFFFD' || (r >= 0x80 && r <= 0x9f) {
+		if r <= ' ' || r == 0x7f || r == ';' || r == '\uFFFD' || (r >= 0x80 && r <= 0x9f) || unicode.IsSpace(r) {
 			return fmt.Errorf("%w %q: blanks, control characters and ';' are not allowed", ErrKeyID, s)
 		}
 	}

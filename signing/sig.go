@@ -3,6 +3,8 @@ package signing
 import (
 	"fmt"
 	"strings"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // SigForm is the shape of a sig: value (docs/design.md §4.2, docs/signing.md §3).
@@ -92,6 +94,9 @@ func ParseSig(value string) (*Sig, error) {
 		}
 		*seen = true
 		if k == "pkid" {
+			// Compared in NFC, like the signed bytes: a chat UI that
+			// decomposes the text leaves the key id the same.
+			val = norm.NFC.String(val)
 			if err := checkPkid(val); err != nil {
 				return nil, withinKind(ErrMalformedSig, err, "pkid")
 			}

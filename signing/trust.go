@@ -34,17 +34,23 @@ type TrustEntry struct {
 	Revoked   bool
 	// Sender is the envelope sender the key was first seen from, if
 	// known. A bare JWS (no key id) is tried against the keys of its
-	// sender.
+	// sender. The relay reads it as the key's holder (docs/security.md),
+	// so only the relay's own first uses (PinFirstUse) record it.
 	Sender string
+	// Seen is the header's sender of the envelope a Verifier pinned the
+	// key from on its own (crosstalk verify, a pasted text): a bare JWS
+	// from that sender is tried against the key too, but Seen, an
+	// unauthenticated header, names nobody as the key's holder.
+	Seen string
 }
 
 // TrustStore is the known-keys file (docs/design.md §4.3), like ssh's known_hosts:
 // one line per key id,
 //
-//	pkid alg key source first-seen state [sender=ADDRESS]
+//	pkid alg key source first-seen state [sender=ADDRESS] [seen=ADDRESS]
 //
 // with state `active` or `revoked`, the key in unpadded base64url,
-// first-seen in RFC 3339 and ADDRESS percent-encoded; `#` comments and blank
+// first-seen in RFC 3339 and each ADDRESS percent-encoded; `#` comments and blank
 // lines are kept when the file is rewritten. A missing file is an empty
 // store.
 //
@@ -156,6 +162,11 @@ func (s *TrustStore) Lookup(pkid string) (TrustEntry, bool, error) {
 // one, or the existing one when it holds the same key. A different pinned
 // key gives ErrKeyChanged.
 func (s *TrustStore) PinFirstUse(key *PublicKey, source KeySource, sender string) (TrustEntry, error) {
+	return s.pinFirstUse(key, source, sender, "")
+}
+
+// pinFirstUse is PinFirstUse recording sender or seen (TrustEntry).
+func (s *TrustStore) pinFirstUse(key *PublicKey, source KeySource, sender, seen string) (TrustEntry, error) {
 	var got TrustEntry
 	if err := checkStoreKey(key); err != nil {
 		return got, err
@@ -173,7 +184,7 @@ func (s *TrustStore) PinFirstUse(key *PublicKey, source KeySource, sender string
 			got = e.clone()
 			return errNoChange
 		}
-		e := &TrustEntry{Key: key, Source: source, FirstSeen: s.now().UTC().Truncate(time.Second), Sender: sender}
+		e := &TrustEntry{Key: key, Source: source, FirstSeen: s.now().UTC().Truncate(time.Second), Sender: sender, Seen: seen}
 		f.add(e)
 		got = e.clone()
 		return nil
@@ -240,7 +251,9 @@ func (s *TrustStore) Remove(pkid string) error {
 // for that key (so it is never pinned later), and a pkid pinned to another
 // key fails with ErrKeyChanged.
 func (s *TrustStore) Revoke(pkid string, key *PublicKey) error {
-	if err := checkPkid(pkid); err != nil {
+	// The looser rule: an entry of a store written before checkPkid's
+	// can be revoked too.
+	if err := checkStoredPkid(pkid); err != nil {
 		return err
 	}
 	if key != nil && key.Alg() == "" {
@@ -455,7 +468,7 @@ type storeLine struct {
 }
 
 const storeHeader = `# crosstalk known keys (docs/signing.md §5). One line per key id:
-# pkid alg key source first-seen state [sender=ADDRESS]
+# pkid alg key source first-seen state [sender=ADDRESS] [seen=ADDRESS]
 `
 
 func (e *TrustEntry) clone() TrustEntry {
@@ -516,6 +529,9 @@ func (f *storeFile) render() []byte {
 		if e.Sender != "" {
 			b.WriteString(" sender=" + url.PathEscape(e.Sender))
 		}
+		if e.Seen != "" {
+			b.WriteString(" seen=" + url.PathEscape(e.Seen))
+		}
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
@@ -566,10 +582,16 @@ func parseEntry(t string) (*TrustEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("key: %v", err)
 	}
-	key, err := publicFromRaw(alg, c[0], raw)
+	// A key id pinned before checkPkid's rule still loads (checkStoredPkid);
+	// no signature can name it any more.
+	if err := checkStoredPkid(c[0]); err != nil {
+		return nil, err
+	}
+	key, err := publicFromRaw(alg, "x", raw)
 	if err != nil {
 		return nil, err
 	}
+	key.Pkid = c[0]
 	e := &TrustEntry{Key: key, Source: KeySource(c[3])}
 	switch e.Source {
 	case SourceTOFU, SourceDNS, SourceManual:
@@ -588,9 +610,14 @@ func parseEntry(t string) (*TrustEntry, error) {
 	}
 	for _, x := range c[6:] {
 		k, v, _ := strings.Cut(x, "=")
-		if k == "sender" {
+		switch k {
+		case "sender":
 			if e.Sender, err = url.PathUnescape(v); err != nil {
 				return nil, fmt.Errorf("sender: %v", err)
+			}
+		case "seen":
+			if e.Seen, err = url.PathUnescape(v); err != nil {
+				return nil, fmt.Errorf("seen: %v", err)
 			}
 		}
 		// other key=value columns: from a newer version, ignored

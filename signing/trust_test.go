@@ -67,7 +67,7 @@ func TestTOFUFlow(t *testing.T) {
 		t.Errorf("first-use result = %+v", r)
 	}
 	e, ok, err := store.Lookup("alice@example.com")
-	if err != nil || !ok || !e.Key.Equal(alice.Public()) || e.Source != SourceTOFU || e.Sender != "ALICE" || !e.FirstSeen.Equal(testNow) {
+	if err != nil || !ok || !e.Key.Equal(alice.Public()) || e.Source != SourceTOFU || e.Seen != "ALICE" || e.Sender != "" || !e.FirstSeen.Equal(testNow) {
 		t.Fatalf("Lookup after first use = %+v, %v, %v", e, ok, err)
 	}
 

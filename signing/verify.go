@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Status is the outcome of verifying an envelope (docs/design.md §4.3). What the
@@ -185,8 +186,8 @@ func (c *check) prepare(env *envelope.Envelope) (res Result, ok bool) {
 	c.sig, c.buf = sig, inputPool.Get().(*[]byte)
 	c.input = appendSigningInput(*c.buf, sig.Alg, payload)
 	if res.Pkid == "" { // bare JWS
-		if p, ok := env.MetaValue("signing", "Pkid"); ok && checkPkid(p) == nil {
-			res.Pkid = p
+		if p, ok := env.MetaValue("signing", "Pkid"); ok && checkPkid(norm.NFC.String(p)) == nil {
+			res.Pkid = norm.NFC.String(p)
 		}
 	}
 	c.announced, c.annErr = announcedKey(env)
@@ -234,7 +235,7 @@ func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]Trus
 	}
 	return v.Store.matching(func(e *TrustEntry) bool {
 		return pkid != "" && e.Key.Pkid == pkid ||
-			c.sig.Form == FormBareJWS && e.Sender != "" && strings.EqualFold(e.Sender, env.From)
+			c.sig.Form == FormBareJWS && (e.Sender != "" && strings.EqualFold(e.Sender, env.From) || e.Seen != "" && strings.EqualFold(e.Seen, env.From))
 	})
 }
 
@@ -315,7 +316,7 @@ func (v *Verifier) verifyDNS(ctx context.Context, env *envelope.Envelope, c *che
 	if k := c.verifying(keys); k != nil {
 		res.Key, res.Source = k, SourceDNS
 		if v.Store != nil && !v.NoTOFU {
-			_, err := v.Store.PinFirstUse(k, SourceDNS, env.From)
+			_, err := v.Store.pinFirstUse(k, SourceDNS, "", env.From)
 			switch {
 			case errors.Is(err, ErrKeyChanged):
 				// Pinned to another key by someone else since we looked:
@@ -354,7 +355,7 @@ func (v *Verifier) verifyAnnounced(env *envelope.Envelope, c *check, res Result)
 	if v.Store == nil || v.NoTOFU {
 		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: the envelope announces %s, but first-use pinning is off", ErrUnknownKey, res.Pkid, a.Fingerprint()))
 	}
-	entry, err := v.Store.PinFirstUse(a, SourceTOFU, env.From)
+	entry, err := v.Store.pinFirstUse(a, SourceTOFU, "", env.From)
 	switch {
 	case errors.Is(err, ErrKeyChanged):
 		// Pinned by someone else since we looked.

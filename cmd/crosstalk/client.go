@@ -345,7 +345,7 @@ func summarizeEvent(ev ledger.Event) string {
 	case gateway.KindNotify:
 		what = d.Kind + ": " + firstLine(d.Message, 80)
 	}
-	return fmt.Sprintf("%s  %4d  %-24s %-10s %s  %s", ts, ev.Seq, ev.Kind, ev.By, what, ev.ID)
+	return visible(fmt.Sprintf("%s  %4d  %-24s %-10s %s  %s", ts, ev.Seq, ev.Kind, ev.By, what, ev.ID))
 }
 
 func firstLine(s string, n int) string {
@@ -477,7 +477,8 @@ lapsed, discharged), hidden by default.`)
 		if d.ClaimedBy != "" {
 			policy += " (claimed by " + d.ClaimedBy + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Group, d.Seq, policy, d.Directedness, d.Injection, d.From, d.Intent, content, d.EventID)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", visible(d.Group), d.Seq, visible(policy), d.Directedness, d.Injection,
+			visible(d.From), visible(d.Intent), visible(content), visible(d.EventID))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -561,8 +562,8 @@ func printWaiting(ctx context.Context, e *env, rf relayFlags, agent string, all,
 		case len(w.Acked) > 0:
 			state = "open, accepted by " + strings.Join(w.Acked, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.Group, w.Seq, to, w.Obligation.Blocks,
-			deadline, firstLine(w.Obligation.DefaultAction, 40), answered, state, w.EventID)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", visible(w.Group), w.Seq, visible(to), visible(string(w.Obligation.Blocks)),
+			deadline, firstLine(w.Obligation.DefaultAction, 40), visible(answered), visible(state), visible(w.EventID))
 	}
 	return tw.Flush()
 }

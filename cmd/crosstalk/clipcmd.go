@@ -160,8 +160,8 @@ relay or clipboard failed.`)
 	if env, err := envelope.NewReader(strings.NewReader(raw)).Next(); err == nil {
 		from, rcpt = env.From, env.To
 	}
-	fmt.Fprintf(e.stdout, "copied %s → %s %s %s (group %s, seq %d, %s) to the clipboard\n",
-		from, rcpt, next.Intent, orNone(next.MessageID), next.Group, next.Seq, next.Policy)
+	fmt.Fprintln(e.stdout, visible(fmt.Sprintf("copied %s → %s %s %s (group %s, seq %d, %s) to the clipboard",
+		from, rcpt, next.Intent, orNone(next.MessageID), next.Group, next.Seq, next.Policy)))
 	return nil
 }
 

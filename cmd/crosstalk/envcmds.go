@@ -143,7 +143,7 @@ Exit status: 0 if every envelope parsed, 1 if any failed, 2 for usage errors.`)
 					je.Error.Code, je.Error.Line, je.Error.Message = se.Code, se.Line, se.Msg
 					return enc.Encode(je)
 				}
-				_, err := fmt.Fprintf(e.stdout, "%s:%d: %s: %s\n", in.name, se.Line, se.Code, se.Msg)
+				_, err := fmt.Fprintln(e.stdout, visible(fmt.Sprintf("%s:%d: %s: %s", in.name, se.Line, se.Code, se.Msg)))
 				return err
 			}
 			if *asJSON {
@@ -164,11 +164,18 @@ Exit status: 0 if every envelope parsed, 1 if any failed, 2 for usage errors.`)
 	return nil
 }
 
+// visible returns s for a terminal: every control, bidi or invisible
+// character written as ⟨U+001B⟩ (envelope.ShowInvisible), so that text
+// from an envelope — anyone's, through the relay — cannot move the
+// cursor, clear the screen or reorder a line. Human output only; --json
+// and envelope text keep their bytes.
+func visible(s string) string { return envelope.ShowInvisible(s) }
+
 func printSummary(w io.Writer, name string, env *envelope.Envelope) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s:%d: %s → %s  %s", name, env.Line, env.From, env.To, env.Intent)
+	fmt.Fprintf(&b, "%s:%d: %s → %s  %s", visible(name), env.Line, visible(env.From), visible(env.To), visible(env.Intent))
 	if env.LegacyIntent != "" {
-		fmt.Fprintf(&b, " (from %s)", env.LegacyIntent)
+		fmt.Fprintf(&b, " (from %s)", visible(env.LegacyIntent))
 	}
 	if !env.Complete {
 		b.WriteString("  [incomplete: no [[END]]]")
@@ -176,7 +183,7 @@ func printSummary(w io.Writer, name string, env *envelope.Envelope) error {
 	b.WriteByte('\n')
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(&b, "  %-8s %s\n", k+":", v)
+			fmt.Fprintf(&b, "  %-8s %s\n", visible(k)+":", visible(v))
 		}
 	}
 	row("user", env.User)
@@ -235,7 +242,7 @@ Exit status: 0 if every envelope is valid, 1 if any is not or none was found,
 			n++
 			if se != nil {
 				failed = true
-				_, err := fmt.Fprintf(e.stdout, "%s:%d: %s: %s\n", in.name, se.Line, se.Code, se.Msg)
+				_, err := fmt.Fprintln(e.stdout, visible(fmt.Sprintf("%s:%d: %s: %s", in.name, se.Line, se.Code, se.Msg)))
 				return err
 			}
 			msg := fmt.Sprintf("%s:%d: ok %s→%s %s", in.name, env.Line, env.From, env.To, env.Intent)
@@ -245,7 +252,7 @@ Exit status: 0 if every envelope is valid, 1 if any is not or none was found,
 			for _, w := range env.Warnings() {
 				msg += " (warning: " + w + ")"
 			}
-			_, err := fmt.Fprintln(e.stdout, msg)
+			_, err := fmt.Fprintln(e.stdout, visible(msg))
 			return err
 		})
 	})
@@ -276,12 +283,13 @@ Exit status: 0 if every envelope was printed, 1 if any was malformed.`)
 	}
 	w := envelope.NewWriter(e.stdout)
 	w.Fence = *fence
-	failed := false
+	failed, n := false, 0
 	err = eachInput(e, files, func(in input) error {
 		return readEnvelopes(in, *strict, func(env *envelope.Envelope, se *envelope.SyntaxError) error {
+			n++
 			if se != nil {
 				failed = true
-				fmt.Fprintf(e.stderr, "crosstalk: %s:%d: %s: %s\n", in.name, se.Line, se.Code, se.Msg)
+				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: %s: %s", in.name, se.Line, se.Code, se.Msg)))
 				return nil
 			}
 			return w.Write(env)
@@ -289,6 +297,9 @@ Exit status: 0 if every envelope was printed, 1 if any was malformed.`)
 	})
 	if err != nil {
 		return err
+	}
+	if n == 0 {
+		fmt.Fprintln(e.stderr, "crosstalk: no envelope found")
 	}
 	if failed {
 		return failedError{}

@@ -90,7 +90,7 @@ never printed. Without --out, FILE is <user config dir>/crosstalk/keys/<ID>.key.
 Existing files are never overwritten.
 
 Give the public key line to the people who should trust you (crosstalk trust
-add), or sign with --announce so they pin it on first use.`)
+add 'LINE', quoted), or sign with --announce so they pin it on first use.`)
 	algName := fs.String("alg", "ed25519", "algorithm: ed25519 or secp256r1")
 	pkid := fs.String("pkid", "", "key `id`, e.g. alice@example.com (required)")
 	out := fs.String("out", "", "private key `file`")
@@ -122,7 +122,19 @@ add), or sign with --announce so they pin it on first use.`)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
+		// crosstalk's own directory: made 0700 if it was there wider, so
+		// that nobody else lists the key ids or reaches the files.
+		if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(dir, 0o700); err != nil {
+				return fmt.Errorf("key directory %s is %v: %w", dir, fi.Mode().Perm(), err)
+			}
+			fmt.Fprintf(e.stderr, "crosstalk: %s was %v; made it 0700\n", dir, fi.Mode().Perm())
+		}
 		path = filepath.Join(dir, safeFileName(*pkid)+".key")
+	} else if fi, err := os.Stat(filepath.Dir(path)); err == nil && fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+		// Not ours to change, but whoever may write there may replace
+		// the key pair.
+		fmt.Fprintf(e.stderr, "crosstalk: warning: others may write to %s (%v): they could replace the key; keep keys in a directory only you can write to\n", filepath.Dir(path), fi.Mode().Perm())
 	}
 	if _, err := os.Stat(path + ".pub"); err == nil {
 		return withHint(fmt.Errorf("%s.pub already exists", path), "choose another --out, or remove the old key pair first")
@@ -201,13 +213,13 @@ errors.`)
 		return readEnvelopes(in, false, func(env *envelope.Envelope, se *envelope.SyntaxError) error {
 			if se != nil {
 				failed = true
-				fmt.Fprintf(e.stderr, "crosstalk: %s:%d: %s: %s\n", in.name, se.Line, se.Code, se.Msg)
+				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: %s: %s", in.name, se.Line, se.Code, se.Msg)))
 				return nil
 			}
 			out, err := signing.SignEnvelope(env, k, opts)
 			if err != nil {
 				failed = true
-				fmt.Fprintf(e.stderr, "crosstalk: %s:%d: %v\n", in.name, env.Line, err)
+				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: %v", in.name, env.Line, err)))
 				return nil
 			}
 			var b strings.Builder
@@ -372,7 +384,7 @@ no envelope is found), 2 for usage errors.`)
 				if *asJSON {
 					return enc.Encode(verifyJSON{Status: "malformed", Message: se.Error()})
 				}
-				_, err := fmt.Fprintf(e.stdout, "%s:%d: malformed: %s\n", in.name, se.Line, se.Msg)
+				_, err := fmt.Fprintln(e.stdout, visible(fmt.Sprintf("%s:%d: malformed: %s", in.name, se.Line, se.Msg)))
 				return err
 			}
 			r := v.Verify(ctx, env)
@@ -403,7 +415,7 @@ no envelope is found), 2 for usage errors.`)
 			if r.Status != signing.StatusUnsigned {
 				line += ": " + msg
 			}
-			_, err := fmt.Fprintln(e.stdout, line)
+			_, err := fmt.Fprintln(e.stdout, visible(line))
 			return err
 		})
 	})
@@ -436,9 +448,11 @@ type trustEntryJSON struct {
 	FirstSeen   time.Time `json:"first_seen"`
 	Revoked     bool      `json:"revoked"`
 	Sender      string    `json:"sender,omitempty"`
+	Seen        string    `json:"seen,omitempty"`
 }
 
-// parseKeyArg reads KEY for trust add/pin: a public key file, or an
+// parseKeyArg reads KEY for trust add/pin: a public key file, the public
+// key line keygen prints (`ed25519 ID base64`, read like the file), or an
 // `alg:base64` value (then pkid is required).
 func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 	if _, err := os.Stat(arg); err == nil {
@@ -447,6 +461,15 @@ func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 			return nil, withHint(err, "give the key id with --pkid ID")
 		}
 		return k, err
+	}
+	if f := strings.Fields(arg); len(f) == 3 {
+		if _, err := signing.ParseAlg(f[0]); err == nil {
+			k, err := signing.ParsePublicKey([]byte(arg), pkid)
+			if err != nil {
+				return nil, usagef("trust: %q is not a public key line (alg key-id base64): %v", arg, err)
+			}
+			return k, nil
+		}
 	}
 	if pkid == "" {
 		return nil, usagef("trust: %q is not a key file; for an alg:base64 key give --pkid ID", arg)
@@ -465,7 +488,8 @@ Trust shows and changes the trust store: the key pinned for each key id
 
   list                         every pinned key (--json: JSON Lines)
   add KEY [--pkid ID]          pin a key by hand; KEY is a public key file
-                               (from crosstalk keygen, or PEM with --pkid) or
+                               (from crosstalk keygen, or PEM with --pkid),
+                               the public key line keygen prints (quoted), or
                                alg:base64 with --pkid. Fails if the key id is
                                pinned to another key: use pin.
   remove PKID                  forget the key of PKID
@@ -511,7 +535,7 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 		for _, en := range entries {
 			if *asJSON {
 				if err := enc.Encode(trustEntryJSON{Pkid: en.Key.Pkid, Alg: string(en.Key.Alg()), Key: en.Key.Value(), Fingerprint: en.Key.Fingerprint(),
-					Source: string(en.Source), FirstSeen: en.FirstSeen, Revoked: en.Revoked, Sender: en.Sender}); err != nil {
+					Source: string(en.Source), FirstSeen: en.FirstSeen, Revoked: en.Revoked, Sender: en.Sender, Seen: en.Seen}); err != nil {
 					return err
 				}
 				continue
@@ -524,7 +548,10 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 			if en.Sender != "" {
 				line += "  from " + en.Sender
 			}
-			if _, err := fmt.Fprintln(e.stdout, line); err != nil {
+			if en.Seen != "" {
+				line += "  seen from " + en.Seen
+			}
+			if _, err := fmt.Fprintln(e.stdout, visible(line)); err != nil {
 				return err
 			}
 		}

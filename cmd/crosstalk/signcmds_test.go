@@ -288,3 +288,55 @@ func TestCLISignPublishedKey(t *testing.T) {
 		t.Errorf("sign --fence = %q", fenced)
 	}
 }
+
+// TestCLIKeygenDirNotReadable: keygen's default key directory is left
+// readable and searchable by its owner alone (0700), also when it existed
+// before with wider permissions; a --out directory others may write to
+// gets a warning.
+func TestCLIKeygenDirNotReadable(t *testing.T) {
+	c := newSignCLI(t)
+	dir := filepath.Join(c.dir, "config", "crosstalk", "keys")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	c.must("", "keygen", "--pkid", "a@example.com")
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		t.Errorf("key directory %s is %v, want no group or other access", dir, perm)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "a@example.com.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("private key: %v, %v; want mode 0600", fi, err)
+	}
+
+	open := c.path("open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := c.run("", "keygen", "--pkid", "b", "--out", filepath.Join(open, "b.key")); code != 0 || !strings.Contains(errs, "warning") {
+		t.Errorf("keygen --out into a world-writable directory = %d, stderr %q; want a warning", code, errs)
+	}
+}
+
+// TestCLITrustAddKeygenLine: the public key line keygen prints — what its
+// help says to give to the people who should trust you — is a KEY that
+// trust add and trust pin take as it is.
+func TestCLITrustAddKeygenLine(t *testing.T) {
+	c := newSignCLI(t)
+	line := strings.TrimSpace(c.must("", "keygen", "--pkid", "dave@example.com", "--out", c.path("d.key")))
+	if out := c.must("", "trust", "add", line); !strings.Contains(out, "added dave@example.com ed25519 SHA256:") {
+		t.Errorf("trust add %q = %q", line, out)
+	}
+	line2 := strings.TrimSpace(c.must("", "keygen", "--pkid", "dave@example.com", "--out", c.path("d2.key")))
+	if out := c.must("", "trust", "pin", "dave@example.com", line2); !strings.Contains(out, "dave@example.com") {
+		t.Errorf("trust pin dave@example.com %q = %q", line2, out)
+	}
+}

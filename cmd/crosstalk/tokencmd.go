@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 )
@@ -63,7 +65,14 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 	sub, rest := pos[0], pos[1:]
 	switch {
 	case sub == "new" && len(rest) == 0:
-		secret, t, err := store.New(*principal)
+		// The principal is compared with senders' actor ids: in NFC, and
+		// never with a character that hides or reorders text (it would
+		// show as another agent's name and match no sender).
+		p, err := envelope.NormalizeIdentifier(strings.TrimSpace(*principal))
+		if err != nil {
+			return usagef("token new: --principal %v", err)
+		}
+		secret, t, err := store.New(p)
 		if err != nil {
 			return err
 		}
@@ -83,7 +92,10 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 				}
 				continue
 			}
-			fmt.Fprintf(e.stdout, "%s  %-20s  %s\n", t.ID, t.Principal, t.Created.Format(time.RFC3339))
+			fmt.Fprintf(e.stdout, "%s  %-20s  %s\n", t.ID, visible(t.Principal), t.Created.Format(time.RFC3339))
+		}
+		if len(list) == 0 && !*asJSON {
+			fmt.Fprintf(e.stderr, "crosstalk: no tokens in %s (mint one with crosstalk token new)\n", store.Path())
 		}
 		return nil
 	case sub == "revoke" && len(rest) == 1:

@@ -73,3 +73,41 @@ func TestTokenCommands(t *testing.T) {
 		t.Errorf("new with a bad principal exit = %d, want 1", code)
 	}
 }
+
+// TestTokenPrincipalLookalike: a principal holding an invisible or bidi
+// character — one that shows as another agent's name and can never match
+// a sender — is refused with a usage error, nothing minted; an NFD
+// principal is minted in NFC, the form senders are compared in.
+func TestTokenPrincipalLookalike(t *testing.T) {
+	data := t.TempDir()
+	for _, p := range []string{"ali\u200bce", "alice\u202e", "ali\u2060ce", "al\u00a0ice"} {
+		if out, stderr, code := runCLI(t, "", "token", "new", "--data", data, "--principal", p); code != 2 || out != "" {
+			t.Errorf("token new --principal %q = %d, %q, %q; want exit 2 and no token", p, code, out, stderr)
+		}
+	}
+	if _, stderr, code := runCLI(t, "", "token", "new", "--data", data, "--principal", "cafe\u0301"); code != 0 || !strings.Contains(stderr, "\"caf\u00e9\"") {
+		t.Errorf("token new --principal NFD = %d, %q; want minted for the NFC name", code, stderr)
+	}
+	out, _, _ := runCLI(t, "", "token", "list", "--data", data, "--json")
+	if n := strings.Count(out, "\n"); n != 1 {
+		t.Errorf("token list = %q; want only the NFC one", out)
+	}
+}
+
+// TestTokenListShowsInvisible: a principal minted before the rule above,
+// holding a zero-width space, is listed with it visible (⟨U+200B⟩), not
+// as a second "alice"; an empty list says so.
+func TestTokenListShowsInvisible(t *testing.T) {
+	data := t.TempDir()
+	if _, stderr, _ := runCLI(t, "", "token", "list", "--data", data); !strings.Contains(stderr, "no tokens") {
+		t.Errorf("token list on an empty data dir: stderr %q, want it to say there are no tokens", stderr)
+	}
+	file := `{"tokens":[{"id":"1aba29a1edb8","principal":"ali\u200bce","created":"2026-11-29T02:10:33Z","sha256":"bef0af2b78f1f61319360bf5508dec41d552d51ceb9f738afe7af0effb50d2e7"}]}`
+	if err := os.WriteFile(filepath.Join(data, tokens.FileName), []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCLI(t, "", "token", "list", "--data", data)
+	if code != 0 || !strings.Contains(out, "ali⟨U+200B⟩ce") {
+		t.Errorf("token list = %d, %q, %q; want the principal shown as ali⟨U+200B⟩ce", code, out, stderr)
+	}
+}

@@ -103,7 +103,7 @@ func (p *envelopePrinter) handle(ctx context.Context, in transports.Inbound) ([]
 				je.Error.Code, je.Error.Line, je.Error.Message = se.Code, se.Line, se.Msg
 				return p.enc.Encode(je)
 			}
-			_, err := fmt.Fprintf(p.w, "%s:%d: %s: %s\n", name, se.Line, se.Code, se.Msg)
+			_, err := fmt.Fprintln(p.w, visible(fmt.Sprintf("%s:%d: %s: %s", name, se.Line, se.Code, se.Msg)))
 			return err
 		}
 		if p.asJSON {
@@ -190,7 +190,7 @@ func (p *envelopePrinter) receipts(name string, envs []*envelope.Envelope) {
 		if env.Intent == envelope.IntentError {
 			code, _ := env.MetaValue("error", "Code")
 			reason, _ := env.MetaValue("error", "Reason")
-			fmt.Fprintf(p.w, "%s: rejected %s: %s: %s\n", name, orNone(env.Parent), code, reason)
+			fmt.Fprintln(p.w, visible(fmt.Sprintf("%s: rejected %s: %s: %s", name, orNone(env.Parent), code, reason)))
 			continue
 		}
 		group, _ := env.MetaValue("receipt", "Group")
@@ -200,7 +200,7 @@ func (p *envelopePrinter) receipts(name string, envs []*envelope.Envelope) {
 		if dup == "true" {
 			line += " (duplicate)"
 		}
-		fmt.Fprintln(p.w, line)
+		fmt.Fprintln(p.w, visible(line))
 	}
 }
 

@@ -122,7 +122,9 @@ func clean(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
-		case r == '\n' || r == '\r' || r == '\t':
+		case r == '\n' || r == '\r' || r == '\t' || r == '\u2028' || r == '\u2029':
+			// Line and paragraph separators break a line for whoever
+			// reads the block too: they could start a forged header.
 			b.WriteByte(' ')
 		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
 		default:
