@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 )
@@ -65,14 +63,10 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 	sub, rest := pos[0], pos[1:]
 	switch {
 	case sub == "new" && len(rest) == 0:
-		// The principal is compared with senders' actor ids: in NFC, and
-		// never with a character that hides or reorders text (it would
-		// show as another agent's name and match no sender).
-		p, err := envelope.NormalizeIdentifier(strings.TrimSpace(*principal))
-		if err != nil {
-			return usagef("token new: --principal %v", err)
+		secret, t, err := store.New(*principal)
+		if errors.Is(err, tokens.ErrPrincipal) {
+			return usagef("token new: --principal: %v", err)
 		}
-		secret, t, err := store.New(p)
 		if err != nil {
 			return err
 		}

@@ -69,8 +69,8 @@ func TestTokenCommands(t *testing.T) {
 	if _, _, code := runCLI(t, "", "token", "revoke", "--data", data, "ffffffffffff"); code != 1 {
 		t.Errorf("revoke of an unknown id exit = %d, want 1", code)
 	}
-	if _, _, code := runCLI(t, "", "token", "new", "--data", data, "--principal", "two words"); code != 1 {
-		t.Errorf("new with a bad principal exit = %d, want 1", code)
+	if _, _, code := runCLI(t, "", "token", "new", "--data", data, "--principal", "two words"); code != 2 {
+		t.Errorf("new with a bad principal exit = %d, want 2 (a bad --principal is a usage error)", code)
 	}
 }
 

@@ -27,10 +27,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/crosstalk-go/crosstalk/envelope"
 )
 
 // FileName is the store's file name in the relay's data directory.
@@ -45,8 +48,9 @@ const MaxTokens = 1000
 // ErrNotFound: no token has the id given to Revoke.
 var ErrNotFound = errors.New("tokens: no such token")
 
-// ErrPrincipal: the principal given to New is empty, too long or holds
-// spaces or control characters.
+// ErrPrincipal: the principal given to New is empty, too long, or holds
+// spaces or a character that hides or reorders text (the ones
+// envelope.NormalizeIdentifier refuses).
 var ErrPrincipal = errors.New("tokens: bad principal")
 
 // Token is one minted token, without its secret.
@@ -83,11 +87,18 @@ func Open(path string) *Store { return &Store{path: path} }
 func (s *Store) Path() string { return s.path }
 
 // New mints a token for principal and returns its secret, which is not
-// stored and cannot be shown again.
+// stored and cannot be shown again. The principal is compared with
+// senders' actor ids, so it is stored in NFC, and one holding a character
+// a person cannot see or that reorders text is refused: it would show as
+// another agent's name and match no sender. Every way of minting (the
+// CLI, the web inbox) goes through here.
 func (s *Store) New(principal string) (secret string, t Token, err error) {
 	principal = strings.TrimSpace(principal)
 	if principal == "" || len(principal) > 128 || strings.IndexFunc(principal, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
-		return "", Token{}, fmt.Errorf("%w %q: want a name without spaces, at most 128 bytes", ErrPrincipal, principal)
+		return "", Token{}, fmt.Errorf("%w %s: want a name without spaces, at most 128 bytes", ErrPrincipal, strconv.QuoteToASCII(principal))
+	}
+	if principal, err = envelope.NormalizeIdentifier(principal); err != nil {
+		return "", Token{}, fmt.Errorf("%w: %v", ErrPrincipal, err)
 	}
 	var raw [32]byte
 	var id [6]byte

@@ -112,3 +112,23 @@ func TestStoreConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestNewPrincipalLookalike: New, which every way of minting goes
+// through, refuses a principal that would show as another's name (an
+// invisible, bidi or non-ASCII space character) and stores an NFD one in
+// NFC, the form senders are compared in.
+func TestNewPrincipalLookalike(t *testing.T) {
+	s := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
+	for _, p := range []string{"ali\u200bce", "alice\u202e", "\u2060alice", "ali\u00adce", "al\u00a0ice", "ali\u3000ce"} {
+		if _, _, err := s.New(p); !errors.Is(err, tokens.ErrPrincipal) {
+			t.Errorf("New(%q) = %v, want tokens.ErrPrincipal", p, err)
+		}
+	}
+	_, tok, err := s.New("cafe\u0301")
+	if err != nil || tok.Principal != "caf\u00e9" {
+		t.Errorf("New(NFD) = %q, %v; want the NFC name", tok.Principal, err)
+	}
+	if list, _ := s.List(); len(list) != 1 {
+		t.Errorf("List() = %v, want only the NFC one", list)
+	}
+}
