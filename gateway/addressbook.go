@@ -99,6 +99,15 @@ func NewAddressBook(agents []Agent) (*AddressBook, error) {
 				return nil, fmt.Errorf("gateway: address book: agent %q: name: %w", a.ID, err)
 			}
 		}
+		// Key ids too: a signature's pkid= is read in NFC (signing), so
+		// an NFD key id here would never match one, and one a reader
+		// cannot see whole would show as another's.
+		a.Keys = append([]string(nil), a.Keys...)
+		for j := range a.Keys {
+			if a.Keys[j], err = envelope.NormalizeIdentifier(a.Keys[j]); err != nil {
+				return nil, fmt.Errorf("gateway: address book: agent %q: key: %w", a.ID, err)
+			}
+		}
 		if _, dup := b.byID[strings.ToLower(a.ID)]; dup {
 			return nil, fmt.Errorf("gateway: address book: duplicate agent id %q", a.ID)
 		}
