@@ -325,10 +325,6 @@ func (rj *Rejection) Error() string {
 	return fmt.Sprintf("%s: %s", rj.Code, rj.Reason)
 }
 
-// ErrNoEnvelope is returned by Ingest when the intake holds no envelope at
-// all; it is recorded in the ledger like any rejection.
-var ErrNoEnvelope = errors.New("gateway: no envelope in the input")
-
 // ErrTooManyEnvelopes is returned by Ingest when the intake holds more
 // envelopes than Options.MaxEnvelopes. Nothing of such an intake is
 // checked or recorded: the sender must split it (envelope.CodeTooLarge).
