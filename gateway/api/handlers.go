@@ -324,7 +324,12 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	if q.Get("per_event") == "1" {
 		ctx = gateway.PerEvent(ctx) // one delivery per event: no merging, no digest omission
 	}
-	ds, err := s.relay.Deliveries(ctx, agent, q.Get("group"), since, int(limit))
+	group, err := s.queryGroup(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, string(envelope.CodeAddress), err.Error())
+		return
+	}
+	ds, err := s.relay.Deliveries(ctx, agent, group, since, int(limit))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return

@@ -21,18 +21,43 @@ func NormalizePathNames(r *http.Request, store ledger.Store) error {
 		if v == "" {
 			continue
 		}
-		n, err := envelope.NormalizeIdentifier(v)
+		var n string
+		var err error
+		if name == "group" {
+			n, err = normalizeGroup(r, store, v)
+		} else {
+			n, err = envelope.NormalizeIdentifier(v)
+		}
 		if err != nil {
-			if name == "group" {
-				if evs, rerr := store.Range(r.Context(), v, 0, nil, 1); rerr == nil && len(evs) > 0 {
-					continue
-				}
-			}
 			return err
 		}
 		r.SetPathValue(name, n)
 	}
 	return nil
+}
+
+// normalizeGroup returns the group name v in NFC, or v itself when it
+// holds an invisible or reordering character but store already holds a
+// group of exactly that name, or the *envelope.IdentifierError.
+func normalizeGroup(r *http.Request, store ledger.Store, v string) (string, error) {
+	n, err := envelope.NormalizeIdentifier(v)
+	if err != nil {
+		if evs, rerr := store.Range(r.Context(), v, 0, nil, 1); rerr == nil && len(evs) > 0 {
+			return v, nil
+		}
+		return "", err
+	}
+	return n, nil
+}
+
+// queryGroup is the ?group= filter of r, normalised as a {group} path
+// value is (empty when absent).
+func (s *Server) queryGroup(r *http.Request) (string, error) {
+	v := r.URL.Query().Get("group")
+	if v == "" {
+		return "", nil
+	}
+	return normalizeGroup(r, s.relay.Store(), v)
 }
 
 // names wraps a handler of a path with {group} or {agent}: it normalises

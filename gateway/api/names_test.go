@@ -59,3 +59,40 @@ func TestPathNames(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryGroupNames: a ?group= filter is compared in NFC like a
+// {group} path value, and one holding an invisible or bidi character is
+// refused with E-ADDRESS rather than matching nothing.
+func TestQueryGroupNames(t *testing.T) {
+	h := newHarness(t, nil)
+	h.post(env("CLAUDE", "CHATGPT", "REQUEST", "caf\u00e9", "question"))
+	for _, tt := range []struct {
+		path       string
+		status     int
+		deliveries int
+	}{
+		{"/v1/agents/chatgpt/deliveries?group=caf%C3%A9", http.StatusOK, 1},  // NFC
+		{"/v1/agents/chatgpt/deliveries?group=cafe%CC%81", http.StatusOK, 1}, // NFD
+		{"/v1/agents/chatgpt/deliveries?group=caf%E2%80%8B%C3%A9", http.StatusBadRequest, 0},
+		{"/v1/agents/chatgpt/stream?group=%E2%80%AEcaf%C3%A9", http.StatusBadRequest, 0},
+	} {
+		status, body := h.do("GET", tt.path, "")
+		if status != tt.status {
+			t.Errorf("GET %s = %d %s, want %d", tt.path, status, body, tt.status)
+			continue
+		}
+		if status == http.StatusOK {
+			var p struct{ Deliveries []json.RawMessage }
+			if err := json.Unmarshal(body, &p); err != nil || len(p.Deliveries) != tt.deliveries {
+				t.Errorf("GET %s = %s, want %d deliveries", tt.path, body, tt.deliveries)
+			}
+			continue
+		}
+		var e struct {
+			Error struct{ Code string }
+		}
+		if err := json.Unmarshal(body, &e); err != nil || e.Error.Code != "E-ADDRESS" {
+			t.Errorf("GET %s = %s, want an E-ADDRESS error", tt.path, body)
+		}
+	}
+}

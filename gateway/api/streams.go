@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/internal/sse"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -65,7 +66,11 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
 		return
 	}
-	only := r.URL.Query().Get("group")
+	only, err := s.queryGroup(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, string(envelope.CodeAddress), err.Error())
+		return
+	}
 	param := "since_pos"
 	if only != "" {
 		param = "since_seq"
