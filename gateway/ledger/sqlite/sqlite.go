@@ -848,6 +848,27 @@ func (s *Store) ReleaseClaim(ctx context.Context, group, eventID, actor string) 
 	return nil
 }
 
+// ReleaseClaimAsRead implements ledger.Store.
+func (s *Store) ReleaseClaimAsRead(ctx context.Context, c ledger.Claim) error {
+	err := s.submit(ctx, func(w *wtx) error {
+		cur, ok, err := w.claim(c.GroupID, c.EventID)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return ledger.ErrNotFound
+		case cur.Actor != c.Actor || cur.ExpiresAt.UnixNano() != c.ExpiresAt.UnixNano():
+			return fmt.Errorf("held by %q until %s: %w", cur.Actor, cur.ExpiresAt.Format(time.RFC3339Nano), ledger.ErrClaimed)
+		}
+		_, err = w.stmt(stDeleteClaim).Exec(c.GroupID, c.EventID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: release claim %s: %w", c.EventID, err)
+	}
+	return nil
+}
+
 // GetClaim implements ledger.Store.
 func (s *Store) GetClaim(ctx context.Context, group, eventID string, now time.Time) (ledger.Claim, error) {
 	what := fmt.Sprintf("get claim %s", eventID)
