@@ -333,6 +333,35 @@ func TestOpenForeignDatabase(t *testing.T) {
 	openPath(t, empty).Close()
 }
 
+// TestOpenTruncated checks that Open refuses a ledger cut short (a copy
+// interrupted half way, restored in place of ledger.db), as
+// docs/operations.md says, rather than run on what is left of it.
+func TestOpenTruncated(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ledger.db")
+	s := openPath(t, path)
+	for i := range 2000 {
+		if _, err := s.Append(t.Context(), []ledger.Record{msg(fmt.Sprintf("g%d", i%50), "")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{len(whole) - 4096, len(whole) / 2 / 4096 * 4096, len(whole)/2 + 100, 8192} {
+		cut := filepath.Join(dir, fmt.Sprintf("cut-%d.db", n))
+		if err := os.WriteFile(cut, whole[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := sqlite.Open(t.Context(), cut, nil); err == nil {
+			s.Close()
+			t.Errorf("Open(ledger cut to %d of %d bytes) error = nil, want an error", n, len(whole))
+		}
+	}
+}
+
 // TestFollowOtherStore checks that Follow sees appends made through
 // another Store on the same file, by polling.
 func TestFollowOtherStore(t *testing.T) {
