@@ -94,6 +94,16 @@ start; reindex after changing the agents' names or roles, or to check them
 	if verb == "backup" {
 		return ledgerBackup(ctx, e, *spec, pos)
 	}
+	// The input first: a mistyped name must not create an empty ledger.
+	var r io.Reader = e.stdin
+	if verb == "import" && len(pos) == 1 {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
 	s, err := server.OpenLedger(ctx, server.LedgerOptions{Spec: *spec, Stream: *stream, Replicas: *replicas, MustExist: verb != "import"})
 	if errors.Is(err, os.ErrNotExist) {
 		return withHint(err, "name the ledger with --ledger, or the data directory with --data")
@@ -108,15 +118,6 @@ start; reindex after changing the agents' names or roles, or to check them
 			return exportFile(ctx, s, pos[0])
 		}
 		return ledger.Export(ctx, s, e.stdout)
-	}
-	var r io.Reader = e.stdin
-	if len(pos) == 1 {
-		f, err := os.Open(pos[0])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		r = f
 	}
 	n, err := ledger.Import(ctx, s, r)
 	fmt.Fprintf(e.stderr, "crosstalk: %d events imported or already present\n", n)

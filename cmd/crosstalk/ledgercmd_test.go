@@ -71,3 +71,19 @@ func TestLedgerExportFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerImportMissingFile: an import whose input file does not exist
+// fails before it opens the ledger, so a mistyped name leaves no new empty
+// ledger (nor JetStream stream) behind.
+func TestLedgerImportMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ledger.db")
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"ledger", "import", "--ledger", db, filepath.Join(dir, "no-such.jsonl")}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "no-such.jsonl") {
+		t.Fatalf("import of a missing file: exit %d, %q", code, stderr.String())
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Errorf("import of a missing file created %s", db)
+	}
+}
