@@ -139,7 +139,12 @@ func (r *Relay) DeliveriesFrom(ctx context.Context, agent string, cur LogCursor,
 			last, done = ds[len(ds)-1].Position, false
 		} else {
 			ds = ds[len(ds)-limit:]
+			// A merged run's Position is its last fragment's: the older
+			// page begins before its first, or repeats the others.
 			first, done = ds[0].Position, false
+			if len(ds[0].Fragments) > 0 {
+				first = ds[0].Fragments[0].Position
+			}
 		}
 	}
 	p.Deliveries = ds

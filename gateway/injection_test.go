@@ -366,3 +366,41 @@ func TestInjectionWindowsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestBufferedPagesBackward pages a buffering agent's history newest
+// first, one delivery a page: a merged run is on one page, and the next
+// older page begins before its first fragment, so it repeats none of
+// them.
+func TestBufferedPagesBackward(t *testing.T) {
+	r := testrelay.Start(t, &testrelay.Options{Agents: injectionAgents})
+	th := inThread("01J9ZQ3K8Y5V4W3X2Z1A0B9C8D")
+	var evs []ledger.Event
+	evs = append(evs, r.Ingest(t, testrelay.Envelope("CHATGPT", "CLAUDE", "REQUEST", "", "urgent: look", th, withMeta("routing", "X-Priority", "urgent"))))
+	for _, text := range []string{"part one", "part two", "part three"} {
+		evs = append(evs, r.Ingest(t, testrelay.Envelope("CHATGPT", "CLAUDE", "RESPOND", "", text, th)))
+	}
+	var got []string
+	cur := gateway.LogCursor{}
+	for range 5 {
+		p, err := r.Relay.DeliveriesFrom(t.Context(), "claude", cur, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range p.Deliveries {
+			if d.Kind != gateway.KindDigest {
+				got = append(got, shape(d))
+			}
+		}
+		if p.Older == 0 {
+			break
+		}
+		cur = gateway.LogCursor{Before: p.Older}
+	}
+	want := []string{
+		evs[3].ID + " buffered may_respond [" + evs[1].ID + "," + evs[2].ID + "," + evs[3].ID + "]",
+		evs[0].ID + " immediate must_respond",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pages newest first =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -147,7 +147,12 @@ func (r *Relay) releaseClaim(ctx context.Context, group, eventID string, stale b
 	if l == attention.Active || l == attention.Stale && !stale {
 		return c, false, nil
 	}
-	if err := r.store.ReleaseClaim(ctx, group, eventID, c.Actor); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+	// Only the claim as read: a holder renewing meanwhile (through
+	// another relay) was told it holds the claim, and keeps it.
+	switch err := r.store.ReleaseClaimAsRead(ctx, c); {
+	case errors.Is(err, ledger.ErrClaimed):
+		return c, false, nil
+	case err != nil && !errors.Is(err, ledger.ErrNotFound):
 		return c, false, fmt.Errorf("gateway: releasing %s's claim on %s: %w", c.Actor, eventID, err)
 	}
 	r.log.LogAttrs(ctx, slog.LevelInfo, "claim of "+string(l)+" agent released", slog.String("group", group), slog.String("event", eventID), slog.String("holder", c.Actor))

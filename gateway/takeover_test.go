@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 	"github.com/crosstalk-go/crosstalk/internal/fakeclock"
 )
@@ -64,5 +65,52 @@ func TestClaimTakeoverStale(t *testing.T) {
 	}
 	if released != 2 {
 		t.Fatalf("claude was told of %d released claims, want 2: %+v", released, ds)
+	}
+}
+
+// renewingStore is a ledger whose first GetClaim lets the holder renew
+// its claim right after the read, as the holder would through another
+// relay.
+type renewingStore struct {
+	*memory.Store
+	renew func()
+}
+
+func (s *renewingStore) GetClaim(ctx context.Context, group, eventID string, now time.Time) (ledger.Claim, error) {
+	c, err := s.Store.GetClaim(ctx, group, eventID, now)
+	if f := s.renew; f != nil {
+		s.renew = nil
+		f()
+	}
+	return c, err
+}
+
+// TestClaimTakeoverRaceWithRenewal: an evicted holder renews its claim
+// between the claimant's read of the claim and its release. The holder
+// was told its renewal took, so it keeps the claim, and the claimant is
+// refused, instead of both holding it.
+func TestClaimTakeoverRaceWithRenewal(t *testing.T) {
+	const stale = time.Minute
+	t0 := time.Date(2026, 1, 13, 10, 0, 0, 0, time.UTC)
+	clk := fakeclock.New(t0)
+	store := &renewingStore{Store: memory.New(clk.Now)}
+	r := gateway.New(store, &gateway.Options{Book: testBook(t), Now: clk.Now, StaleAfter: stale, ClaimTTL: time.Hour})
+	ctx := context.Background()
+	ev := ingest(t, r, "", env("GEMINI", "@reviewer", "REQUEST", "g", "review please"))[0].Event
+	if _, err := r.Act(ctx, gateway.ActionRequest{Action: gateway.ActionClaim, Group: "g", EventID: ev.ID, Actor: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(t0.Add(2 * stale)) // claude is evicted
+	store.renew = func() {
+		if _, err := store.Store.Claim(ctx, "g", ev.ID, "claude", time.Hour, clk.Now()); err != nil {
+			t.Errorf("claude's renewal: %v", err)
+		}
+	}
+	_, err := r.Act(ctx, gateway.ActionRequest{Action: gateway.ActionClaim, Group: "g", EventID: ev.ID, Actor: "chatgpt"})
+	if !isCode(err, gateway.CodeConflict) {
+		t.Fatalf("claim while the holder renewed = %v, want a conflict", err)
+	}
+	if c, err := store.GetClaim(ctx, "g", ev.ID, clk.Now()); err != nil || c.Actor != "claude" {
+		t.Fatalf("claim after the race = %+v, %v; want claude's renewal", c, err)
 	}
 }

@@ -25,7 +25,8 @@ var cmdLedger = &command{
 func runLedger(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, `
 Ledger export writes every event of a ledger as JSON Lines (one CCCS event per
-line, in group and seq order) to FILE or standard output. Ledger import reads
+line, in group and seq order) to FILE or standard output; FILE (mode 0600) is
+replaced only by a whole export, never left half written. Ledger import reads
 such lines from FILE or standard input and stores them with their ids, times
 and seqs; events already present unchanged are skipped, so an import can be
 repeated or resumed.
@@ -93,6 +94,16 @@ start; reindex after changing the agents' names or roles, or to check them
 	if verb == "backup" {
 		return ledgerBackup(ctx, e, *spec, pos)
 	}
+	// The input first: a mistyped name must not create an empty ledger.
+	var r io.Reader = e.stdin
+	if verb == "import" && len(pos) == 1 {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
 	s, err := server.OpenLedger(ctx, server.LedgerOptions{Spec: *spec, Stream: *stream, Replicas: *replicas, MustExist: verb != "import"})
 	if errors.Is(err, os.ErrNotExist) {
 		return withHint(err, "name the ledger with --ledger, or the data directory with --data")
@@ -103,35 +114,51 @@ start; reindex after changing the agents' names or roles, or to check them
 	defer s.Close()
 
 	if verb == "export" {
-		w := e.stdout
 		if len(pos) == 1 {
-			f, err := os.Create(pos[0])
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			w = f
+			return exportFile(ctx, s, pos[0])
 		}
-		if err := ledger.Export(ctx, s, w); err != nil {
-			return err
-		}
-		if f, ok := w.(*os.File); ok && w != e.stdout {
-			return f.Sync()
-		}
-		return nil
-	}
-	var r io.Reader = e.stdin
-	if len(pos) == 1 {
-		f, err := os.Open(pos[0])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		r = f
+		return ledger.Export(ctx, s, e.stdout)
 	}
 	n, err := ledger.Import(ctx, s, r)
 	fmt.Fprintf(e.stderr, "crosstalk: %d events imported or already present\n", n)
 	return err
+}
+
+// exportFile writes the export of s to the file name, replacing it only
+// once the export is whole: it goes to a temporary file beside name (mode
+// 0600, as it holds every envelope), fsynced, then renamed. An export that
+// fails or is interrupted leaves no partial file an import would take for
+// a whole one.
+func exportFile(ctx context.Context, s ledger.Store, name string) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".partial-*")
+	if err != nil {
+		return fmt.Errorf("ledger export: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := ledger.Export(ctx, s, f); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("ledger export: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("ledger export: %w", err)
+	}
+	if err := os.Rename(f.Name(), name); err != nil {
+		return fmt.Errorf("ledger export: %w", err)
+	}
+	done = true
+	if d, err := os.Open(filepath.Dir(name)); err == nil {
+		d.Sync() // the rename; not every platform syncs a directory
+		d.Close()
+	}
+	return nil
 }
 
 // ledgerReindex rebuilds the projections of the ledger the config (or

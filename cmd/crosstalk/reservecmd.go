@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/url"
 	"strings"
@@ -49,7 +50,7 @@ its scope and the overlap class (exact or partial); 2 for a bad flag, TTL or
 scope (one escaping the root, a wildcard other than a final "/*").`)
 	rf := addRelayFlags(fs)
 	agent := fs.String("agent", "", "agent `name` reserving (required)")
-	ttl := fs.Duration("ttl", reserve.DefaultTTL, "how long the reservation lasts (at least 1s)")
+	ttl := fs.Duration("ttl", reserve.DefaultTTL, "how long the reservation lasts (at least 1s); without it a renewal never shortens a reservation")
 	reason := fs.String("reason", "", "why, shown to other agents")
 	takeover := fs.Bool("takeover-stale", false, "take over overlapping reservations of stale or evicted holders")
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
@@ -66,7 +67,16 @@ scope (one escaping the root, a wildcard other than a final "/*").`)
 	if err := checkScopes("reserve", scopes...); err != nil {
 		return err
 	}
-	body, err := json.Marshal(api.ReserveBody{Agent: *agent, Scopes: scopes, TTL: ttl.String(), Reason: *reason, TakeoverStale: *takeover})
+	// Without --ttl the relay applies its default, and a renewal keeps a
+	// longer expiry (docs/agents.md "Rules"); sending the default would
+	// shorten it.
+	var ttlText string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "ttl" {
+			ttlText = ttl.String()
+		}
+	})
+	body, err := json.Marshal(api.ReserveBody{Agent: *agent, Scopes: scopes, TTL: ttlText, Reason: *reason, TakeoverStale: *takeover})
 	if err != nil {
 		return err
 	}

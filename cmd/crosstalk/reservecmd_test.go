@@ -73,3 +73,28 @@ func TestReservationsSurviveRestart(t *testing.T) {
 		t.Fatalf("after restart: overlapping reserve = %d %q", code, out)
 	}
 }
+
+// TestReserveRenewKeepsLonger: a plain `crosstalk reserve` of a scope the
+// agent holds for longer than the 30-minute default renews it without
+// shortening it (docs/agents.md "Rules"); an explicit --ttl sets it.
+func TestReserveRenewKeepsLonger(t *testing.T) {
+	r := testrelay.Start(t, nil)
+	reserve := func(args ...string) api.ReserveAnswer {
+		t.Helper()
+		out, errs, code := runCLI(t, "", append([]string{"reserve", "--relay", r.URL, "--agent", "claude", "--json"}, args...)...)
+		var ans api.ReserveAnswer
+		if code != exitOK || json.Unmarshal([]byte(out), &ans) != nil || len(ans.Reservations) != 1 {
+			t.Fatalf("reserve %v = %d %q %q", args, code, out, errs)
+		}
+		return ans
+	}
+	long := reserve("--ttl", "24h", "src").Reservations[0]
+	renewed := reserve("src").Reservations[0]
+	if renewed.ID != long.ID || !renewed.ExpiresAt.Equal(long.ExpiresAt) {
+		t.Fatalf("plain renewal of a 24h reservation = %+v, want %+v kept", renewed, long)
+	}
+	short := reserve("--ttl", "10m", "src").Reservations[0]
+	if !short.ExpiresAt.Before(long.ExpiresAt) {
+		t.Fatalf("renewal with --ttl 10m = %+v, want it shortened", short)
+	}
+}

@@ -300,6 +300,13 @@ type Store interface {
 	// ErrNotFound if there is no claim and ErrClaimed if another actor
 	// holds it.
 	ReleaseClaim(ctx context.Context, group, eventID, actor string) error
+	// ReleaseClaimAsRead drops the claim c (its GroupID, EventID and
+	// Actor), as GetClaim returned it, only while it is still stored so:
+	// a claim renewed (another ExpiresAt) or taken over since is kept,
+	// and the call returns ErrClaimed; ErrNotFound when there is none. A
+	// relay releasing an evicted holder's claim uses it, so that a holder
+	// renewing meanwhile keeps the claim it was told it has.
+	ReleaseClaimAsRead(ctx context.Context, c Claim) error
 	// GetClaim returns the claim on the event that is unexpired at now,
 	// or ErrNotFound.
 	GetClaim(ctx context.Context, group, eventID string, now time.Time) (Claim, error)

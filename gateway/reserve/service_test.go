@@ -244,7 +244,7 @@ func TestTakeover(t *testing.T) {
 			evs, _ := f.store.Range(context.Background(), DefaultGroup, 0, []string{ledger.KindReservation}, 0)
 			var archived bool
 			for _, ev := range evs {
-				if string(ev.Data) == `{"action":"takeover","reservation_id":"`+old[0].ID+`","agent":"alice","scope":"src/*","state":"expired","taken_over_by":"bob"}` {
+				if string(ev.Data) == `{"action":"takeover","reservation_id":"`+old[0].ID+`","agent":"alice","scope":"src/*","state":"expired","taken_over_by":"bob","renewed_at":"`+ledger.FormatTime(old[0].RenewedAt)+`"}` {
 					archived = true
 				}
 			}
@@ -391,4 +391,40 @@ func TestRenewalRace(t *testing.T) {
 			t.Fatalf("renewal after expiry = %+v, %v", got, err)
 		}
 	})
+}
+
+// TestTakeoverRaceWithRenewal: the holder renews between another relay's
+// decision to take its stale reservation over and that relay's append.
+// The holder was told its renewal took, so it keeps the reservation: the
+// takeover, decided on the reservation as it was before the renewal, does
+// not take, and the taker is refused with the holder, on both relays.
+func TestTakeoverRaceWithRenewal(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	other := f.open(t)
+	if _, err := f.reserve(t, "alice", false, "src"); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Add(20 * time.Minute) // alice is stale
+	var renewed []Reservation
+	other.beforeAppend = func() {
+		other.beforeAppend = nil
+		var err error
+		if renewed, err = f.reserve(t, "alice", false, "src"); err != nil {
+			t.Errorf("alice's renewal: %v", err)
+		}
+	}
+	_, err := other.Reserve(ctx, Request{Agent: "bob", Scopes: []string{"src/x"}, TakeoverStale: true})
+	if len(renewed) != 1 {
+		t.Fatalf("alice's renewal = %+v", renewed)
+	}
+	cs := mustConflict(t, err)
+	if len(cs) != 1 || cs[0].Holder != "alice" || cs[0].HeldScope != "src" {
+		t.Fatalf("conflicts = %+v", cs)
+	}
+	for _, svc := range []*Service{f.svc, other} {
+		if rs := f.list(t, svc, ""); len(rs) != 1 || rs[0].Agent != "alice" || rs[0].ID != renewed[0].ID {
+			t.Fatalf("after the race: %+v, want alice's renewed %+v only", rs, renewed)
+		}
+	}
 }

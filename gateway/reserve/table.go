@@ -435,6 +435,11 @@ type EventData struct {
 	State string `json:"state,omitempty"`
 	// TakenOverBy is the agent taking over.
 	TakenOverBy string `json:"taken_over_by,omitempty"`
+	// RenewedAt is, on a takeover, the reservation's last grant or
+	// renewal (ledger.TimeLayout) when the taker judged its holder stale:
+	// a renewal appended since makes the takeover void. Takeovers
+	// recorded before this field was written have none and always take.
+	RenewedAt string `json:"renewed_at,omitempty"`
 }
 
 // Records returns the ledger records that carry out the plan in group:
@@ -447,7 +452,7 @@ func (p Plan) Records(group string) []ledger.Record {
 	}
 	exp := ledger.FormatTime(p.ExpiresAt)
 	for _, r := range p.Takeovers {
-		add(EventData{Action: ActionTakeover, ReservationID: r.ID, Agent: r.Agent, Scope: r.Scope, State: "expired", TakenOverBy: p.Agent})
+		add(EventData{Action: ActionTakeover, ReservationID: r.ID, Agent: r.Agent, Scope: r.Scope, State: "expired", TakenOverBy: p.Agent, RenewedAt: ledger.FormatTime(r.RenewedAt)})
 	}
 	for _, r := range p.Renewals {
 		e := exp
@@ -478,7 +483,8 @@ func ReleaseRecords(group, agent string, rs []Reservation) []ledger.Record {
 // reservation live at the grant's time (taken over neither before it) is
 // voided: two relays decided at once, and the earlier event wins. A renew
 // or release of a reservation by anyone but its agent, or of one no longer
-// live, changes nothing. A malformed event is an error, and skipped.
+// live, changes nothing; so does a takeover of a reservation renewed
+// after the taker saw it. A malformed event is an error, and skipped.
 func (t *Table) Apply(ev ledger.Event) error {
 	if ev.Seq > t.Seq {
 		t.Seq = ev.Seq
@@ -534,7 +540,14 @@ func (t *Table) Apply(ev ledger.Event) error {
 			t.remove(r.ID)
 		}
 	case ActionTakeover:
-		if r, ok := t.res[d.ReservationID]; ok {
+		r, ok := t.res[d.ReservationID]
+		if ok && d.RenewedAt != "" && d.RenewedAt != ledger.FormatTime(r.RenewedAt) {
+			// The holder renewed after the taker judged it stale (another
+			// relay appended the renewal first, and told the holder it
+			// took): the holder is active and keeps it (§4.4).
+			return nil
+		}
+		if ok {
 			if len(t.takeovers) == MaxTakeovers {
 				t.takeovers = append(t.takeovers[:0], t.takeovers[1:]...)
 			}

@@ -187,6 +187,35 @@ func (s *Store) ReleaseClaim(ctx context.Context, group, eventID, actor string) 
 	return fmt.Errorf("jetstream: release claim %s: still contended after %d attempts", eventID, claimRetries)
 }
 
+// ReleaseClaimAsRead implements ledger.Store: a purge conditional on the
+// revision of the claim compared with c.
+func (s *Store) ReleaseClaimAsRead(ctx context.Context, c ledger.Claim) error {
+	if err := s.check("release claim"); err != nil {
+		return err
+	}
+	key := kvKey(c.GroupID, c.EventID)
+	for attempt := 0; attempt < claimRetries; attempt++ {
+		e, cur, err := s.getClaim(ctx, key)
+		switch {
+		case err != nil:
+			return fmt.Errorf("jetstream: release claim %s: %w", c.EventID, err)
+		case e == nil:
+			return fmt.Errorf("jetstream: release claim %s: %w", c.EventID, ledger.ErrNotFound)
+		case cur.Actor != c.Actor || !cur.ExpiresAt.Equal(c.ExpiresAt):
+			return fmt.Errorf("jetstream: release claim %s: held by %q until %s: %w", c.EventID, cur.Actor, cur.ExpiresAt.Format(time.RFC3339Nano), ledger.ErrClaimed)
+		}
+		err = s.claims.Purge(ctx, key, natsjs.LastRevision(e.Revision()), natsjs.PurgeTTL(claimGrace))
+		if err == nil {
+			return nil
+		}
+		var ae *natsjs.APIError
+		if !errors.As(err, &ae) || (ae.ErrorCode != errCodeWrongLastSeq && ae.ErrorCode != errCodeWrongLastSeqConst) {
+			return fmt.Errorf("jetstream: release claim %s: %w", c.EventID, err)
+		}
+	}
+	return fmt.Errorf("jetstream: release claim %s: still contended after %d attempts", c.EventID, claimRetries)
+}
+
 // GetClaim implements ledger.Store.
 func (s *Store) GetClaim(ctx context.Context, group, eventID string, now time.Time) (ledger.Claim, error) {
 	if err := s.check("get claim"); err != nil {

@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Cursors", testCursors},
 		{"Claims", testClaims},
 		{"Claims/Concurrent", testClaimsConcurrent},
+		{"Claims/ReleaseAsRead", testReleaseClaimAsRead},
 		{"ExportImport/RoundTrip", testExportImport},
 		{"ExportImport/BadLines", testImportBadLines},
 		{"ImportEvents", testImportEvents},
@@ -1040,6 +1041,46 @@ func testClaims(t *testing.T, s ledger.Store) {
 	}
 }
 
+// testReleaseClaimAsRead checks that ReleaseClaimAsRead drops a claim
+// only as it was read: not once its holder renewed it, nor once another
+// actor took it over.
+func testReleaseClaimAsRead(t *testing.T, s ledger.Store) {
+	ctx := testContext(t)
+	ev := appendOne(t, s, rec("g", "chat.message", "")).Event
+	t0 := time.Date(2026, 1, 13, 10, 0, 0, 0, time.UTC)
+	read, err := s.Claim(ctx, "g", ev.ID, "alice", time.Minute, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "g", ev.ID, "alice", time.Minute, t0.Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReleaseClaimAsRead(ctx, read); !errors.Is(err, ledger.ErrClaimed) {
+		t.Fatalf("ReleaseClaimAsRead(claim renewed since) error = %v, want ErrClaimed", err)
+	}
+	renewed, err := s.GetClaim(ctx, "g", ev.ID, t0.Add(time.Minute))
+	if err != nil || renewed.Actor != "alice" {
+		t.Fatalf("GetClaim after a refused release = %+v, %v; want alice's renewal", renewed, err)
+	}
+	if err := s.ReleaseClaimAsRead(ctx, renewed); err != nil {
+		t.Fatalf("ReleaseClaimAsRead(claim as read) error = %v", err)
+	}
+	if err := s.ReleaseClaimAsRead(ctx, renewed); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("ReleaseClaimAsRead(released) error = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Claim(ctx, "g", ev.ID, "bob", time.Minute, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	taken := renewed
+	taken.Actor = "carol"
+	if err := s.ReleaseClaimAsRead(ctx, taken); !errors.Is(err, ledger.ErrClaimed) {
+		t.Fatalf("ReleaseClaimAsRead(another actor's claim) error = %v, want ErrClaimed", err)
+	}
+	if c, err := s.GetClaim(ctx, "g", ev.ID, t0.Add(2*time.Minute)); err != nil || c.Actor != "bob" {
+		t.Fatalf("GetClaim = %+v, %v; want bob's", c, err)
+	}
+}
+
 func testClaimsConcurrent(t *testing.T, s ledger.Store) {
 	ctx := testContext(t)
 	ev := appendOne(t, s, rec("g", "chat.message", "")).Event
@@ -1292,6 +1333,9 @@ func testClose(t *testing.T, s ledger.Store) {
 		{"GetCursor", func() error { _, err := s.GetCursor(ctx, "g", "a"); return err }},
 		{"Claim", func() error { _, err := s.Claim(ctx, "g", ev.ID, "a", time.Minute, time.Now()); return err }},
 		{"ReleaseClaim", func() error { return s.ReleaseClaim(ctx, "g", ev.ID, "a") }},
+		{"ReleaseClaimAsRead", func() error {
+			return s.ReleaseClaimAsRead(ctx, ledger.Claim{GroupID: "g", EventID: ev.ID, Actor: "a", ExpiresAt: time.Now()})
+		}},
 		{"GetClaim", func() error { _, err := s.GetClaim(ctx, "g", ev.ID, time.Now()); return err }},
 	}
 	for _, c := range calls {

@@ -401,6 +401,24 @@ func (s *Store) ReleaseClaim(ctx context.Context, group, eventID, actor string) 
 	return nil
 }
 
+// ReleaseClaimAsRead implements ledger.Store.
+func (s *Store) ReleaseClaimAsRead(ctx context.Context, c ledger.Claim) error {
+	if err := s.lock("release claim"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	k := [2]string{c.GroupID, c.EventID}
+	cur, ok := s.claims[k]
+	switch {
+	case !ok:
+		return fmt.Errorf("memory: release claim %s: %w", c.EventID, ledger.ErrNotFound)
+	case cur.Actor != c.Actor || !cur.ExpiresAt.Equal(c.ExpiresAt):
+		return fmt.Errorf("memory: release claim %s: held by %q until %s: %w", c.EventID, cur.Actor, cur.ExpiresAt.Format(time.RFC3339Nano), ledger.ErrClaimed)
+	}
+	delete(s.claims, k)
+	return nil
+}
+
 // GetClaim implements ledger.Store.
 func (s *Store) GetClaim(ctx context.Context, group, eventID string, now time.Time) (ledger.Claim, error) {
 	if err := s.lock("get claim"); err != nil {

@@ -66,5 +66,6 @@
 //	cursors (group_id, actor PRIMARY KEY, event_id, seq, updated_at)
 //	claims  (group_id, event_id PRIMARY KEY, actor, claimed_at, expires_at)
 //
-// PRAGMA user_version holds the schema version; Open refuses a newer one.
+// PRAGMA user_version holds the schema version; Open refuses a newer one,
+// and a database without one that holds tables (not a ledger).
 package sqlite

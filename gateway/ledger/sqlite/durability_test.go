@@ -294,6 +294,74 @@ func TestOpenNewerSchema(t *testing.T) {
 	}
 }
 
+// TestOpenForeignDatabase checks that Open refuses a SQLite database
+// that is not a ledger (no schema version, tables of its own), such as
+// the projections file restored in place of ledger.db by mistake, and
+// leaves it as it was, instead of writing the ledger's schema into it and
+// running on an empty ledger. An empty file is still a new ledger.
+func TestOpenForeignDatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ledger.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE meta(k TEXT PRIMARY KEY, v ANY)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if s, err := sqlite.Open(t.Context(), path, nil); err == nil || !strings.Contains(err.Error(), "not a crosstalk ledger") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("Open(foreign database) error = %v, want \"not a crosstalk ledger\"", err)
+	}
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM sqlite_master WHERE name = 'events'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("after Open: events tables = %d (%v), want the foreign file untouched", n, err)
+	}
+
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	openPath(t, empty).Close()
+}
+
+// TestOpenTruncated checks that Open refuses a ledger cut short (a copy
+// interrupted half way, restored in place of ledger.db), as
+// docs/operations.md says, rather than run on what is left of it.
+func TestOpenTruncated(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ledger.db")
+	s := openPath(t, path)
+	for i := range 2000 {
+		if _, err := s.Append(t.Context(), []ledger.Record{msg(fmt.Sprintf("g%d", i%50), "")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{len(whole) - 4096, len(whole) / 2 / 4096 * 4096, len(whole)/2 + 100, 8192} {
+		cut := filepath.Join(dir, fmt.Sprintf("cut-%d.db", n))
+		if err := os.WriteFile(cut, whole[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := sqlite.Open(t.Context(), cut, nil); err == nil {
+			s.Close()
+			t.Errorf("Open(ledger cut to %d of %d bytes) error = nil, want an error", n, len(whole))
+		}
+	}
+}
+
 // TestFollowOtherStore checks that Follow sees appends made through
 // another Store on the same file, by polling.
 func TestFollowOtherStore(t *testing.T) {

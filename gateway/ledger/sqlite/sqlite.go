@@ -357,6 +357,21 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
 	}
 	defer tx.Rollback()
+	// Read again under the write lock: another process may have created
+	// the schema since. A database without a version but with tables is
+	// not a ledger (every ledger schema had one): another SQLite file, the
+	// projections say, put in the ledger's place. Writing the schema into
+	// it would turn it into an empty ledger silently.
+	var objects int
+	if err := tx.QueryRowContext(ctx, "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)").Scan(&version, &objects); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	switch {
+	case version == schemaVersion:
+		return nil
+	case version == 0 && objects > 0:
+		return fmt.Errorf("sqlite: open %s: not a crosstalk ledger (a SQLite database without the ledger's schema version, holding %d tables or indexes of its own)", s.path, objects)
+	}
 	// Version 1 → 2: the trigger goes (its groups rows are right: the
 	// trigger, or before it the writer, kept them so). A new file gets the
 	// schema.
@@ -829,6 +844,27 @@ func (s *Store) ReleaseClaim(ctx context.Context, group, eventID, actor string) 
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: release claim %s: %w", eventID, err)
+	}
+	return nil
+}
+
+// ReleaseClaimAsRead implements ledger.Store.
+func (s *Store) ReleaseClaimAsRead(ctx context.Context, c ledger.Claim) error {
+	err := s.submit(ctx, func(w *wtx) error {
+		cur, ok, err := w.claim(c.GroupID, c.EventID)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return ledger.ErrNotFound
+		case cur.Actor != c.Actor || cur.ExpiresAt.UnixNano() != c.ExpiresAt.UnixNano():
+			return fmt.Errorf("held by %q until %s: %w", cur.Actor, cur.ExpiresAt.Format(time.RFC3339Nano), ledger.ErrClaimed)
+		}
+		_, err = w.stmt(stDeleteClaim).Exec(c.GroupID, c.EventID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: release claim %s: %w", c.EventID, err)
 	}
 	return nil
 }

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLedgerExportFile checks `crosstalk ledger export FILE`: the file is
+// private (0600, like the ledger and its backups: it holds every
+// envelope), and an export that fails half way leaves no partial file that
+// an import would take for a whole one, and an earlier export by that name
+// as it was.
+func TestLedgerExportFile(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ledger.db")
+	lines := `{"v":1,"id":"01A","ts":"2026-11-01T00:00:00.000Z","seq":1,"kind":"note","group_id":"a","scope_key":"","by":"x","data":{}}
+{"v":1,"id":"01B","ts":"2026-11-01T00:00:00.000Z","seq":2,"kind":"note","group_id":"a","scope_key":"","by":"x","data":{}}
+{"v":1,"id":"01C","ts":"2026-11-01T00:00:00.000Z","seq":1,"kind":"note","group_id":"b","scope_key":"","by":"x","data":{}}
+`
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"ledger", "import", "--ledger", db}, strings.NewReader(lines), &stdout, &stderr); code != exitOK {
+		t.Fatalf("import: exit %d: %s", code, stderr.String())
+	}
+	out := filepath.Join(dir, "export.jsonl")
+	if code := run(t.Context(), []string{"ledger", "export", "--ledger", db, out}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr.String())
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("export file mode = %v, want 0600", st.Mode().Perm())
+	}
+	good, _ := os.ReadFile(out)
+	if string(good) != lines {
+		t.Fatalf("export =\n%s\nwant\n%s", good, lines)
+	}
+
+	// Group b claims an event the ledger lacks: the export fails after
+	// writing group a.
+	sdb, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdb.Exec(`UPDATE groups SET last_seq = 2 WHERE group_id = 'b'`); err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+	for _, name := range []string{out, filepath.Join(dir, "new.jsonl")} {
+		stderr.Reset()
+		if code := run(t.Context(), []string{"ledger", "export", "--ledger", db, name}, strings.NewReader(""), &stdout, &stderr); code != exitFailure {
+			t.Fatalf("export of a broken ledger: exit %d, want %d", code, exitFailure)
+		}
+		got, err := os.ReadFile(name)
+		switch {
+		case name == out && string(got) != string(good):
+			t.Errorf("after a failed export, %s = %q, want the earlier export kept", name, got)
+		case name != out && err == nil:
+			t.Errorf("a failed export left %s: %q", name, got)
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), "partial") {
+			t.Errorf("a failed export left %s", e.Name())
+		}
+	}
+}
+
+// TestLedgerImportMissingFile: an import whose input file does not exist
+// fails before it opens the ledger, so a mistyped name leaves no new empty
+// ledger (nor JetStream stream) behind.
+func TestLedgerImportMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ledger.db")
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"ledger", "import", "--ledger", db, filepath.Join(dir, "no-such.jsonl")}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "no-such.jsonl") {
+		t.Fatalf("import of a missing file: exit %d, %q", code, stderr.String())
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Errorf("import of a missing file created %s", db)
+	}
+}
