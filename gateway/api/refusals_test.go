@@ -1,39 +1,24 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/internal/fakeclock"
+	"github.com/crosstalk-go/crosstalk/internal/syncbuf"
 )
 
-// syncBuffer is a log destination safe to read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// lines returns the JSON log records written so far.
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+// logLines returns the JSON log records written to s so far.
+func logLines(t *testing.T, s *syncbuf.Buffer) []map[string]any {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(s.String()), "\n") {
 		if l == "" {
 			continue
 		}
@@ -46,9 +31,9 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 	return out
 }
 
-func refusalHarness(t *testing.T, opts *api.Options) (*harness, *syncBuffer, *fakeclock.Clock) {
+func refusalHarness(t *testing.T, opts *api.Options) (*harness, *syncbuf.Buffer, *fakeclock.Clock) {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &syncbuf.Buffer{}
 	opts.Logger = slog.New(slog.NewJSONHandler(buf, nil))
 	c := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, opts, func(s *api.Server, _ ledger.Store) { api.SetRefusalClock(s, c.Now) })
@@ -98,7 +83,7 @@ func TestGateRefusalsLogged(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.status)
 		}
 	}
-	lines := buf.lines(t)
+	lines := logLines(t, buf)
 	if len(lines) != len(cases) {
 		t.Fatalf("%d log lines, want %d: %v", len(lines), len(cases), lines)
 	}
@@ -113,7 +98,7 @@ func TestGateRefusalsLogged(t *testing.T) {
 	if len(path) > 220 || strings.ContainsAny(path, "\u202e\x00") || !strings.HasPrefix(path, "/v1/groups/%E2%80%AE%00aaa") || !strings.HasSuffix(path, "a…") {
 		t.Errorf("long hostile path logged as %q", path)
 	}
-	all := buf.b.String()
+	all := buf.String()
 	if strings.Contains(all, secret) || strings.Contains(all, "private body") || strings.Contains(all, "good") {
 		t.Errorf("log holds a token or a body:\n%s", all)
 	}
@@ -127,14 +112,14 @@ func TestGateRefusalFloodBounded(t *testing.T) {
 			t.Fatalf("status %d, want 401", st)
 		}
 	}
-	lines := buf.lines(t)
+	lines := logLines(t, buf)
 	if len(lines) == 0 || len(lines) > 10 {
 		t.Fatalf("a flood of %d refusals in one second logged %d lines, want 1..10", flood, len(lines))
 	}
 	logged := len(lines)
 	c.Add(time.Second)
 	h.do("GET", "/v1/groups", "", "Authorization", "Bearer wrong")
-	lines = buf.lines(t)
+	lines = logLines(t, buf)
 	if len(lines) != logged+2 {
 		t.Fatalf("after the window: %d lines, want %d", len(lines), logged+2)
 	}

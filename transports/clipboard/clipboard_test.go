@@ -18,6 +18,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/internal/syncbuf"
 	"github.com/crosstalk-go/crosstalk/internal/xvfbtest"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/clipboard"
@@ -281,7 +282,7 @@ func TestTooLarge(t *testing.T) {
 		t.Errorf("Read allocated %d MiB for a 100 MB clipboard, want it bounded", alloc>>20)
 	}
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	c = clipboard.New(&clipboard.Options{Interval: interval, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	rec := newRecorder()
 	start(t, c, rec.handle)
@@ -312,23 +313,6 @@ func (r repeatReader) Read(p []byte) (int, error) {
 		p[i] = byte(r)
 	}
 	return len(p), nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestEmptyClipboardAndTools(t *testing.T) {

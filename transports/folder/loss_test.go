@@ -1,7 +1,6 @@
 package folder_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crosstalk-go/crosstalk/internal/syncbuf"
 	"github.com/crosstalk-go/crosstalk/transports"
 	"github.com/crosstalk-go/crosstalk/transports/folder"
 )
@@ -204,7 +204,7 @@ func TestIncompleteReplacedByComplete(t *testing.T) {
 	if err := os.WriteFile(path, incomplete, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	opts := testOptions()
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rec := newRecorder()
@@ -229,23 +229,4 @@ func TestIncompleteReplacedByComplete(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the complete replacement was never handed over")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the Receiver's logging goroutine
-// and the test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
