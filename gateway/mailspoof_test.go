@@ -25,13 +25,7 @@ func TestRequireSignaturesBoundSender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := func(pkid string) *signing.PrivateKey {
-		k, err := signing.GenerateKey(signing.Ed25519, pkid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
+	key := func(pkid string) *signing.PrivateKey { return newKey(t, pkid) }
 	claudeKey := key("claude@test")
 	if err := store.Add(claudeKey.Public()); err != nil { // pinned ahead
 		t.Fatal(err)
@@ -41,13 +35,7 @@ func TestRequireSignaturesBoundSender(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRelay(t, &gateway.Options{Book: book, RequireSignature: true, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
-	sign := func(text string, k *signing.PrivateKey) string {
-		out, err := signing.Sign([]byte(text), k, &signing.SignOptions{Announce: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
+	sign := func(text string, k *signing.PrivateKey) string { return signText(t, text, k, true) }
 	for _, s := range []struct {
 		name, text string
 		ok         bool
@@ -86,17 +74,8 @@ func TestVerifyPinHoldsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evil, err := signing.GenerateKey(signing.Ed25519, "evil@x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sign := func(text string, announce bool) string {
-		out, err := signing.Sign([]byte(text), evil, &signing.SignOptions{Announce: announce})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
+	evil := newKey(t, "evil@x")
+	sign := func(text string, announce bool) string { return signText(t, text, evil, announce) }
 	// The operator verifies mallory's paste with the CLI's verifier.
 	pasted, err := envelope.NewReader(strings.NewReader(sign(env("CLAUDE", "GEMINI", "REQUEST", "t", "paste"), true))).Next()
 	if err != nil {

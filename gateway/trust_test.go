@@ -26,20 +26,8 @@ func TestTrustWithoutPrincipal(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
-	sign := func(text string, k *signing.PrivateKey) string {
-		out, err := signing.Sign([]byte(text), k, &signing.SignOptions{Announce: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
-	key := func(pkid string) *signing.PrivateKey {
-		k, err := signing.GenerateKey(signing.Ed25519, pkid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
+	sign := func(text string, k *signing.PrivateKey) string { return signText(t, text, k, true) }
+	key := func(pkid string) *signing.PrivateKey { return newKey(t, pkid) }
 	revoke := func(from, pkid string) string {
 		return env(from, "ALL", "REVOKE", "t", "revoked", func(e *envelope.Envelope) {
 			e.Meta = []envelope.Meta{{Namespace: "revoke", Fields: []envelope.Field{{Key: "Pkid", Value: pkid}}}}
@@ -111,4 +99,25 @@ func TestPollTargetsBounded(t *testing.T) {
 	if len(outs) != 1 || outs[0].Reject == nil || outs[0].Reject.Code != envelope.CodeAddress || !strings.Contains(outs[0].Reject.Reason, "at most") {
 		t.Errorf("POLL with %d targets = %+v, want E-ADDRESS naming the bound", gateway.MaxPollTargets+1, outs[0].Reject)
 	}
+}
+
+// newKey generates an Ed25519 key with key id pkid.
+func newKey(t *testing.T, pkid string) *signing.PrivateKey {
+	t.Helper()
+	k, err := signing.GenerateKey(signing.Ed25519, pkid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// signText signs the envelope text with k, announcing the public key in
+// the signature when announce is set.
+func signText(t *testing.T, text string, k *signing.PrivateKey, announce bool) string {
+	t.Helper()
+	out, err := signing.Sign([]byte(text), k, &signing.SignOptions{Announce: announce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
