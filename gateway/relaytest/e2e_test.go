@@ -11,13 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/internal/syncbuf"
 	"github.com/crosstalk-go/crosstalk/internal/xvfbtest"
 	"github.com/crosstalk-go/crosstalk/transports/mail/mailtest"
 )
@@ -29,32 +29,13 @@ const e2eDeadline = 60 * time.Second
 // test instead of hanging it.
 var e2eClient = &http.Client{Timeout: 10 * time.Second}
 
-// e2eLog keeps everything a child process writes, for checks and failure
-// messages.
-type e2eLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *e2eLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *e2eLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // e2eProc is a child process: a `crosstalk relay` or `crosstalk watch`.
 type e2eProc struct {
 	name   string
 	cmd    *exec.Cmd
 	url    string // a relay's base URL
-	stdout *e2eLog
-	stderr *e2eLog
+	stdout *syncbuf.Buffer
+	stderr *syncbuf.Buffer
 	done   chan error // the result of Wait
 }
 
@@ -72,7 +53,7 @@ func startProc(t *testing.T, name, bin string, env []string, args ...string) *e2
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	p := &e2eProc{name: name, cmd: cmd, stdout: &e2eLog{}, stderr: &e2eLog{}, done: make(chan error, 1)}
+	p := &e2eProc{name: name, cmd: cmd, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	cmd.Stdout = p.stdout
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {

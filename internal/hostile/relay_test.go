@@ -20,6 +20,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/internal/syncbuf"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -115,7 +116,7 @@ type relay struct {
 	t     *testing.T
 	url   string
 	dir   string
-	logs  *logTail
+	logs  *syncbuf.Buffer
 	cmd   *exec.Cmd
 	trust string // the trust store file
 	// reader is the principal whose token reads the ledger: alice unless
@@ -128,24 +129,6 @@ func (r *relay) in(t *testing.T) *relay {
 	c := *r
 	c.t = t
 	return &c
-}
-
-// logTail keeps what the child logs, for failure messages and log checks.
-type logTail struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logTail) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logTail) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 var listening = regexp.MustCompile(`msg="relay listening".* url=(\S+)`)
@@ -171,7 +154,7 @@ func startRelay(t *testing.T, config string) *relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &relay{t: t, dir: dir, logs: &logTail{}, cmd: cmd, trust: trust, reader: "alice"}
+	r := &relay{t: t, dir: dir, logs: &syncbuf.Buffer{}, cmd: cmd, trust: trust, reader: "alice"}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s relay: %v", bin, err)
 	}
