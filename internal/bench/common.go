@@ -243,9 +243,10 @@ func percentile(lats []time.Duration, q float64) float64 {
 
 // startRelay starts a relay with server.Open as `crosstalk relay` does:
 // on a SQLite ledger in dataDir, on the JetStream ledger at natsURLs
-// with replicas, or in memory when natsURLs is memoryLedger; with the bench key pinned in its own trust store (never
-// the user's) and owned by agent bench, and no rate limit (the bench
-// measures the relay, not its limiter).
+// with replicas, or in memory when natsURLs is memoryLedger; with the
+// bench key pinned in its own trust store (never the user's) and owned by
+// agent bench, and no rate limit (the bench measures the relay, not its
+// limiter).
 func startRelay(ctx context.Context, dataDir string, pub *signing.PublicKey, natsURLs string, replicas int) (*server.Server, error) {
 	o := &server.Options{
 		DataDir: dataDir, Ledger: natsURLs, LedgerReplicas: replicas,
