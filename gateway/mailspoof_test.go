@@ -17,14 +17,7 @@ import (
 // accepted only when signed by one of them; a stranger's fresh key id
 // (a first use, or a key verified but held by nobody) speaks for nobody.
 func TestRequireSignaturesBoundSender(t *testing.T) {
-	store := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
-	book, err := gateway.NewAddressBook([]gateway.Agent{
-		{ID: "claude", Names: []string{"CLAUDE"}, Keys: []string{"claude@test"}},
-		{ID: "gemini", Names: []string{"GEMINI"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, book := claudeKeyedBook(t)
 	key := func(pkid string) *signing.PrivateKey { return newKey(t, pkid) }
 	claudeKey := key("claude@test")
 	if err := store.Add(claudeKey.Public()); err != nil { // pinned ahead

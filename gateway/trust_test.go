@@ -17,14 +17,7 @@ import (
 // gives another actor, no revocation of another actor's key. Each step
 // runs in order on one relay and trust store.
 func TestTrustWithoutPrincipal(t *testing.T) {
-	store := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
-	book, err := gateway.NewAddressBook([]gateway.Agent{
-		{ID: "claude", Names: []string{"CLAUDE"}, Keys: []string{"claude@test"}},
-		{ID: "gemini", Names: []string{"GEMINI"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, book := claudeKeyedBook(t)
 	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
 	sign := func(text string, k *signing.PrivateKey) string { return signText(t, text, k, true) }
 	key := func(pkid string) *signing.PrivateKey { return newKey(t, pkid) }
@@ -120,4 +113,18 @@ func signText(t *testing.T, text string, k *signing.PrivateKey, announce bool) s
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// claudeKeyedBook returns an empty trust store and an address book of
+// claude, who owns key id claude@test, and gemini, who owns none.
+func claudeKeyedBook(t *testing.T) (*signing.TrustStore, *gateway.AddressBook) {
+	t.Helper()
+	book, err := gateway.NewAddressBook([]gateway.Agent{
+		{ID: "claude", Names: []string{"CLAUDE"}, Keys: []string{"claude@test"}},
+		{ID: "gemini", Names: []string{"GEMINI"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys")), book
 }
