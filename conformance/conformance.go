@@ -292,6 +292,10 @@ func runCase(ctx context.Context, c *Case, opts *Options) Result {
 	cctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, opts.Command[0], args...)
+	// A child of the command (a wrapper's: sh, npm) may outlive it and
+	// keep standard output open; Run then waits for it no longer than
+	// this after the timeout killed the command or the command exited.
+	cmd.WaitDelay = time.Second
 	cmd.Env = opts.Env
 	cmd.Stdin = bytes.NewReader(in)
 	var stdout limitedBuffer
