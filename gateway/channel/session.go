@@ -29,6 +29,11 @@ const (
 	groupPoll = 2 * time.Second
 	// touchEvery throttles liveness updates from harness traffic.
 	touchEvery = 5 * time.Second
+	// rememberSettled is how many settled deliveries a session remembers
+	// (their request ids, for late answers to earlier attempts, and the
+	// duplicate check of chat/ack): the most recent ones, so that a
+	// channel open for months does not grow by every event.
+	rememberSettled = 4096
 )
 
 // Options configure a channel session.
@@ -91,6 +96,13 @@ type groupState struct {
 	follow   bool
 }
 
+// settledEvent is an event acknowledged in the session, with the number
+// of attempts it took (its request ids in ids).
+type settledEvent struct {
+	eventID  string
+	attempts int
+}
+
 type feedItem struct {
 	group string
 	d     gateway.Delivery
@@ -110,7 +122,8 @@ type session struct {
 
 	pending    map[string]*pending // by event id
 	ids        map[string]string   // request id → event id
-	done       map[string]bool     // events acknowledged in this session
+	done       map[string]bool     // events acknowledged in this session, the last rememberSettled
+	settled    []settledEvent      // the events in done, oldest first
 	groups     map[string]*groupState
 	inflight   int
 	backlog    int // deliveries stored before the session began, not yet acked
@@ -128,6 +141,27 @@ func Serve(ctx context.Context, conn Conn, opts Options) error {
 	if opts.Agent == "" || opts.Backend == nil {
 		return errors.New("channel: Options need Agent and Backend")
 	}
+	s := newSession(ctx, conn, opts)
+	defer s.cancel()
+	err := s.run()
+	if errors.Is(err, errPeerGone) {
+		err = nil
+	}
+	reason := "bye"
+	if err != nil {
+		reason = err.Error()
+	}
+	s.cancel()
+	conn.Close(reason)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// newSession returns the session of conn for opts, with the defaults
+// applied; its context ends with ctx or s.cancel.
+func newSession(ctx context.Context, conn Conn, opts Options) *session {
 	if opts.MaxMessage <= 0 {
 		opts.MaxMessage = DefaultMaxMessage
 	}
@@ -157,21 +191,7 @@ func Serve(ctx context.Context, conn Conn, opts Options) error {
 		s.now = time.Now
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	defer s.cancel()
-	err := s.run()
-	if errors.Is(err, errPeerGone) {
-		err = nil
-	}
-	reason := "bye"
-	if err != nil {
-		reason = err.Error()
-	}
-	s.cancel()
-	conn.Close(reason)
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return s
 }
 
 // errPeerGone ends a session whose harness closed the connection: a
@@ -631,7 +651,7 @@ func ackWait(first, limit time.Duration, attempt int) time.Duration {
 // deliver sends the next attempt of p.
 func (s *session) deliver(p *pending) error {
 	p.attempt++
-	p.id = fmt.Sprintf("deliver-%s-%d", p.d.EventID, p.attempt)
+	p.id = requestID(p.d.EventID, p.attempt)
 	s.ids[p.id] = p.d.EventID
 	p.deadline = s.now().Add(ackWait(s.opts.AckTimeout, s.opts.MaxBackoff, p.attempt))
 	ev := c2a.FromDelivery(p.d, p.attempt, s.now())
@@ -765,7 +785,7 @@ func (s *session) ack(p *pending, res AckResult) error {
 func (s *session) settle(p *pending) error {
 	st := s.groups[p.d.Group]
 	st.acked[p.d.EventID] = true
-	s.done[p.d.EventID] = true
+	s.remember(p)
 	var last *pending
 	for len(st.inflight) > 0 && st.acked[st.inflight[0].d.EventID] {
 		last = st.inflight[0]
@@ -795,6 +815,30 @@ func (s *session) settle(p *pending) error {
 		}
 	}
 	return nil
+}
+
+// remember marks p done, forgetting the oldest settled event (and its
+// request ids) beyond rememberSettled. The window (Options.Window) keeps
+// far fewer deliveries pending, so a forgotten event is never pending.
+func (s *session) remember(p *pending) {
+	if s.done[p.d.EventID] {
+		return
+	}
+	s.done[p.d.EventID] = true
+	s.settled = append(s.settled, settledEvent{eventID: p.d.EventID, attempts: p.attempt})
+	for len(s.settled) > rememberSettled {
+		old := s.settled[0]
+		s.settled = s.settled[1:]
+		delete(s.done, old.eventID)
+		for a := 1; a <= old.attempts; a++ {
+			delete(s.ids, requestID(old.eventID, a))
+		}
+	}
+}
+
+// requestID is the JSON-RPC id of attempt (from 1) of delivering eventID.
+func requestID(eventID string, attempt int) string {
+	return fmt.Sprintf("deliver-%s-%d", eventID, attempt)
 }
 
 // disposition records how the harness says the event ended.
