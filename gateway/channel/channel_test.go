@@ -418,6 +418,20 @@ func TestBadInput(t *testing.T) {
 	if m, ok := h.next(func(m channel.Message) bool { return m.Error != nil }, 3*time.Second); !ok || m.Error.Code != channel.CodeParseError {
 		t.Errorf("garbage = %+v, want -32700", m.Error)
 	}
+	// Valid JSON that is not one message object: a batch (which the
+	// channel does not take), a string, a method of the wrong type.
+	for _, raw := range []string{`[{"jsonrpc":"2.0","id":"b1","method":"ping"}]`, `"ping"`, `{"jsonrpc":"2.0","id":"m","method":5}`} {
+		if err := h.c.Write(t.Context(), websocket.MessageText, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		m, ok := h.next(func(m channel.Message) bool { return m.Error != nil }, 3*time.Second)
+		if !ok || m.Error.Code != channel.CodeInvalidRequest || !strings.Contains(m.Error.Message, "one JSON-RPC message object") {
+			t.Errorf("%s = %+v, want -32600 saying one message object is expected", raw, m.Error)
+		}
+		if strings.HasPrefix(raw, "[") && !strings.Contains(m.Error.Message, "batch") {
+			t.Errorf("%s = %+v, want the error to say batches are not taken", raw, m.Error)
+		}
+	}
 	big := `{"jsonrpc":"2.0","id":"big","method":"ping","params":{"x":"` + strings.Repeat("a", 5000) + `"}}`
 	if err := h.c.Write(t.Context(), websocket.MessageText, []byte(big)); err != nil {
 		t.Fatal(err)

@@ -49,7 +49,8 @@
 //     from the harness marks the agent seen (liveness, docs/design.md §5.4).
 //
 // Errors are JSON-RPC errors with a reason in message and data: -32700
-// parse error, -32600 invalid request (also an oversized message), -32601
+// parse error, -32600 invalid request (also an oversized message, and a
+// batch: the channel takes one message object at a time), -32601
 // unknown method, -32602 invalid params (missing fields, an ack for an
 // event never delivered on this channel), -32002 not initialized, -32001
 // conflict (a claim held by another agent), -32003 permission denied,

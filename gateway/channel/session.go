@@ -334,7 +334,14 @@ func (s *session) onRead(it readItem) error {
 	s.touch()
 	var m Message
 	if err := json.Unmarshal(it.msg, &m); err != nil {
-		return s.replyErr(nil, rpcErr(CodeParseError, "not a JSON-RPC message: %v", err))
+		switch trimmed := trimSpace(it.msg); {
+		case !json.Valid(trimmed):
+			return s.replyErr(nil, rpcErr(CodeParseError, "not a JSON-RPC message: %v", err))
+		case trimmed[0] == '[':
+			return s.replyErr(nil, rpcErr(CodeInvalidRequest, "a batch (JSON array) is not taken: send one JSON-RPC message object at a time"))
+		default:
+			return s.replyErr(nil, rpcErr(CodeInvalidRequest, "not one JSON-RPC message object: %v", err))
+		}
 	}
 	if m.JSONRPC != "2.0" {
 		return s.replyErr(m.ID, rpcErr(CodeInvalidRequest, `"jsonrpc" must be "2.0"`))
