@@ -275,6 +275,11 @@ func TestReadNeverSkipsDeliveries(t *testing.T) {
 		}
 	}
 	waitFor(t, func() bool { return cursor(t, r, "claude", "default") == sent[1].Seq }, "the delivery cursor at the second event")
+	// An acknowledgement without a disposition moves the delivery cursor
+	// alone (docs/agents.md, the dispositions table), not the read cursor.
+	if c, err := r.Store.GetCursor(t.Context(), "default", "claude"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("read cursor after two plain acknowledgements = %+v, %v, want none", c, err)
+	}
 	// The harness marks reads as any client does: over the relay's HTTP
 	// API (POST /v1/groups/{g}/events/{id}/read), beside its channel.
 	api := &c2a.Remote{URL: r.URL, Retries: -1}
