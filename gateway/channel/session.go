@@ -446,12 +446,12 @@ func (s *session) initialize(raw json.RawMessage) (any, *Error) {
 	resume := map[string]int64{}
 	groups, err := s.groupIDs()
 	if err != nil {
-		return nil, rpcErr(CodeInternal, "listing groups: %v", err)
+		return nil, backendErr(err, "listing groups: %v", err)
 	}
 	for _, g := range groups {
 		seq, err := s.opts.Backend.Cursor(s.ctx, s.opts.Agent, g)
 		if err != nil {
-			return nil, rpcErr(CodeInternal, "reading the resume point of %s: %v", g, err)
+			return nil, backendErr(err, "reading the resume point of %s: %v", g, err)
 		}
 		resume[g] = seq
 		s.groups[g] = &groupState{acked: map[string]bool{}, queued: seq}
@@ -471,6 +471,19 @@ func (s *session) initialize(raw json.RawMessage) (any, *Error) {
 		Limits: Limits{MaxMessageBytes: s.opts.MaxMessage, MaxAttempts: s.opts.MaxAttempts,
 			AckTimeoutMs: s.opts.AckTimeout.Milliseconds(), Window: s.opts.Window, HeartbeatMs: s.opts.Heartbeat.Milliseconds()},
 	}, nil
+}
+
+// backendErr is the JSON-RPC error of a relay call that failed: -32003
+// when the relay refused the agent (a token of another principal, over
+// `crosstalk harness --relay`), with its code, else -32603.
+func backendErr(err error, format string, args ...any) *Error {
+	var ae *gateway.ActionError
+	if errors.As(err, &ae) && ae.Code == gateway.CodePermission {
+		e := rpcErr(CodePermissionDenied, format, args...)
+		e.Data["code"] = ae.Code
+		return e
+	}
+	return rpcErr(CodeInternal, format, args...)
 }
 
 // intersect keeps the host's features the peer supports too; with
