@@ -33,7 +33,8 @@ import (
 // The zero value is ready to use; it is safe for concurrent use.
 type Sender struct {
 	// Client makes the HTTP requests; nil means a client with a
-	// 30-second timeout. The outbound dispatcher bounds each attempt too.
+	// 30-second timeout that follows redirects on the address's origin
+	// only. The outbound dispatcher bounds each attempt too.
 	Client *http.Client
 	// CardTTL is how long a fetched agent card is used before it is
 	// fetched again; 5 minutes when zero.
@@ -58,7 +59,24 @@ type cachedCard struct {
 
 var _ transports.Sender = (*Sender)(nil)
 
-var defaultClient = &http.Client{Timeout: 30 * time.Second}
+var defaultClient = &http.Client{Timeout: 30 * time.Second, CheckRedirect: sameOriginRedirect}
+
+// errRedirect refuses a redirect to another origin: a 307 or 308 would
+// post the envelope to whatever host the agent's server names, past the
+// same-origin rule of the card's interfaces.
+var errRedirect = errors.New("redirect to another origin refused")
+
+// sameOriginRedirect follows a redirect only on the origin (scheme, host
+// and port) of the first request.
+func sameOriginRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if first := via[0].URL; !strings.EqualFold(req.URL.Scheme, first.Scheme) || !strings.EqualFold(req.URL.Host, first.Host) {
+		return fmt.Errorf("%w: %s to %s", errRedirect, first.Redacted(), req.URL.Redacted())
+	}
+	return nil
+}
 
 // Send delivers text, the envelope with message id id, to the A2A agent
 // at to. Errors that a retry cannot fix — a URL that is not http(s), a
@@ -85,7 +103,7 @@ func (s *Sender) Send(ctx context.Context, to, id string, text []byte) error {
 	res, err := c.SendMessage(ctx, &sdk.SendMessageRequest{Message: msg, Config: &sdk.SendMessageConfig{ReturnImmediately: true}})
 	if err != nil {
 		s.forget(to)
-		if permanent(err) {
+		if permanent(err) || errors.Is(err, errRedirect) {
 			return fmt.Errorf("%w: a2a: %s refused the message: %w", transports.ErrPermanent, to, err)
 		}
 		return fmt.Errorf("a2a: sending to %s: %w", to, err)
@@ -251,7 +269,7 @@ func (s *Sender) card(ctx context.Context, hc *http.Client, address string) (*sd
 	card, err := agentcard.NewResolver(hc).Resolve(ctx, address, opts...)
 	if err != nil {
 		var se *agentcard.ErrStatusNotOK
-		if errors.As(err, &se) && se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != 408 && se.StatusCode != 429 {
+		if errors.Is(err, errRedirect) || errors.As(err, &se) && se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != 408 && se.StatusCode != 429 {
 			return nil, fmt.Errorf("%w: a2a: agent card of %s: %w", transports.ErrPermanent, address, err)
 		}
 		return nil, fmt.Errorf("a2a: agent card of %s: %w", address, err)

@@ -154,6 +154,20 @@ func TestSenderErrors(t *testing.T) {
 		SupportedInterfaces: []*sdk.AgentInterface{sdk.NewAgentInterface(targetURL+"/invoke", sdk.TransportProtocolJSONRPC)},
 	}))
 	t.Cleanup(pointer.Close)
+	// A card on the agent's own origin whose endpoint redirects the POST
+	// (307 keeps method and body) to another host.
+	redirMux := http.NewServeMux()
+	redirector := httptest.NewServer(redirMux)
+	t.Cleanup(redirector.Close)
+	redirMux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&sdk.AgentCard{
+		Name: "redirector", Description: "redirects", Version: "1", Skills: []sdk.AgentSkill{},
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		SupportedInterfaces: []*sdk.AgentInterface{sdk.NewAgentInterface(redirector.URL+"/invoke", sdk.TransportProtocolJSONRPC)},
+	}))
+	redirMux.Handle("/invoke", http.RedirectHandler(targetURL+"/invoke", http.StatusTemporaryRedirect))
+	// A card that redirects to another host's card.
+	cardRedirector := httptest.NewServer(http.RedirectHandler(targetURL+a2asrv.WellKnownAgentCardPath, http.StatusFound))
+	t.Cleanup(cardRedirector.Close)
 	for _, tc := range []struct {
 		name, to  string
 		permanent bool
@@ -163,6 +177,8 @@ func TestSenderErrors(t *testing.T) {
 		{"not http", "ftp://example.org/agent", true},
 		{"not a URL", "agent@example.org", true},
 		{"card pointing at another host", pointer.URL, true},
+		{"endpoint redirecting to another host", redirector.URL, true},
+		{"card redirecting to another host", cardRedirector.URL, true},
 		{"agent down", downURL, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
