@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -34,7 +35,8 @@ import (
 type Sender struct {
 	// Client makes the HTTP requests; nil means a client with a
 	// 30-second timeout that follows redirects on the address's origin
-	// only. The outbound dispatcher bounds each attempt too.
+	// only and reads at most MaxAnswer bytes of an answer. The outbound
+	// dispatcher bounds each attempt too.
 	Client *http.Client
 	// CardTTL is how long a fetched agent card is used before it is
 	// fetched again; 5 minutes when zero.
@@ -59,7 +61,49 @@ type cachedCard struct {
 
 var _ transports.Sender = (*Sender)(nil)
 
-var defaultClient = &http.Client{Timeout: 30 * time.Second, CheckRedirect: sameOriginRedirect}
+var defaultClient = &http.Client{Timeout: 30 * time.Second, CheckRedirect: sameOriginRedirect,
+	Transport: boundedTransport{http.DefaultTransport}}
+
+// MaxAnswer bounds what the Sender's default client reads of one answer
+// of an A2A agent (its card, its answer to SendMessage): room for an
+// envelope of the largest size with JSON escaping, as DefaultMaxBody.
+const MaxAnswer = DefaultMaxBody
+
+// boundedTransport cuts every response body at MaxAnswer: a read past it
+// fails, so that an agent answering without end costs the relay at most
+// that much memory.
+type boundedTransport struct{ http.RoundTripper }
+
+// RoundTrip sends req and bounds the response's body.
+func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.RoundTripper.RoundTrip(req)
+	if resp != nil && resp.Body != nil {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: MaxAnswer}
+	}
+	return resp, err
+}
+
+// boundedBody reads at most left bytes, then fails.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n == 0 && err != nil {
+			return 0, err // the answer ended at the bound
+		}
+		return 0, fmt.Errorf("a2a: the agent's answer is larger than %d bytes", MaxAnswer)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
 
 // errRedirect refuses a redirect to another origin: a 307 or 308 would
 // post the envelope to whatever host the agent's server names, past the

@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"context"
 	"errors"
+	"io"
 	"iter"
 	"net/http"
 	"net/http/httptest"
@@ -195,6 +196,35 @@ func TestSenderErrors(t *testing.T) {
 	case m := <-target.got:
 		t.Errorf("the host a card pointed at got %q", m.Parts[0].Text())
 	default:
+	}
+}
+
+// TestSenderBoundsAnswers: an A2A agent whose answer has no end (here 64
+// MiB, far above any envelope) is read only up to a bound, and the
+// delivery fails saying so, instead of the relay holding the whole answer.
+func TestSenderBoundsAnswers(t *testing.T) {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&sdk.AgentCard{
+		Name: "flood", Description: "answers without end", Version: "1", Skills: []sdk.AgentSkill{},
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		SupportedInterfaces: []*sdk.AgentInterface{sdk.NewAgentInterface(srv.URL+"/invoke", sdk.TransportProtocolJSONRPC)},
+	}))
+	mux.HandleFunc("/invoke", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"1","result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"`)
+		chunk := strings.Repeat("a", 64<<10)
+		for range 1024 {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return // the relay stopped reading
+			}
+		}
+		io.WriteString(w, `"}]}}}`)
+	})
+	err := (&a2a.Sender{}).Send(t.Context(), srv.URL, envelope.NewID(), []byte("[[A→B v1]]\nhi\n[[END]]\n"))
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("Send() = %v, want an error saying the answer is larger than the bound", err)
 	}
 }
 
