@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -152,7 +153,8 @@ func (w *wsConn) Write(ctx context.Context, msg []byte) error {
 
 func (w *wsConn) Close(reason string) error {
 	if len(reason) > 120 {
-		reason = reason[:120]
+		// A close frame holds at most 123 bytes of reason, in UTF-8.
+		reason = strings.ToValidUTF8(reason[:120], "")
 	}
 	return w.c.Close(websocket.StatusNormalClosure, reason)
 }
