@@ -178,8 +178,9 @@ func (r *Reader) next() (*Envelope, error) {
 
 // invisiblePrefixes are the characters a chat UI, an editor or a
 // concatenation leaves at the start of a line without showing them: a BOM,
-// a zero-width space, a word joiner.
-var invisiblePrefixes = [...]string{"\ufeff", "\u200b", "\u2060"}
+// a zero-width space, non-joiner or joiner, a word joiner, and the
+// left-to-right and right-to-left marks of bidirectional text.
+var invisiblePrefixes = [...]string{"\ufeff", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060"}
 
 // trimInvisiblePrefix drops invisiblePrefixes from the start of line, so
 // that a header after one is found (docs/format.md §1). Lines that do not

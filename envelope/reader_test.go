@@ -422,13 +422,16 @@ func TestNormalizeIntent(t *testing.T) {
 	}
 }
 
-// TestInvisiblePrefixOnHeader: a BOM, zero-width space or word joiner
-// that a chat UI or a concatenation left at the start of a header line
+// TestInvisiblePrefixOnHeader: a BOM, zero-width character, word joiner
+// or directional mark that a chat UI or a concatenation left at the start of a header line
 // (not only the input's first line) does not hide the envelope; it is
 // dropped like the input's BOM and is not part of the source.
 func TestInvisiblePrefixOnHeader(t *testing.T) {
 	for name, prefix := range map[string]string{
 		"BOM": "\ufeff", "zero-width space": "\u200b", "word joiner": "\u2060", "two": "\u200b\ufeff",
+		// what right-to-left chat UIs and editors put at the start of a line
+		"left-to-right mark": "\u200e", "right-to-left mark": "\u200f",
+		"zero-width non-joiner": "\u200c", "zero-width joiner": "\u200d",
 	} {
 		for _, form := range []struct{ name, in string }{
 			{"second line", "chat text\n" + prefix + basic},
