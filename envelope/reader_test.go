@@ -9,6 +9,7 @@ import (
 	"testing/iotest"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/signing"
 )
 
 const basic = "[[CLAUDE→CHATGPT v1]]\nuser: kalle\nintent: REQUEST\n\nbody: |\n  hello\n  world\nsig: none\n[[END]]\n"
@@ -461,6 +462,25 @@ func TestInvisiblePrefixOnHeader(t *testing.T) {
 					t.Errorf("%s, %s: %+v, source %q", name, form.name, last, last.Source())
 				}
 			}
+		}
+	}
+}
+
+// TestSignedAgreesWithParseSig: "none" in any case, and a value a chat UI
+// spaced with a no-break space, means unsigned to Signed as it does to
+// signing.ParseSig (docs/signing.md §3). Before, `sig: None` was Signed,
+// so the verifier called the unsigned envelope a bad signature and the
+// relay refused it with E-PERM.
+func TestSignedAgreesWithParseSig(t *testing.T) {
+	for _, line := range []string{"sig: none", "sig: None", "sig: NONE", "sig:\u00a0none", "sig: \u00a0none\u00a0", "sig:", "sig: ed25519:pkid=a;sig=AAAA", "sig: nonE!"} {
+		in := "[[CLAUDE→CHATGPT v1]]\nintent: REQUEST\nbody: |\n  hi\n" + line + "\n[[END]]\n"
+		e, err := envelope.Unmarshal([]byte(in))
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		_, perr := signing.ParseSig(e.Sig)
+		if want := !errors.Is(perr, signing.ErrNotSigned); e.Signed() != want {
+			t.Errorf("%q: Signed() = %v, but signing.ParseSig(%q) = %v", line, e.Signed(), e.Sig, perr)
 		}
 	}
 }
