@@ -189,3 +189,25 @@ func TestSourceOwnsItsBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestBytesReaderCROnlyIsLinear parses 16 MiB of envelopes and chat text
+// with lone CR line ends (a classic Mac or some clipboards) in place.
+// NewBytesReader once looked for an LF through the whole rest of the
+// input for every line of such input: quadratic, hours for this input
+// instead of a second. There is no timing threshold here: before the fix
+// this test does not finish within go test's default timeout.
+func TestBytesReaderCROnlyIsLinear(t *testing.T) {
+	unit := strings.ReplaceAll(basic+"chat line\n\n", "\n", "\r")
+	n := (16 << 20) / len(unit)
+	in := []byte(strings.Repeat(unit, n))
+	envs := 0
+	for _, e := range results(t, envelope.NewBytesReader(in), false) {
+		if e.Err != "" || e.Env.Body != "hello\nworld" {
+			t.Fatalf("got %+v, want the envelope", e)
+		}
+		envs++
+	}
+	if envs != n {
+		t.Fatalf("got %d envelopes, want %d", envs, n)
+	}
+}

@@ -3,6 +3,7 @@ package envelope
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Envelope is one AI Crosstalk envelope. The zero value is not useful; get
@@ -107,9 +108,14 @@ func (e *Envelope) MetaValue(namespace, key string) (string, bool) {
 	return "", false
 }
 
-// Signed reports whether the envelope carries a signature (a sig: line
-// other than "none").
-func (e *Envelope) Signed() bool { return e.Sig != "" && e.Sig != "none" }
+// Signed reports whether the envelope carries a signature: a sig: line
+// other than "none", in any case and whatever Unicode spaces surround it
+// (a chat UI's no-break space), as package signing reads it
+// (docs/signing.md §3).
+func (e *Envelope) Signed() bool {
+	v := strings.TrimSpace(e.Sig)
+	return v != "" && !strings.EqualFold(v, "none")
+}
 
 // Clone returns a deep copy of e, including its source bytes.
 func (e *Envelope) Clone() *Envelope {

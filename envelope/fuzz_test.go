@@ -27,6 +27,9 @@ func FuzzReader(f *testing.F) {
 		f.Add(b, false)
 	}
 	f.Add([]byte(basic), true)
+	for _, c := range mangledCorpus() { // what chat UIs do to envelopes (v10diff_test.go)
+		f.Add(c.in, false)
+	}
 	f.Fuzz(func(t *testing.T, in []byte, strict bool) {
 		r := envelope.NewReader(bytes.NewReader(in))
 		r.Strict = strict

@@ -178,8 +178,9 @@ func (r *Reader) next() (*Envelope, error) {
 
 // invisiblePrefixes are the characters a chat UI, an editor or a
 // concatenation leaves at the start of a line without showing them: a BOM,
-// a zero-width space, a word joiner.
-var invisiblePrefixes = [...]string{"\ufeff", "\u200b", "\u2060"}
+// a zero-width space, non-joiner or joiner, a word joiner, and the
+// left-to-right and right-to-left marks of bidirectional text.
+var invisiblePrefixes = [...]string{"\ufeff", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060"}
 
 // trimInvisiblePrefix drops invisiblePrefixes from the start of line, so
 // that a header after one is found (docs/format.md §1). Lines that do not
@@ -267,7 +268,10 @@ func parseHeader(line []byte) header {
 	if !maybeHeader(line) {
 		return header{} // the common case: not even a candidate
 	}
-	t := trimBlanksRight(line)
+	t := line
+	for k := headerBlankSuffix(t); k > 0; k = headerBlankSuffix(t) {
+		t = t[:len(t)-k]
+	}
 	if len(t) < 5 || t[len(t)-1] != ']' || t[len(t)-2] != ']' {
 		return header{}
 	}
@@ -276,18 +280,21 @@ func parseHeader(line []byte) header {
 	if ai < 0 {
 		return header{}
 	}
-	sp := len(inner) - 1
-	for sp >= 0 && inner[sp] != ' ' && inner[sp] != '\t' {
+	sp, k := len(inner), 0 // the blank before the version is inner[sp-k:sp]
+	for sp > 0 {
+		if k = headerBlankSuffix(inner[:sp]); k > 0 {
+			break
+		}
 		sp--
 	}
-	if sp < ai+alen {
+	if k == 0 || sp-k < ai+alen {
 		return header{} // no version: not a header (docs/format.md §2)
 	}
-	ver := inner[sp+1:]
+	ver := inner[sp:]
 	if len(ver) < 2 || ver[0] != 'v' && ver[0] != 'V' {
 		return header{}
 	}
-	h := header{from: bytes.TrimSpace(inner[:ai]), to: bytes.TrimSpace(inner[ai+alen : sp])}
+	h := header{from: bytes.TrimSpace(inner[:ai]), to: bytes.TrimSpace(inner[ai+alen : sp-k])}
 	if len(ver) != 2 || ver[1] != '1' { // anything but the usual "v1"
 		major, minor, hasMinor := strings.Cut(string(ver[1:]), ".")
 		n, err := strconv.Atoi(major)
@@ -313,6 +320,26 @@ func parseHeader(line []byte) header {
 		h.kind = headerOK
 	}
 	return h
+}
+
+// headerBlankSuffix returns the length of the blank that ends b, or 0.
+// In a header a blank is a space, a tab, or the no-break spaces U+00A0
+// and U+202F that rich-text chat UIs and editors put in place of spaces
+// (docs/format.md §2): a header spaced with them is found, not skipped
+// as chat text.
+func headerBlankSuffix(b []byte) int {
+	n := len(b)
+	switch {
+	case n == 0:
+		return 0
+	case b[n-1] == ' ' || b[n-1] == '\t':
+		return 1
+	case n >= 2 && b[n-2] == 0xc2 && b[n-1] == 0xa0:
+		return 2
+	case n >= 3 && b[n-3] == 0xe2 && b[n-2] == 0x80 && b[n-1] == 0xaf:
+		return 3
+	}
+	return 0
 }
 
 func hasBrackets(b []byte) bool {

@@ -9,6 +9,7 @@ import (
 	"testing/iotest"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/signing"
 )
 
 const basic = "[[CLAUDE→CHATGPT v1]]\nuser: kalle\nintent: REQUEST\n\nbody: |\n  hello\n  world\nsig: none\n[[END]]\n"
@@ -422,13 +423,16 @@ func TestNormalizeIntent(t *testing.T) {
 	}
 }
 
-// TestInvisiblePrefixOnHeader: a BOM, zero-width space or word joiner
-// that a chat UI or a concatenation left at the start of a header line
+// TestInvisiblePrefixOnHeader: a BOM, zero-width character, word joiner
+// or directional mark that a chat UI or a concatenation left at the start of a header line
 // (not only the input's first line) does not hide the envelope; it is
 // dropped like the input's BOM and is not part of the source.
 func TestInvisiblePrefixOnHeader(t *testing.T) {
 	for name, prefix := range map[string]string{
 		"BOM": "\ufeff", "zero-width space": "\u200b", "word joiner": "\u2060", "two": "\u200b\ufeff",
+		// what right-to-left chat UIs and editors put at the start of a line
+		"left-to-right mark": "\u200e", "right-to-left mark": "\u200f",
+		"zero-width non-joiner": "\u200c", "zero-width joiner": "\u200d",
 	} {
 		for _, form := range []struct{ name, in string }{
 			{"second line", "chat text\n" + prefix + basic},
@@ -458,6 +462,25 @@ func TestInvisiblePrefixOnHeader(t *testing.T) {
 					t.Errorf("%s, %s: %+v, source %q", name, form.name, last, last.Source())
 				}
 			}
+		}
+	}
+}
+
+// TestSignedAgreesWithParseSig: "none" in any case, and a value a chat UI
+// spaced with a no-break space, means unsigned to Signed as it does to
+// signing.ParseSig (docs/signing.md §3). Before, `sig: None` was Signed,
+// so the verifier called the unsigned envelope a bad signature and the
+// relay refused it with E-PERM.
+func TestSignedAgreesWithParseSig(t *testing.T) {
+	for _, line := range []string{"sig: none", "sig: None", "sig: NONE", "sig:\u00a0none", "sig: \u00a0none\u00a0", "sig:", "sig: ed25519:pkid=a;sig=AAAA", "sig: nonE!"} {
+		in := "[[CLAUDE→CHATGPT v1]]\nintent: REQUEST\nbody: |\n  hi\n" + line + "\n[[END]]\n"
+		e, err := envelope.Unmarshal([]byte(in))
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		_, perr := signing.ParseSig(e.Sig)
+		if want := !errors.Is(perr, signing.ErrNotSigned); e.Signed() != want {
+			t.Errorf("%q: Signed() = %v, but signing.ParseSig(%q) = %v", line, e.Signed(), e.Sig, perr)
 		}
 	}
 }

@@ -207,15 +207,22 @@ func (s *lineScanner) next() (line []byte, long, ok bool) {
 	searched := 0 // bytes of seg known to hold no line end: each byte is looked at once, however small the reads
 	for {
 		seg := s.buf[s.start:s.end]
-		i := bytes.IndexByte(seg[searched:], '\n')
+		// An LF is looked for only before the first CR: with lone CR
+		// line ends, searching the whole buffer for an LF for every line
+		// is quadratic in a buffer that holds the whole input
+		// (NewBytesReader). No CR in what is buffered (the common case)
+		// needs no call.
+		lim, cr := len(seg), -1
+		if s.cr >= 0 || s.crTo != s.end {
+			if c := s.firstCR(); c >= 0 {
+				lim, cr = c-s.start, c-s.start
+			}
+		}
+		i := bytes.IndexByte(seg[searched:lim], '\n')
 		if i >= 0 {
 			i += searched
-		}
-		// No CR in what is buffered (the common case) needs no call.
-		if s.cr >= 0 || s.crTo != s.end {
-			if cr := s.firstCR(); cr >= 0 && (i < 0 || cr-s.start < i) {
-				i = cr - s.start
-			}
+		} else {
+			i = cr
 		}
 		if i >= 0 {
 			s.line++
