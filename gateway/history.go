@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -42,6 +43,27 @@ func (r *Relay) DeliveriesOf(ctx context.Context, agent string, evs []ledger.Log
 		}
 	}
 	return out, nil
+}
+
+// Delivery returns agent's delivery of the event eventID (in group, or in
+// any group when group is ""), one delivery per event as Deliveries gives
+// it with PerEvent, or ok=false when there is no such event or it was
+// never delivered to agent (its own, bookkeeping). It reads that one event
+// and decides it with DeliveriesOf: its cost is independent of history,
+// where finding the event among Deliveries reads all of it.
+func (r *Relay) Delivery(ctx context.Context, agent, group, eventID string) (d Delivery, ok bool, err error) {
+	ev, err := r.store.Get(ctx, eventID)
+	if errors.Is(err, ledger.ErrNotFound) || err == nil && group != "" && ev.GroupID != group {
+		return Delivery{}, false, nil
+	}
+	if err != nil {
+		return Delivery{}, false, fmt.Errorf("gateway: reading event %s: %w", eventID, err)
+	}
+	ds, err := r.DeliveriesOf(ctx, agent, []ledger.Logged{{Event: ev}})
+	if err != nil || len(ds) == 0 {
+		return Delivery{}, false, err
+	}
+	return ds[0], true, nil
 }
 
 // projectedTracker returns a tracker of agent whose thread participation

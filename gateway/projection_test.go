@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -300,6 +301,54 @@ func TestDeliveriesOfMatchesWalk(t *testing.T) {
 	}
 	if threaded == 0 {
 		t.Fatal("no delivery to a thread participant: the mix does not test participation")
+	}
+}
+
+// TestDeliveryMatchesDeliveries checks that Relay.Delivery, which reads
+// one event, gives for every event of a mixed ledger the delivery that
+// the whole read (Deliveries with PerEvent, what c2a.FindDelivery walked
+// before) gives, and ok=false exactly for the events that read leaves
+// out; and that a group other than the event's finds nothing.
+func TestDeliveryMatchesDeliveries(t *testing.T) {
+	ctx := context.Background()
+	r := gateway.New(memory.New(nil), &gateway.Options{Book: projBook(t)})
+	appendRandom(t, r, rand.New(rand.NewPCG(11, 3)), 300)
+	evs, err := r.Store().Log(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, agent := range projAgents {
+		all, err := r.Deliveries(gateway.PerEvent(ctx), agent, "", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]gateway.Delivery{}
+		for _, d := range all {
+			want[d.EventID] = d
+		}
+		for _, l := range evs {
+			got, ok, err := r.Delivery(ctx, agent, "", l.Event.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, wok := want[l.Event.ID]
+			if ok != wok || ok && !reflect.DeepEqual(got, w) {
+				t.Fatalf("%s: Delivery(%s) = %+v, %v; the whole read gives %+v, %v", agent, l.Event.ID, got, ok, w, wok)
+			}
+			if ok {
+				found++
+				if _, ok, _ := r.Delivery(ctx, agent, l.Event.GroupID+"x", l.Event.ID); ok {
+					t.Fatalf("%s: Delivery(%s) found in a group not the event's", agent, l.Event.ID)
+				}
+			}
+		}
+		if _, ok, err := r.Delivery(ctx, agent, "", "no-such-event"); ok || err != nil {
+			t.Fatalf("Delivery(no-such-event) = %v, %v; want not found, no error", ok, err)
+		}
+	}
+	if found == 0 {
+		t.Fatal("no event delivered: the mix tests nothing")
 	}
 }
 

@@ -320,14 +320,28 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 		s.deliveryPage(w, r, agent, int(limit))
 		return
 	}
-	ctx := r.Context()
-	if q.Get("per_event") == "1" {
-		ctx = gateway.PerEvent(ctx) // one delivery per event: no merging, no digest omission
-	}
 	group, err := s.queryGroup(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, string(envelope.CodeAddress), err.Error())
 		return
+	}
+	if id := q.Get("event_id"); id != "" {
+		// One event's delivery (per event), read alone: c2a.FindDelivery.
+		d, ok, err := s.relay.Delivery(r.Context(), agent, group, id)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+			return
+		}
+		ds := []gateway.Delivery{}
+		if ok {
+			ds = append(ds, d)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"agent": s.relay.Book().ActorID(agent), "event_id": id, "deliveries": ds})
+		return
+	}
+	ctx := r.Context()
+	if q.Get("per_event") == "1" {
+		ctx = gateway.PerEvent(ctx) // one delivery per event: no merging, no digest omission
 	}
 	ds, err := s.relay.Deliveries(ctx, agent, group, since, int(limit))
 	if err != nil {

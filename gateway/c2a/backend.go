@@ -59,6 +59,82 @@ type Backend interface {
 	Notify(ctx context.Context, agent, group, eventID, kind, message string) error
 }
 
+// DeliveryFinder is a Backend that finds agent's delivery of one event
+// without reading the agent's history (gateway.Relay.Delivery), in
+// group or, when group is "", in any group; ok is false when the event
+// does not exist or was never delivered to agent. Local and Remote are
+// DeliveryFinders; FindDelivery uses it.
+type DeliveryFinder interface {
+	Delivery(ctx context.Context, agent, group, id string) (d gateway.Delivery, ok bool, err error)
+}
+
+// DeliveryPager is a Backend that reads agent's deliveries over every
+// group a keyset page of the ledger's log at a time
+// (gateway.Relay.DeliveriesFrom): its cost is a page's whatever the
+// history. Local and Remote are DeliveryPagers; Newest uses it.
+type DeliveryPager interface {
+	DeliveryPage(ctx context.Context, agent string, cur gateway.LogCursor, limit int) (gateway.DeliveryPage, error)
+}
+
+var (
+	_ DeliveryFinder = (*Local)(nil)
+	_ DeliveryPager  = (*Local)(nil)
+	_ DeliveryFinder = (*Remote)(nil)
+	_ DeliveryPager  = (*Remote)(nil)
+)
+
+// NewestPages bounds how many pages of the ledger's log (each at most
+// 2000 events, gateway.Relay.DeliveriesFrom) Newest reads through a
+// DeliveryPager before it stops and reports that older deliveries were
+// not looked at.
+const NewestPages = 10
+
+// Newest returns the newest limit of agent's deliveries that keep
+// accepts (all when keep is nil), in log order, and whether older ones
+// than those returned may match (more). Through a DeliveryPager it reads
+// the ledger's log backwards a page at a time and stops at limit
+// matches or after NewestPages pages, so that its cost does not grow
+// with the history; any other Backend is asked for every delivery.
+func Newest(ctx context.Context, b Backend, agent string, keep func(gateway.Delivery) bool, limit int) (ds []gateway.Delivery, more bool, err error) {
+	filter := func(in []gateway.Delivery) (out []gateway.Delivery) {
+		for _, d := range in {
+			if keep == nil || keep(d) {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	p, ok := b.(DeliveryPager)
+	if !ok {
+		all, err := b.Deliveries(ctx, agent, "", 0, 0)
+		if err != nil {
+			return nil, false, err
+		}
+		ds = filter(all)
+		if len(ds) > limit {
+			return ds[len(ds)-limit:], true, nil
+		}
+		return ds, false, nil
+	}
+	var cur gateway.LogCursor
+	for pages := 1; ; pages++ {
+		page, err := p.DeliveryPage(ctx, agent, cur, 1000)
+		if err != nil {
+			return nil, false, err
+		}
+		ds = append(filter(page.Deliveries), ds...)
+		switch {
+		case len(ds) > limit:
+			return ds[len(ds)-limit:], true, nil
+		case page.Older == 0:
+			return ds, false, nil
+		case len(ds) == limit || pages >= NewestPages:
+			return ds, true, nil
+		}
+		cur = gateway.LogCursor{Before: page.Older}
+	}
+}
+
 // SendResult is the outcome of an envelope sent by an agent.
 type SendResult struct {
 	Message   string `json:"message"`
@@ -85,6 +161,16 @@ var _ Backend = (*Local)(nil)
 // Deliveries calls Relay.Deliveries.
 func (l *Local) Deliveries(ctx context.Context, agent, group string, sinceSeq int64, limit int) ([]gateway.Delivery, error) {
 	return l.Relay.Deliveries(ctx, agent, group, sinceSeq, limit)
+}
+
+// Delivery calls Relay.Delivery.
+func (l *Local) Delivery(ctx context.Context, agent, group, id string) (gateway.Delivery, bool, error) {
+	return l.Relay.Delivery(ctx, agent, group, id)
+}
+
+// DeliveryPage calls Relay.DeliveriesFrom.
+func (l *Local) DeliveryPage(ctx context.Context, agent string, cur gateway.LogCursor, limit int) (gateway.DeliveryPage, error) {
+	return l.Relay.DeliveriesFrom(ctx, agent, cur, limit)
 }
 
 // Follow calls Relay.FollowDeliveries.
@@ -303,7 +389,18 @@ func Compose(o Outbound) ([]byte, *envelope.Envelope, error) {
 // agent: it does not exist, is the agent's own, or is bookkeeping. It
 // asks for one delivery per event (gateway.PerEvent): an event merged
 // into a buffered delivery, or summarised in a digest, is found alone.
+//
+// A Backend that is also a DeliveryFinder (Local, Remote) answers from
+// the one event; any other is asked for every delivery and searched.
 func FindDelivery(ctx context.Context, b Backend, agent, group, id string) (gateway.Delivery, bool, error) {
+	if f, ok := b.(DeliveryFinder); ok {
+		return f.Delivery(ctx, agent, group, id)
+	}
+	return searchDeliveries(ctx, b, agent, group, id)
+}
+
+// searchDeliveries finds event id among every delivery of agent.
+func searchDeliveries(ctx context.Context, b Backend, agent, group, id string) (gateway.Delivery, bool, error) {
 	ds, err := b.Deliveries(gateway.PerEvent(ctx), agent, group, 0, 0)
 	if err != nil {
 		return gateway.Delivery{}, false, err

@@ -107,6 +107,55 @@ func (rm *Remote) Deliveries(ctx context.Context, agent, group string, sinceSeq 
 	}
 }
 
+// Delivery reads GET /v1/agents/{agent}/deliveries?event_id=ID: the
+// agent's delivery of that one event. A relay from before event_id
+// answers with the list instead (no event_id in its answer); then every
+// delivery is read and searched.
+func (rm *Remote) Delivery(ctx context.Context, agent, group, id string) (gateway.Delivery, bool, error) {
+	q := url.Values{"event_id": {id}}
+	if group != "" {
+		q.Set("group", group)
+	}
+	var res struct {
+		EventID    string             `json:"event_id"`
+		Deliveries []gateway.Delivery `json:"deliveries"`
+	}
+	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/deliveries?" + q.Encode(), Agent: agent, Retry: true}, &res); err != nil {
+		return gateway.Delivery{}, false, err
+	}
+	if res.EventID != id {
+		return searchDeliveries(ctx, rm, agent, group, id)
+	}
+	for _, d := range res.Deliveries {
+		if d.EventID == id {
+			return d, true, nil
+		}
+	}
+	return gateway.Delivery{}, false, nil
+}
+
+// DeliveryPage reads GET /v1/agents/{agent}/deliveries?before_pos=P (or
+// after_pos when cur.After is set): one keyset page of the agent's
+// deliveries over every group. Window is left empty: the answer does
+// not carry the events the page was computed from.
+func (rm *Remote) DeliveryPage(ctx context.Context, agent string, cur gateway.LogCursor, limit int) (gateway.DeliveryPage, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if cur.After > 0 {
+		q.Set("after_pos", strconv.FormatInt(cur.After, 10))
+	} else {
+		q.Set("before_pos", strconv.FormatInt(cur.Before, 10))
+	}
+	var res struct {
+		Deliveries []gateway.Delivery `json:"deliveries"`
+		Older      int64              `json:"older_pos"`
+		Newer      int64              `json:"newer_pos"`
+	}
+	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/deliveries?" + q.Encode(), Agent: agent, Retry: true}, &res); err != nil {
+		return gateway.DeliveryPage{}, err
+	}
+	return gateway.DeliveryPage{Deliveries: res.Deliveries, Older: res.Older, Newer: res.Newer}, nil
+}
+
 // Follow reads the agent's SSE stream GET /v1/agents/{agent}/stream for
 // one group.
 func (rm *Remote) Follow(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[gateway.Delivery, error] {

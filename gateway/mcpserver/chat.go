@@ -153,29 +153,41 @@ func (s *server) listEvents(ctx context.Context, in listIn) (*mcp.CallToolResult
 		out.Events = append(out.Events, view(d))
 		return textResult(c2a.RenderAll([]gateway.Delivery{d})), out, nil
 	}
-	ds, err := s.opts.Backend.Deliveries(ctx, s.opts.Agent, in.Group, in.SinceSeq, 0)
-	if err != nil {
-		return nil, out, err
-	}
-	var keep []gateway.Delivery
-	for _, d := range ds {
-		out.Liveness = d.Liveness
-		switch {
-		case in.Policy != "" && d.Policy != in.Policy,
-			in.Directedness != "" && d.Directedness != in.Directedness,
-			in.ActionableOnly && !c2a.Actionable(d):
-			continue
-		}
-		keep = append(keep, d)
+	match := func(d gateway.Delivery) bool {
+		return (in.Group == "" || d.Group == in.Group) &&
+			(in.Policy == "" || d.Policy == in.Policy) &&
+			(in.Directedness == "" || d.Directedness == in.Directedness) &&
+			(!in.ActionableOnly || c2a.Actionable(d))
 	}
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 50
 	}
-	if len(keep) > limit {
-		keep, out.More = keep[len(keep)-limit:], true
+	var keep []gateway.Delivery
+	if in.SinceSeq > 0 {
+		// A forward read from where the agent asks: it costs what follows.
+		ds, err := s.opts.Backend.Deliveries(ctx, s.opts.Agent, in.Group, in.SinceSeq, 0)
+		if err != nil {
+			return nil, out, err
+		}
+		for _, d := range ds {
+			if match(d) {
+				keep = append(keep, d)
+			}
+		}
+		if len(keep) > limit {
+			keep, out.More = keep[len(keep)-limit:], true
+		}
+	} else {
+		// The newest matches, read backwards a page of the ledger at a
+		// time: the cost of a page, not of the history.
+		var err error
+		if keep, out.More, err = c2a.Newest(ctx, s.opts.Backend, s.opts.Agent, match, limit); err != nil {
+			return nil, out, err
+		}
 	}
 	for _, d := range keep {
+		out.Liveness = d.Liveness
 		out.Events = append(out.Events, view(d))
 	}
 	if in.MarkRead {
@@ -194,7 +206,7 @@ func (s *server) listEvents(ctx context.Context, in listIn) (*mcp.CallToolResult
 	}
 	text := c2a.RenderAll(keep)
 	if out.More {
-		text += "\n\n(older events left out; raise limit or pass sinceSeq)"
+		text += "\n\n(older events left out or not searched; raise limit, or pass group and sinceSeq to read from a seq on)"
 	}
 	return textResult(text), out, nil
 }
@@ -217,43 +229,57 @@ func (s *server) readThread(ctx context.Context, in threadIn) (*mcp.CallToolResu
 	if in.EventID == "" && in.Thread == "" {
 		return nil, out, errors.New("give eventId or thread")
 	}
-	// One delivery per event: the thread shows each message.
-	ds, err := s.opts.Backend.Deliveries(gateway.PerEvent(ctx), s.opts.Agent, in.Group, 0, 0)
-	if err != nil {
-		return nil, out, err
-	}
-	group, thread := in.Group, in.Thread
-	for _, d := range ds {
-		if in.EventID != "" && d.EventID == in.EventID {
-			group = d.Group
-			if thread == "" {
-				thread = d.Thread
-			}
-		} else if in.EventID == "" && d.Thread == thread && group == "" {
-			group = d.Group
-		}
-	}
-	if in.EventID != "" && group == "" {
-		return nil, out, s.errNotDelivered(in.EventID)
-	}
-	if group == "" {
-		if group, err = s.findThreadGroup(ctx, thread); err != nil {
+	group, thread, anchor := in.Group, in.Thread, int64(0)
+	if in.EventID != "" {
+		d, err := s.delivered(ctx, group, in.EventID)
+		if err != nil {
 			return nil, out, err
 		}
+		group, anchor = d.Group, d.Seq
+		if thread == "" {
+			thread = d.Thread
+		}
+	} else if group == "" {
+		// Found from the agent's deliveries, the newest first.
+		ds, _, err := c2a.Newest(gateway.PerEvent(ctx), s.opts.Backend, s.opts.Agent, func(d gateway.Delivery) bool { return d.Thread == thread }, 1)
+		if err != nil {
+			return nil, out, err
+		}
+		if len(ds) == 0 {
+			return nil, out, fmt.Errorf("thread %q is not among your deliveries of the newest ledger events; give its group", thread)
+		}
+		group = ds[0].Group
 	}
 	if thread == "" {
 		return nil, out, fmt.Errorf("event %q has no thread", in.EventID)
+	}
+	// A window of the group's events (the newest threadWindow, or those
+	// around the event asked about): no index of threads, and a read that
+	// does not grow with the group's history.
+	from, to, err := s.threadWindow(ctx, group, anchor)
+	if err != nil {
+		return nil, out, err
+	}
+	if to <= from {
+		return nil, out, fmt.Errorf("no group %q", group)
+	}
+	ds, err := s.opts.Backend.Deliveries(gateway.PerEvent(ctx), s.opts.Agent, group, from, int(to-from))
+	if err != nil {
+		return nil, out, err
 	}
 	byID := map[string]gateway.Delivery{}
 	for _, d := range ds {
 		byID[d.EventID] = d
 	}
-	evs, err := s.opts.Backend.Events(ctx, group, 0, []string{gateway.KindMessage}, 0)
+	evs, err := s.opts.Backend.Events(ctx, group, from, []string{gateway.KindMessage}, int(to-from))
 	if err != nil {
 		return nil, out, err
 	}
 	var msgs []gateway.Delivery
 	for _, ev := range evs {
+		if ev.Seq > to {
+			break
+		}
 		data, err := gateway.ParseData(ev)
 		if err != nil || data.X == nil || data.X.Envelope == nil || data.X.Envelope.Thread != thread {
 			continue
@@ -269,39 +295,49 @@ func (s *server) readThread(ctx context.Context, in threadIn) (*mcp.CallToolResu
 		msgs = append(msgs, c2a.Pulled(d, data.Text))
 	}
 	if len(msgs) == 0 {
-		return nil, out, fmt.Errorf("no messages in thread %q of group %q", thread, group)
+		return nil, out, fmt.Errorf("no messages in thread %q of group %q among its events %d to %d", thread, group, from+1, to)
 	}
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 50
 	}
+	older := from > 0
 	if len(msgs) > limit {
-		msgs = msgs[len(msgs)-limit:]
+		msgs, older = msgs[len(msgs)-limit:], true
 	}
 	out.Group, out.Thread = group, thread
 	for _, d := range msgs {
 		out.Messages = append(out.Messages, view(d))
 	}
-	return textResult(c2a.RenderAll(msgs)), out, nil
+	text := c2a.RenderAll(msgs)
+	if older {
+		text += fmt.Sprintf("\n\n(older messages of the thread may be left out: this read the group's events %d to %d, and kept the newest %d)", from+1, to, limit)
+	}
+	return textResult(text), out, nil
 }
 
-func (s *server) findThreadGroup(ctx context.Context, thread string) (string, error) {
+// threadWindowSize is how many of a group's events chat.read_thread
+// reads for a thread.
+const threadWindowSize = 2000
+
+// threadWindow returns the seqs (from, to] of group that chat.read_thread
+// reads: the last threadWindowSize events, or, when the event at anchor
+// lies before those, the window that holds it with as many events after
+// it as fit.
+func (s *server) threadWindow(ctx context.Context, group string, anchor int64) (from, to int64, err error) {
 	gs, err := s.opts.Backend.Groups(ctx)
 	if err != nil {
-		return "", err
+		return 0, 0, err
 	}
 	for _, g := range gs {
-		evs, err := s.opts.Backend.Events(ctx, g.ID, 0, []string{gateway.KindMessage}, 0)
-		if err != nil {
-			return "", err
-		}
-		for _, ev := range evs {
-			if d, err := gateway.ParseData(ev); err == nil && d.X != nil && d.X.Envelope != nil && d.X.Envelope.Thread == thread {
-				return g.ID, nil
-			}
+		if g.ID == group {
+			to = g.LastSeq
 		}
 	}
-	return "", fmt.Errorf("no thread %q in any group", thread)
+	if anchor > 0 && anchor <= to-threadWindowSize {
+		to = anchor + threadWindowSize/2
+	}
+	return max(0, to-threadWindowSize), to, nil
 }
 
 type sendIn struct {
