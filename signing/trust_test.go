@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"golang.org/x/text/unicode/norm"
 )
 
 var testNow = time.Date(2025, 10, 9, 17, 0, 0, 0, time.UTC)
@@ -180,6 +181,34 @@ func TestRevocation(t *testing.T) {
 	wantStatus(t, "carol after", v.Verify(ctx, signed(t, carol, plainEnv, ann)), StatusRevoked)
 }
 
+// TestRevocationNFD: a REVOKE re-pasted in NFD (a Mac pasteboard) verifies
+// — the signed bytes are compared in NFC — and so must revoke the key it
+// names, whose Pkid: is then in NFD too.
+func TestRevocationNFD(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	v := &Verifier{Store: store}
+	nfc := "j\u00f6rg@example.com"
+	k := testKey(t, Ed25519, nfc)
+	rev := "[[ALICE→ALL v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: " + nfc + "\n\nbody: |\n  Key compromised.\n"
+	out, err := Sign([]byte(rev), k, &SignOptions{Announce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nfd := norm.NFD.String(string(out))
+	if nfd == string(out) {
+		t.Fatal("test envelope has nothing to decompose")
+	}
+	r := v.Verify(ctx, readEnv(t, nfd))
+	wantStatus(t, "NFD REVOKE", r, StatusFirstUse)
+	if !r.Revocation {
+		t.Error("a REVOKE delivered in NFD did not revoke its key")
+	}
+	if e, _, _ := store.Lookup(nfc); !e.Revoked {
+		t.Errorf("entry after NFD REVOKE = %+v, want revoked", e)
+	}
+}
+
 func TestBareJWSSenderKeys(t *testing.T) {
 	ctx := context.Background()
 	store := newStore(t)
@@ -204,6 +233,26 @@ func TestBareJWSSenderKeys(t *testing.T) {
 	// A bare JWS by a sender whose address cannot be a key id.
 	spaced := strings.Replace(text, "[[ALICE→BOB", "[[Brother AI→BOB", 1)
 	wantStatus(t, "spaced sender", v.Verify(ctx, signed(t, k, spaced, &SignOptions{Form: FormBareJWS})), StatusUnknownKey)
+
+	// ALICE rotates to a new key id, announced with Pkid: that key id was
+	// never pinned, so it is a first use, as in the plain form — not
+	// key-changed against the old key id's pin.
+	k2 := testKey(t, Ed25519, "alice-2026")
+	r = v.Verify(ctx, signed(t, k2, text, &SignOptions{Form: FormBareJWS, Announce: true}))
+	wantStatus(t, "bare rotation to a new key id", r, StatusFirstUse)
+	if r.Pkid != "alice-2026" || !r.Key.Equal(k2.Public()) {
+		t.Errorf("rotation: Pkid %q key %v, want alice-2026's", r.Pkid, r.Key)
+	}
+	// The old key id's pin is untouched, and both keys now verify.
+	wantStatus(t, "old key after rotation", v.Verify(ctx, signed(t, k, text, &SignOptions{Form: FormBareJWS})), StatusVerified)
+	wantStatus(t, "new key after rotation", v.Verify(ctx, signed(t, k2, text, &SignOptions{Form: FormBareJWS})), StatusVerified)
+	// A bare JWS naming a pinned key id, signed by another key, is still
+	// key-changed.
+	mallory := testKey(t, Ed25519, "alice-2025")
+	wantStatus(t, "bare other key for a pinned key id", v.Verify(ctx, signed(t, mallory, text, &SignOptions{Form: FormBareJWS, Announce: true})), StatusKeyChanged)
+	// A bare JWS naming a new key id without announcing a key: unknown-key.
+	k3 := testKey(t, Ed25519, "alice-2027")
+	wantStatus(t, "bare new key id unannounced", v.Verify(ctx, signed(t, k3, strings.Replace(text, "body:", "meta: signing\nPkid: alice-2027\n\nbody:", 1), &SignOptions{Form: FormBareJWS})), StatusUnknownKey)
 }
 
 func TestExplicitKey(t *testing.T) {
