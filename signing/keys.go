@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/big"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -391,27 +393,63 @@ func WritePublicKeyFile(path string, k *PublicKey) error {
 	return writeNewFile(path, MarshalPublicKey(k), 0o644)
 }
 
+// writeNewFile creates path holding data with mode perm, never replacing
+// an existing file (or symlink): ErrExist then. The data goes to a
+// temporary file in the same directory, synced, then hard-linked to path,
+// so path never holds part of a key — not after a failed write, not after
+// a crash. Where the file system has no hard links it falls back to
+// writing path itself (O_EXCL), removing it if the write fails.
 func writeNewFile(path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("signing: %s: %w", path, fs.ErrExist)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("signing: %w", err)
 	}
-	if err := f.Chmod(perm); err != nil { // the umask may have widened nothing, but be exact
-		f.Close()
-		return fmt.Errorf("signing: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	name := tmp.Name()
+	defer os.Remove(name) // linked to path or not, the temporary name goes
+	if err := writeSynced(tmp, data, perm); err != nil {
 		return fmt.Errorf("signing: writing %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("signing: writing %s: %w", path, err)
+	err = os.Link(name, path)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("signing: %s: %w", path, fs.ErrExist)
+	default:
+		// No hard links here (some network and FAT file systems).
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if err != nil {
+			return fmt.Errorf("signing: %w", err)
+		}
+		if err := writeSynced(f, data, perm); err != nil {
+			os.Remove(path)
+			return fmt.Errorf("signing: writing %s: %w", path, err)
+		}
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("signing: writing %s: %w", path, err)
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // best effort: not every system can sync a directory
+		d.Close()
 	}
 	return nil
+}
+
+// writeSynced gives f mode perm (exactly, whatever the umask), writes
+// data, syncs and closes it.
+func writeSynced(f *os.File, data []byte, perm os.FileMode) error {
+	err := f.Chmod(perm)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // keyLine is the one key line of a key file.

@@ -136,7 +136,7 @@ add 'LINE', quoted), or sign with --announce so they pin it on first use.`)
 		// the key pair.
 		fmt.Fprintf(e.stderr, "crosstalk: warning: others may write to %s (%v): they could replace the key; keep keys in a directory only you can write to\n", filepath.Dir(path), fi.Mode().Perm())
 	}
-	if _, err := os.Stat(path + ".pub"); err == nil {
+	if _, err := os.Lstat(path + ".pub"); err == nil {
 		return withHint(fmt.Errorf("%s.pub already exists", path), "choose another --out, or remove the old key pair first")
 	}
 	if err := signing.WritePrivateKeyFile(path, k); err != nil {
@@ -146,6 +146,12 @@ add 'LINE', quoted), or sign with --announce so they pin it on first use.`)
 		return err
 	}
 	if err := signing.WritePublicKeyFile(path+".pub", k.Public()); err != nil {
+		// No private key without its public half: a second keygen would
+		// refuse to replace it.
+		os.Remove(path)
+		if errors.Is(err, os.ErrExist) {
+			return withHint(err, "choose another --out, or remove the old key pair first")
+		}
 		return err
 	}
 	fmt.Fprintf(e.stderr, "crosstalk: wrote private key %s (mode 0600) and public key %s.pub\ncrosstalk: fingerprint %s\n", path, path, k.Public().Fingerprint())

@@ -340,3 +340,31 @@ func TestCLITrustAddKeygenLine(t *testing.T) {
 		t.Errorf("trust pin dave@example.com %q = %q", line2, out)
 	}
 }
+
+// TestCLIKeygenNoOrphanKey: when keygen cannot write FILE.pub (a dangling
+// symlink is in its place, which a Stat does not see), it fails and leaves
+// no private key behind: a key without its public half, which a second
+// keygen then refuses to replace.
+func TestCLIKeygenNoOrphanKey(t *testing.T) {
+	c := newSignCLI(t)
+	key := c.path("k.key")
+	if err := os.Symlink(c.path("nowhere"), key+".pub"); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	code, out, errs := c.run("", "keygen", "--pkid", "k@example.com", "--out", key)
+	if code != 1 || out != "" || !strings.Contains(errs, "k.key.pub") {
+		t.Errorf("keygen with FILE.pub a dangling symlink = exit %d, stdout %q, stderr %q; want exit 1 naming FILE.pub", code, out, errs)
+	}
+	if _, err := os.Lstat(key); err == nil {
+		t.Error("keygen failed but left the private key file behind")
+	}
+	if _, err := os.Stat(c.path("nowhere")); err == nil {
+		t.Error("keygen wrote the public key through the symlink")
+	}
+	left, _ := os.ReadDir(c.dir)
+	for _, e := range left {
+		if strings.Contains(e.Name(), "tmp") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
