@@ -621,6 +621,9 @@ func LoadPrivateKey(path, pkid string) (*PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s is a directory, not a key file", ErrKeyFile, path)
+	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %04o (run chmod 600 %s)", ErrInsecureKeyFile, path, fi.Mode().Perm(), path)
 	}
