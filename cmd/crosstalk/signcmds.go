@@ -13,6 +13,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/signing"
+	"golang.org/x/text/unicode/norm"
 )
 
 // The signing commands (docs/design.md §4, docs/signing.md).
@@ -69,6 +70,11 @@ func openTrust(path string) (*signing.TrustStore, error) {
 	return signing.NewTrustStore(path), nil
 }
 
+// cliPkid reads a key id given on the command line in NFC, as a sig
+// line's pkid= is read: one typed or pasted in NFD (macOS) names the same
+// key as its NFC form, which looks the same (docs/signing.md §4).
+func cliPkid(s string) string { return norm.NFC.String(s) }
+
 // safeFileName turns a key id into a file name.
 func safeFileName(pkid string) string {
 	var b strings.Builder
@@ -108,7 +114,7 @@ add 'LINE', quoted), or sign with --announce so they pin it on first use.`)
 	if err != nil {
 		return usagef("keygen: --alg: %v", err)
 	}
-	k, err := signing.GenerateKey(alg, *pkid)
+	k, err := signing.GenerateKey(alg, cliPkid(*pkid))
 	if err != nil {
 		return usagef("keygen: --pkid: %v", err)
 	}
@@ -210,7 +216,7 @@ errors.`)
 	default:
 		return usagef("sign: --form must be plain, jws or bare, not %q", *form)
 	}
-	k, err := loadSignKey(*keyPath, *pkid)
+	k, err := loadSignKey(*keyPath, cliPkid(*pkid))
 	if err != nil {
 		return err
 	}
@@ -521,6 +527,7 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 		return err
 	}
 	sub, rest := pos[0], pos[1:]
+	*pkidFlag = cliPkid(*pkidFlag)
 	want := func(n int, synopsis string) error {
 		if len(rest) != n {
 			return usagef("trust %s: usage: crosstalk trust %s", sub, synopsis)
@@ -585,10 +592,16 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 		if err := want(1, sub+" PKID"); err != nil {
 			return err
 		}
+		pkid := rest[0]
+		if _, ok, _ := store.Lookup(pkid); !ok {
+			// Exactly as given for a pin a store holds from before key
+			// ids were read in NFC; else in NFC.
+			pkid = cliPkid(pkid)
+		}
 		if sub == "remove" {
-			err = store.Remove(rest[0])
+			err = store.Remove(pkid)
 		} else {
-			err = store.Revoke(rest[0], nil)
+			err = store.Revoke(pkid, nil)
 		}
 		if errors.Is(err, signing.ErrUnknownKey) {
 			return withHint(err, "crosstalk trust list shows the pinned key ids")
@@ -597,9 +610,12 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 			return err
 		}
 		verb := map[string]string{"remove": "removed", "revoke": "revoked"}[sub]
-		_, err = fmt.Fprintf(e.stdout, "%s %s\n", verb, rest[0])
+		_, err = fmt.Fprintf(e.stdout, "%s %s\n", verb, pkid)
 		return err
 	case "pin":
+		if len(rest) > 0 {
+			rest[0] = cliPkid(rest[0])
+		}
 		var k *signing.PublicKey
 		switch {
 		case *from != "" && len(rest) == 1:

@@ -368,3 +368,56 @@ func TestCLIKeygenNoOrphanKey(t *testing.T) {
 		}
 	}
 }
+
+// TestCLITrustKeyIDNFD: a key id typed or pasted in NFD (macOS) names the
+// same pin as its NFC form, which trust list shows identically: revoke,
+// remove and pin find it, as the sig line's pkid= does.
+func TestCLITrustKeyIDNFD(t *testing.T) {
+	c := newSignCLI(t)
+	nfc, nfd := "j\u00f6rg@example.com", "jo\u0308rg@example.com"
+	c.must("", "keygen", "--pkid", nfc, "--out", c.path("j.key"))
+	c.must("", "trust", "add", c.path("j.key.pub"))
+	if code, out, errs := c.run("", "trust", "revoke", nfd); code != 0 || !strings.Contains(out, "revoked") {
+		t.Errorf("trust revoke NFD = exit %d, %q, %q", code, out, errs)
+	}
+	if out := c.must("", "trust", "list"); !strings.Contains(out, "REVOKED") {
+		t.Errorf("after trust revoke NFD, trust list = %q", out)
+	}
+	c.must("", "keygen", "--pkid", nfc, "--out", c.path("j2.key"))
+	pub := strings.TrimSpace(string(must(os.ReadFile(c.path("j2.key.pub")))))
+	pub = pub[strings.LastIndex(pub, "\n")+1:]
+	if code, out, errs := c.run("", "trust", "pin", nfd, pub); code != 0 || !strings.Contains(out, "pinned "+nfc) {
+		t.Errorf("trust pin NFD = exit %d, %q, %q", code, out, errs)
+	}
+	if code, out, errs := c.run("", "trust", "remove", nfd); code != 0 || !strings.Contains(out, "removed") {
+		t.Errorf("trust remove NFD = exit %d, %q, %q", code, out, errs)
+	}
+	// keygen and sign take an NFD --pkid as its NFC form too.
+	if code, out, errs := c.run("", "keygen", "--pkid", nfd, "--out", c.path("j3.key")); code != 0 || !strings.Contains(out, nfc) {
+		t.Errorf("keygen --pkid NFD = exit %d, %q, %q", code, out, errs)
+	}
+	if code, out, errs := c.run(cliEnv, "sign", "--key", c.path("j.key"), "--pkid", nfd); code != 0 || !strings.Contains(out, "pkid="+nfc) {
+		t.Errorf("sign --pkid NFD = exit %d, %q, %q", code, out, errs)
+	}
+}
+
+// TestCLISignKeyIsDirectory: --key naming a directory says so, rather
+// than calling it a key file others may read and suggesting chmod 600.
+func TestCLISignKeyIsDirectory(t *testing.T) {
+	c := newSignCLI(t)
+	dir := c.path("keys")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := c.run(cliEnv, "sign", "--key", dir)
+	if code != 1 || !strings.Contains(errs, "directory") || strings.Contains(errs, "chmod") {
+		t.Errorf("sign --key DIR = exit %d, %q; want exit 1 saying it is a directory", code, errs)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
