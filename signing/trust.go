@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/crosstalk-go/crosstalk/internal/filelock"
 )
 
 // KeySource says where a key came from (docs/signing.md §5).
@@ -322,7 +324,7 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 			return fmt.Errorf("signing: trust store: %w", err)
 		}
 	}
-	unlock, err := lockFile(s.path + ".lock")
+	unlock, err := filelock.Lock(s.path + ".lock")
 	if err != nil {
 		return fmt.Errorf("signing: trust store: locking: %w", err)
 	}
