@@ -467,6 +467,10 @@ type trustEntryJSON struct {
 // key line keygen prints (`ed25519 ID base64`, read like the file), or an
 // `alg:base64` value (then pkid is required).
 func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
+	if privateKeyText(arg) {
+		// Never echoed: the private key is not printed (docs/signing.md §4).
+		return nil, usagef("trust: that is a private key; give the public key (the FILE.pub keygen wrote, or the line it printed) and keep the private key to yourself")
+	}
 	if _, err := os.Stat(arg); err == nil {
 		k, err := signing.LoadPublicKey(arg, pkid)
 		if errors.Is(err, signing.ErrNoKeyID) {
@@ -491,6 +495,26 @@ func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 		return nil, usagef("trust: %q is neither a key file nor an alg:base64 key: %v", arg, err)
 	}
 	return k, nil
+}
+
+// privateKeyText reports whether s holds a private key rather than a
+// public one: a line whose tag is `ALG-private` (a key file's key line,
+// alone or with its file), or a PEM private key.
+func privateKeyText(s string) bool {
+	if strings.Contains(s, "PRIVATE KEY") {
+		return true
+	}
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		tag, _, _ := strings.Cut(f[0], ":")
+		if strings.HasSuffix(strings.ToLower(tag), "-private") {
+			return true
+		}
+	}
+	return false
 }
 
 func runTrust(ctx context.Context, e *env, args []string) error {

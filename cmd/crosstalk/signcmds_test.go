@@ -421,3 +421,28 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestCLITrustAddPrivateKeyNotEchoed: pasting the private key line (or
+// the whole private key file) where trust add or pin wants a public key
+// is refused without printing the private key back (docs/signing.md §4:
+// it is never printed or logged).
+func TestCLITrustAddPrivateKeyNotEchoed(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "alice@example.com", "--out", c.path("a.key"))
+	file := string(must(os.ReadFile(c.path("a.key"))))
+	line := file[strings.Index(file, "ed25519-private"):]
+	seed := strings.Fields(line)[2]
+	for _, args := range [][]string{
+		{"trust", "add", line},
+		{"trust", "add", strings.TrimSpace(line)},
+		{"trust", "add", file},
+		{"trust", "add", line, "--pkid", "alice@example.com"},
+		{"trust", "pin", "alice@example.com", line},
+		{"trust", "add", "ed25519-private:" + seed, "--pkid", "alice@example.com"},
+	} {
+		code, out, errs := c.run("", args...)
+		if code != 2 || strings.Contains(out+errs, seed) || !strings.Contains(errs, "private key") {
+			t.Errorf("crosstalk %s = exit %d, stdout %q, stderr %q; want exit 2 saying it is a private key, without it", args[:2], code, out, errs)
+		}
+	}
+}
