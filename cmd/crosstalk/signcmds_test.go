@@ -446,3 +446,19 @@ func TestCLITrustAddPrivateKeyNotEchoed(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayHelpTrustStore: relay --help said the data dir holds the trust
+// store, but the relay uses the trust_file of docs/configuration.md — by
+// default the one crosstalk verify and trust use, in the user config
+// directory — so a key pinned under --data DIR was never trusted.
+func TestRelayHelpTrustStore(t *testing.T) {
+	c := newSignCLI(t)
+	out := c.must("", "relay", "--help")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "-data") || strings.HasPrefix(line, "    \t") && strings.Contains(line, "data dir") {
+			if strings.Contains(line, "trust") {
+				t.Errorf("relay --help: %q: the data dir does not hold the trust store", line)
+			}
+		}
+	}
+}
