@@ -566,6 +566,9 @@ func parseStore(data []byte) (*storeFile, error) {
 		f.lines = append(f.lines, storeLine{entry: e})
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%w: line %d: longer than 64 KiB", ErrTrustStore, n+1)
+		}
 		return nil, fmt.Errorf("%w: %v", ErrTrustStore, err)
 	}
 	return f, nil

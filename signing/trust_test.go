@@ -586,3 +586,15 @@ func BenchmarkVerifyPinnedStore(b *testing.B) {
 		})
 	}
 }
+
+// TestTrustStoreLongLine: a line too long to read is an error naming the
+// file and the line, as every other malformed line is.
+func TestTrustStoreLongLine(t *testing.T) {
+	s := newStore(t)
+	os.MkdirAll(filepath.Dir(s.Path()), 0o700)
+	os.WriteFile(s.Path(), []byte("# comment\n\n#"+strings.Repeat("x", 70<<10)+"\n"), 0o644)
+	_, err := s.Entries()
+	if !errors.Is(err, ErrTrustStore) || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), s.Path()) {
+		t.Errorf("Entries = %v, want ErrTrustStore naming %s line 3", err, s.Path())
+	}
+}
