@@ -627,9 +627,9 @@ func LoadPrivateKey(path, pkid string) (*PrivateKey, error) {
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %04o (run chmod 600 %s)", ErrInsecureKeyFile, path, fi.Mode().Perm(), path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	data, err := readKeyFile(f, path)
 	if err != nil {
-		return nil, fmt.Errorf("signing: reading %s: %w", path, err)
+		return nil, err
 	}
 	k, err := ParsePrivateKey(data, pkid)
 	if err != nil {
@@ -641,15 +641,37 @@ func LoadPrivateKey(path, pkid string) (*PrivateKey, error) {
 // LoadPublicKey reads and parses the public key file at path (see
 // ParsePublicKey).
 func LoadPublicKey(path, pkid string) (*PublicKey, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
+	}
+	defer f.Close()
+	data, err := readKeyFile(f, path)
+	if err != nil {
+		return nil, err
 	}
 	k, err := ParsePublicKey(data, pkid)
 	if err != nil {
 		return nil, within(err, "%s", path)
 	}
 	return k, nil
+}
+
+// maxKeyFile bounds what is read of a key file: a key is one line, and a
+// file named by mistake (a log, /dev/zero) must not be read whole.
+const maxKeyFile = 64 << 10
+
+// readKeyFile reads the key file f (named path) up to maxKeyFile bytes;
+// a larger one is an ErrKeyFile.
+func readKeyFile(f *os.File, path string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("signing: reading %s: %w", path, err)
+	}
+	if len(data) > maxKeyFile {
+		return nil, fmt.Errorf("%w: %s is larger than 64 KiB: not a key file", ErrKeyFile, path)
+	}
+	return data, nil
 }
 
 // checkPkid reports (with ErrKeyID) whether s can be a new key id: 1 to

@@ -277,19 +277,11 @@ func longestBacktickRun(b []byte) int {
 // loadVerifyKey loads a public key file for verify --key. A PEM key has no
 // key id; it gets a placeholder (the envelope's sig line names the id).
 func loadVerifyKey(path string) (*signing.PublicKey, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+	k, err := signing.LoadPublicKey(path, "")
+	if errors.Is(err, signing.ErrNoKeyID) {
+		k, err = signing.LoadPublicKey(path, "pem-key")
 	}
-	id := ""
-	if strings.Contains(string(data), "-----BEGIN ") {
-		id = "pem-key"
-	}
-	k, err := signing.ParsePublicKey(data, id)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return k, nil
+	return k, err
 }
 
 // verifyJSON is verify --json's line per envelope.

@@ -462,3 +462,24 @@ func TestRelayHelpTrustStore(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIKeyFileBounded: a key file is read up to 64 KiB, as a private
+// key file always was: `trust add /dev/zero` or `verify --key` of a large
+// file named by mistake must not read it whole into memory.
+func TestCLIKeyFileBounded(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "big@example.com", "--out", c.path("b.key"))
+	pub := string(must(os.ReadFile(c.path("b.key.pub"))))
+	pad := "#" + strings.Repeat("x", 40<<10) + "\n"
+	big := c.path("big.pub")
+	if err := os.WriteFile(big, []byte(pub+pad+pad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	signed := c.must(cliEnv, "sign", "--key", c.path("b.key"))
+	for _, args := range [][]string{{"verify", "--key", big}, {"trust", "add", big}} {
+		code, _, errs := c.run(signed, args...)
+		if code != 1 || !strings.Contains(errs, "larger than") {
+			t.Errorf("crosstalk %s of a %d-byte key file = exit %d, %q; want exit 1, larger than 64 KiB", args[:2], len(pub)+2*len(pad), code, errs)
+		}
+	}
+}
