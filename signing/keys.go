@@ -464,6 +464,7 @@ func parseKeyFile(data []byte) (kl *keyLine, isPEM bool, err error) {
 	if bytes.Contains(data, []byte("-----BEGIN ")) {
 		return nil, true, nil
 	}
+	data = bytes.TrimPrefix(data, []byte(bom)) // saved by an editor that adds one
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	n := 0

@@ -539,7 +539,13 @@ func (f *storeFile) render() []byte {
 	return b.Bytes()
 }
 
+// bom is the UTF-8 byte order mark some editors start a file with.
+const bom = "\ufeff"
+
 func parseStore(data []byte) (*storeFile, error) {
+	// A store saved by such an editor: the mark is not part of the first
+	// line (a rewrite drops it).
+	data = bytes.TrimPrefix(data, []byte(bom))
 	f := &storeFile{}
 	seen := map[string]int{}
 	sc := bufio.NewScanner(bytes.NewReader(data))

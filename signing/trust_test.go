@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -596,5 +597,45 @@ func TestTrustStoreLongLine(t *testing.T) {
 	_, err := s.Entries()
 	if !errors.Is(err, ErrTrustStore) || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), s.Path()) {
 		t.Errorf("Entries = %v, want ErrTrustStore naming %s line 3", err, s.Path())
+	}
+}
+
+// TestByteOrderMark: a trust store or key file saved by an editor that
+// starts files with a UTF-8 BOM reads as without it. Before, the store's
+// first line was an entry "\ufeff#…" (the whole store refused) or its
+// first pin belonged to the key id "\ufeffa@x.org", so a signature by
+// a@x.org found no pin and an announced key was pinned on first use.
+func TestByteOrderMark(t *testing.T) {
+	k := testKey(t, Ed25519, "a@x.org")
+	s := newStore(t)
+	if err := s.Add(k.Public()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(s.Path())
+	noComments := data[bytes.LastIndex(data, []byte("\na@x.org"))+1:]
+	for _, c := range []struct {
+		name string
+		text []byte
+	}{{"with comments", data}, {"entry first", noComments}} {
+		name := c.name
+		s := newStore(t)
+		os.MkdirAll(filepath.Dir(s.Path()), 0o700)
+		os.WriteFile(s.Path(), append([]byte("\ufeff"), c.text...), 0o644)
+		if e, ok, err := s.Lookup("a@x.org"); err != nil || !ok || !e.Key.Equal(k.Public()) {
+			t.Errorf("%s: store with a BOM: Lookup = %+v, %v, %v", name, e, ok, err)
+		}
+		other := testKey(t, Ed25519, "a@x.org")
+		if r := (&Verifier{Store: s}).Verify(context.Background(), signed(t, other, plainEnv, &SignOptions{Announce: true})); r.Status != StatusKeyChanged {
+			t.Errorf("%s: store with a BOM: another key for a@x.org = %s, want key-changed", name, r.Status)
+		}
+	}
+	for name, text := range map[string]string{"public": string(MarshalPublicKey(k.Public())), "public line": k.Public().String()} {
+		if got, err := ParsePublicKey([]byte("\ufeff"+text), ""); err != nil || !got.Equal(k.Public()) || got.Pkid != "a@x.org" {
+			t.Errorf("%s key file with a BOM: %v, %v", name, got, err)
+		}
+	}
+	priv, _ := MarshalPrivateKey(k, testNow)
+	if got, err := ParsePrivateKey(append([]byte("\ufeff"), priv...), ""); err != nil || !got.Public().Equal(k.Public()) {
+		t.Errorf("private key file with a BOM: %v, %v", got, err)
 	}
 }
