@@ -400,13 +400,20 @@ func WritePublicKeyFile(path string, k *PublicKey) error {
 // a crash. Where the file system has no hard links it falls back to
 // writing path itself (O_EXCL), removing it if the write fails.
 func writeNewFile(path string, data []byte, perm os.FileMode) error {
-	if _, err := os.Lstat(path); err == nil {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("signing: %s is a directory: %w", path, fs.ErrExist)
+		}
 		return fmt.Errorf("signing: %s: %w", path, fs.ErrExist)
 	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("signing: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // named after the temporary file, not path
+		}
+		return fmt.Errorf("signing: creating %s: %w", path, err)
 	}
 	name := tmp.Name()
 	defer os.Remove(name) // linked to path or not, the temporary name goes

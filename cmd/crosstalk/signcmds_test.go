@@ -483,3 +483,16 @@ func TestCLIKeyFileBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIKeygenOutErrors: keygen's errors name the --out path as given,
+// never the temporary file the key is written through.
+func TestCLIKeygenOutErrors(t *testing.T) {
+	c := newSignCLI(t)
+	missing := c.path("no/such/dir/k.key")
+	if code, _, errs := c.run("", "keygen", "--pkid", "k", "--out", missing); code != 1 || !strings.Contains(errs, missing) || strings.Contains(errs, ".tmp-") {
+		t.Errorf("keygen --out into a missing directory = exit %d, %q", code, errs)
+	}
+	if code, _, errs := c.run("", "keygen", "--pkid", "k", "--out", c.dir); code != 1 || !strings.Contains(errs, "is a directory") {
+		t.Errorf("keygen --out DIR = exit %d, %q", code, errs)
+	}
+}
