@@ -214,7 +214,8 @@ func (s *TrustStore) Add(key *PublicKey) error {
 }
 
 // Pin pins key for key.Pkid by hand, replacing whatever was pinned (the
-// user's answer to key-changed). Re-pinning a key that was revoked for
+// user's answer to key-changed); whom the old key was first seen from
+// (Sender, Seen) carries over to the new one. Re-pinning a key that was revoked for
 // this key id fails with ErrRevoked: revocation is permanent; Remove the
 // entry first to undo it on purpose.
 func (s *TrustStore) Pin(key *PublicKey) error {
@@ -227,7 +228,7 @@ func (s *TrustStore) Pin(key *PublicKey) error {
 			if old.Revoked && old.Key.Equal(key) {
 				return fmt.Errorf("%w: %s %s was revoked; remove the entry first to trust it again", ErrRevoked, key.Pkid, key.Fingerprint())
 			}
-			e.Sender = old.Sender
+			e.Sender, e.Seen = old.Sender, old.Seen
 			f.replace(key.Pkid, e)
 			return nil
 		}

@@ -639,3 +639,26 @@ func TestByteOrderMark(t *testing.T) {
 		t.Errorf("private key file with a BOM: %v, %v", got, err)
 	}
 }
+
+// TestRepinKeepsSeen: re-pinning a key id after key-changed (trust pin)
+// keeps whom the key was seen from, as it keeps its holder: a bare JWS
+// without Pkid: from that sender, verified before the key changed, is
+// verified under the new key after the re-pin, not unknown-key.
+func TestRepinKeepsSeen(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	v := &Verifier{Store: store}
+	text := plainEnv + "[[END]]\n" // from ALICE
+	old := testKey(t, Ed25519, "alice-k")
+	wantStatus(t, "first", v.Verify(ctx, signed(t, old, text, &SignOptions{Form: FormBareJWS, Announce: true})), StatusFirstUse)
+	wantStatus(t, "bare", v.Verify(ctx, signed(t, old, text, &SignOptions{Form: FormBareJWS})), StatusVerified)
+	k := testKey(t, Ed25519, "alice-k")
+	wantStatus(t, "new key", v.Verify(ctx, signed(t, k, text, &SignOptions{Form: FormBareJWS, Announce: true})), StatusKeyChanged)
+	if err := store.Pin(k.Public()); err != nil {
+		t.Fatal(err)
+	}
+	if e, _, _ := store.Lookup("alice-k"); e.Seen != "ALICE" {
+		t.Errorf("after Pin, entry = %+v; want seen ALICE kept", e)
+	}
+	wantStatus(t, "bare after re-pin", v.Verify(ctx, signed(t, k, text, &SignOptions{Form: FormBareJWS})), StatusVerified)
+}
