@@ -187,7 +187,9 @@ blank line. The lines above sig: are kept exactly as they were; the sig: line is
 replaced (or added before [[END]]). See docs/signing.md.
 
 --announce adds a "meta: signing" block with your public key to the signed part,
-so receivers who have never seen your key pin it on first use.
+so receivers who have never seen your key pin it on first use. Without it, an
+envelope that already announces another key is signed with a warning: receivers
+who have not pinned your key will find it bad-signature.
 
 The key file is one written by crosstalk keygen, or a PKCS#8 PEM private key
 (then --pkid is required). Private key files must not be readable by others.
@@ -233,6 +235,13 @@ errors.`)
 				failed = true
 				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: %v", in.name, env.Line, err)))
 				return nil
+			}
+			if v, ok := env.MetaValue("signing", "Public-Key"); ok && !opts.Announce {
+				if a, err := signing.ParsePublicKeyValue(k.Pkid, v); err != nil || !a.Equal(k.Public()) {
+					// The announced key must verify the signature
+					// wherever this key is not pinned.
+					fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: warning: the envelope announces another key (meta: signing Public-Key); receivers who have not pinned %s will see bad-signature: sign with --announce to announce yours instead", in.name, env.Line, k.Pkid)))
+				}
 			}
 			var b strings.Builder
 			if n > 0 {

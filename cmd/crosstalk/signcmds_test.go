@@ -496,3 +496,28 @@ func TestCLIKeygenOutErrors(t *testing.T) {
 		t.Errorf("keygen --out DIR = exit %d, %q", code, errs)
 	}
 }
+
+// TestCLISignWarnsOtherAnnouncedKey: signing (without --announce) an
+// envelope that announces another key — one signed before with an old key,
+// or someone else's — gives an envelope a receiver without a pin finds
+// bad-signature (the announced key must verify it); sign says so, and
+// --announce replaces the announcement.
+func TestCLISignWarnsOtherAnnouncedKey(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "old@example.com", "--out", c.path("old.key"))
+	c.must("", "keygen", "--pkid", "new@example.com", "--out", c.path("new.key"))
+	announced := c.must(cliEnv, "sign", "--key", c.path("old.key"), "--announce")
+	code, out, errs := c.run(announced, "sign", "--key", c.path("new.key"))
+	if code != 0 || !strings.Contains(errs, "warning") || !strings.Contains(errs, "--announce") {
+		t.Errorf("sign of an envelope announcing another key = exit %d, stderr %q; want a warning naming --announce", code, errs)
+	}
+	if code, got, _ := c.run(out, "verify", "--trust", c.path("fresh")); code != 1 || !strings.Contains(got, "bad-signature") {
+		t.Errorf("the warned-of envelope verifies as %q (exit %d); the warning is wrong", got, code)
+	}
+	if _, _, errs := c.run(announced, "sign", "--key", c.path("new.key"), "--announce"); strings.Contains(errs, "warning") {
+		t.Errorf("sign --announce warned: %q", errs)
+	}
+	if _, _, errs := c.run(announced, "sign", "--key", c.path("old.key")); strings.Contains(errs, "warning") {
+		t.Errorf("sign with the announced key warned: %q", errs)
+	}
+}
