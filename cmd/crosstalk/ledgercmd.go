@@ -103,6 +103,9 @@ start; reindex after changing the agents' names or roles, or to check them
 			return err
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return fmt.Errorf("ledger import: %s is a directory, not an export", pos[0])
+		}
 		r = f
 	}
 	s, err := server.OpenLedger(ctx, server.LedgerOptions{Spec: *spec, Stream: *stream, Replicas: *replicas, MustExist: verb != "import"})

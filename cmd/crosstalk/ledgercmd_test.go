@@ -109,3 +109,18 @@ func TestLedgerImportBOM(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerImportDirectory: ledger import DIR is refused before the
+// ledger is opened, so no empty ledger is left behind (as for a missing
+// file).
+func TestLedgerImportDirectory(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "new.db")
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"ledger", "import", "--ledger", db, dir}, strings.NewReader(""), &stdout, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "directory") {
+		t.Errorf("ledger import DIR: exit %d, %q", code, stderr.String())
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("ledger import DIR created the ledger")
+	}
+}
