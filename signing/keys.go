@@ -706,7 +706,8 @@ func checkPkid(s string) error {
 
 // checkStoredPkid is the older, looser rule a key id read from a trust
 // store must meet: 1 to 256 bytes without blanks (any Unicode space: the
-// store's columns are split at them), control characters or `;`. A store written before checkPkid's rule still loads; the key ids
+// store's columns are split at them), control characters or `;`, not
+// starting with '#' (a comment line there). A store written before checkPkid's rule still loads; the key ids
 // it refuses can no longer be named by a signature, made or pinned.
 func checkStoredPkid(s string) error {
 	if s == "" {
@@ -714,6 +715,11 @@ func checkStoredPkid(s string) error {
 	}
 	if len(s) > 256 {
 		return fmt.Errorf("%w: longer than 256 bytes", ErrKeyID)
+	}
+	if s[0] == '#' {
+		// Its trust store line would read back as a comment: the pin
+		// would vanish, and any key would be a first use again.
+		return fmt.Errorf("%w %q: may not start with '#'", ErrKeyID, s)
 	}
 	for _, r := range s {
 		if r <= ' ' || r == 0x7f || r == ';' || r == '\uFFFD' || (r >= 0x80 && r <= 0x9f) || unicode.IsSpace(r) {
