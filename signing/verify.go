@@ -225,7 +225,9 @@ func (v *Verifier) verifyExplicit(env *envelope.Envelope, c *check, res Result) 
 }
 
 // pinned returns the trust store's entries for the key id; for a bare JWS
-// also the keys first seen from the sender.
+// also the keys first seen from the sender and, when it names no key id,
+// the key pinned under the sender's address (docs/signing.md §3: "the
+// keys pinned for the sender's address"; trust add KEY --pkid SENDER).
 func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]TrustEntry, error) {
 	if v.Store == nil {
 		return nil, nil
@@ -237,7 +239,7 @@ func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]Trus
 		return v.Store.pinnedFor(pkid)
 	}
 	return v.Store.matching(func(e *TrustEntry) bool {
-		return pkid != "" && e.Key.Pkid == pkid ||
+		return pkid != "" && e.Key.Pkid == pkid || pkid == "" && e.Key.Pkid == env.From ||
 			c.sig.Form == FormBareJWS && (e.Sender != "" && strings.EqualFold(e.Sender, env.From) || e.Seen != "" && strings.EqualFold(e.Seen, env.From))
 	})
 }

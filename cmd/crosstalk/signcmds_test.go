@@ -283,6 +283,16 @@ func TestCLISignPublishedKey(t *testing.T) {
 	if got := c.must(chatPaste(out), "verify", "--key", c.path("canon.pub.pem")); !strings.Contains(got, "verified") {
 		t.Errorf("verify --key PEM = %q", got)
 	}
+	// The published vector is a bare JWS without Pkid: (it names no key
+	// id): with its key pinned by hand under the sender's address, as
+	// docs/signing.md §3 says, it verifies from the trust store too.
+	if code, got, errs := c.run(out, "verify"); code != 1 || !strings.Contains(got, "unknown-key") {
+		t.Errorf("verify(bare JWS, nothing pinned) = exit %d, %q, %q", code, got, errs)
+	}
+	c.must("", "trust", "add", c.path("canon.pub.pem"), "--pkid", "BROTHER")
+	if code, got, errs := c.run(chatPaste(out), "verify"); code != 0 || !strings.Contains(got, "verified") || !strings.Contains(got, "pkid=BROTHER") {
+		t.Errorf("verify(bare JWS, key pinned for the sender's address) = exit %d, %q, %q", code, got, errs)
+	}
 	fenced := c.must(vector, "sign", "--key", c.path("canon.pem"), "--pkid", "canon", "--fence")
 	if !strings.HasPrefix(fenced, "```\n[[BROTHER") || !strings.HasSuffix(fenced, "[[END]]\n```\n") {
 		t.Errorf("sign --fence = %q", fenced)
