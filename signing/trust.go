@@ -325,7 +325,15 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 			return fmt.Errorf("signing: trust store: %w", err)
 		}
 	}
-	unlock, err := filelock.Lock(s.path + ".lock")
+	// Through a symlink (a user's known_keys linked to the relay's
+	// trust_file), lock and replace the file it names, which the other
+	// processes read: a rename over the link would give this path a file
+	// of its own, and a revocation here would never reach them.
+	path := s.path
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	unlock, err := filelock.Lock(path + ".lock")
 	if err != nil {
 		return fmt.Errorf("signing: trust store: locking: %w", err)
 	}
@@ -340,7 +348,7 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 		}
 		return err
 	}
-	return writeAtomic(s.path, f.render())
+	return writeAtomic(path, f.render())
 }
 
 // read returns the parsed file for readers (Entries, Lookup), reusing the

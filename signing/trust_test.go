@@ -662,3 +662,34 @@ func TestRepinKeepsSeen(t *testing.T) {
 	}
 	wantStatus(t, "bare after re-pin", v.Verify(ctx, signed(t, k, text, &SignOptions{Form: FormBareJWS})), StatusVerified)
 }
+
+// TestTrustStoreThroughSymlink: a trust store path that is a symlink (a
+// user's known_keys linked to the relay's trust_file) is written through:
+// the pin or revocation lands in the file the link names, which other
+// processes read, and the link stays. Before, the rename replaced the
+// link with a file of its own, so a `crosstalk trust revoke` never reached
+// the relay.
+func TestTrustStoreThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "relay", "known_keys")
+	os.MkdirAll(filepath.Dir(real), 0o700)
+	relay := NewTrustStore(real)
+	k := testKey(t, Ed25519, "a@x.org")
+	if err := relay.Add(k.Public()); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "user", "known_keys")
+	os.MkdirAll(filepath.Dir(link), 0o700)
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	if err := NewTrustStore(link).Revoke("a@x.org", nil); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced: %v, %v", fi.Mode(), err)
+	}
+	if e, ok, err := relay.Lookup("a@x.org"); err != nil || !ok || !e.Revoked {
+		t.Errorf("the file the link names: %+v, %v, %v; want a@x.org revoked", e, ok, err)
+	}
+}
