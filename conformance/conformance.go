@@ -298,10 +298,8 @@ func runCase(ctx context.Context, c *Case, opts *Options) Result {
 	cmd.WaitDelay = time.Second
 	cmd.Env = opts.Env
 	cmd.Stdin = bytes.NewReader(in)
-	var stdout limitedBuffer
-	stdout.max = opts.MaxOutput
-	var stderr limitedBuffer
-	stderr.max = 4096
+	stdout := limitedBuffer{max: opts.MaxOutput, stop: true}
+	stderr := limitedBuffer{max: 4096}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
 	switch {
@@ -328,21 +326,38 @@ func firstLine(s string) string {
 	return clip([]byte(s))
 }
 
-// limitedBuffer keeps up to max bytes and notes that more came.
+// limitedBuffer keeps up to max bytes and notes that more came. The
+// buffer is a field, not embedded: io.Copy (exec.Cmd's) would use an
+// embedded bytes.Buffer's ReadFrom and read past max.
 type limitedBuffer struct {
-	bytes.Buffer
+	buf  bytes.Buffer
 	max  int64
 	over bool
+	// stop fails the write that goes past max, which ends the copy: the
+	// command's next write fails (EPIPE), so a runaway printer stops.
+	stop bool
 }
 
+// errOutputLimit ends the copy of a command's output past its limit.
+var errOutputLimit = errors.New("output limit reached")
+
 func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - int64(b.Len()); int64(len(p)) > room {
+	if room := b.max - int64(b.buf.Len()); int64(len(p)) > room {
 		b.over = true
-		b.Buffer.Write(p[:max(room, 0)])
+		b.buf.Write(p[:max(room, 0)])
+		if b.stop {
+			return 0, errOutputLimit
+		}
 		return len(p), nil
 	}
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
+
+// Bytes returns what was kept.
+func (b *limitedBuffer) Bytes() []byte { return b.buf.Bytes() }
+
+// String returns what was kept.
+func (b *limitedBuffer) String() string { return b.buf.String() }
 
 var _ io.Writer = (*limitedBuffer)(nil)
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -83,4 +84,43 @@ func ExampleCompare() {
 	got := `{"from":"A","to":"B","version":1,"intent":"QUESTION","body":"hi","complete":true,"line":1}`
 	fmt.Println(conformance.Compare(c, []byte(got)))
 	// Output: object 1: key "intent": want "REQUEST", got "QUESTION"
+}
+
+// TestRunOutputBounded: a parser that prints more than MaxOutput fails
+// with "printed more than", holding at most MaxOutput of it. Before, the
+// command's output was read with bytes.Buffer.ReadFrom (io.Copy prefers
+// it), past the limit: `crosstalk conformance -- yes` grew by hundreds of
+// MB a second until the case's timeout.
+func TestRunOutputBounded(t *testing.T) {
+	m, err := conformance.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Cases = m.Cases[:1]
+	results, err := conformance.Run(context.Background(), m, conformance.Options{
+		Command:   []string{os.Args[0], "-test.run=^TestHelperFlood$"},
+		Env:       append(os.Environ(), "CONFORMANCE_TEST_FLOOD=1"),
+		MaxOutput: 1 << 10,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := results[0]; r.Err == nil || !strings.Contains(r.Err.Error(), "printed more than 1024 bytes") {
+		t.Errorf("a parser printing 32 MiB: result %v, want printed more than 1024 bytes", r.Err)
+	}
+}
+
+// TestHelperFlood is the parser of TestRunOutputBounded: it prints 32 MiB
+// of one JSON-looking line.
+func TestHelperFlood(t *testing.T) {
+	if os.Getenv("CONFORMANCE_TEST_FLOOD") == "" {
+		t.Skip("the parser run by TestRunOutputBounded")
+	}
+	line := []byte(strings.Repeat("x", 1<<20))
+	for range 32 {
+		if _, err := os.Stdout.Write(line); err != nil {
+			os.Exit(1)
+		}
+	}
+	os.Exit(0)
 }

@@ -56,8 +56,8 @@ func ParseDNSRecord(pkid, txt string) (*PublicKey, error) {
 
 // LookupDNSKeys returns the keys DNS publishes for pkid, using r (nil
 // means net.DefaultResolver). It queries the names of DNSNames in order and
-// returns the keys of the first name that has any crosstalk key record;
-// TXT records of other shapes are ignored. No record anywhere (or a pkid
+// returns the keys of the first name that has any crosstalk key record
+// (at most MaxDNSKeys); TXT records of other shapes are ignored. No record anywhere (or a pkid
 // with no domain) is ErrNoDNSKey; a failed lookup (timeout, SERVFAIL) is
 // returned as it is, so the caller can tell "no key" from "don't know".
 func LookupDNSKeys(ctx context.Context, r *net.Resolver, pkid string) ([]*PublicKey, error) {
@@ -74,17 +74,26 @@ func LookupDNSKeys(ctx context.Context, r *net.Resolver, pkid string) ([]*Public
 		if err != nil {
 			return nil, fmt.Errorf("signing: DNS lookup of %s: %w", name, err)
 		}
-		var keys []*PublicKey
-		for _, t := range txts {
-			if k, err := ParseDNSRecord(pkid, t); err == nil {
-				keys = append(keys, k)
-			}
-		}
-		if len(keys) > 0 {
+		if keys := parseDNSRecords(pkid, txts); len(keys) > 0 {
 			return keys, nil
 		}
 	}
 	return nil, fmt.Errorf("%w for %q", ErrNoDNSKey, pkid)
+}
+
+// parseDNSRecords returns the keys of the crosstalk key records among
+// txts, at most MaxDNSKeys; other records are ignored.
+func parseDNSRecords(pkid string, txts []string) []*PublicKey {
+	var keys []*PublicKey
+	for _, t := range txts {
+		if k, err := ParseDNSRecord(pkid, t); err == nil {
+			keys = append(keys, k)
+			if len(keys) == MaxDNSKeys {
+				break
+			}
+		}
+	}
+	return keys
 }
 
 func isLabel(s string) bool {

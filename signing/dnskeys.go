@@ -22,6 +22,11 @@ const (
 	DefaultDNSMaxEntries  = 10000
 )
 
+// MaxDNSKeys is how many key records of one DNS name are used (the first
+// ones in the answer): every key is a signature check for each envelope
+// naming that key id, and a zone may publish a thousand in one answer.
+const MaxDNSKeys = 8
+
 // DNSKeys looks up the keys published in DNS for key ids (docs/signing.md
 // §6) and caches the answers: keys for their records' TTL, "no key" for
 // the negative TTL of the answer (RFC 2308: the SOA minimum), failures for
@@ -202,12 +207,7 @@ func (d *DNSKeys) lookup(ctx context.Context, pkid string, names []string) ([]*P
 		if err != nil {
 			return nil, 0, fmt.Errorf("%w: %s: %w", ErrDNSLookup, name, err)
 		}
-		var keys []*PublicKey
-		for _, t := range txts {
-			if k, err := ParseDNSRecord(pkid, t); err == nil {
-				keys = append(keys, k)
-			}
-		}
+		keys := parseDNSRecords(pkid, txts)
 		if len(keys) > 0 {
 			return keys, ttl, nil
 		}

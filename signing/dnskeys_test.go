@@ -190,3 +190,25 @@ func TestVerifyPinWinsOverDNS(t *testing.T) {
 		t.Error("DNS replaced a pin")
 	}
 }
+
+// TestDNSKeysBoundedPerName: a zone that publishes hundreds of key
+// records for one name (a 64 KiB TCP answer holds ~1 000) would make
+// every envelope naming it cost a signature check per record; at most
+// MaxDNSKeys are taken, by both lookups.
+func TestDNSKeysBoundedPerName(t *testing.T) {
+	var recs [][]string
+	for i := 0; i < MaxDNSKeys+4; i++ {
+		recs = append(recs, []string{dnsValue(testKey(t, Ed25519, "x@many.example"))})
+	}
+	srv := startDNS(t, map[string][][]string{"_crosstalk-key.many.example.": recs}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	keys, err := NewDNSKeys(srv.Addr()).Lookup(ctx, "x@many.example")
+	if err != nil || len(keys) != MaxDNSKeys {
+		t.Errorf("DNSKeys.Lookup = %d keys, %v; want %d", len(keys), err, MaxDNSKeys)
+	}
+	keys, err = LookupDNSKeys(ctx, srv.Resolver(), "x@many.example")
+	if err != nil || len(keys) != MaxDNSKeys {
+		t.Errorf("LookupDNSKeys = %d keys, %v; want %d", len(keys), err, MaxDNSKeys)
+	}
+}

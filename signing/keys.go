@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/big"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -391,27 +393,70 @@ func WritePublicKeyFile(path string, k *PublicKey) error {
 	return writeNewFile(path, MarshalPublicKey(k), 0o644)
 }
 
+// writeNewFile creates path holding data with mode perm, never replacing
+// an existing file (or symlink): ErrExist then. The data goes to a
+// temporary file in the same directory, synced, then hard-linked to path,
+// so path never holds part of a key — not after a failed write, not after
+// a crash. Where the file system has no hard links it falls back to
+// writing path itself (O_EXCL), removing it if the write fails.
 func writeNewFile(path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("signing: %s is a directory: %w", path, fs.ErrExist)
+		}
+		return fmt.Errorf("signing: %s: %w", path, fs.ErrExist)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("signing: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // named after the temporary file, not path
+		}
+		return fmt.Errorf("signing: creating %s: %w", path, err)
 	}
-	if err := f.Chmod(perm); err != nil { // the umask may have widened nothing, but be exact
-		f.Close()
-		return fmt.Errorf("signing: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	name := tmp.Name()
+	defer os.Remove(name) // linked to path or not, the temporary name goes
+	if err := writeSynced(tmp, data, perm); err != nil {
 		return fmt.Errorf("signing: writing %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("signing: writing %s: %w", path, err)
+	err = os.Link(name, path)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("signing: %s: %w", path, fs.ErrExist)
+	default:
+		// No hard links here (some network and FAT file systems).
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if err != nil {
+			return fmt.Errorf("signing: %w", err)
+		}
+		if err := writeSynced(f, data, perm); err != nil {
+			os.Remove(path)
+			return fmt.Errorf("signing: writing %s: %w", path, err)
+		}
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("signing: writing %s: %w", path, err)
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // best effort: not every system can sync a directory
+		d.Close()
 	}
 	return nil
+}
+
+// writeSynced gives f mode perm (exactly, whatever the umask), writes
+// data, syncs and closes it.
+func writeSynced(f *os.File, data []byte, perm os.FileMode) error {
+	err := f.Chmod(perm)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // keyLine is the one key line of a key file.
@@ -426,6 +471,7 @@ func parseKeyFile(data []byte) (kl *keyLine, isPEM bool, err error) {
 	if bytes.Contains(data, []byte("-----BEGIN ")) {
 		return nil, true, nil
 	}
+	data = bytes.TrimPrefix(data, []byte(bom)) // saved by an editor that adds one
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	n := 0
@@ -583,12 +629,15 @@ func LoadPrivateKey(path, pkid string) (*PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s is a directory, not a key file", ErrKeyFile, path)
+	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %04o (run chmod 600 %s)", ErrInsecureKeyFile, path, fi.Mode().Perm(), path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	data, err := readKeyFile(f, path)
 	if err != nil {
-		return nil, fmt.Errorf("signing: reading %s: %w", path, err)
+		return nil, err
 	}
 	k, err := ParsePrivateKey(data, pkid)
 	if err != nil {
@@ -600,15 +649,37 @@ func LoadPrivateKey(path, pkid string) (*PrivateKey, error) {
 // LoadPublicKey reads and parses the public key file at path (see
 // ParsePublicKey).
 func LoadPublicKey(path, pkid string) (*PublicKey, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
+	}
+	defer f.Close()
+	data, err := readKeyFile(f, path)
+	if err != nil {
+		return nil, err
 	}
 	k, err := ParsePublicKey(data, pkid)
 	if err != nil {
 		return nil, within(err, "%s", path)
 	}
 	return k, nil
+}
+
+// maxKeyFile bounds what is read of a key file: a key is one line, and a
+// file named by mistake (a log, /dev/zero) must not be read whole.
+const maxKeyFile = 64 << 10
+
+// readKeyFile reads the key file f (named path) up to maxKeyFile bytes;
+// a larger one is an ErrKeyFile.
+func readKeyFile(f *os.File, path string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("signing: reading %s: %w", path, err)
+	}
+	if len(data) > maxKeyFile {
+		return nil, fmt.Errorf("%w: %s is larger than 64 KiB: not a key file", ErrKeyFile, path)
+	}
+	return data, nil
 }
 
 // checkPkid reports (with ErrKeyID) whether s can be a new key id: 1 to
@@ -635,7 +706,8 @@ func checkPkid(s string) error {
 
 // checkStoredPkid is the older, looser rule a key id read from a trust
 // store must meet: 1 to 256 bytes without blanks (any Unicode space: the
-// store's columns are split at them), control characters or `;`. A store written before checkPkid's rule still loads; the key ids
+// store's columns are split at them), control characters or `;`, not
+// starting with '#' (a comment line there). A store written before checkPkid's rule still loads; the key ids
 // it refuses can no longer be named by a signature, made or pinned.
 func checkStoredPkid(s string) error {
 	if s == "" {
@@ -643,6 +715,11 @@ func checkStoredPkid(s string) error {
 	}
 	if len(s) > 256 {
 		return fmt.Errorf("%w: longer than 256 bytes", ErrKeyID)
+	}
+	if s[0] == '#' {
+		// Its trust store line would read back as a comment: the pin
+		// would vanish, and any key would be a first use again.
+		return fmt.Errorf("%w %q: may not start with '#'", ErrKeyID, s)
 	}
 	for _, r := range s {
 		if r <= ' ' || r == 0x7f || r == ';' || r == '\uFFFD' || (r >= 0x80 && r <= 0x9f) || unicode.IsSpace(r) {

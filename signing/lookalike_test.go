@@ -110,3 +110,36 @@ func TestRevokeSpacedKeyID(t *testing.T) {
 		t.Errorf("reading the store back: %v", err)
 	}
 }
+
+// TestKeyIDCommentMark: a key id may not start with '#': its trust store
+// line would read back as a comment, so its pin vanished and every later
+// key announced for it was a first use again — any key passed as its
+// holder's. Such a key id cannot be made, named or pinned.
+func TestKeyIDCommentMark(t *testing.T) {
+	for _, id := range []string{"#alice", "#"} {
+		if _, err := GenerateKey(Ed25519, id); !errors.Is(err, ErrKeyID) {
+			t.Errorf("GenerateKey(%q) = %v, want ErrKeyID", id, err)
+		}
+		if _, err := ParseSig("ed25519:pkid=" + id + ";sig=" + strings.Repeat("A", 86)); !errors.Is(err, ErrMalformedSig) {
+			t.Errorf("ParseSig(pkid=%q) = %v, want ErrMalformedSig", id, err)
+		}
+		if err := newStore(t).Revoke(id, nil); !errors.Is(err, ErrKeyID) {
+			t.Errorf("Revoke(%q) = %v, want ErrKeyID", id, err)
+		}
+	}
+	// Inside a key id '#' is an ordinary character.
+	if _, err := GenerateKey(Ed25519, "alice#2"); err != nil {
+		t.Errorf("GenerateKey(alice#2) = %v", err)
+	}
+	// The first use of one key, then another: never two first uses.
+	ctx := context.Background()
+	v := &Verifier{Store: newStore(t)}
+	a, b := testKey(t, Ed25519, "m"), testKey(t, Ed25519, "m")
+	text := plainEnv + "sig: none\n[[END]]\n"
+	for _, k := range []*PrivateKey{a, b} {
+		src := strings.Replace(string(signed(t, k, text, &SignOptions{Announce: true}).Source()), "pkid=m;", "pkid=#m;", 1)
+		if r := v.Verify(ctx, readEnv(t, src)); r.Status.OK() {
+			t.Errorf("Verify with key id #m = %s, want a refusal", r.Status)
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/crosstalk-go/crosstalk/internal/filelock"
 )
 
 // KeySource says where a key came from (docs/signing.md §5).
@@ -212,7 +214,8 @@ func (s *TrustStore) Add(key *PublicKey) error {
 }
 
 // Pin pins key for key.Pkid by hand, replacing whatever was pinned (the
-// user's answer to key-changed). Re-pinning a key that was revoked for
+// user's answer to key-changed); whom the old key was first seen from
+// (Sender, Seen) carries over to the new one. Re-pinning a key that was revoked for
 // this key id fails with ErrRevoked: revocation is permanent; Remove the
 // entry first to undo it on purpose.
 func (s *TrustStore) Pin(key *PublicKey) error {
@@ -225,7 +228,7 @@ func (s *TrustStore) Pin(key *PublicKey) error {
 			if old.Revoked && old.Key.Equal(key) {
 				return fmt.Errorf("%w: %s %s was revoked; remove the entry first to trust it again", ErrRevoked, key.Pkid, key.Fingerprint())
 			}
-			e.Sender = old.Sender
+			e.Sender, e.Seen = old.Sender, old.Seen
 			f.replace(key.Pkid, e)
 			return nil
 		}
@@ -322,7 +325,15 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 			return fmt.Errorf("signing: trust store: %w", err)
 		}
 	}
-	unlock, err := lockFile(s.path + ".lock")
+	// Through a symlink (a user's known_keys linked to the relay's
+	// trust_file), lock and replace the file it names, which the other
+	// processes read: a rename over the link would give this path a file
+	// of its own, and a revocation here would never reach them.
+	path := s.path
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	unlock, err := filelock.Lock(path + ".lock")
 	if err != nil {
 		return fmt.Errorf("signing: trust store: locking: %w", err)
 	}
@@ -337,7 +348,7 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 		}
 		return err
 	}
-	return writeAtomic(s.path, f.render())
+	return writeAtomic(path, f.render())
 }
 
 // read returns the parsed file for readers (Entries, Lookup), reusing the
@@ -537,7 +548,13 @@ func (f *storeFile) render() []byte {
 	return b.Bytes()
 }
 
+// bom is the UTF-8 byte order mark some editors start a file with.
+const bom = "\ufeff"
+
 func parseStore(data []byte) (*storeFile, error) {
+	// A store saved by such an editor: the mark is not part of the first
+	// line (a rewrite drops it).
+	data = bytes.TrimPrefix(data, []byte(bom))
 	f := &storeFile{}
 	seen := map[string]int{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -564,6 +581,9 @@ func parseStore(data []byte) (*storeFile, error) {
 		f.lines = append(f.lines, storeLine{entry: e})
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%w: line %d: longer than 64 KiB", ErrTrustStore, n+1)
+		}
 		return nil, fmt.Errorf("%w: %v", ErrTrustStore, err)
 	}
 	return f, nil

@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"golang.org/x/text/unicode/norm"
 )
 
 var testNow = time.Date(2025, 10, 9, 17, 0, 0, 0, time.UTC)
@@ -180,6 +182,34 @@ func TestRevocation(t *testing.T) {
 	wantStatus(t, "carol after", v.Verify(ctx, signed(t, carol, plainEnv, ann)), StatusRevoked)
 }
 
+// TestRevocationNFD: a REVOKE re-pasted in NFD (a Mac pasteboard) verifies
+// — the signed bytes are compared in NFC — and so must revoke the key it
+// names, whose Pkid: is then in NFD too.
+func TestRevocationNFD(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	v := &Verifier{Store: store}
+	nfc := "j\u00f6rg@example.com"
+	k := testKey(t, Ed25519, nfc)
+	rev := "[[ALICE→ALL v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: " + nfc + "\n\nbody: |\n  Key compromised.\n"
+	out, err := Sign([]byte(rev), k, &SignOptions{Announce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nfd := norm.NFD.String(string(out))
+	if nfd == string(out) {
+		t.Fatal("test envelope has nothing to decompose")
+	}
+	r := v.Verify(ctx, readEnv(t, nfd))
+	wantStatus(t, "NFD REVOKE", r, StatusFirstUse)
+	if !r.Revocation {
+		t.Error("a REVOKE delivered in NFD did not revoke its key")
+	}
+	if e, _, _ := store.Lookup(nfc); !e.Revoked {
+		t.Errorf("entry after NFD REVOKE = %+v, want revoked", e)
+	}
+}
+
 func TestBareJWSSenderKeys(t *testing.T) {
 	ctx := context.Background()
 	store := newStore(t)
@@ -204,6 +234,26 @@ func TestBareJWSSenderKeys(t *testing.T) {
 	// A bare JWS by a sender whose address cannot be a key id.
 	spaced := strings.Replace(text, "[[ALICE→BOB", "[[Brother AI→BOB", 1)
 	wantStatus(t, "spaced sender", v.Verify(ctx, signed(t, k, spaced, &SignOptions{Form: FormBareJWS})), StatusUnknownKey)
+
+	// ALICE rotates to a new key id, announced with Pkid: that key id was
+	// never pinned, so it is a first use, as in the plain form — not
+	// key-changed against the old key id's pin.
+	k2 := testKey(t, Ed25519, "alice-2026")
+	r = v.Verify(ctx, signed(t, k2, text, &SignOptions{Form: FormBareJWS, Announce: true}))
+	wantStatus(t, "bare rotation to a new key id", r, StatusFirstUse)
+	if r.Pkid != "alice-2026" || !r.Key.Equal(k2.Public()) {
+		t.Errorf("rotation: Pkid %q key %v, want alice-2026's", r.Pkid, r.Key)
+	}
+	// The old key id's pin is untouched, and both keys now verify.
+	wantStatus(t, "old key after rotation", v.Verify(ctx, signed(t, k, text, &SignOptions{Form: FormBareJWS})), StatusVerified)
+	wantStatus(t, "new key after rotation", v.Verify(ctx, signed(t, k2, text, &SignOptions{Form: FormBareJWS})), StatusVerified)
+	// A bare JWS naming a pinned key id, signed by another key, is still
+	// key-changed.
+	mallory := testKey(t, Ed25519, "alice-2025")
+	wantStatus(t, "bare other key for a pinned key id", v.Verify(ctx, signed(t, mallory, text, &SignOptions{Form: FormBareJWS, Announce: true})), StatusKeyChanged)
+	// A bare JWS naming a new key id without announcing a key: unknown-key.
+	k3 := testKey(t, Ed25519, "alice-2027")
+	wantStatus(t, "bare new key id unannounced", v.Verify(ctx, signed(t, k3, strings.Replace(text, "body:", "meta: signing\nPkid: alice-2027\n\nbody:", 1), &SignOptions{Form: FormBareJWS})), StatusUnknownKey)
 }
 
 func TestExplicitKey(t *testing.T) {
@@ -535,5 +585,111 @@ func BenchmarkVerifyPinnedStore(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestTrustStoreLongLine: a line too long to read is an error naming the
+// file and the line, as every other malformed line is.
+func TestTrustStoreLongLine(t *testing.T) {
+	s := newStore(t)
+	os.MkdirAll(filepath.Dir(s.Path()), 0o700)
+	os.WriteFile(s.Path(), []byte("# comment\n\n#"+strings.Repeat("x", 70<<10)+"\n"), 0o644)
+	_, err := s.Entries()
+	if !errors.Is(err, ErrTrustStore) || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), s.Path()) {
+		t.Errorf("Entries = %v, want ErrTrustStore naming %s line 3", err, s.Path())
+	}
+}
+
+// TestByteOrderMark: a trust store or key file saved by an editor that
+// starts files with a UTF-8 BOM reads as without it. Before, the store's
+// first line was an entry "\ufeff#…" (the whole store refused) or its
+// first pin belonged to the key id "\ufeffa@x.org", so a signature by
+// a@x.org found no pin and an announced key was pinned on first use.
+func TestByteOrderMark(t *testing.T) {
+	k := testKey(t, Ed25519, "a@x.org")
+	s := newStore(t)
+	if err := s.Add(k.Public()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(s.Path())
+	noComments := data[bytes.LastIndex(data, []byte("\na@x.org"))+1:]
+	for _, c := range []struct {
+		name string
+		text []byte
+	}{{"with comments", data}, {"entry first", noComments}} {
+		name := c.name
+		s := newStore(t)
+		os.MkdirAll(filepath.Dir(s.Path()), 0o700)
+		os.WriteFile(s.Path(), append([]byte("\ufeff"), c.text...), 0o644)
+		if e, ok, err := s.Lookup("a@x.org"); err != nil || !ok || !e.Key.Equal(k.Public()) {
+			t.Errorf("%s: store with a BOM: Lookup = %+v, %v, %v", name, e, ok, err)
+		}
+		other := testKey(t, Ed25519, "a@x.org")
+		if r := (&Verifier{Store: s}).Verify(context.Background(), signed(t, other, plainEnv, &SignOptions{Announce: true})); r.Status != StatusKeyChanged {
+			t.Errorf("%s: store with a BOM: another key for a@x.org = %s, want key-changed", name, r.Status)
+		}
+	}
+	for name, text := range map[string]string{"public": string(MarshalPublicKey(k.Public())), "public line": k.Public().String()} {
+		if got, err := ParsePublicKey([]byte("\ufeff"+text), ""); err != nil || !got.Equal(k.Public()) || got.Pkid != "a@x.org" {
+			t.Errorf("%s key file with a BOM: %v, %v", name, got, err)
+		}
+	}
+	priv, _ := MarshalPrivateKey(k, testNow)
+	if got, err := ParsePrivateKey(append([]byte("\ufeff"), priv...), ""); err != nil || !got.Public().Equal(k.Public()) {
+		t.Errorf("private key file with a BOM: %v, %v", got, err)
+	}
+}
+
+// TestRepinKeepsSeen: re-pinning a key id after key-changed (trust pin)
+// keeps whom the key was seen from, as it keeps its holder: a bare JWS
+// without Pkid: from that sender, verified before the key changed, is
+// verified under the new key after the re-pin, not unknown-key.
+func TestRepinKeepsSeen(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	v := &Verifier{Store: store}
+	text := plainEnv + "[[END]]\n" // from ALICE
+	old := testKey(t, Ed25519, "alice-k")
+	wantStatus(t, "first", v.Verify(ctx, signed(t, old, text, &SignOptions{Form: FormBareJWS, Announce: true})), StatusFirstUse)
+	wantStatus(t, "bare", v.Verify(ctx, signed(t, old, text, &SignOptions{Form: FormBareJWS})), StatusVerified)
+	k := testKey(t, Ed25519, "alice-k")
+	wantStatus(t, "new key", v.Verify(ctx, signed(t, k, text, &SignOptions{Form: FormBareJWS, Announce: true})), StatusKeyChanged)
+	if err := store.Pin(k.Public()); err != nil {
+		t.Fatal(err)
+	}
+	if e, _, _ := store.Lookup("alice-k"); e.Seen != "ALICE" {
+		t.Errorf("after Pin, entry = %+v; want seen ALICE kept", e)
+	}
+	wantStatus(t, "bare after re-pin", v.Verify(ctx, signed(t, k, text, &SignOptions{Form: FormBareJWS})), StatusVerified)
+}
+
+// TestTrustStoreThroughSymlink: a trust store path that is a symlink (a
+// user's known_keys linked to the relay's trust_file) is written through:
+// the pin or revocation lands in the file the link names, which other
+// processes read, and the link stays. Before, the rename replaced the
+// link with a file of its own, so a `crosstalk trust revoke` never reached
+// the relay.
+func TestTrustStoreThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "relay", "known_keys")
+	os.MkdirAll(filepath.Dir(real), 0o700)
+	relay := NewTrustStore(real)
+	k := testKey(t, Ed25519, "a@x.org")
+	if err := relay.Add(k.Public()); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "user", "known_keys")
+	os.MkdirAll(filepath.Dir(link), 0o700)
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	if err := NewTrustStore(link).Revoke("a@x.org", nil); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced: %v, %v", fi.Mode(), err)
+	}
+	if e, ok, err := relay.Lookup("a@x.org"); err != nil || !ok || !e.Revoked {
+		t.Errorf("the file the link names: %+v, %v, %v; want a@x.org revoked", e, ok, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -140,7 +141,9 @@ func (v *Verifier) Verify(ctx context.Context, env *envelope.Envelope) Result {
 		return res.fail(StatusUnknownKey, err)
 	}
 	if len(pinned) > 0 {
-		return v.verifyPinned(ctx, env, &c, res, pinned)
+		if r, decided := v.verifyPinned(ctx, env, &c, res, pinned); decided {
+			return r
+		}
 	}
 	if res.Pkid == "" {
 		// A bare JWS without Pkid is known by its sender's address.
@@ -222,7 +225,9 @@ func (v *Verifier) verifyExplicit(env *envelope.Envelope, c *check, res Result) 
 }
 
 // pinned returns the trust store's entries for the key id; for a bare JWS
-// also the keys first seen from the sender.
+// also the keys first seen from the sender and, when it names no key id,
+// the key pinned under the sender's address (docs/signing.md §3: "the
+// keys pinned for the sender's address"; trust add KEY --pkid SENDER).
 func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]TrustEntry, error) {
 	if v.Store == nil {
 		return nil, nil
@@ -234,7 +239,7 @@ func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]Trus
 		return v.Store.pinnedFor(pkid)
 	}
 	return v.Store.matching(func(e *TrustEntry) bool {
-		return pkid != "" && e.Key.Pkid == pkid ||
+		return pkid != "" && e.Key.Pkid == pkid || pkid == "" && e.Key.Pkid == env.From ||
 			c.sig.Form == FormBareJWS && (e.Sender != "" && strings.EqualFold(e.Sender, env.From) || e.Seen != "" && strings.EqualFold(e.Seen, env.From))
 	})
 }
@@ -242,16 +247,23 @@ func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]Trus
 // verifyPinned decides for a key id the store has a pin for: the pin
 // always wins. A signature that the pin does not verify is key-changed
 // when the key published in DNS or the announced key verifies it (the key
-// was replaced), else bad-signature.
-func (v *Verifier) verifyPinned(ctx context.Context, env *envelope.Envelope, c *check, res Result, pinned []TrustEntry) Result {
+// was replaced), else bad-signature. A bare JWS that names a key id
+// (`meta: signing` `Pkid:`) nobody pinned, and that none of its sender's
+// pinned keys verifies, is not decided here (decided false): its key id is
+// new, as a new key id in the alg form is, so DNS and first use decide —
+// the sender's other key ids' pins say nothing about it.
+func (v *Verifier) verifyPinned(ctx context.Context, env *envelope.Envelope, c *check, res Result, pinned []TrustEntry) (r Result, decided bool) {
 	for _, e := range pinned {
 		if c.verifies(e.Key) {
 			res.Pkid, res.Key, res.Source = e.Key.Pkid, e.Key, e.Source
 			if e.Revoked {
-				return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, e.Key.Pkid, e.Key.Fingerprint()))
+				return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, e.Key.Pkid, e.Key.Fingerprint())), true
 			}
-			return v.finish(env, res)
+			return v.finish(env, res), true
 		}
+	}
+	if res.Pkid != "" && !slices.ContainsFunc(pinned, func(e TrustEntry) bool { return e.Key.Pkid == res.Pkid }) {
+		return res, false
 	}
 	res.Pinned = pinned[0].Key
 	if res.Pkid == "" {
@@ -259,14 +271,14 @@ func (v *Verifier) verifyPinned(ctx context.Context, env *envelope.Envelope, c *
 	}
 	if k := v.dnsKeyFor(ctx, c, res.Pkid); k != nil {
 		res.Key, res.Source = k, SourceDNS
-		return res.fail(StatusKeyChanged, fmt.Errorf("%w: %s is pinned to %s, but the envelope is signed by %s, the key DNS publishes now", ErrKeyChanged, res.Pkid, res.Pinned.Fingerprint(), k.Fingerprint()))
+		return res.fail(StatusKeyChanged, fmt.Errorf("%w: %s is pinned to %s, but the envelope is signed by %s, the key DNS publishes now", ErrKeyChanged, res.Pkid, res.Pinned.Fingerprint(), k.Fingerprint())), true
 	}
 	if a := c.announced; c.verifies(a) {
 		a.Pkid = res.Pkid
 		res.Key = a
-		return res.fail(StatusKeyChanged, fmt.Errorf("%w: %s is pinned to %s, but the envelope is signed by %s", ErrKeyChanged, res.Pkid, res.Pinned.Fingerprint(), a.Fingerprint()))
+		return res.fail(StatusKeyChanged, fmt.Errorf("%w: %s is pinned to %s, but the envelope is signed by %s", ErrKeyChanged, res.Pkid, res.Pinned.Fingerprint(), a.Fingerprint())), true
 	}
-	return res.fail(StatusBadSignature, fmt.Errorf("%w under the key pinned for %s (%s)", ErrBadSignature, res.Pkid, res.Pinned.Fingerprint()))
+	return res.fail(StatusBadSignature, fmt.Errorf("%w under the key pinned for %s (%s)", ErrBadSignature, res.Pkid, res.Pinned.Fingerprint())), true
 }
 
 // dnsKeys looks up the keys DNS publishes for pkid; ok is false when no
@@ -390,8 +402,10 @@ func (v *Verifier) applyRevoke(env *envelope.Envelope, res Result) Result {
 	if v.Store == nil || v.NoRevoke || !strings.EqualFold(env.Intent, envelope.IntentRevoke) {
 		return res
 	}
+	// In NFC, as the sig line's pkid= is read: a REVOKE re-pasted in NFD
+	// verifies, so it revokes too.
 	target, ok := env.MetaValue("revoke", "Pkid")
-	if !ok || target != res.Pkid {
+	if !ok || norm.NFC.String(strings.TrimSpace(target)) != res.Pkid {
 		return res
 	}
 	k := *res.Key

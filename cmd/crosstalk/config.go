@@ -25,8 +25,9 @@ import (
 type Config struct {
 	// Listen is the API's address. Without tokens it must be loopback.
 	Listen string `toml:"listen"`
-	// DataDir holds the ledger (ledger.db) and, by default, the trust
-	// store.
+	// DataDir holds the ledger (ledger.db) and the minted tokens; the
+	// trust store only when the user config directory is unknown
+	// (trustFile).
 	DataDir string `toml:"data_dir"`
 	// Ledger selects the store: "sqlite" (default, DataDir/ledger.db) or
 	// a NATS URL list ("nats://n1:4222,nats://n2:4222") for a JetStream
@@ -41,7 +42,8 @@ type Config struct {
 	// Hosts are extra Host header names the API accepts (besides
 	// localhost, 127.0.0.1 and [::1] with the listen port).
 	Hosts []string `toml:"hosts"`
-	// TrustFile is the TOFU trust store; DataDir/known_keys by default.
+	// TrustFile is the TOFU trust store; by default the one crosstalk
+	// verify uses (trustFile).
 	TrustFile string `toml:"trust_file"`
 	// RequireSignatures rejects envelopes that are not verified.
 	RequireSignatures bool `toml:"require_signatures"`

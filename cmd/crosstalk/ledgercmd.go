@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -102,6 +103,9 @@ start; reindex after changing the agents' names or roles, or to check them
 			return err
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return fmt.Errorf("ledger import: %s is a directory, not an export", pos[0])
+		}
 		r = f
 	}
 	s, err := server.OpenLedger(ctx, server.LedgerOptions{Spec: *spec, Stream: *stream, Replicas: *replicas, MustExist: verb != "import"})
@@ -119,9 +123,20 @@ start; reindex after changing the agents' names or roles, or to check them
 		}
 		return ledger.Export(ctx, s, e.stdout)
 	}
-	n, err := ledger.Import(ctx, s, r)
+	n, err := ledger.Import(ctx, s, skipBOM(r))
 	fmt.Fprintf(e.stderr, "crosstalk: %d events imported or already present\n", n)
 	return err
+}
+
+// skipBOM returns r without the UTF-8 byte order mark an editor may have
+// put at its start (an export saved again on Windows), which would make
+// line 1 no JSON.
+func skipBOM(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
+		br.Discard(3)
+	}
+	return br
 }
 
 // exportFile writes the export of s to the file name, replacing it only

@@ -87,3 +87,40 @@ func TestLedgerImportMissingFile(t *testing.T) {
 		t.Errorf("import of a missing file created %s", db)
 	}
 }
+
+// TestLedgerImportBOM: an export saved by an editor that starts files
+// with a UTF-8 byte order mark imports like the export itself (before,
+// line 1 was "invalid character 'ï'"), with CRLF line ends too.
+func TestLedgerImportBOM(t *testing.T) {
+	dir := t.TempDir()
+	lines := "\ufeff" + `{"v":1,"id":"01A","ts":"2026-11-01T00:00:00.000Z","seq":1,"kind":"note","group_id":"a","scope_key":"","by":"x","data":{}}` + "\r\n" +
+		`{"v":1,"id":"01B","ts":"2026-11-01T00:00:00.000Z","seq":2,"kind":"note","group_id":"a","scope_key":"","by":"x","data":{}}` + "\r\n"
+	file := filepath.Join(dir, "export.jsonl")
+	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"ledger", "import", "--ledger", filepath.Join(dir, "a.db"), file},
+		{"ledger", "import", "--ledger", filepath.Join(dir, "b.db")},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), args, strings.NewReader(lines), &stdout, &stderr); code != exitOK || !strings.Contains(stderr.String(), "2 events") {
+			t.Errorf("crosstalk %v of an export with a BOM: exit %d: %s", args, code, stderr.String())
+		}
+	}
+}
+
+// TestLedgerImportDirectory: ledger import DIR is refused before the
+// ledger is opened, so no empty ledger is left behind (as for a missing
+// file).
+func TestLedgerImportDirectory(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "new.db")
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"ledger", "import", "--ledger", db, dir}, strings.NewReader(""), &stdout, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "directory") {
+		t.Errorf("ledger import DIR: exit %d, %q", code, stderr.String())
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("ledger import DIR created the ledger")
+	}
+}

@@ -27,7 +27,7 @@ Envelopes come in over POST /crosstalk/receive (crosstalk send); the ledger is
 readable with crosstalk log, each agent's attention with crosstalk inbox.
 See docs/configuration.md for the config file.`)
 	cfgPath := fs.String("config", "", "TOML config `file` (see docs/configuration.md)")
-	dataDir := fs.String("data", "", "data `dir` (ledger, trust store); overrides data_dir")
+	dataDir := fs.String("data", "", "data `dir` (ledger, minted tokens, inbox and outbox folders); overrides data_dir")
 	listen := fs.String("listen", "", "listen `address`; overrides listen")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error; overrides log_level")
 	ledgerURL := fs.String("ledger", "", "ledger: sqlite, or nats://host:port[,nats://…] for a shared JetStream ledger; overrides ledger")

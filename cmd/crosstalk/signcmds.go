@@ -13,6 +13,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/signing"
+	"golang.org/x/text/unicode/norm"
 )
 
 // The signing commands (docs/design.md §4, docs/signing.md).
@@ -69,6 +70,11 @@ func openTrust(path string) (*signing.TrustStore, error) {
 	return signing.NewTrustStore(path), nil
 }
 
+// cliPkid reads a key id given on the command line in NFC, as a sig
+// line's pkid= is read: one typed or pasted in NFD (macOS) names the same
+// key as its NFC form, which looks the same (docs/signing.md §4).
+func cliPkid(s string) string { return norm.NFC.String(s) }
+
 // safeFileName turns a key id into a file name.
 func safeFileName(pkid string) string {
 	var b strings.Builder
@@ -108,7 +114,7 @@ add 'LINE', quoted), or sign with --announce so they pin it on first use.`)
 	if err != nil {
 		return usagef("keygen: --alg: %v", err)
 	}
-	k, err := signing.GenerateKey(alg, *pkid)
+	k, err := signing.GenerateKey(alg, cliPkid(*pkid))
 	if err != nil {
 		return usagef("keygen: --pkid: %v", err)
 	}
@@ -136,7 +142,7 @@ add 'LINE', quoted), or sign with --announce so they pin it on first use.`)
 		// the key pair.
 		fmt.Fprintf(e.stderr, "crosstalk: warning: others may write to %s (%v): they could replace the key; keep keys in a directory only you can write to\n", filepath.Dir(path), fi.Mode().Perm())
 	}
-	if _, err := os.Stat(path + ".pub"); err == nil {
+	if _, err := os.Lstat(path + ".pub"); err == nil {
 		return withHint(fmt.Errorf("%s.pub already exists", path), "choose another --out, or remove the old key pair first")
 	}
 	if err := signing.WritePrivateKeyFile(path, k); err != nil {
@@ -146,6 +152,12 @@ add 'LINE', quoted), or sign with --announce so they pin it on first use.`)
 		return err
 	}
 	if err := signing.WritePublicKeyFile(path+".pub", k.Public()); err != nil {
+		// No private key without its public half: a second keygen would
+		// refuse to replace it.
+		os.Remove(path)
+		if errors.Is(err, os.ErrExist) {
+			return withHint(err, "choose another --out, or remove the old key pair first")
+		}
 		return err
 	}
 	fmt.Fprintf(e.stderr, "crosstalk: wrote private key %s (mode 0600) and public key %s.pub\ncrosstalk: fingerprint %s\n", path, path, k.Public().Fingerprint())
@@ -175,7 +187,9 @@ blank line. The lines above sig: are kept exactly as they were; the sig: line is
 replaced (or added before [[END]]). See docs/signing.md.
 
 --announce adds a "meta: signing" block with your public key to the signed part,
-so receivers who have never seen your key pin it on first use.
+so receivers who have never seen your key pin it on first use. Without it, an
+envelope that already announces another key is signed with a warning: receivers
+who have not pinned your key will find it bad-signature.
 
 The key file is one written by crosstalk keygen, or a PKCS#8 PEM private key
 (then --pkid is required). Private key files must not be readable by others.
@@ -204,7 +218,7 @@ errors.`)
 	default:
 		return usagef("sign: --form must be plain, jws or bare, not %q", *form)
 	}
-	k, err := loadSignKey(*keyPath, *pkid)
+	k, err := loadSignKey(*keyPath, cliPkid(*pkid))
 	if err != nil {
 		return err
 	}
@@ -221,6 +235,13 @@ errors.`)
 				failed = true
 				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: %v", in.name, env.Line, err)))
 				return nil
+			}
+			if v, ok := env.MetaValue("signing", "Public-Key"); ok && !opts.Announce {
+				if a, err := signing.ParsePublicKeyValue(k.Pkid, v); err != nil || !a.Equal(k.Public()) {
+					// The announced key must verify the signature
+					// wherever this key is not pinned.
+					fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: warning: the envelope announces another key (meta: signing Public-Key); receivers who have not pinned %s will see bad-signature: sign with --announce to announce yours instead", in.name, env.Line, k.Pkid)))
+				}
 			}
 			var b strings.Builder
 			if n > 0 {
@@ -265,19 +286,11 @@ func longestBacktickRun(b []byte) int {
 // loadVerifyKey loads a public key file for verify --key. A PEM key has no
 // key id; it gets a placeholder (the envelope's sig line names the id).
 func loadVerifyKey(path string) (*signing.PublicKey, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+	k, err := signing.LoadPublicKey(path, "")
+	if errors.Is(err, signing.ErrNoKeyID) {
+		k, err = signing.LoadPublicKey(path, "pem-key")
 	}
-	id := ""
-	if strings.Contains(string(data), "-----BEGIN ") {
-		id = "pem-key"
-	}
-	k, err := signing.ParsePublicKey(data, id)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return k, nil
+	return k, err
 }
 
 // verifyJSON is verify --json's line per envelope.
@@ -455,6 +468,10 @@ type trustEntryJSON struct {
 // key line keygen prints (`ed25519 ID base64`, read like the file), or an
 // `alg:base64` value (then pkid is required).
 func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
+	if privateKeyText(arg) {
+		// Never echoed: the private key is not printed (docs/signing.md §4).
+		return nil, usagef("trust: that is a private key; give the public key (the FILE.pub keygen wrote, or the line it printed) and keep the private key to yourself")
+	}
 	if _, err := os.Stat(arg); err == nil {
 		k, err := signing.LoadPublicKey(arg, pkid)
 		if errors.Is(err, signing.ErrNoKeyID) {
@@ -479,6 +496,26 @@ func parseKeyArg(arg, pkid string) (*signing.PublicKey, error) {
 		return nil, usagef("trust: %q is neither a key file nor an alg:base64 key: %v", arg, err)
 	}
 	return k, nil
+}
+
+// privateKeyText reports whether s holds a private key rather than a
+// public one: a line whose tag is `ALG-private` (a key file's key line,
+// alone or with its file), or a PEM private key.
+func privateKeyText(s string) bool {
+	if strings.Contains(s, "PRIVATE KEY") {
+		return true
+	}
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		tag, _, _ := strings.Cut(f[0], ":")
+		if strings.HasSuffix(strings.ToLower(tag), "-private") {
+			return true
+		}
+	}
+	return false
 }
 
 func runTrust(ctx context.Context, e *env, args []string) error {
@@ -515,6 +552,7 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 		return err
 	}
 	sub, rest := pos[0], pos[1:]
+	*pkidFlag = cliPkid(*pkidFlag)
 	want := func(n int, synopsis string) error {
 		if len(rest) != n {
 			return usagef("trust %s: usage: crosstalk trust %s", sub, synopsis)
@@ -579,10 +617,16 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 		if err := want(1, sub+" PKID"); err != nil {
 			return err
 		}
+		pkid := rest[0]
+		if _, ok, _ := store.Lookup(pkid); !ok {
+			// Exactly as given for a pin a store holds from before key
+			// ids were read in NFC; else in NFC.
+			pkid = cliPkid(pkid)
+		}
 		if sub == "remove" {
-			err = store.Remove(rest[0])
+			err = store.Remove(pkid)
 		} else {
-			err = store.Revoke(rest[0], nil)
+			err = store.Revoke(pkid, nil)
 		}
 		if errors.Is(err, signing.ErrUnknownKey) {
 			return withHint(err, "crosstalk trust list shows the pinned key ids")
@@ -591,9 +635,12 @@ Exit status: 0 on success, 1 on failure, 2 for usage errors.`)
 			return err
 		}
 		verb := map[string]string{"remove": "removed", "revoke": "revoked"}[sub]
-		_, err = fmt.Fprintf(e.stdout, "%s %s\n", verb, rest[0])
+		_, err = fmt.Fprintf(e.stdout, "%s %s\n", verb, pkid)
 		return err
 	case "pin":
+		if len(rest) > 0 {
+			rest[0] = cliPkid(rest[0])
+		}
 		var k *signing.PublicKey
 		switch {
 		case *from != "" && len(rest) == 1:

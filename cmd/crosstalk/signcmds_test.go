@@ -283,6 +283,16 @@ func TestCLISignPublishedKey(t *testing.T) {
 	if got := c.must(chatPaste(out), "verify", "--key", c.path("canon.pub.pem")); !strings.Contains(got, "verified") {
 		t.Errorf("verify --key PEM = %q", got)
 	}
+	// The published vector is a bare JWS without Pkid: (it names no key
+	// id): with its key pinned by hand under the sender's address, as
+	// docs/signing.md §3 says, it verifies from the trust store too.
+	if code, got, errs := c.run(out, "verify"); code != 1 || !strings.Contains(got, "unknown-key") {
+		t.Errorf("verify(bare JWS, nothing pinned) = exit %d, %q, %q", code, got, errs)
+	}
+	c.must("", "trust", "add", c.path("canon.pub.pem"), "--pkid", "BROTHER")
+	if code, got, errs := c.run(chatPaste(out), "verify"); code != 0 || !strings.Contains(got, "verified") || !strings.Contains(got, "pkid=BROTHER") {
+		t.Errorf("verify(bare JWS, key pinned for the sender's address) = exit %d, %q, %q", code, got, errs)
+	}
 	fenced := c.must(vector, "sign", "--key", c.path("canon.pem"), "--pkid", "canon", "--fence")
 	if !strings.HasPrefix(fenced, "```\n[[BROTHER") || !strings.HasSuffix(fenced, "[[END]]\n```\n") {
 		t.Errorf("sign --fence = %q", fenced)
@@ -338,5 +348,186 @@ func TestCLITrustAddKeygenLine(t *testing.T) {
 	line2 := strings.TrimSpace(c.must("", "keygen", "--pkid", "dave@example.com", "--out", c.path("d2.key")))
 	if out := c.must("", "trust", "pin", "dave@example.com", line2); !strings.Contains(out, "dave@example.com") {
 		t.Errorf("trust pin dave@example.com %q = %q", line2, out)
+	}
+}
+
+// TestCLIKeygenNoOrphanKey: when keygen cannot write FILE.pub (a dangling
+// symlink is in its place, which a Stat does not see), it fails and leaves
+// no private key behind: a key without its public half, which a second
+// keygen then refuses to replace.
+func TestCLIKeygenNoOrphanKey(t *testing.T) {
+	c := newSignCLI(t)
+	key := c.path("k.key")
+	if err := os.Symlink(c.path("nowhere"), key+".pub"); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	code, out, errs := c.run("", "keygen", "--pkid", "k@example.com", "--out", key)
+	if code != 1 || out != "" || !strings.Contains(errs, "k.key.pub") {
+		t.Errorf("keygen with FILE.pub a dangling symlink = exit %d, stdout %q, stderr %q; want exit 1 naming FILE.pub", code, out, errs)
+	}
+	if _, err := os.Lstat(key); err == nil {
+		t.Error("keygen failed but left the private key file behind")
+	}
+	if _, err := os.Stat(c.path("nowhere")); err == nil {
+		t.Error("keygen wrote the public key through the symlink")
+	}
+	left, _ := os.ReadDir(c.dir)
+	for _, e := range left {
+		if strings.Contains(e.Name(), "tmp") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+// TestCLITrustKeyIDNFD: a key id typed or pasted in NFD (macOS) names the
+// same pin as its NFC form, which trust list shows identically: revoke,
+// remove and pin find it, as the sig line's pkid= does.
+func TestCLITrustKeyIDNFD(t *testing.T) {
+	c := newSignCLI(t)
+	nfc, nfd := "j\u00f6rg@example.com", "jo\u0308rg@example.com"
+	c.must("", "keygen", "--pkid", nfc, "--out", c.path("j.key"))
+	c.must("", "trust", "add", c.path("j.key.pub"))
+	if code, out, errs := c.run("", "trust", "revoke", nfd); code != 0 || !strings.Contains(out, "revoked") {
+		t.Errorf("trust revoke NFD = exit %d, %q, %q", code, out, errs)
+	}
+	if out := c.must("", "trust", "list"); !strings.Contains(out, "REVOKED") {
+		t.Errorf("after trust revoke NFD, trust list = %q", out)
+	}
+	c.must("", "keygen", "--pkid", nfc, "--out", c.path("j2.key"))
+	pub := strings.TrimSpace(string(must(os.ReadFile(c.path("j2.key.pub")))))
+	pub = pub[strings.LastIndex(pub, "\n")+1:]
+	if code, out, errs := c.run("", "trust", "pin", nfd, pub); code != 0 || !strings.Contains(out, "pinned "+nfc) {
+		t.Errorf("trust pin NFD = exit %d, %q, %q", code, out, errs)
+	}
+	if code, out, errs := c.run("", "trust", "remove", nfd); code != 0 || !strings.Contains(out, "removed") {
+		t.Errorf("trust remove NFD = exit %d, %q, %q", code, out, errs)
+	}
+	// keygen and sign take an NFD --pkid as its NFC form too.
+	if code, out, errs := c.run("", "keygen", "--pkid", nfd, "--out", c.path("j3.key")); code != 0 || !strings.Contains(out, nfc) {
+		t.Errorf("keygen --pkid NFD = exit %d, %q, %q", code, out, errs)
+	}
+	if code, out, errs := c.run(cliEnv, "sign", "--key", c.path("j.key"), "--pkid", nfd); code != 0 || !strings.Contains(out, "pkid="+nfc) {
+		t.Errorf("sign --pkid NFD = exit %d, %q, %q", code, out, errs)
+	}
+}
+
+// TestCLISignKeyIsDirectory: --key naming a directory says so, rather
+// than calling it a key file others may read and suggesting chmod 600.
+func TestCLISignKeyIsDirectory(t *testing.T) {
+	c := newSignCLI(t)
+	dir := c.path("keys")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := c.run(cliEnv, "sign", "--key", dir)
+	if code != 1 || !strings.Contains(errs, "directory") || strings.Contains(errs, "chmod") {
+		t.Errorf("sign --key DIR = exit %d, %q; want exit 1 saying it is a directory", code, errs)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestCLITrustAddPrivateKeyNotEchoed: pasting the private key line (or
+// the whole private key file) where trust add or pin wants a public key
+// is refused without printing the private key back (docs/signing.md §4:
+// it is never printed or logged).
+func TestCLITrustAddPrivateKeyNotEchoed(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "alice@example.com", "--out", c.path("a.key"))
+	file := string(must(os.ReadFile(c.path("a.key"))))
+	line := file[strings.Index(file, "ed25519-private"):]
+	seed := strings.Fields(line)[2]
+	for _, args := range [][]string{
+		{"trust", "add", line},
+		{"trust", "add", strings.TrimSpace(line)},
+		{"trust", "add", file},
+		{"trust", "add", line, "--pkid", "alice@example.com"},
+		{"trust", "pin", "alice@example.com", line},
+		{"trust", "add", "ed25519-private:" + seed, "--pkid", "alice@example.com"},
+	} {
+		code, out, errs := c.run("", args...)
+		if code != 2 || strings.Contains(out+errs, seed) || !strings.Contains(errs, "private key") {
+			t.Errorf("crosstalk %s = exit %d, stdout %q, stderr %q; want exit 2 saying it is a private key, without it", args[:2], code, out, errs)
+		}
+	}
+}
+
+// TestRelayHelpTrustStore: relay --help said the data dir holds the trust
+// store, but the relay uses the trust_file of docs/configuration.md — by
+// default the one crosstalk verify and trust use, in the user config
+// directory — so a key pinned under --data DIR was never trusted.
+func TestRelayHelpTrustStore(t *testing.T) {
+	c := newSignCLI(t)
+	out := c.must("", "relay", "--help")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "-data") || strings.HasPrefix(line, "    \t") && strings.Contains(line, "data dir") {
+			if strings.Contains(line, "trust") {
+				t.Errorf("relay --help: %q: the data dir does not hold the trust store", line)
+			}
+		}
+	}
+}
+
+// TestCLIKeyFileBounded: a key file is read up to 64 KiB, as a private
+// key file always was: `trust add /dev/zero` or `verify --key` of a large
+// file named by mistake must not read it whole into memory.
+func TestCLIKeyFileBounded(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "big@example.com", "--out", c.path("b.key"))
+	pub := string(must(os.ReadFile(c.path("b.key.pub"))))
+	pad := "#" + strings.Repeat("x", 40<<10) + "\n"
+	big := c.path("big.pub")
+	if err := os.WriteFile(big, []byte(pub+pad+pad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	signed := c.must(cliEnv, "sign", "--key", c.path("b.key"))
+	for _, args := range [][]string{{"verify", "--key", big}, {"trust", "add", big}} {
+		code, _, errs := c.run(signed, args...)
+		if code != 1 || !strings.Contains(errs, "larger than") {
+			t.Errorf("crosstalk %s of a %d-byte key file = exit %d, %q; want exit 1, larger than 64 KiB", args[:2], len(pub)+2*len(pad), code, errs)
+		}
+	}
+}
+
+// TestCLIKeygenOutErrors: keygen's errors name the --out path as given,
+// never the temporary file the key is written through.
+func TestCLIKeygenOutErrors(t *testing.T) {
+	c := newSignCLI(t)
+	missing := c.path("no/such/dir/k.key")
+	if code, _, errs := c.run("", "keygen", "--pkid", "k", "--out", missing); code != 1 || !strings.Contains(errs, missing) || strings.Contains(errs, ".tmp-") {
+		t.Errorf("keygen --out into a missing directory = exit %d, %q", code, errs)
+	}
+	if code, _, errs := c.run("", "keygen", "--pkid", "k", "--out", c.dir); code != 1 || !strings.Contains(errs, "is a directory") {
+		t.Errorf("keygen --out DIR = exit %d, %q", code, errs)
+	}
+}
+
+// TestCLISignWarnsOtherAnnouncedKey: signing (without --announce) an
+// envelope that announces another key — one signed before with an old key,
+// or someone else's — gives an envelope a receiver without a pin finds
+// bad-signature (the announced key must verify it); sign says so, and
+// --announce replaces the announcement.
+func TestCLISignWarnsOtherAnnouncedKey(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "old@example.com", "--out", c.path("old.key"))
+	c.must("", "keygen", "--pkid", "new@example.com", "--out", c.path("new.key"))
+	announced := c.must(cliEnv, "sign", "--key", c.path("old.key"), "--announce")
+	code, out, errs := c.run(announced, "sign", "--key", c.path("new.key"))
+	if code != 0 || !strings.Contains(errs, "warning") || !strings.Contains(errs, "--announce") {
+		t.Errorf("sign of an envelope announcing another key = exit %d, stderr %q; want a warning naming --announce", code, errs)
+	}
+	if code, got, _ := c.run(out, "verify", "--trust", c.path("fresh")); code != 1 || !strings.Contains(got, "bad-signature") {
+		t.Errorf("the warned-of envelope verifies as %q (exit %d); the warning is wrong", got, code)
+	}
+	if _, _, errs := c.run(announced, "sign", "--key", c.path("new.key"), "--announce"); strings.Contains(errs, "warning") {
+		t.Errorf("sign --announce warned: %q", errs)
+	}
+	if _, _, errs := c.run(announced, "sign", "--key", c.path("old.key")); strings.Contains(errs, "warning") {
+		t.Errorf("sign with the announced key warned: %q", errs)
 	}
 }

@@ -60,7 +60,10 @@ Watch runs until interrupted.`)
 	dir := pos[0]
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if err == nil {
-			err = errors.New("not a directory")
+			return fmt.Errorf("watch: %s: not a directory", dir)
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("watch: %s: %w", dir, err)
 		}
 		return withHint(fmt.Errorf("watch: %s: %w", dir, err), "create it first, e.g. `mkdir -p "+dir+"`")
 	}

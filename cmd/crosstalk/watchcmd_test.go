@@ -249,6 +249,12 @@ func TestWatchUsage(t *testing.T) {
 			t.Errorf("crosstalk %v = %d, %q; want %d and %q", tt.args, code, stderr, tt.code, tt.err)
 		}
 	}
+	// A file where DIR belongs: `mkdir -p FILE` would fail, so no such hint.
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o600)
+	if _, stderr, code := runCLI(t, "", "watch", file); code != 1 || !strings.Contains(stderr, "not a directory") || strings.Contains(stderr, "mkdir") {
+		t.Errorf("crosstalk watch FILE = %d, %q; want 1, not a directory, no mkdir hint", code, stderr)
+	}
 	out, _, code := runCLI(t, "", "watch", "--help")
 	if code != 0 || !strings.Contains(out, "usage: crosstalk watch") || !strings.Contains(out, "-relay") {
 		t.Errorf("watch --help = %d, %q", code, out)

@@ -34,6 +34,7 @@ import (
 	"unicode"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/internal/filelock"
 )
 
 // FileName is the store's file name in the relay's data directory.
@@ -66,9 +67,10 @@ type file struct {
 	Tokens []Token `json:"tokens"`
 }
 
-// Store is the token file at a path. It is safe for concurrent use;
-// processes writing the same file at once may lose one of their changes
-// (minting is a rare, interactive act).
+// Store is the token file at a path. It is safe for concurrent use, and
+// writers in several processes (the relay's web inbox, `crosstalk token`)
+// take a lock on path+".lock" around each change, so none loses
+// another's: a revocation is never undone by a mint.
 type Store struct {
 	path string
 	// Now gives creation times; nil means time.Now.
@@ -220,11 +222,21 @@ func (s *Store) read() (*file, error) {
 	return &f, nil
 }
 
-// update applies fn to the file and writes it back: a temporary file
-// (0600) in the same directory, synced, renamed over the old one.
+// update applies fn to the file and writes it back, under the lock: a
+// temporary file (0600) in the same directory, synced, renamed over the
+// old one.
 func (s *Store) update(fn func(*file) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	dir := filepath.Dir(s.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	unlock, err := filelock.Lock(s.path + ".lock")
+	if err != nil {
+		return fmt.Errorf("tokens: locking: %w", err)
+	}
+	defer unlock()
 	f, err := s.read()
 	if err != nil {
 		return err
@@ -234,10 +246,6 @@ func (s *Store) update(fn func(*file) error) error {
 	}
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
-		return fmt.Errorf("tokens: %w", err)
-	}
-	dir := filepath.Dir(s.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("tokens: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(s.path)+".tmp-*")

@@ -132,3 +132,66 @@ func TestNewPrincipalLookalike(t *testing.T) {
 		t.Errorf("List() = %v, want only the NFC one", list)
 	}
 }
+
+// TestConcurrentStores: writers each with their own Store on one file, as
+// the relay (the web inbox minting) and `crosstalk token` are, never lose
+// each other's changes — above all, a revocation is never undone by a
+// mint that read the file before it.
+func TestConcurrentStores(t *testing.T) {
+	path := filepath.Join(t.TempDir(), tokens.FileName)
+	const writers, each = 8, 8
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := tokens.Open(path)
+			for i := 0; i < each; i++ {
+				if _, _, err := s.New("user"); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if list, err := tokens.Open(path).List(); err != nil || len(list) != writers*each {
+		t.Fatalf("after %d concurrent mints the store holds %d tokens (%v)", writers*each, len(list), err)
+	}
+	// Revocations racing mints: every revoked token stays revoked.
+	list, _ := tokens.Open(path).List()
+	for w := 0; w < writers; w++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			s := tokens.Open(path)
+			for i := 0; i < each; i++ {
+				if _, err := s.Revoke(list[w*each+i].ID); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			s := tokens.Open(path)
+			for i := 0; i < each; i++ {
+				if _, _, err := s.New("user"); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	after, err := tokens.Open(path).List()
+	if err != nil || len(after) != writers*each {
+		t.Fatalf("after revoking %d and minting %d the store holds %d tokens (%v)", writers*each, writers*each, len(after), err)
+	}
+	gone := map[string]bool{}
+	for _, tk := range list {
+		gone[tk.ID] = true
+	}
+	for _, tk := range after {
+		if gone[tk.ID] {
+			t.Errorf("revoked token %s is back", tk.ID)
+		}
+	}
+}

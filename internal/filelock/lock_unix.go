@@ -1,16 +1,16 @@
 //go:build unix
 
-package signing
+package filelock
 
 import (
 	"os"
 	"syscall"
 )
 
-// lockFile takes an exclusive flock on path (created if needed) and
+// Lock takes an exclusive flock on path (created if needed) and
 // returns the function that releases it. flock locks belong to the open
 // file, so two goroutines of one process exclude each other too.
-func lockFile(path string) (func(), error) {
+func Lock(path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err

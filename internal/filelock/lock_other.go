@@ -1,6 +1,6 @@
 //go:build !unix
 
-package signing
+package filelock
 
 import (
 	"errors"
@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// lockFile creates path exclusively, waiting while another writer holds
+// Lock creates path exclusively, waiting while another writer holds
 // it, and returns the function that removes it. A lock file older than a
 // minute is taken to be left over by a crashed writer.
-func lockFile(path string) (func(), error) {
+func Lock(path string) (func(), error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
