@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/liveness"
@@ -621,7 +623,9 @@ type revocation struct {
 // both are recorded as they are (nil revocation).
 func (r *Relay) mayRevoke(ctx context.Context, in Intake, env *envelope.Envelope, v Verification, actor string) (*revocation, string) {
 	target, _ := env.MetaValue("revoke", "Pkid")
-	if target = strings.TrimSpace(target); target == "" || r.keeper == nil {
+	// In NFC, as a sig line's pkid= and the trust store's key ids are: a
+	// REVOKE pasted in NFD names the same key.
+	if target = norm.NFC.String(strings.TrimSpace(target)); target == "" || r.keeper == nil {
 		return nil, ""
 	}
 	switch {

@@ -128,3 +128,24 @@ func claudeKeyedBook(t *testing.T) (*signing.TrustStore, *gateway.AddressBook) {
 	}
 	return signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys")), book
 }
+
+// TestRevokeKeyIDNFD: a REVOKE whose `Pkid:` names the key in NFD (a
+// macOS paste), signed by that key, revokes it, as the same REVOKE in
+// NFC does: key ids are compared in NFC, as a sig line's pkid= is.
+func TestRevokeKeyIDNFD(t *testing.T) {
+	store, book := claudeKeyedBook(t)
+	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+	k := newKey(t, "ren\u00e9@test")
+	if o := ingest(t, r, "", signText(t, env("GEMINI", "CLAUDE", "REQUEST", "t", "x"), k, true))[0]; o.Reject != nil {
+		t.Fatalf("first use: %v", o.Reject)
+	}
+	rev := env("GEMINI", "ALL", "REVOKE", "t", "revoked", func(e *envelope.Envelope) {
+		e.Meta = []envelope.Meta{{Namespace: "revoke", Fields: []envelope.Field{{Key: "Pkid", Value: "rene\u0301@test"}}}}
+	})
+	if o := ingest(t, r, "", signText(t, rev, k, true))[0]; o.Reject != nil {
+		t.Fatalf("REVOKE in NFD, signed by the key: %v", o.Reject)
+	}
+	if e, ok, _ := store.Lookup("ren\u00e9@test"); !ok || !e.Revoked {
+		t.Errorf("ren\u00e9@test = %+v, %v; want revoked", e, ok)
+	}
+}
