@@ -149,3 +149,36 @@ func TestRevokeKeyIDNFD(t *testing.T) {
 		t.Errorf("ren\u00e9@test = %+v, %v; want revoked", e, ok)
 	}
 }
+
+// TestFirstUsePinsPerSenderBounded: a sender announcing a new key id with
+// every envelope has the first signing.MaxFirstUsePins pinned; the next
+// is refused (E-PERM) with the reason, and nothing more is pinned
+// (the relay's trust store, which each pin rewrites, stays bounded).
+func TestFirstUsePinsPerSenderBounded(t *testing.T) {
+	store, book := claudeKeyedBook(t)
+	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+	for i := range signing.MaxFirstUsePins + 1 {
+		k := newKey(t, fmt.Sprintf("g%d@test", i))
+		o := ingest(t, r, "", signText(t, env("GEMINI", "CLAUDE", "REQUEST", "t", "x"), k, true))[0]
+		if i == signing.MaxFirstUsePins {
+			if o.Reject == nil || o.Reject.Code != envelope.CodePerm || !strings.Contains(o.Reject.Reason, "too many keys") {
+				t.Fatalf("key %d: %+v, want E-PERM saying too many keys", i, o.Reject)
+			}
+		} else if o.Reject != nil || o.Verification.Status != gateway.StatusFirstUse {
+			t.Fatalf("key %d: %v, status %q; want first use", i, o.Reject, o.Verification.Status)
+		}
+	}
+	es, err := store.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range es {
+		if e.Sender == "gemini" {
+			n++
+		}
+	}
+	if n != signing.MaxFirstUsePins {
+		t.Errorf("trust store holds %d keys of gemini, want %d", n, signing.MaxFirstUsePins)
+	}
+}

@@ -25,6 +25,9 @@ var (
 	// ErrKeyChanged: the signature verifies under a key other than the
 	// one pinned for its key id.
 	ErrKeyChanged = errors.New("signing: key changed")
+	// ErrTooManyPins: a first use would pin more than MaxFirstUsePins
+	// keys for one sender.
+	ErrTooManyPins = errors.New("signing: too many keys pinned on first use for one sender")
 	// ErrRevoked: the key was revoked.
 	ErrRevoked = errors.New("signing: key revoked")
 	// ErrNotSigned: the envelope has no signature (no sig: line or

@@ -3,6 +3,7 @@ package signing
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -159,6 +160,15 @@ func (s *TrustStore) Lookup(pkid string) (TrustEntry, bool, error) {
 	return TrustEntry{}, false, nil
 }
 
+// MaxFirstUsePins bounds the keys that first use (PinFirstUse, and the
+// Verifier's first uses and DNS pins) pins for one sender, counted by
+// their sender= or seen= and revoked ones included: a sender that rotates
+// its key stays far below it, and a sender announcing a new key id with
+// every envelope cannot grow the store — which every pin rewrites, and a
+// bare JWS searches by sender — without bound. Pins by hand (Add, Pin)
+// are not limited; removing entries (Remove) makes room.
+const MaxFirstUsePins = 32
+
 // PinFirstUse pins key for key.Pkid unless a key is already pinned for it
 // (trust on first use). It returns the entry now in the store: the new
 // one, or the existing one when it holds the same key. A different pinned
@@ -185,6 +195,9 @@ func (s *TrustStore) pinFirstUse(key *PublicKey, source KeySource, sender, seen 
 			}
 			got = e.clone()
 			return errNoChange
+		}
+		if who := cmp.Or(sender, seen); who != "" && f.firstUsePins(who) >= MaxFirstUsePins {
+			return fmt.Errorf("%w: %s already has %d; remove old ones (crosstalk trust remove) or pin this one by hand", ErrTooManyPins, who, MaxFirstUsePins)
 		}
 		e := &TrustEntry{Key: key, Source: source, FirstSeen: s.now().UTC().Truncate(time.Second), Sender: sender, Seen: seen}
 		f.add(e)
@@ -487,6 +500,17 @@ func (e *TrustEntry) clone() TrustEntry {
 	k := *e.Key
 	c.Key = &k
 	return c
+}
+
+// firstUsePins counts the entries first use pinned for sender.
+func (f *storeFile) firstUsePins(sender string) int {
+	n := 0
+	for _, l := range f.lines {
+		if e := l.entry; e != nil && e.Source != SourceManual && (strings.EqualFold(e.Sender, sender) || strings.EqualFold(e.Seen, sender)) {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *storeFile) find(pkid string) *TrustEntry {

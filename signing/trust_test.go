@@ -383,7 +383,10 @@ func TestTrustStoreConcurrentWriters(t *testing.T) {
 						errs <- err
 					}
 				} else {
-					env := signed(t, k, plainEnv, &SignOptions{Announce: true})
+					// A sender per writer: first use pins at most
+					// MaxFirstUsePins for one.
+					text := strings.Replace(plainEnv, "ALICE", fmt.Sprint("ALICE", w), 1)
+					env := signed(t, k, text, &SignOptions{Announce: true})
 					if r := v.Verify(context.Background(), env); r.Status != StatusFirstUse {
 						errs <- fmt.Errorf("%s: %s %v", k.Pkid, r.Status, r.Err)
 					}
@@ -691,5 +694,53 @@ func TestTrustStoreThroughSymlink(t *testing.T) {
 	}
 	if e, ok, err := relay.Lookup("a@x.org"); err != nil || !ok || !e.Revoked {
 		t.Errorf("the file the link names: %+v, %v, %v; want a@x.org revoked", e, ok, err)
+	}
+}
+
+// TestFirstUsePinsBounded: first use pins at most MaxFirstUsePins keys
+// for one sender, counting those pinned with seen= and revoked ones, and
+// names the way out; another sender, and pins by hand, are not held back;
+// removing one makes room.
+func TestFirstUsePinsBounded(t *testing.T) {
+	s := newStore(t)
+	key := func(i int) *PublicKey {
+		k, err := GenerateKey(Ed25519, fmt.Sprintf("k%d@mallory.example", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.Public()
+	}
+	for i := range MaxFirstUsePins {
+		var err error
+		if i%2 == 0 {
+			_, err = s.PinFirstUse(key(i), SourceTOFU, "mallory")
+		} else {
+			_, err = s.pinFirstUse(key(i), SourceTOFU, "", "MALLORY")
+		}
+		if err != nil {
+			t.Fatalf("pin %d: %v", i, err)
+		}
+	}
+	if err := s.Revoke("k0@mallory.example", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.PinFirstUse(key(MaxFirstUsePins), SourceTOFU, "mallory")
+	if !errors.Is(err, ErrTooManyPins) || !strings.Contains(err.Error(), "trust remove") {
+		t.Fatalf("pin %d for one sender = %v, want ErrTooManyPins naming trust remove", MaxFirstUsePins+1, err)
+	}
+	if _, ok, _ := s.Lookup(fmt.Sprintf("k%d@mallory.example", MaxFirstUsePins)); ok {
+		t.Fatal("the refused key was pinned")
+	}
+	if _, err := s.PinFirstUse(key(100), SourceTOFU, "alice"); err != nil {
+		t.Errorf("another sender: %v", err)
+	}
+	if err := s.Add(key(101)); err != nil {
+		t.Errorf("a pin by hand: %v", err)
+	}
+	if err := s.Remove("k1@mallory.example"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PinFirstUse(key(MaxFirstUsePins), SourceTOFU, "mallory"); err != nil {
+		t.Errorf("after a removal: %v", err)
 	}
 }
