@@ -40,7 +40,8 @@ type Options struct {
 	// it fails; DefaultReplyTimeout when zero.
 	ReplyTimeout time.Duration
 	// MaxPending bounds the tasks that wait for a reply at once, over all
-	// agents; DefaultMaxPending when zero. Beyond it SendMessage fails.
+	// agents; DefaultMaxPending when zero. Beyond it SendMessage fails,
+	// and beyond a quarter of it for one caller (principal).
 	MaxPending int
 	// MaxTasks bounds the tasks each agent's endpoint keeps in memory for
 	// GetTask; DefaultMaxTasks when zero. When it is full the oldest task

@@ -663,6 +663,28 @@ func TestBounds(t *testing.T) {
 			t.Errorf("second SendMessage() = %+v, want an error: one task already waits", res)
 		}
 	})
+	t.Run("pending per caller", func(t *testing.T) {
+		// A quarter of MaxPending each: one caller leaving tasks waiting
+		// (returnImmediately, or gone) does not take every other caller's.
+		r := startRelay(t, &a2a.Options{MaxPending: 4})
+		waiting := func(c *a2aclient.Client, body string) error {
+			req := textMessage("share", body)
+			req.Config = &sdk.SendMessageConfig{ReturnImmediately: true}
+			_, err := c.SendMessage(t.Context(), req)
+			return err
+		}
+		chatgpt, gemini := r.client(t, "tok-chatgpt", "claude"), r.client(t, "tok-gemini", "claude")
+		if err := waiting(chatgpt, "one"); err != nil {
+			t.Fatal(err)
+		}
+		r.mustEnvelope(t, "share", "chatgpt", "claude", 0)
+		if err := waiting(chatgpt, "two"); err == nil || !strings.Contains(err.Error(), "of yours") {
+			t.Errorf("chatgpt's second waiting task: %v, want refused: its share is taken", err)
+		}
+		if err := waiting(gemini, "three"); err != nil {
+			t.Errorf("gemini's first waiting task: %v, want accepted", err)
+		}
+	})
 	t.Run("kept", func(t *testing.T) {
 		r := startRelay(t, &a2a.Options{MaxTasks: 2, ReplyTimeout: time.Millisecond})
 		c := r.client(t, "tok-chatgpt", "claude")

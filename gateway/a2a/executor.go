@@ -26,22 +26,39 @@ const metaKey = "crosstalk"
 type quota struct {
 	mu       sync.Mutex
 	max, cur int
+	per      map[string]int // by principal
 }
 
-func (q *quota) acquire() bool {
+// share is how many of the quota one principal may hold: a quarter, so
+// that a caller whose tasks wait (returnImmediately, or gone) for a day
+// cannot take every other caller's.
+func (q *quota) share() int { return max(1, q.max/4) }
+
+// acquire takes one for principal, or says why it cannot.
+func (q *quota) acquire(principal string) (ok bool, why string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.cur >= q.max {
-		return false
+	switch {
+	case q.cur >= q.max:
+		return false, fmt.Sprintf("%d tasks already wait for replies", q.max)
+	case q.per[principal] >= q.share():
+		return false, fmt.Sprintf("%d tasks of yours already wait for replies (a caller may have a quarter of the relay's %d)", q.per[principal], q.max)
+	}
+	if q.per == nil {
+		q.per = map[string]int{}
 	}
 	q.cur++
-	return true
+	q.per[principal]++
+	return true, ""
 }
 
-func (q *quota) release() {
+func (q *quota) release(principal string) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.cur--
-	q.mu.Unlock()
+	if q.per[principal]--; q.per[principal] <= 0 {
+		delete(q.per, principal)
+	}
 }
 
 // executor is the a2asrv.AgentExecutor of one agent: it turns a message
@@ -77,11 +94,11 @@ func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 			yield(nil, err)
 			return
 		}
-		if !e.pending.acquire() {
-			yield(nil, fmt.Errorf("%w: %d tasks already wait for replies", sdk.ErrServerError, e.pending.max))
+		if ok, why := e.pending.acquire(c.principal); !ok {
+			yield(nil, fmt.Errorf("%w: %s", sdk.ErrServerError, why))
 			return
 		}
-		defer e.pending.release()
+		defer e.pending.release(c.principal)
 
 		var parent string
 		if ec.StoredTask != nil {
