@@ -141,17 +141,18 @@ func TestConcurrentStores(t *testing.T) {
 	path := filepath.Join(t.TempDir(), tokens.FileName)
 	const writers, each = 8, 8
 	var wg sync.WaitGroup
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := tokens.Open(path)
-			for i := 0; i < each; i++ {
-				if _, _, err := s.New("user"); err != nil {
-					t.Error(err)
-				}
+	mint := func() {
+		defer wg.Done()
+		s := tokens.Open(path)
+		for range each {
+			if _, _, err := s.New("user"); err != nil {
+				t.Error(err)
 			}
-		}()
+		}
+	}
+	for range writers {
+		wg.Add(1)
+		go mint()
 	}
 	wg.Wait()
 	if list, err := tokens.Open(path).List(); err != nil || len(list) != writers*each {
@@ -170,15 +171,7 @@ func TestConcurrentStores(t *testing.T) {
 				}
 			}
 		}()
-		go func() {
-			defer wg.Done()
-			s := tokens.Open(path)
-			for i := 0; i < each; i++ {
-				if _, _, err := s.New("user"); err != nil {
-					t.Error(err)
-				}
-			}
-		}()
+		go mint()
 	}
 	wg.Wait()
 	after, err := tokens.Open(path).List()
