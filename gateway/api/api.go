@@ -244,7 +244,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	switch {
 	case len(s.tokens) > 0 && r.URL.Path != "/healthz":
 		if page && h == "" {
-			info, key = authInfo{}, "anonymous "+remoteHost(r)
+			info, key = authInfo{}, anonymousKey+remoteHost(r)
 		} else {
 			if !bearer || !known {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
@@ -343,11 +343,23 @@ type bucket struct {
 	last   time.Time
 }
 
+// anonymousKey prefixes the limiter key of a page request without a
+// token, which is limited by its remote address.
+const anonymousKey = "anonymous "
+
+// maxBuckets bounds the limiter's buckets: one per principal, and one per
+// remote address of page requests without a token, of which a relay
+// running for a year (or one IPv6 client) has more than memory holds.
+const maxBuckets = 1 << 14
+
 func (l *limiter) allow(key string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
 	if !ok {
+		if len(l.buckets) >= maxBuckets {
+			l.evictLocked(now)
+		}
 		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[key] = b
 	}
@@ -358,6 +370,29 @@ func (l *limiter) allow(key string, now time.Time) bool {
 	}
 	b.tokens--
 	return true
+}
+
+// evictLocked makes room for new buckets: it drops those that have
+// refilled (a full bucket is what a new one would be), and if that leaves
+// the limiter more than half full, anonymous addresses' buckets until it
+// is half full. Principals' buckets are never dropped while spent, so a
+// flood of addresses gives no principal a fresh burst; there are only as
+// many of them as tokens. Halving keeps the work of eviction constant per
+// new bucket.
+func (l *limiter) evictLocked(now time.Time) {
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
+	for k := range l.buckets {
+		if len(l.buckets) <= maxBuckets/2 {
+			break
+		}
+		if strings.HasPrefix(k, anonymousKey) {
+			delete(l.buckets, k)
+		}
+	}
 }
 
 // writeJSON writes v with status.
