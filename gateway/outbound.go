@@ -91,7 +91,7 @@ type outbound struct {
 	mu      sync.Mutex
 	queue   dueHeap
 	pending map[string]*delivery // by key: queued or in flight
-	final   map[string]bool      // keys with a final delivery event
+	final   map[string]bool      // keys with a final delivery event the follower has not passed yet
 	wake    chan struct{}
 }
 
@@ -124,6 +124,7 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	if o.opts.Workers <= 0 {
 		o.opts.Workers = 4
 	}
+	r.outbound.Store(o)
 	routed := false
 	for _, a := range r.book.Agents() {
 		routed = routed || a.Transport != ""
@@ -263,9 +264,11 @@ func (o *outbound) follow(ctx context.Context, group string) {
 		}
 		switch ev.Kind {
 		case KindDelivery:
+			// The record lies after its message, which this loop has
+			// passed: nothing will queue the delivery again.
 			d, err := ParseData(ev)
 			if err == nil {
-				o.markFinal(d.EventID + ":" + d.ActorID)
+				o.settle(d.EventID + ":" + d.ActorID)
 			}
 		case KindMessage:
 			for _, d := range o.plan(ev) {
@@ -275,10 +278,26 @@ func (o *outbound) follow(ctx context.Context, group string) {
 	}
 }
 
+// markFinal notes a delivery recorded as final before the follower
+// reaches its message, so that the message is not queued.
 func (o *outbound) markFinal(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.final[key] = true
+	o.dropLocked(key)
+}
+
+// settle forgets a delivery whose record is written, once its message
+// can no longer be queued: a year of deliveries must not stay in memory.
+func (o *outbound) settle(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.final, key)
+	o.dropLocked(key)
+}
+
+// dropLocked removes the delivery key from the queue and the pending.
+func (o *outbound) dropLocked(key string) {
 	if d, ok := o.pending[key]; ok {
 		if d.index >= 0 && d.index < len(o.queue) && o.queue[d.index] == d {
 			heap.Remove(&o.queue, d.index)
@@ -500,7 +519,7 @@ func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause 
 		o.retry(d, d.recordTries)
 		return
 	}
-	o.markFinal(d.key)
+	o.settle(d.key) // the follower has read its message
 	o.observe(d, state)
 	o.log.Info("delivery "+state, "event", d.event.ID, "to", d.receiver, "transport", d.transport, "attempts", d.attempts)
 }
