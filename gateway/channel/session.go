@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,8 +110,7 @@ type session struct {
 	progress    any // progress token, nil when the harness wants none
 
 	pending    map[string]*pending // by event id
-	ids        map[string]string   // request id → event id
-	done       map[string]bool     // events acknowledged in this session
+	done       recentSet           // events acknowledged in this session, the latest maxRememberedDone
 	groups     map[string]*groupState
 	inflight   int
 	backlog    int // deliveries stored before the session began, not yet acked
@@ -128,6 +128,27 @@ func Serve(ctx context.Context, conn Conn, opts Options) error {
 	if opts.Agent == "" || opts.Backend == nil {
 		return errors.New("channel: Options need Agent and Backend")
 	}
+	s := newSession(ctx, conn, opts)
+	defer s.cancel()
+	err := s.run()
+	if errors.Is(err, errPeerGone) {
+		err = nil
+	}
+	reason := "bye"
+	if err != nil {
+		reason = err.Error()
+	}
+	s.cancel()
+	conn.Close(reason)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// newSession returns the state of a session on conn with opts (defaults
+// filled in) under ctx; cancel ends it.
+func newSession(ctx context.Context, conn Conn, opts Options) *session {
 	if opts.MaxMessage <= 0 {
 		opts.MaxMessage = DefaultMaxMessage
 	}
@@ -147,7 +168,7 @@ func Serve(ctx context.Context, conn Conn, opts Options) error {
 		opts.Heartbeat = DefaultHeartbeat
 	}
 	s := &session{opts: opts, conn: conn, log: opts.Logger, now: opts.Now,
-		pending: map[string]*pending{}, ids: map[string]string{}, done: map[string]bool{},
+		pending: map[string]*pending{}, done: recentSet{m: map[string]struct{}{}},
 		groups: map[string]*groupState{}, feed: make(chan feedItem), pings: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -157,21 +178,39 @@ func Serve(ctx context.Context, conn Conn, opts Options) error {
 		s.now = time.Now
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	defer s.cancel()
-	err := s.run()
-	if errors.Is(err, errPeerGone) {
-		err = nil
+	return s
+}
+
+// maxRememberedDone bounds the acknowledged events a session remembers,
+// to answer a repeated chat/ack as a duplicate and to ignore a late
+// answer to an earlier attempt: a channel open for months must not keep
+// every delivery it settled.
+const maxRememberedDone = 1 << 14
+
+// recentSet is a set of at most maxRememberedDone strings: adding one
+// more drops the oldest.
+type recentSet struct {
+	m    map[string]struct{}
+	ring []string
+	next int
+}
+
+func (r *recentSet) has(k string) bool { _, ok := r.m[k]; return ok }
+
+func (r *recentSet) len() int { return len(r.m) }
+
+func (r *recentSet) add(k string) {
+	if r.has(k) {
+		return
 	}
-	reason := "bye"
-	if err != nil {
-		reason = err.Error()
+	if len(r.ring) < maxRememberedDone {
+		r.ring = append(r.ring, k)
+	} else {
+		delete(r.m, r.ring[r.next])
+		r.ring[r.next] = k
+		r.next = (r.next + 1) % maxRememberedDone
 	}
-	s.cancel()
-	conn.Close(reason)
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return nil
-	}
-	return err
+	r.m[k] = struct{}{}
 }
 
 // errPeerGone ends a session whose harness closed the connection: a
@@ -370,7 +409,7 @@ func (s *session) onRequest(m Message) (any, *Error) {
 		if p.EventID == "" {
 			return nil, rpcErr(CodeInvalidParams, "chat/ack needs eventId")
 		}
-		if s.done[p.EventID] {
+		if s.done.has(p.EventID) {
 			return map[string]any{"eventId": p.EventID, "duplicate": true}, nil
 		}
 		pd, ok := s.pending[p.EventID]
@@ -601,7 +640,7 @@ func (s *session) onFeed(it feedItem) error {
 		s.groups[it.group] = st
 	}
 	d := it.d
-	if d.Seq <= st.queued || s.done[d.EventID] || s.pending[d.EventID] != nil {
+	if d.Seq <= st.queued || s.done.has(d.EventID) || s.pending[d.EventID] != nil {
 		return nil // already handled in this session
 	}
 	st.queued = d.Seq
@@ -628,11 +667,28 @@ func ackWait(first, limit time.Duration, attempt int) time.Duration {
 	return min(wait, limit)
 }
 
+// deliveryID is the request id of attempt n of a delivery of event.
+func deliveryID(event string, n int) string { return "deliver-" + event + "-" + strconv.Itoa(n) }
+
+// parseDeliveryID returns the event and attempt of a request id that
+// deliveryID made; the session keeps no table of them.
+func parseDeliveryID(id string) (event string, attempt int, ok bool) {
+	rest, ok := strings.CutPrefix(id, "deliver-")
+	i := strings.LastIndexByte(rest, '-')
+	if !ok || i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(rest[i+1:])
+	if err != nil || n < 1 || deliveryID(rest[:i], n) != id {
+		return "", 0, false
+	}
+	return rest[:i], n, true
+}
+
 // deliver sends the next attempt of p.
 func (s *session) deliver(p *pending) error {
 	p.attempt++
-	p.id = fmt.Sprintf("deliver-%s-%d", p.d.EventID, p.attempt)
-	s.ids[p.id] = p.d.EventID
+	p.id = deliveryID(p.d.EventID, p.attempt)
 	p.deadline = s.now().Add(ackWait(s.opts.AckTimeout, s.opts.MaxBackoff, p.attempt))
 	ev := c2a.FromDelivery(p.d, p.attempt, s.now())
 	if !s.caps.Injection[string(ev.Injection.Mode)] {
@@ -710,10 +766,10 @@ func (s *session) onResponse(m Message) error {
 		delete(s.pings, id)
 		return nil
 	}
-	evID, ok := s.ids[id]
+	evID, attempt, ok := parseDeliveryID(id)
 	p := s.pending[evID]
-	if !ok || p == nil {
-		if ok && s.done[evID] {
+	if !ok || p == nil || attempt > p.attempt {
+		if ok && s.done.has(evID) {
 			return nil // a late answer to an earlier attempt
 		}
 		return s.warn("response to unknown request id " + id + ": no such delivery is pending")
@@ -765,7 +821,7 @@ func (s *session) ack(p *pending, res AckResult) error {
 func (s *session) settle(p *pending) error {
 	st := s.groups[p.d.Group]
 	st.acked[p.d.EventID] = true
-	s.done[p.d.EventID] = true
+	s.done.add(p.d.EventID)
 	var last *pending
 	for len(st.inflight) > 0 && st.acked[st.inflight[0].d.EventID] {
 		last = st.inflight[0]
