@@ -171,22 +171,34 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 			o.attempt(ctx, d)
 		}()
 	}
-	following := map[string]bool{}
+	// following holds the groups with a follower; one whose follower
+	// failed (the ledger unreachable a while) is dropped from it, so the
+	// next discover follows it again after the seq it had passed
+	// (resume): what it queued is still pending, and reading it again
+	// would queue what has been delivered since.
+	var followMu sync.Mutex
+	following, resume := map[string]bool{}, map[string]int64{}
 	discover := func() error {
 		gs, err := r.Groups(ctx)
 		if err != nil {
 			return err
 		}
+		followMu.Lock()
+		defer followMu.Unlock()
 		for _, g := range gs {
 			if following[g.ID] {
 				continue
 			}
 			following[g.ID] = true
 			wg.Add(1)
-			go func(group string) {
+			go func(group string, from int64) {
 				defer wg.Done()
-				o.follow(ctx, group)
-			}(g.ID)
+				passed := o.follow(ctx, group, from)
+				followMu.Lock()
+				delete(following, group)
+				resume[group] = passed
+				followMu.Unlock()
+			}(g.ID, resume[g.ID])
 		}
 		return nil
 	}
@@ -228,22 +240,25 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	}
 }
 
-// follow reads a group from its start and then live, queueing deliveries
-// and dropping those that have their final record.
+// follow reads a group after seq from and then live, queueing
+// deliveries and dropping those that have their final record, until ctx
+// ends or the ledger fails; it returns the seq it has passed, where a
+// follower after it starts (the messages up to there are queued or
+// settled).
 //
 // The final records already stored are read first: each lies after its
 // message in the group, so queueing a message as soon as it is read would
 // send it again before its record is reached — every delivered envelope
 // went out again at every restart.
-func (o *outbound) follow(ctx context.Context, group string) {
-	var since int64
+func (o *outbound) follow(ctx context.Context, group string, from int64) (passed int64) {
+	since := from
 	for {
 		evs, err := o.r.store.Range(ctx, group, since, []string{KindDelivery}, 1000)
 		if err != nil {
 			if ctx.Err() == nil {
 				o.log.Error("reading delivery records", "group", group, "err", err)
 			}
-			return
+			return from
 		}
 		if len(evs) == 0 {
 			break
@@ -255,12 +270,13 @@ func (o *outbound) follow(ctx context.Context, group string) {
 			}
 		}
 	}
-	for ev, err := range o.r.store.Follow(ctx, group, 0) {
+	passed = from
+	for ev, err := range o.r.store.Follow(ctx, group, from) {
 		if err != nil {
 			if ctx.Err() == nil {
-				o.log.Error("following group", "group", group, "err", err)
+				o.log.Error("following group; following it again from where it stopped", "group", group, "after_seq", passed, "err", err)
 			}
-			return
+			return passed
 		}
 		switch ev.Kind {
 		case KindDelivery:
@@ -275,7 +291,9 @@ func (o *outbound) follow(ctx context.Context, group string) {
 				o.enqueue(d)
 			}
 		}
+		passed = ev.Seq
 	}
+	return passed
 }
 
 // markFinal notes a delivery recorded as final before the follower
