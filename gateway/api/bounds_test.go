@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
@@ -34,5 +35,38 @@ func TestRateBucketsBounded(t *testing.T) {
 	}
 	if n := api.RateBuckets(a); n > clients/4 {
 		t.Errorf("after %d clients the limiter keeps %d buckets, want a bound well below that", clients, n)
+	}
+}
+
+// TestFanOutPastAStalledStream follows hundreds of groups with dozens of
+// streams while one more stream is never read (a client stopped, its
+// socket buffers filling): every other stream still gets every event.
+func TestFanOutPastAStalledStream(t *testing.T) {
+	h := newHarness(t, &api.Options{StreamLimit: 64})
+	const groups, agentStreams, groupStreams = 300, 16, 16
+	stalled := h.stream("/v1/agents/claude/stream")
+	_ = stalled // opened, never read
+	var agents, perGroup []*sseStream
+	for range agentStreams {
+		agents = append(agents, h.stream("/v1/agents/claude/stream"))
+	}
+	for i := range groupStreams {
+		perGroup = append(perGroup, h.stream(fmt.Sprintf("/v1/groups/g%d/stream", i*groups/groupStreams)))
+	}
+	body := strings.Repeat("a long body to fill a stalled reader's buffers. ", 300)
+	for i := range groups {
+		h.post(env("CHATGPT", "CLAUDE", "REQUEST", fmt.Sprintf("g%d", i), body))
+	}
+	for i, s := range agents {
+		for n := range groups {
+			if ev := s.nextEvent(); ev.Name != "delivery" {
+				t.Fatalf("agent stream %d, event %d: %+v, want a delivery", i, n, ev)
+			}
+		}
+	}
+	for i, s := range perGroup {
+		if ev := s.nextEvent(); ev.Name != "event" {
+			t.Fatalf("group stream %d: %+v, want its event", i, ev)
+		}
 	}
 }
