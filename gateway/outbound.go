@@ -171,42 +171,11 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 			o.attempt(ctx, d)
 		}()
 	}
-	// following holds the groups with a follower; one whose follower
-	// failed (the ledger unreachable a while) is dropped from it, so the
-	// next discover follows it again after the seq it had passed
-	// (resume): what it queued is still pending, and reading it again
-	// would queue what has been delivered since.
-	var followMu sync.Mutex
-	following, resume := map[string]bool{}, map[string]int64{}
-	discover := func() error {
-		gs, err := r.Groups(ctx)
-		if err != nil {
-			return err
-		}
-		followMu.Lock()
-		defer followMu.Unlock()
-		for _, g := range gs {
-			if following[g.ID] {
-				continue
-			}
-			following[g.ID] = true
-			wg.Add(1)
-			go func(group string, from int64) {
-				defer wg.Done()
-				passed := o.follow(ctx, group, from)
-				followMu.Lock()
-				delete(following, group)
-				resume[group] = passed
-				followMu.Unlock()
-			}(g.ID, resume[g.ID])
-		}
-		return nil
-	}
-	if err := discover(); err != nil && ctx.Err() == nil {
-		o.log.Error("listing groups", "err", err)
-	}
-	poll := time.NewTicker(time.Second)
-	defer poll.Stop()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		o.followAll(ctx)
+	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	defer wg.Wait()
@@ -232,53 +201,84 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 			return nil
 		case <-o.wake:
 		case <-timer.C:
-		case <-poll.C:
-			if err := discover(); err != nil && ctx.Err() == nil {
-				o.log.Warn("listing groups", "err", err)
-			}
 		}
 	}
 }
 
-// follow reads a group after seq from and then live, queueing
-// deliveries and dropping those that have their final record, until ctx
-// ends or the ledger fails; it returns the seq it has passed, where a
-// follower after it starts (the messages up to there are queued or
-// settled).
+// followAll reads the ledger's log from its start and then live,
+// queueing deliveries and dropping those that have their final record:
+// one follower whatever the number of groups (a follower per group kept
+// a goroutine, and a poll of the ledger every FollowPoll, for every group
+// the relay ever saw). When the ledger fails, it follows again after a
+// pause, from the position it had passed: what it queued is still
+// pending, and reading it again would queue what has been delivered
+// since.
 //
 // The final records already stored are read first: each lies after its
-// message in the group, so queueing a message as soon as it is read would
-// send it again before its record is reached — every delivered envelope
-// went out again at every restart.
-func (o *outbound) follow(ctx context.Context, group string, from int64) (passed int64) {
-	since := from
+// message, so queueing a message as soon as it is read would send it
+// again before its record is reached — every delivered envelope went out
+// again at every restart.
+func (o *outbound) followAll(ctx context.Context) {
+	prefilled := false
+	var pos int64
 	for {
-		evs, err := o.r.store.Range(ctx, group, since, []string{KindDelivery}, 1000)
-		if err != nil {
-			if ctx.Err() == nil {
-				o.log.Error("reading delivery records", "group", group, "err", err)
+		if !prefilled {
+			err := o.prefill(ctx)
+			if err != nil && ctx.Err() == nil {
+				o.log.Error("reading delivery records; trying again", "err", err)
 			}
-			return from
+			prefilled = err == nil
 		}
-		if len(evs) == 0 {
-			break
+		if prefilled {
+			pos = o.followLog(ctx, pos)
 		}
-		for _, ev := range evs {
-			since = ev.Seq
-			if d, err := ParseData(ev); err == nil {
-				o.markFinal(d.EventID + ":" + d.ActorID)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// prefill marks final every delivery recorded in the ledger.
+func (o *outbound) prefill(ctx context.Context) error {
+	gs, err := o.r.Groups(ctx)
+	if err != nil {
+		return fmt.Errorf("listing groups: %w", err)
+	}
+	for _, g := range gs {
+		var since int64
+		for {
+			evs, err := o.r.store.Range(ctx, g.ID, since, []string{KindDelivery}, 1000)
+			if err != nil {
+				return fmt.Errorf("group %q: %w", g.ID, err)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			for _, ev := range evs {
+				since = ev.Seq
+				if d, err := ParseData(ev); err == nil {
+					o.markFinal(d.EventID + ":" + d.ActorID)
+				}
 			}
 		}
 	}
+	return nil
+}
+
+// followLog follows the log after position from until ctx ends or the
+// ledger fails, and returns the position it has passed.
+func (o *outbound) followLog(ctx context.Context, from int64) (passed int64) {
 	passed = from
-	for ev, err := range o.r.store.Follow(ctx, group, from) {
+	for l, err := range o.r.store.FollowLog(ctx, from) {
 		if err != nil {
 			if ctx.Err() == nil {
-				o.log.Error("following group; following it again from where it stopped", "group", group, "after_seq", passed, "err", err)
+				o.log.Error("following the ledger; following it again from where it stopped", "after_position", passed, "err", err)
 			}
 			return passed
 		}
-		switch ev.Kind {
+		switch ev := l.Event; ev.Kind {
 		case KindDelivery:
 			// The record lies after its message, which this loop has
 			// passed: nothing will queue the delivery again.
@@ -291,7 +291,7 @@ func (o *outbound) follow(ctx context.Context, group string, from int64) (passed
 				o.enqueue(d)
 			}
 		}
-		passed = ev.Seq
+		passed = l.Pos
 	}
 	return passed
 }

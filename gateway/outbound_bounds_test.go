@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"iter"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,28 +65,23 @@ func TestOutboundForgetsFinishedDeliveries(t *testing.T) {
 	}
 }
 
-// followFailsOnce is a ledger whose first Follow of each group fails at
-// once (a JetStream ledger's server unreachable for a while).
+// followFailsOnce is a ledger whose first FollowLog fails at once (a
+// JetStream ledger's server unreachable for a while).
 type followFailsOnce struct {
 	ledger.Store
-	mu     sync.Mutex
-	failed map[string]bool
+	failed atomic.Bool
 }
 
-func (s *followFailsOnce) Follow(ctx context.Context, group string, since int64) iter.Seq2[ledger.Event, error] {
-	s.mu.Lock()
-	fail := !s.failed[group]
-	s.failed[group] = true
-	s.mu.Unlock()
-	if fail {
-		return func(yield func(ledger.Event, error) bool) { yield(ledger.Event{}, errors.New("ledger unreachable")) }
+func (s *followFailsOnce) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
+	if !s.failed.Swap(true) {
+		return func(yield func(ledger.Logged, error) bool) { yield(ledger.Logged{}, errors.New("ledger unreachable")) }
 	}
-	return s.Store.Follow(ctx, group, since)
+	return s.Store.FollowLog(ctx, after)
 }
 
-// TestOutboundFollowsAgainAfterFailure checks that a group whose follower
-// failed is followed again: its deliveries were never sent (nor recorded
-// failed) until the relay restarted.
+// TestOutboundFollowsAgainAfterFailure checks that the dispatcher follows
+// the ledger again after its follower failed: deliveries were neither
+// sent nor recorded failed until the relay restarted.
 func TestOutboundFollowsAgainAfterFailure(t *testing.T) {
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), nil)
 	if err != nil {
@@ -99,16 +95,49 @@ func TestOutboundFollowsAgainAfterFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := gateway.New(&followFailsOnce{Store: st, failed: map[string]bool{}}, &gateway.Options{Book: book})
+	r := gateway.New(&followFailsOnce{Store: st}, &gateway.Options{Book: book})
 	ingest(t, r, "", env("GEMINI", "CLAUDE", "REQUEST", "g", "before the outage"))
 	folder := &recordingSender{}
 	stop := runOutbound(t, r, &gateway.OutboundOptions{Senders: map[string]transports.Sender{"folder": folder}})
 	defer stop()
 	ingest(t, r, "", env("GEMINI", "CLAUDE", "REQUEST", "g", "during the outage"))
 	if evs := waitEvents(t, r, "g", gateway.KindDelivery, 2); len(evs) != 2 {
-		t.Fatalf("delivery records = %d, want 2: the group was not followed again after its follower failed", len(evs))
+		t.Fatalf("delivery records = %d, want 2: the ledger was not followed again after its follower failed", len(evs))
 	}
 	if n := folder.count("claude-out"); n != 2 {
 		t.Errorf("sent %d, want 2", n)
+	}
+}
+
+// TestOutboundGoroutinesDoNotGrowWithGroups checks that the dispatcher
+// of a relay that has seen hundreds of groups does not keep a follower
+// for each.
+func TestOutboundGoroutinesDoNotGrowWithGroups(t *testing.T) {
+	r := routedRelay(t)
+	const groups = 300
+	var text strings.Builder
+	for i := range groups {
+		text.WriteString(env("GEMINI", "CLAUDE", "REQUEST", fmt.Sprintf("topic-%d", i), "one per group") + "\n")
+	}
+	ingest(t, r, "", text.String())
+	before := runtime.NumGoroutine()
+	stop := runOutbound(t, r, &gateway.OutboundOptions{Senders: map[string]transports.Sender{"folder": &recordingSender{}, "mail": &recordingSender{}}})
+	defer stop()
+	deadline := time.Now().Add(time.Minute)
+	for recs := 0; recs < groups; {
+		recs = 0
+		for i := range groups {
+			evs, err := r.Store().Range(t.Context(), fmt.Sprintf("topic-%d", i), 0, []string{gateway.KindDelivery}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs += len(evs)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d deliveries recorded", recs, groups)
+		}
+	}
+	if n := runtime.NumGoroutine() - before; n > groups/10 {
+		t.Errorf("the dispatcher runs %d goroutines over %d groups, want a number that does not grow with the groups", n, groups)
 	}
 }
