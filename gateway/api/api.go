@@ -190,7 +190,7 @@ type authInfo struct {
 	principal string
 	token     bool
 	// key is what the caller is counted as for rate and stream limits:
-	// the principal, or "anonymous HOST" for a page request without one.
+	// the principal, or "anonymous ADDRESS" (an IPv6 /64) for a page request without one.
 	key string
 }
 
@@ -244,7 +244,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	switch {
 	case len(s.tokens) > 0 && r.URL.Path != "/healthz":
 		if page && h == "" {
-			info, key = authInfo{}, anonymousKey+remoteHost(r)
+			info, key = authInfo{}, anonymousKey+remotePrefix(r)
 		} else {
 			if !bearer || !known {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
@@ -349,7 +349,7 @@ const anonymousKey = "anonymous "
 
 // maxBuckets bounds the limiter's buckets: one per principal, and one per
 // remote address of page requests without a token, of which a relay
-// running for a year (or one IPv6 client) has more than memory holds.
+// running for a year (or one IPv6 network, a /64 each) has more than memory holds.
 const maxBuckets = 1 << 14
 
 func (l *limiter) allow(key string, now time.Time) bool {
