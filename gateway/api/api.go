@@ -233,12 +233,23 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	// A browser extension's background has no same origin; its valid
 	// bearer token stands in for it. Without one it is refused, whatever
 	// the method (docs/web.md, "Browser extension").
-	if isExtensionOrigin(r.Header.Get("Origin")) {
+	extension := isExtensionOrigin(r.Header.Get("Origin"))
+	if extension {
 		if !bearer || !known {
 			return fail("origin", http.StatusForbidden, envelope.CodePerm, "cross-origin request refused: a browser extension needs a valid bearer token")
 		}
 	} else if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
 		return fail("origin", http.StatusForbidden, envelope.CodePerm, "cross-origin request refused")
+	}
+	// A browser's request from another site that only reads: a page of
+	// the web inbox is a link's target (the pages answer it, holding no
+	// stream), counted apart from the caller so that another site cannot
+	// spend its rate limit; the API is never one, and a read from
+	// another site would only hold the caller's stream slots and spend
+	// its rate limit, the answer being unreadable there.
+	crossSite := !extension && r.Header.Get("Sec-Fetch-Site") == "cross-site"
+	if crossSite && !page {
+		return fail("origin", http.StatusForbidden, envelope.CodePerm, "cross-site request refused")
 	}
 	info, key := authInfo{principal: LocalUser}, LocalUser
 	switch {
@@ -261,6 +272,9 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 		// A minted token on a relay without configured tokens: its
 		// principal. One minted for the local user keeps the local powers.
 		info, key = authInfo{principal: p, token: true}, p
+	}
+	if crossSite {
+		key = anonymousKey + remotePrefix(r)
 	}
 	if s.limiter != nil && !s.limiter.allow(key, time.Now()) {
 		w.Header().Set("Retry-After", "1")

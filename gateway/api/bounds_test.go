@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -102,6 +103,52 @@ func TestAnonymousRateLimitPerIPv6Prefix(t *testing.T) {
 	for i := range 3 {
 		if code := get(fmt.Sprintf("192.0.2.%d:1", i+1)); code != http.StatusOK {
 			t.Errorf("IPv4 address %d = %d, want 200: each IPv4 address is its own caller", i, code)
+		}
+	}
+}
+
+// TestCrossSiteReadsSpendNothingOfTheUser checks what a web page in the
+// user's browser can do to a loopback relay without tokens with requests
+// it cannot read the answers of: it must not hold the local user's
+// stream slots (a fetch left pending keeps a stream open) nor spend the
+// local user's rate limit, which the user's own clients then lack.
+func TestCrossSiteReadsSpendNothingOfTheUser(t *testing.T) {
+	st := memory.New(nil)
+	defer st.Close()
+	a := api.New(gateway.New(st, nil), &api.Options{Rate: 1e-9, Burst: 3})
+	defer a.Close()
+	h := a.Mount(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	do := func(path string, crossSite bool) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "http://127.0.0.1:7777"+path, nil)
+		req.RemoteAddr = "127.0.0.1:50000"
+		if strings.HasSuffix(path, "/stream") {
+			// A stream that opens answers 200 and ends at once.
+			ctx, cancel := context.WithCancel(req.Context())
+			cancel()
+			req = req.WithContext(ctx)
+		}
+		if crossSite {
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+			req.Header.Set("Sec-Fetch-Mode", "no-cors")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, p := range []string{"/v1/groups", "/v1/agents/claude/stream", "/v1/groups/g/stream", "/healthz"} {
+		if rec := do(p, true); rec.Code != http.StatusForbidden {
+			t.Errorf("cross-site GET %s = %d %s, want 403", p, rec.Code, rec.Body)
+		}
+	}
+	// A link from another site to the pages still arrives.
+	for range 3 {
+		if rec := do("/ui/groups/g", true); rec.Code != http.StatusOK {
+			t.Fatalf("cross-site GET /ui/groups/g = %d %s, want 200", rec.Code, rec.Body)
+		}
+	}
+	for i := range 3 {
+		if rec := do("/v1/groups", false); rec.Code != http.StatusOK {
+			t.Errorf("the local user's request %d after the cross-site ones = %d %s, want 200 (its rate budget was spent by another site)", i, rec.Code, rec.Body)
 		}
 	}
 }
