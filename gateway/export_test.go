@@ -8,3 +8,15 @@ func SyncProjectionsOnEveryAppend(r *Relay) { r.projEvery = 0 }
 // ProjectionLogReads returns how many times r's projections read the
 // ledger's log to catch up.
 func ProjectionLogReads(r *Relay) int64 { return r.projLogs.Load() }
+
+// OutboundTracked returns how many deliveries the running dispatcher of r
+// remembers as final and as pending; zeros before RunOutbound.
+func OutboundTracked(r *Relay) (final, pending int) {
+	o := r.outbound.Load()
+	if o == nil {
+		return 0, 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.final), len(o.pending)
+}

@@ -91,7 +91,7 @@ type outbound struct {
 	mu      sync.Mutex
 	queue   dueHeap
 	pending map[string]*delivery // by key: queued or in flight
-	final   map[string]bool      // keys with a final delivery event
+	final   map[string]bool      // keys with a final delivery event the follower has not passed yet
 	wake    chan struct{}
 }
 
@@ -124,6 +124,7 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	if o.opts.Workers <= 0 {
 		o.opts.Workers = 4
 	}
+	r.outbound.Store(o)
 	routed := false
 	for _, a := range r.book.Agents() {
 		routed = routed || a.Transport != ""
@@ -170,30 +171,11 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 			o.attempt(ctx, d)
 		}()
 	}
-	following := map[string]bool{}
-	discover := func() error {
-		gs, err := r.Groups(ctx)
-		if err != nil {
-			return err
-		}
-		for _, g := range gs {
-			if following[g.ID] {
-				continue
-			}
-			following[g.ID] = true
-			wg.Add(1)
-			go func(group string) {
-				defer wg.Done()
-				o.follow(ctx, group)
-			}(g.ID)
-		}
-		return nil
-	}
-	if err := discover(); err != nil && ctx.Err() == nil {
-		o.log.Error("listing groups", "err", err)
-	}
-	poll := time.NewTicker(time.Second)
-	defer poll.Stop()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		o.followAll(ctx)
+	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	defer wg.Wait()
@@ -219,66 +201,121 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 			return nil
 		case <-o.wake:
 		case <-timer.C:
-		case <-poll.C:
-			if err := discover(); err != nil && ctx.Err() == nil {
-				o.log.Warn("listing groups", "err", err)
-			}
 		}
 	}
 }
 
-// follow reads a group from its start and then live, queueing deliveries
-// and dropping those that have their final record.
+// followAll reads the ledger's log from its start and then live,
+// queueing deliveries and dropping those that have their final record:
+// one follower whatever the number of groups (a follower per group kept
+// a goroutine, and a poll of the ledger every FollowPoll, for every group
+// the relay ever saw). When the ledger fails, it follows again after a
+// pause, from the position it had passed: what it queued is still
+// pending, and reading it again would queue what has been delivered
+// since.
 //
 // The final records already stored are read first: each lies after its
-// message in the group, so queueing a message as soon as it is read would
-// send it again before its record is reached — every delivered envelope
-// went out again at every restart.
-func (o *outbound) follow(ctx context.Context, group string) {
-	var since int64
+// message, so queueing a message as soon as it is read would send it
+// again before its record is reached — every delivered envelope went out
+// again at every restart.
+func (o *outbound) followAll(ctx context.Context) {
+	prefilled := false
+	var pos int64
 	for {
-		evs, err := o.r.store.Range(ctx, group, since, []string{KindDelivery}, 1000)
-		if err != nil {
-			if ctx.Err() == nil {
-				o.log.Error("reading delivery records", "group", group, "err", err)
+		if !prefilled {
+			err := o.prefill(ctx)
+			if err != nil && ctx.Err() == nil {
+				o.log.Error("reading delivery records; trying again", "err", err)
 			}
+			prefilled = err == nil
+		}
+		if prefilled {
+			pos = o.followLog(ctx, pos)
+		}
+		select {
+		case <-ctx.Done():
 			return
+		case <-time.After(time.Second):
 		}
-		if len(evs) == 0 {
-			break
-		}
-		for _, ev := range evs {
-			since = ev.Seq
-			if d, err := ParseData(ev); err == nil {
-				o.markFinal(d.EventID + ":" + d.ActorID)
+	}
+}
+
+// prefill marks final every delivery recorded in the ledger.
+func (o *outbound) prefill(ctx context.Context) error {
+	gs, err := o.r.Groups(ctx)
+	if err != nil {
+		return fmt.Errorf("listing groups: %w", err)
+	}
+	for _, g := range gs {
+		var since int64
+		for {
+			evs, err := o.r.store.Range(ctx, g.ID, since, []string{KindDelivery}, 1000)
+			if err != nil {
+				return fmt.Errorf("group %q: %w", g.ID, err)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			for _, ev := range evs {
+				since = ev.Seq
+				if d, err := ParseData(ev); err == nil {
+					o.markFinal(d.EventID + ":" + d.ActorID)
+				}
 			}
 		}
 	}
-	for ev, err := range o.r.store.Follow(ctx, group, 0) {
+	return nil
+}
+
+// followLog follows the log after position from until ctx ends or the
+// ledger fails, and returns the position it has passed.
+func (o *outbound) followLog(ctx context.Context, from int64) (passed int64) {
+	passed = from
+	for l, err := range o.r.store.FollowLog(ctx, from) {
 		if err != nil {
 			if ctx.Err() == nil {
-				o.log.Error("following group", "group", group, "err", err)
+				o.log.Error("following the ledger; following it again from where it stopped", "after_position", passed, "err", err)
 			}
-			return
+			return passed
 		}
-		switch ev.Kind {
+		switch ev := l.Event; ev.Kind {
 		case KindDelivery:
+			// The record lies after its message, which this loop has
+			// passed: nothing will queue the delivery again.
 			d, err := ParseData(ev)
 			if err == nil {
-				o.markFinal(d.EventID + ":" + d.ActorID)
+				o.settle(d.EventID + ":" + d.ActorID)
 			}
 		case KindMessage:
 			for _, d := range o.plan(ev) {
 				o.enqueue(d)
 			}
 		}
+		passed = l.Pos
 	}
+	return passed
 }
 
+// markFinal notes a delivery recorded as final before the follower
+// reaches its message, so that the message is not queued.
 func (o *outbound) markFinal(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.final[key] = true
+	o.dropLocked(key)
+}
+
+// settle forgets a delivery whose record is written, once its message
+// can no longer be queued: a year of deliveries must not stay in memory.
+func (o *outbound) settle(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.final, key)
+	o.dropLocked(key)
+}
+
+// dropLocked removes the delivery key from the queue and the pending.
+func (o *outbound) dropLocked(key string) {
 	if d, ok := o.pending[key]; ok {
 		if d.index >= 0 && d.index < len(o.queue) && o.queue[d.index] == d {
 			heap.Remove(&o.queue, d.index)
@@ -500,7 +537,7 @@ func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause 
 		o.retry(d, d.recordTries)
 		return
 	}
-	o.markFinal(d.key)
+	o.settle(d.key) // the follower has read its message
 	o.observe(d, state)
 	o.log.Info("delivery "+state, "event", d.event.ID, "to", d.receiver, "transport", d.transport, "attempts", d.attempts)
 }

@@ -173,6 +173,7 @@ type Relay struct {
 	projQuiet   bool          // Quiesce was called: appends start no sync (projMu)
 
 	protoMu    sync.Mutex                 // serialises OpenProtocol
+	outbound   atomic.Pointer[outbound]   // the running dispatcher (RunOutbound), for tests
 	protoWalks map[string]*obligationWalk // per group, see OpenProtocol
 }
 

@@ -190,7 +190,7 @@ type authInfo struct {
 	principal string
 	token     bool
 	// key is what the caller is counted as for rate and stream limits:
-	// the principal, or "anonymous HOST" for a page request without one.
+	// the principal, or "anonymous ADDRESS" (an IPv6 /64) for a page request without one.
 	key string
 }
 
@@ -233,18 +233,29 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	// A browser extension's background has no same origin; its valid
 	// bearer token stands in for it. Without one it is refused, whatever
 	// the method (docs/web.md, "Browser extension").
-	if isExtensionOrigin(r.Header.Get("Origin")) {
+	extension := isExtensionOrigin(r.Header.Get("Origin"))
+	if extension {
 		if !bearer || !known {
 			return fail("origin", http.StatusForbidden, envelope.CodePerm, "cross-origin request refused: a browser extension needs a valid bearer token")
 		}
 	} else if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
 		return fail("origin", http.StatusForbidden, envelope.CodePerm, "cross-origin request refused")
 	}
+	// A browser's request from another site that only reads: a page of
+	// the web inbox is a link's target (the pages answer it, holding no
+	// stream), counted apart from the caller so that another site cannot
+	// spend its rate limit; the API is never one, and a read from
+	// another site would only hold the caller's stream slots and spend
+	// its rate limit, the answer being unreadable there.
+	crossSite := !extension && r.Header.Get("Sec-Fetch-Site") == "cross-site"
+	if crossSite && !page {
+		return fail("origin", http.StatusForbidden, envelope.CodePerm, "cross-site request refused")
+	}
 	info, key := authInfo{principal: LocalUser}, LocalUser
 	switch {
 	case len(s.tokens) > 0 && r.URL.Path != "/healthz":
 		if page && h == "" {
-			info, key = authInfo{}, "anonymous "+remoteHost(r)
+			info, key = authInfo{}, anonymousKey+remotePrefix(r)
 		} else {
 			if !bearer || !known {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
@@ -261,6 +272,9 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 		// A minted token on a relay without configured tokens: its
 		// principal. One minted for the local user keeps the local powers.
 		info, key = authInfo{principal: p, token: true}, p
+	}
+	if crossSite {
+		key = anonymousKey + remotePrefix(r)
 	}
 	if s.limiter != nil && !s.limiter.allow(key, time.Now()) {
 		w.Header().Set("Retry-After", "1")
@@ -343,11 +357,23 @@ type bucket struct {
 	last   time.Time
 }
 
+// anonymousKey prefixes the limiter key of a page request without a
+// token, which is limited by its remote address.
+const anonymousKey = "anonymous "
+
+// maxBuckets bounds the limiter's buckets: one per principal, and one per
+// remote address of page requests without a token, of which a relay
+// running for a year (or one IPv6 network, a /64 each) has more than memory holds.
+const maxBuckets = 1 << 14
+
 func (l *limiter) allow(key string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
 	if !ok {
+		if len(l.buckets) >= maxBuckets {
+			l.evictLocked(now)
+		}
 		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[key] = b
 	}
@@ -358,6 +384,29 @@ func (l *limiter) allow(key string, now time.Time) bool {
 	}
 	b.tokens--
 	return true
+}
+
+// evictLocked makes room for new buckets: it drops those that have
+// refilled (a full bucket is what a new one would be), and if that leaves
+// the limiter more than half full, anonymous addresses' buckets until it
+// is half full. Principals' buckets are never dropped while spent, so a
+// flood of addresses gives no principal a fresh burst; there are only as
+// many of them as tokens. Halving keeps the work of eviction constant per
+// new bucket.
+func (l *limiter) evictLocked(now time.Time) {
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
+	for k := range l.buckets {
+		if len(l.buckets) <= maxBuckets/2 {
+			break
+		}
+		if strings.HasPrefix(k, anonymousKey) {
+			delete(l.buckets, k)
+		}
+	}
 }
 
 // writeJSON writes v with status.

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 )
 
@@ -96,6 +97,23 @@ func (s *Server) TokenPrincipal(token string) (principal string, ok bool) {
 		principal, ok = s.minted.Lookup(token)
 	}
 	return principal, ok
+}
+
+// remotePrefix is the caller an anonymous page request counts as: its
+// remote IPv4 address, or the /64 of its IPv6 address — the least one
+// host or network is given, so that walking its addresses gives it no
+// fresh rate-limit burst or stream slots.
+func remotePrefix(r *http.Request) string {
+	h := remoteHost(r)
+	a, err := netip.ParseAddr(h)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return h
+	}
+	p, err := a.WithZone("").Prefix(64)
+	if err != nil {
+		return h
+	}
+	return p.String()
 }
 
 func remoteHost(r *http.Request) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,11 +30,6 @@ const (
 	groupPoll = 2 * time.Second
 	// touchEvery throttles liveness updates from harness traffic.
 	touchEvery = 5 * time.Second
-	// rememberSettled is how many settled deliveries a session remembers
-	// (their request ids, for late answers to earlier attempts, and the
-	// duplicate check of chat/ack): the most recent ones, so that a
-	// channel open for months does not grow by every event.
-	rememberSettled = 4096
 )
 
 // Options configure a channel session.
@@ -96,13 +92,6 @@ type groupState struct {
 	follow   bool
 }
 
-// settledEvent is an event acknowledged in the session, with the number
-// of attempts it took (its request ids in ids).
-type settledEvent struct {
-	eventID  string
-	attempts int
-}
-
 type feedItem struct {
 	group string
 	d     gateway.Delivery
@@ -121,9 +110,7 @@ type session struct {
 	progress    any // progress token, nil when the harness wants none
 
 	pending    map[string]*pending // by event id
-	ids        map[string]string   // request id → event id
-	done       map[string]bool     // events acknowledged in this session, the last rememberSettled
-	settled    []settledEvent      // the events in done, oldest first
+	done       recentSet           // events acknowledged in this session, the latest maxRememberedDone
 	groups     map[string]*groupState
 	inflight   int
 	backlog    int // deliveries stored before the session began, not yet acked
@@ -159,8 +146,8 @@ func Serve(ctx context.Context, conn Conn, opts Options) error {
 	return err
 }
 
-// newSession returns the session of conn for opts, with the defaults
-// applied; its context ends with ctx or s.cancel.
+// newSession returns the state of a session on conn with opts (defaults
+// filled in) under ctx; cancel ends it.
 func newSession(ctx context.Context, conn Conn, opts Options) *session {
 	if opts.MaxMessage <= 0 {
 		opts.MaxMessage = DefaultMaxMessage
@@ -181,7 +168,7 @@ func newSession(ctx context.Context, conn Conn, opts Options) *session {
 		opts.Heartbeat = DefaultHeartbeat
 	}
 	s := &session{opts: opts, conn: conn, log: opts.Logger, now: opts.Now,
-		pending: map[string]*pending{}, ids: map[string]string{}, done: map[string]bool{},
+		pending: map[string]*pending{}, done: recentSet{m: map[string]struct{}{}},
 		groups: map[string]*groupState{}, feed: make(chan feedItem), pings: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -192,6 +179,38 @@ func newSession(ctx context.Context, conn Conn, opts Options) *session {
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	return s
+}
+
+// maxRememberedDone bounds the acknowledged events a session remembers,
+// to answer a repeated chat/ack as a duplicate and to ignore a late
+// answer to an earlier attempt: a channel open for months must not keep
+// every delivery it settled.
+const maxRememberedDone = 1 << 14
+
+// recentSet is a set of at most maxRememberedDone strings: adding one
+// more drops the oldest.
+type recentSet struct {
+	m    map[string]struct{}
+	ring []string
+	next int
+}
+
+func (r *recentSet) has(k string) bool { _, ok := r.m[k]; return ok }
+
+func (r *recentSet) len() int { return len(r.m) }
+
+func (r *recentSet) add(k string) {
+	if r.has(k) {
+		return
+	}
+	if len(r.ring) < maxRememberedDone {
+		r.ring = append(r.ring, k)
+	} else {
+		delete(r.m, r.ring[r.next])
+		r.ring[r.next] = k
+		r.next = (r.next + 1) % maxRememberedDone
+	}
+	r.m[k] = struct{}{}
 }
 
 // errPeerGone ends a session whose harness closed the connection: a
@@ -397,7 +416,7 @@ func (s *session) onRequest(m Message) (any, *Error) {
 		if p.EventID == "" {
 			return nil, rpcErr(CodeInvalidParams, "chat/ack needs eventId")
 		}
-		if s.done[p.EventID] {
+		if s.done.has(p.EventID) {
 			return map[string]any{"eventId": p.EventID, "duplicate": true}, nil
 		}
 		pd, ok := s.pending[p.EventID]
@@ -641,7 +660,7 @@ func (s *session) onFeed(it feedItem) error {
 		s.groups[it.group] = st
 	}
 	d := it.d
-	if d.Seq <= st.queued || s.done[d.EventID] || s.pending[d.EventID] != nil {
+	if d.Seq <= st.queued || s.done.has(d.EventID) || s.pending[d.EventID] != nil {
 		return nil // already handled in this session
 	}
 	st.queued = d.Seq
@@ -668,11 +687,28 @@ func ackWait(first, limit time.Duration, attempt int) time.Duration {
 	return min(wait, limit)
 }
 
+// deliveryID is the request id of attempt n of a delivery of event.
+func deliveryID(event string, n int) string { return "deliver-" + event + "-" + strconv.Itoa(n) }
+
+// parseDeliveryID returns the event and attempt of a request id that
+// deliveryID made; the session keeps no table of them.
+func parseDeliveryID(id string) (event string, attempt int, ok bool) {
+	rest, ok := strings.CutPrefix(id, "deliver-")
+	i := strings.LastIndexByte(rest, '-')
+	if !ok || i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(rest[i+1:])
+	if err != nil || n < 1 || deliveryID(rest[:i], n) != id {
+		return "", 0, false
+	}
+	return rest[:i], n, true
+}
+
 // deliver sends the next attempt of p.
 func (s *session) deliver(p *pending) error {
 	p.attempt++
-	p.id = requestID(p.d.EventID, p.attempt)
-	s.ids[p.id] = p.d.EventID
+	p.id = deliveryID(p.d.EventID, p.attempt)
 	p.deadline = s.now().Add(ackWait(s.opts.AckTimeout, s.opts.MaxBackoff, p.attempt))
 	ev := c2a.FromDelivery(p.d, p.attempt, s.now())
 	if !s.caps.Injection[string(ev.Injection.Mode)] {
@@ -750,10 +786,10 @@ func (s *session) onResponse(m Message) error {
 		delete(s.pings, id)
 		return nil
 	}
-	evID, ok := s.ids[id]
+	evID, attempt, ok := parseDeliveryID(id)
 	p := s.pending[evID]
-	if !ok || p == nil {
-		if ok && s.done[evID] {
+	if !ok || p == nil || attempt > p.attempt {
+		if ok && s.done.has(evID) {
 			return nil // a late answer to an earlier attempt
 		}
 		return s.warn("response to unknown request id " + id + ": no such delivery is pending")
@@ -805,7 +841,7 @@ func (s *session) ack(p *pending, res AckResult) error {
 func (s *session) settle(p *pending) error {
 	st := s.groups[p.d.Group]
 	st.acked[p.d.EventID] = true
-	s.remember(p)
+	s.done.add(p.d.EventID)
 	var last *pending
 	for len(st.inflight) > 0 && st.acked[st.inflight[0].d.EventID] {
 		last = st.inflight[0]
@@ -835,30 +871,6 @@ func (s *session) settle(p *pending) error {
 		}
 	}
 	return nil
-}
-
-// remember marks p done, forgetting the oldest settled event (and its
-// request ids) beyond rememberSettled. The window (Options.Window) keeps
-// far fewer deliveries pending, so a forgotten event is never pending.
-func (s *session) remember(p *pending) {
-	if s.done[p.d.EventID] {
-		return
-	}
-	s.done[p.d.EventID] = true
-	s.settled = append(s.settled, settledEvent{eventID: p.d.EventID, attempts: p.attempt})
-	for len(s.settled) > rememberSettled {
-		old := s.settled[0]
-		s.settled = s.settled[1:]
-		delete(s.done, old.eventID)
-		for a := 1; a <= old.attempts; a++ {
-			delete(s.ids, requestID(old.eventID, a))
-		}
-	}
-}
-
-// requestID is the JSON-RPC id of attempt (from 1) of delivering eventID.
-func requestID(eventID string, attempt int) string {
-	return fmt.Sprintf("deliver-%s-%d", eventID, attempt)
 }
 
 // disposition records how the harness says the event ended.

@@ -53,7 +53,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 
-	t := newTimeline()
+	t := newLiveTimeline()
 	// From contextEvents before since, so that replies find recent
 	// parents without reading the whole group; only items after since
 	// are sent.

@@ -122,10 +122,57 @@ type timeline struct {
 	msgDepth map[string]int    // message id → depth in its thread
 	evSeq    map[string]int64  // event id → seq
 	evThread map[string]string // event id → thread
+
+	// keep, when not zero, is how many of the latest events are
+	// remembered (seen, oldest first, as a ring from next).
+	keep int
+	seen []seenEvent
+	next int
 }
+
+// seenEvent is what a timeline remembers of one event, to forget it.
+type seenEvent struct{ id, message string }
 
 func newTimeline() *timeline {
 	return &timeline{msgSeq: map[string]int64{}, msgFrom: map[string]string{}, msgDepth: map[string]int{}, evSeq: map[string]int64{}, evThread: map[string]string{}}
+}
+
+// liveTimelineEvents is how many of the latest events a page stream's
+// timeline remembers: several times what a page reads before its first
+// item (contextEvents), so a live reply finds its parent at least as far
+// back as a reloaded page would.
+const liveTimelineEvents = 5 * contextEvents
+
+// newLiveTimeline returns the timeline of a page stream, which may stay
+// open for months on a busy group: it forgets all but the latest
+// liveTimelineEvents events.
+func newLiveTimeline() *timeline {
+	t := newTimeline()
+	t.keep = liveTimelineEvents
+	return t
+}
+
+// remember notes an event (and the message it recorded, if any) and,
+// past keep, forgets the oldest.
+func (t *timeline) remember(id, message string) {
+	if t.keep == 0 {
+		return
+	}
+	e := seenEvent{id: id, message: message}
+	if len(t.seen) < t.keep {
+		t.seen = append(t.seen, e)
+		return
+	}
+	old := t.seen[t.next]
+	t.seen[t.next] = e
+	t.next = (t.next + 1) % t.keep
+	delete(t.evSeq, old.id)
+	delete(t.evThread, old.id)
+	if old.message != "" {
+		delete(t.msgSeq, old.message)
+		delete(t.msgFrom, old.message)
+		delete(t.msgDepth, old.message)
+	}
 }
 
 // add returns the item of ev, and false for events the pages do not show
@@ -166,15 +213,19 @@ func (t *timeline) add(ev ledger.Event) (item, bool) {
 				it.Depth = min(maxDepth, t.msgDepth[it.Parent]+1)
 			}
 		}
+		recorded := ""
 		if it.Message != "" && it.Rejected == "" {
 			if _, dup := t.msgSeq[it.Message]; !dup {
 				t.msgSeq[it.Message], t.msgFrom[it.Message], t.msgDepth[it.Message] = ev.Seq, it.From, it.Depth
+				recorded = it.Message
 			}
 		}
 		t.evThread[ev.ID] = it.Thread
+		t.remember(ev.ID, recorded)
 		return it, true
 	}
 	// Notes: actions taken through the API, MCP or these pages.
+	t.remember(ev.ID, "")
 	target := d.EventID
 	ref := "an earlier event"
 	if seq, ok := t.evSeq[target]; ok {

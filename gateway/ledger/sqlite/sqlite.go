@@ -733,12 +733,14 @@ func followRead[T any](ctx context.Context, s *Store, read func() ([]T, error)) 
 // waiter returns the wait of ledger.Pages on wake: nil when it fires or
 // the poll interval passes (another process may have appended),
 // ctx.Err(), or ErrClosed once the store is closing.
-func (s *Store) waiter(ctx context.Context, wake <-chan struct{}, what string) func() error {
+func (s *Store) waiter(ctx context.Context, wake *wakeup, what string) func() error {
 	return func() error {
 		t := time.NewTimer(s.poll)
 		defer t.Stop()
+		s.notes.enter(wake)
+		defer s.notes.leave(wake)
 		select {
-		case <-wake:
+		case <-wake.ch:
 			return nil
 		case <-t.C:
 			return nil
@@ -919,29 +921,77 @@ func scanClaim(r scanner, group, eventID string) (ledger.Claim, error) {
 // notifier wakes followers of a group after a commit. wait returns a
 // channel that notify closes; each notify replaces the channel, so it
 // never blocks and a waiter can never miss the commit after its wait.
+//
+// A group is held until its next commit; followers of groups that are
+// never appended to (a stream opened on a made-up group and abandoned)
+// would leave their group behind for ever, so once the notifier holds
+// pruneAt groups, the groups nobody waits on are notified (a spurious
+// wake: a follower between its read and its wait reads again) and
+// dropped.
 type notifier struct {
-	mu    sync.Mutex
-	chans map[string]chan struct{}
+	mu      sync.Mutex
+	chans   map[string]*wakeup
+	pruneAt int
 }
 
-func (n *notifier) init() { n.chans = make(map[string]chan struct{}) }
+// wakeup is one group's channel and the count of followers waiting on it.
+type wakeup struct {
+	ch      chan struct{}
+	waiting int
+}
 
-func (n *notifier) wait(group string) <-chan struct{} {
+// minNotifierPrune is the least number of groups the notifier holds
+// before it prunes.
+const minNotifierPrune = 1024
+
+func (n *notifier) init() { n.chans, n.pruneAt = make(map[string]*wakeup), minNotifierPrune }
+
+// wait returns the group's current wakeup: its channel is closed by the
+// group's next commit; a follower waits on it between enter and leave.
+func (n *notifier) wait(group string) *wakeup {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ch, ok := n.chans[group]
+	w, ok := n.chans[group]
 	if !ok {
-		ch = make(chan struct{})
-		n.chans[group] = ch
+		if len(n.chans) >= n.pruneAt {
+			n.pruneLocked()
+		}
+		w = &wakeup{ch: make(chan struct{})}
+		n.chans[group] = w
 	}
-	return ch
+	return w
+}
+
+// pruneLocked notifies and drops every group nobody waits on, and sets
+// the next prune at twice the groups left, so that pruning costs a
+// constant per group added.
+func (n *notifier) pruneLocked() {
+	for g, w := range n.chans {
+		if w.waiting == 0 {
+			close(w.ch)
+			delete(n.chans, g)
+		}
+	}
+	n.pruneAt = max(minNotifierPrune, 2*len(n.chans))
+}
+
+func (n *notifier) enter(w *wakeup) {
+	n.mu.Lock()
+	w.waiting++
+	n.mu.Unlock()
+}
+
+func (n *notifier) leave(w *wakeup) {
+	n.mu.Lock()
+	w.waiting--
+	n.mu.Unlock()
 }
 
 func (n *notifier) notify(group string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if ch, ok := n.chans[group]; ok {
-		close(ch)
+	if w, ok := n.chans[group]; ok {
+		close(w.ch)
 		delete(n.chans, group)
 	}
 }
