@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,6 +43,10 @@ type Config struct {
 	// Hosts are extra Host header names the API accepts (besides
 	// localhost, 127.0.0.1 and [::1] with the listen port).
 	Hosts []string `toml:"hosts"`
+	// TrustedProxies are reverse proxies (addresses or CIDR prefixes)
+	// whose X-Forwarded-For names the caller where the relay counts
+	// callers by address.
+	TrustedProxies []string `toml:"trusted_proxies"`
 	// TrustFile is the TOFU trust store; by default the one crosstalk
 	// verify uses (trustFile).
 	TrustFile string `toml:"trust_file"`
@@ -273,6 +278,9 @@ func (c *Config) Validate() error {
 	if c.LedgerReplicas < 0 || c.LedgerReplicas > 5 {
 		errs = append(errs, fmt.Errorf("ledger_replicas: %d is not 0-5", c.LedgerReplicas))
 	}
+	if _, err := c.trustedProxies(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.RateLimit < 0 || c.RateBurst < 0 {
 		errs = append(errs, errors.New("rate_limit, rate_burst: must not be negative"))
 	}
@@ -403,6 +411,24 @@ func (a AgentConfig) agent() gateway.Agent {
 // trustFile is the configured trust store, or the one `crosstalk verify`
 // and `crosstalk trust` use by default, so that keys pinned by hand are the
 // keys the relay trusts.
+// trustedProxies parses trusted_proxies: addresses (one host) or CIDR
+// prefixes.
+func (c *Config) trustedProxies() ([]netip.Prefix, error) {
+	var ps []netip.Prefix
+	for _, v := range c.TrustedProxies {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			a, aerr := netip.ParseAddr(v)
+			if aerr != nil || a.Zone() != "" {
+				return nil, fmt.Errorf("trusted_proxies: %q is neither an address nor a CIDR prefix", v)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		ps = append(ps, p.Masked())
+	}
+	return ps, nil
+}
+
 func (c *Config) trustFile() string {
 	if c.TrustFile != "" {
 		return c.TrustFile

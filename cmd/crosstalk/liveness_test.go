@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,28 @@ func TestHeartbeatCommand(t *testing.T) {
 	}
 	if _, _, code = runCLI(t, "", "heartbeat", "--relay", r.URL); code != exitUsage {
 		t.Fatalf("heartbeat without --agent = %d, want usage", code)
+	}
+}
+
+// TestConfigTrustedProxies: trusted_proxies takes addresses and CIDR
+// prefixes and reaches the relay's options as prefixes; anything else is
+// named.
+func TestConfigTrustedProxies(t *testing.T) {
+	c, err := decodeConfig("test.toml", []byte("trusted_proxies = [\"127.0.0.1\", \"10.1.2.3/8\", \"::1\", \"::ffff:192.0.2.1\"]\n"))
+	if err != nil || c.Validate() != nil {
+		t.Fatalf("decodeConfig = %v; Validate = %v", err, c.Validate())
+	}
+	o, err := c.serverOptions(nil)
+	if err != nil || fmt.Sprint(o.TrustedProxies) != "[127.0.0.1/32 10.0.0.0/8 ::1/128 192.0.2.1/32]" {
+		t.Fatalf("server options trusted proxies %v, %v", o.TrustedProxies, err)
+	}
+	for _, bad := range []string{"proxy.example", "10.0.0.0/33", "fe80::1%eth0", ""} {
+		c, err := decodeConfig("test.toml", []byte("trusted_proxies = [\""+bad+"\"]\n"))
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), "trusted_proxies") {
+			t.Errorf("trusted_proxies = %q: %v, want it named", bad, err)
+		}
 	}
 }

@@ -134,6 +134,10 @@ func (c *Config) serverOptions(log *slog.Logger) (*server.Options, error) {
 	if err != nil {
 		return nil, err
 	}
+	proxies, err := c.trustedProxies()
+	if err != nil {
+		return nil, err
+	}
 	agents := make([]gateway.Agent, len(c.Agents))
 	for i, a := range c.Agents {
 		agents[i] = a.agent()
@@ -141,7 +145,7 @@ func (c *Config) serverOptions(log *slog.Logger) (*server.Options, error) {
 	o := &server.Options{
 		Listen: c.Listen, DataDir: c.DataDir,
 		Ledger: c.Ledger, LedgerStream: c.LedgerStream, LedgerReplicas: c.LedgerReplicas,
-		Name: c.Name, Hosts: c.Hosts, TrustFile: c.trustFile(), RequireSignatures: c.RequireSignatures,
+		Name: c.Name, Hosts: c.Hosts, TrustedProxies: proxies, TrustFile: c.trustFile(), RequireSignatures: c.RequireSignatures,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst, ClaimTTL: time.Duration(c.ClaimTTL),
 		StaleAfter: time.Duration(c.Liveness.StaleAfter),
 		MaxBody:    c.MaxBody, MaxEnvelopes: c.MaxEnvelopes, StreamLimit: c.StreamLimit, MaxStreams: c.MaxStreams,

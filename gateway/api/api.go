@@ -31,6 +31,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +57,14 @@ type Options struct {
 	// ("localhost:7777"). Empty means any loopback name: localhost,
 	// 127.0.0.1 and [::1], with any port.
 	Hosts []string
+	// TrustedProxies are the addresses of reverse proxies in front of the
+	// relay. A request from one of them counts, where the relay counts
+	// callers by address (page requests without a token, cross-site
+	// requests: rate limit and stream slots), as the client its
+	// X-Forwarded-For names — the last address there that is not a
+	// trusted proxy — instead of as the proxy, which all callers would
+	// otherwise share. Empty trusts no X-Forwarded-For.
+	TrustedProxies []netip.Prefix
 	// Rate is the sustained requests per second allowed per principal;
 	// Burst the bucket size. Zero means DefaultRate and DefaultBurst;
 	// a negative Rate disables limiting.
@@ -104,6 +113,7 @@ type Server struct {
 	signer    gateway.Signer
 	heartbeat time.Duration
 	slots     *streamSlots
+	proxies   []netip.Prefix
 	mux       *http.ServeMux
 	// agentsOnce and reserveOnce make MountAgents and MountReservations
 	// idempotent.
@@ -125,6 +135,7 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	if s.heartbeat <= 0 {
 		s.heartbeat = DefaultHeartbeat
 	}
+	s.proxies = opts.TrustedProxies
 	s.refusals = &refusalLog{log: s.log, now: time.Now, reasons: map[string]*refusalWindow{}}
 	s.slots = &streamSlots{per: map[string]int{}, perMax: opts.StreamLimit, totalMax: opts.MaxStreams}
 	if s.slots.perMax <= 0 {
@@ -255,7 +266,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	switch {
 	case len(s.tokens) > 0 && r.URL.Path != "/healthz":
 		if page && h == "" {
-			info, key = authInfo{}, anonymousKey+remotePrefix(r)
+			info, key = authInfo{}, anonymousKey+s.remotePrefix(r)
 		} else {
 			if !bearer || !known {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="crosstalk"`)
@@ -274,7 +285,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 		info, key = authInfo{principal: p, token: true}, p
 	}
 	if crossSite {
-		key = anonymousKey + remotePrefix(r)
+		key = anonymousKey + s.remotePrefix(r)
 	}
 	if s.limiter != nil && !s.limiter.allow(key, time.Now()) {
 		w.Header().Set("Retry-After", "1")

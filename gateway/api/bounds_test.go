@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -104,6 +105,54 @@ func TestAnonymousRateLimitPerIPv6Prefix(t *testing.T) {
 		if code := get(fmt.Sprintf("192.0.2.%d:1", i+1)); code != http.StatusOK {
 			t.Errorf("IPv4 address %d = %d, want 200: each IPv4 address is its own caller", i, code)
 		}
+	}
+}
+
+// TestTrustedProxyForwardedFor: behind a reverse proxy every anonymous
+// page request comes from the proxy's address; with the proxy trusted
+// (Options.TrustedProxies) each counts as the client X-Forwarded-For
+// names — the last hop that is not a trusted proxy, so a client cannot
+// pick its count by writing the header itself — and without it, or from
+// an untrusted peer, the header changes nothing.
+func TestTrustedProxyForwardedFor(t *testing.T) {
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	for _, tc := range []struct {
+		name    string
+		trusted []netip.Prefix
+		peer    string
+		xff     []string // per request i, "%d" is i
+		want    []int
+	}{
+		{"trusted proxy, one client each", proxies, "10.0.0.5:1", []string{"192.0.2.%d"}, []int{200, 200, 200, 200}},
+		{"trusted proxy, one client", proxies, "10.0.0.5:1", []string{"192.0.2.7"}, []int{200, 200, 200, 429}},
+		{"trusted chain, spoofed first hop", proxies, "[::1]:1", []string{"198.51.100.%d, 192.0.2.7, 10.1.1.1"}, []int{200, 200, 200, 429}},
+		{"trusted proxy, two headers", proxies, "10.0.0.5:1", []string{"198.51.100.1", "192.0.2.%d"}, []int{200, 200, 200, 200}},
+		{"trusted proxy, garbage", proxies, "10.0.0.5:1", []string{"not-an-address-%d"}, []int{200, 200, 200, 429}},
+		{"untrusted peer", proxies, "203.0.113.9:1", []string{"192.0.2.%d"}, []int{200, 200, 200, 429}},
+		{"no trusted proxies", nil, "10.0.0.5:1", []string{"192.0.2.%d"}, []int{200, 200, 200, 429}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := memory.New(nil)
+			defer st.Close()
+			a := api.New(gateway.New(st, nil), &api.Options{Tokens: map[string]string{"proxy-token-0123456789": "claude"}, Rate: 1e-9, Burst: 3, TrustedProxies: tc.trusted})
+			defer a.Close()
+			h := a.Mount(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+			for i, want := range tc.want {
+				req := httptest.NewRequest("GET", "http://localhost/", nil)
+				req.RemoteAddr = tc.peer
+				for _, x := range tc.xff {
+					if strings.Contains(x, "%d") {
+						x = fmt.Sprintf(x, i+1)
+					}
+					req.Header.Add("X-Forwarded-For", x)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != want {
+					t.Fatalf("request %d = %d, want %d", i, rec.Code, want)
+				}
+			}
+		})
 	}
 }
 

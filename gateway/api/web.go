@@ -103,8 +103,8 @@ func (s *Server) TokenPrincipal(token string) (principal string, ok bool) {
 // remote IPv4 address, or the /64 of its IPv6 address — the least one
 // host or network is given, so that walking its addresses gives it no
 // fresh rate-limit burst or stream slots.
-func remotePrefix(r *http.Request) string {
-	h := remoteHost(r)
+func (s *Server) remotePrefix(r *http.Request) string {
+	h := s.remoteHost(r)
 	a, err := netip.ParseAddr(h)
 	if err != nil || !a.Is6() || a.Is4In6() {
 		return h
@@ -116,7 +116,45 @@ func remotePrefix(r *http.Request) string {
 	return p.String()
 }
 
-func remoteHost(r *http.Request) string {
+// remoteHost is the caller's address: the connection's peer, or, when
+// that is a trusted proxy (Options.TrustedProxies), the last address of
+// X-Forwarded-For that is not one.
+func (s *Server) remoteHost(r *http.Request) string {
+	h := peerHost(r)
+	if len(s.proxies) == 0 || !s.trustedProxy(h) {
+		return h
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return h // not an address: the proxy's own count
+		}
+		if !s.trustedProxy(a.String()) {
+			return a.WithZone("").Unmap().String()
+		}
+	}
+	return h
+}
+
+// trustedProxy reports whether the address h is one of the trusted
+// proxies.
+func (s *Server) trustedProxy(h string) bool {
+	a, err := netip.ParseAddr(h)
+	if err != nil {
+		return false
+	}
+	a = a.WithZone("").Unmap()
+	for _, p := range s.proxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// peerHost is the address of the connection's peer.
+func peerHost(r *http.Request) string {
 	h, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,6 +61,10 @@ type Options struct {
 	// 127.0.0.1 and [::1] with the listen port; a name without a port gets
 	// the listen port.
 	Hosts []string
+	// TrustedProxies are reverse proxies whose X-Forwarded-For names the
+	// caller where the relay counts callers by address
+	// (api.Options.TrustedProxies).
+	TrustedProxies []netip.Prefix
 	// TrustFile is the TOFU trust store; DataDir/known_keys when empty.
 	TrustFile string
 	// Verifier checks signatures; when nil, a signing.Verifier over
@@ -328,7 +333,7 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 	}
 	minted := tokens.Open(filepath.Join(o.DataDir, tokens.FileName)) // crosstalk token new, the trust page's button
 	a := api.New(core.Relay, &api.Options{
-		Logger: log.With("component", "api"), Tokens: o.Tokens, Hosts: hosts,
+		Logger: log.With("component", "api"), Tokens: o.Tokens, Hosts: hosts, TrustedProxies: o.TrustedProxies,
 		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
 		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams, Minted: minted, Heartbeat: o.Heartbeat,
 	})
