@@ -534,15 +534,36 @@ func (s *session) groupIDs() ([]string, error) {
 	return out, nil
 }
 
+// backlogPage is how many deliveries countBacklog reads at once.
+const backlogPage = 1000
+
+// countBacklog counts the agent's deliveries of group after seq a page at
+// a time, so that a harness connecting to a relay a year old does not
+// make it hold the whole backlog to count it.
+func (s *session) countBacklog(group string, seq int64) (int, error) {
+	n := 0
+	for {
+		ds, err := s.opts.Backend.Deliveries(s.ctx, s.opts.Agent, group, seq, backlogPage)
+		if err != nil {
+			return n, err
+		}
+		n += len(ds)
+		if len(ds) < backlogPage {
+			return n, nil
+		}
+		seq = ds[len(ds)-1].Seq
+	}
+}
+
 // start counts the backlog and starts following every group.
 func (s *session) start() error {
 	for g, st := range s.groups {
 		if s.progress != nil {
-			ds, err := s.opts.Backend.Deliveries(s.ctx, s.opts.Agent, g, st.queued, 0)
+			n, err := s.countBacklog(g, st.queued)
 			if err != nil {
 				return fmt.Errorf("channel: counting the backlog of %s: %w", g, err)
 			}
-			s.backlog += len(ds)
+			s.backlog += n
 		}
 		if s.opts.Group != "" {
 			s.follow(g, st)
