@@ -263,7 +263,7 @@ type sseStream struct {
 // minute at most, so a missing event fails the test instead of hanging it.
 func (h *harness) stream(path string, header ...string) *sseStream {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(h.t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(h.t.Context(), 3*time.Minute)
 	req, err := http.NewRequestWithContext(ctx, "GET", h.srv.URL+path, nil)
 	if err != nil {
 		cancel()
