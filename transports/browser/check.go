@@ -18,6 +18,14 @@ import (
 // found).
 const MaxText = 4 << 20
 
+// MaxFirstUseKeys bounds the extension's trust store: Check pins keys on
+// first use only while the store holds fewer entries than this. Every
+// page the extension reads can show signed envelopes from as many senders
+// as it likes, each announcing a key, and the store is read and rewritten
+// by every check and kept in storage.local under the browser's quota; past
+// the bound an announced key for a new key id is unknown-key.
+const MaxFirstUseKeys = 1000
+
 // parseError is the JSON Lines form of a malformed envelope, as `crosstalk
 // parse --json` prints it (docs/design.md §3.4).
 type parseError struct {
@@ -120,13 +128,19 @@ type CheckResult struct {
 // message still streaming has none yet) and the malformed ones, and
 // verifies each signed envelope against the trust store known (the
 // known_keys file format; empty is an empty store), pinning announced keys
-// on first use. It fails only when known cannot be read.
+// on first use while the store holds fewer than MaxFirstUseKeys entries.
+// It fails only when known cannot be read.
 func Check(ctx context.Context, text string, known string) (CheckResult, error) {
 	store, err := signing.NewMemoryTrustStore([]byte(known))
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("browser: the extension's trust store: %w", err)
 	}
 	v := &signing.Verifier{Store: store}
+	entries, err := store.Entries()
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("browser: the extension's trust store: %w", err)
+	}
+	held := len(entries)
 	res := CheckResult{Envelopes: []Found{}}
 	lines := strings.Split(text, "\n")
 	n := 0
@@ -147,7 +161,14 @@ func Check(ctx context.Context, text string, known string) (CheckResult, error) 
 			return nil
 		}
 		f := Found{Index: n, Message: env.Message, Line: env.Line, From: env.From, To: env.To, Intent: env.Intent, Text: string(env.Source())}
+		v.NoTOFU = held >= MaxFirstUseKeys
 		r := v.Verify(ctx, env)
+		if r.Status == signing.StatusFirstUse {
+			held++
+		}
+		if v.NoTOFU && r.Status == signing.StatusUnknownKey && r.Key != nil {
+			r.Err = fmt.Errorf("%w: the extension's trust store is full (%d keys, the most it keeps): the key %s announces is not pinned", signing.ErrUnknownKey, held, r.Pkid)
+		}
 		f.Status, f.Pkid = string(r.Status), r.Pkid
 		if r.Status == signing.StatusBadSignature {
 			f.Status = StatusInvalid

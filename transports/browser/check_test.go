@@ -3,6 +3,7 @@ package browser_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -132,5 +133,62 @@ func TestFence(t *testing.T) {
 		if got := browser.Fence(in); got != want {
 			t.Errorf("Fence(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestCheckFirstUseBounded: a page can show any number of signed
+// envelopes, each from another sender announcing its own key. First use
+// pins at most browser.MaxFirstUseKeys keys in the extension's store (kept
+// in storage.local, read and rewritten by every check, and capped by the
+// browser's quota); past that an announced key is unknown-key, saying why,
+// in this check and in later ones.
+func TestCheckFirstUseBounded(t *testing.T) {
+	ctx := context.Background()
+	page := func(from, to int) string {
+		var b strings.Builder
+		for i := from; i < to; i++ {
+			k, err := signing.GenerateKey(signing.Ed25519, fmt.Sprintf("k%d@flood.example", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := envelope.New(fmt.Sprintf("FLOOD%d", i), "CHATGPT", envelope.IntentRequest, "pin me")
+			text, err := envelope.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := signing.Sign(text, k, &signing.SignOptions{Announce: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(s)
+			b.WriteString("\n")
+		}
+		return b.String()
+	}
+	pinned := func(known string) int { return strings.Count(known, " tofu ") }
+	over := 5
+	res, err := browser.Check(ctx, page(0, browser.MaxFirstUseKeys+over), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := pinned(res.Known); n != browser.MaxFirstUseKeys {
+		t.Errorf("one check pinned %d keys, want %d", n, browser.MaxFirstUseKeys)
+	}
+	for i, f := range res.Envelopes {
+		want := "first-use"
+		if i >= browser.MaxFirstUseKeys {
+			want = "unknown-key"
+		}
+		if f.Status != want || (want == "unknown-key" && !strings.Contains(f.Reason, "trust store")) {
+			t.Fatalf("envelope %d: %s (%s), want %s", i, f.Status, f.Reason, want)
+		}
+	}
+	// A later check, from the full store.
+	again, err := browser.Check(ctx, page(browser.MaxFirstUseKeys+over, browser.MaxFirstUseKeys+over+1), res.Known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := again.Envelopes[0]; f.Status != "unknown-key" || pinned(again.Known) != browser.MaxFirstUseKeys {
+		t.Errorf("check on a full store: %s (%s), %d pinned", f.Status, f.Reason, pinned(again.Known))
 	}
 }
