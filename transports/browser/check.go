@@ -14,8 +14,9 @@ import (
 )
 
 // MaxText is the largest page text Check and ParseJSON read; a chat
-// message longer than this is cut (the envelopes after the cut are not
-// found).
+// message longer than this is cut: the envelopes after the cut are not
+// found, and Check adds an error entry (E-TOO-LARGE) naming the line of
+// the cut.
 const MaxText = 4 << 20
 
 // MaxFirstUseKeys bounds the extension's trust store: Check pins keys on
@@ -184,6 +185,13 @@ func Check(ctx context.Context, text string, known string) (CheckResult, error) 
 	})
 	if err != nil {
 		return res, err
+	}
+	if len(text) > MaxText {
+		// read stopped at the cut: say so, or the envelopes after it
+		// would vanish without a word.
+		line := strings.Count(text[:MaxText], "\n") + 1
+		res.Envelopes = append(res.Envelopes, Found{Index: n, Line: line, Status: StatusError,
+			Reason: fmt.Sprintf("%s: the message is longer than %d MiB; what follows line %d was not checked", envelope.CodeTooLarge, MaxText>>20, line)})
 	}
 	b, err := store.Bytes()
 	if err != nil {

@@ -192,3 +192,23 @@ func TestCheckFirstUseBounded(t *testing.T) {
 		t.Errorf("check on a full store: %s (%s), %d pinned", f.Status, f.Reason, pinned(again.Known))
 	}
 }
+
+// TestCheckTooLong: a message longer than browser.MaxText is checked up
+// to the cut, and the cut shows as an error entry instead of the
+// envelopes after it vanishing without a word.
+func TestCheckTooLong(t *testing.T) {
+	e := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "before and after the cut")
+	b, err := envelope.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b) + strings.Repeat("chat chat chat\n", browser.MaxText/15+1) + string(b)
+	res, err := browser.Check(context.Background(), text, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Envelopes) != 2 || res.Envelopes[0].Status != "unsigned" || res.Envelopes[1].Status != "error" ||
+		!strings.Contains(res.Envelopes[1].Reason, "not checked") {
+		t.Fatalf("Check of a %d-byte text = %+v, want the first envelope and an error for the cut", len(text), res.Envelopes)
+	}
+}
