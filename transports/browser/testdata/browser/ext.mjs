@@ -151,6 +151,31 @@ try {
     await chat.waitForFunction((id) => document.querySelector('[data-crosstalk-envelope="' + id + '"]').getAttribute('data-crosstalk-sent') !== '', id, { timeout: 5000 });
   });
 
+  await step('the background answers a tab for its own site only', async () => {
+    // What a content script's messages arrive with: the browser sets
+    // sender.url and sender.tab, the message itself is whatever the
+    // content script's process says (a compromised renderer says anything).
+    const url = env.PAGES + '/chat.html'; // CHATGPT's
+    const r = await sw.evaluate(async ({ url, relay }) => {
+      const tab = (await chrome.tabs.query({})).find((t) => t.url === url);
+      const sender = { id: chrome.runtime.id, url, tab };
+      const ask = (msg, s = sender) => dispatch(msg, s);
+      const localRelay = relay.replace('127.0.0.1', 'localhost');
+      return {
+        site: await ask({ type: 'site', host: 'chat.example' }),
+        next: await ask({ type: 'next', agent: 'GEMINI' }),
+        exchanges: await ask({ type: 'exchanges', agent: 'GEMINI' }),
+        test: await ask({ type: 'test', relay: 'http://127.0.0.1:9', token: 'x' }),
+        relayPage: await ask({ type: 'site', host: new URL(localRelay).host }, { id: chrome.runtime.id, url: localRelay + '/', tab }),
+      };
+    }, { url, relay: env.RELAY_URL });
+    check('site: the sender\'s own host, not the one it names', r.site.agent === 'CHATGPT', JSON.stringify(r.site));
+    check('next: the sender\'s agent, not the one it names', !r.next.error && !(r.next.text || '').includes('→GEMINI'), JSON.stringify(r.next));
+    check('exchanges: refused to a page', !!r.exchanges.error && !r.exchanges.items, JSON.stringify(r.exchanges));
+    check('test: refused to a page', !!r.test.error && r.test.ok === undefined, JSON.stringify(r.test));
+    check('the relay by its other loopback name is the relay', r.relayPage.isRelay === true, JSON.stringify(r.relayPage));
+  });
+
   await step('copy the last envelope of the page, fenced (command)', async () => {
     await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.PAGES });
     await chat.bringToFront();
