@@ -13,6 +13,7 @@ if (typeof importScripts === 'function' && typeof Go === 'undefined') {
 
 const DEFAULT_RELAY = 'http://127.0.0.1:7777';
 const MAX_SENT = 2000; // remembered sends (auto mode sends each envelope once)
+const MAX_TEXT = 4 << 20; // what the parser reads of a text (browser.MaxText); one character more tells it was cut
 
 // The Go runtime: crosstalk.parse / check / fence once it has started.
 const wasmReady = (async () => {
@@ -156,7 +157,7 @@ async function setBadge(tabId, n) {
 }
 
 const handlers = {
-  async check(msg) { return { envelopes: await check(msg.text) }; },
+  async check(msg) { return { envelopes: await check(String(msg.text).slice(0, MAX_TEXT + 1)) }; },
   async send(msg) { return send(msg); },
   async fence(msg) { return { text: (await wasmReady).fence(msg.text) }; },
   async site(msg) {

@@ -214,6 +214,27 @@ try {
     await page.close();
   });
 
+  await step('a huge message: the background gets the part it checks', async () => {
+    await sw.evaluate(() => {
+      globalThis.__checked = [];
+      const orig = handlers.check;
+      handlers.check = (msg, sender) => { globalThis.__checked.push(msg.text.length); return orig(msg, sender); };
+      globalThis.__restoreCheck = () => { handlers.check = orig; };
+    });
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES + '/stream.html');
+    await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-ready'));
+    await page.evaluate((t) => { document.getElementById('stream').textContent = t + ('chat '.repeat(200) + '\n').repeat(5 << 10); }, seed.stream);
+    await page.waitForFunction(() => document.querySelectorAll('[data-crosstalk-envelope]').length === 2, null, { timeout: 20000 })
+      .catch(async (e) => { throw new Error(e.message + ' toast: ' + await page.evaluate(() => (document.querySelector('[data-crosstalk-toasts]') || { dataset: {} }).dataset.last) +
+        ' controls: ' + await page.locator('[data-crosstalk-envelope]').count() + ' checked: ' + JSON.stringify(await sw.evaluate(() => globalThis.__checked))); });
+    const lens = await sw.evaluate(() => { globalThis.__restoreCheck(); return globalThis.__checked; });
+    const statuses = await page.$$eval('[data-crosstalk-envelope]', (els) => els.map((e) => e.getAttribute('data-crosstalk-status') + ' ' + e.title));
+    check('huge message: the envelope, then the cut', /^unsigned/.test(statuses[0]) && /E-TOO-LARGE/.test(statuses[1]), JSON.stringify(statuses));
+    check('huge message: at most 4 MiB + 1 characters sent to the background', lens.length > 0 && lens.every((n) => n <= (4 << 20) + 1), JSON.stringify(lens));
+    await page.close();
+  });
+
   async function badge(url) {
     return sw.evaluate(async (u) => {
       const tabs = await chrome.tabs.query({});
