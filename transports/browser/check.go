@@ -2,6 +2,7 @@ package browser
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,6 +167,15 @@ func Check(ctx context.Context, text string, known string) (CheckResult, error) 
 		r := v.Verify(ctx, env)
 		if r.Status == signing.StatusFirstUse {
 			held++
+		}
+		if r.Status == signing.StatusVerified {
+			// A key first seen from one sender proves nothing about
+			// another (docs/security.md, "Who speaks"): the relay refuses
+			// it, and the page must not show it verified.
+			if e, ok, err := store.Lookup(r.Pkid); err == nil && ok && cmp.Or(e.Sender, e.Seen) != "" && cmp.Or(e.Sender, e.Seen) != env.From {
+				r.Status = signing.StatusUnknownKey
+				r.Err = fmt.Errorf("%w: key id %s was first seen from %s, not %s: it proves nothing about %s", signing.ErrUnknownKey, r.Pkid, cmp.Or(e.Sender, e.Seen), env.From, env.From)
+			}
 		}
 		if v.NoTOFU && r.Status == signing.StatusUnknownKey && r.Key != nil {
 			r.Err = fmt.Errorf("%w: the extension's trust store is full (%d keys, the most it keeps): the key %s announces is not pinned", signing.ErrUnknownKey, held, r.Pkid)

@@ -212,3 +212,42 @@ func TestCheckTooLong(t *testing.T) {
 		t.Fatalf("Check of a %d-byte text = %+v, want the first envelope and an error for the cut", len(text), res.Envelopes)
 	}
 }
+
+// TestCheckKeyOfAnotherSender: a key pinned on first use from one sender's
+// envelope proves nothing about another sender (docs/security.md, "Who
+// speaks": the relay refuses it). Mallory's key, pinned from her own
+// envelope, must not show ✓ verified under [[CLAUDE→…]].
+func TestCheckKeyOfAnotherSender(t *testing.T) {
+	mallory, err := signing.GenerateKey(signing.Ed25519, "mallory@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(from string, announce bool) string {
+		b, err := envelope.Marshal(envelope.New(from, "CHATGPT", envelope.IntentRequest, "hello from "+from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := signing.Sign(b, mallory, &signing.SignOptions{Announce: announce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(s)
+	}
+	text := env("MALLORY", true) + "\n" + env("MALLORY", false) + "\n" + env("CLAUDE", false) + "\n" + env("CLAUDE", true)
+	res, err := browser.Check(context.Background(), text, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range res.Envelopes {
+		got = append(got, f.Status)
+	}
+	if strings.Join(got, " ") != "first-use verified unknown-key unknown-key" {
+		t.Fatalf("statuses = %v, want first-use verified unknown-key unknown-key", got)
+	}
+	for _, f := range res.Envelopes[2:] {
+		if !strings.Contains(f.Reason, "MALLORY") || !strings.Contains(f.Reason, "mallory@example.com") {
+			t.Errorf("reason = %q, want it to name the key id and its sender", f.Reason)
+		}
+	}
+}
