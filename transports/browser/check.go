@@ -2,6 +2,7 @@ package browser
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,9 +15,18 @@ import (
 )
 
 // MaxText is the largest page text Check and ParseJSON read; a chat
-// message longer than this is cut (the envelopes after the cut are not
-// found).
+// message longer than this is cut: the envelopes after the cut are not
+// found, and Check adds an error entry (E-TOO-LARGE) naming the line of
+// the cut.
 const MaxText = 4 << 20
+
+// MaxFirstUseKeys bounds the extension's trust store: Check pins keys on
+// first use only while the store holds fewer entries than this. Every
+// page the extension reads can show signed envelopes from as many senders
+// as it likes, each announcing a key, and the store is read and rewritten
+// by every check and kept in storage.local under the browser's quota; past
+// the bound an announced key for a new key id is unknown-key.
+const MaxFirstUseKeys = 1000
 
 // parseError is the JSON Lines form of a malformed envelope, as `crosstalk
 // parse --json` prints it (docs/design.md §3.4).
@@ -120,13 +130,19 @@ type CheckResult struct {
 // message still streaming has none yet) and the malformed ones, and
 // verifies each signed envelope against the trust store known (the
 // known_keys file format; empty is an empty store), pinning announced keys
-// on first use. It fails only when known cannot be read.
+// on first use while the store holds fewer than MaxFirstUseKeys entries.
+// It fails only when known cannot be read.
 func Check(ctx context.Context, text string, known string) (CheckResult, error) {
 	store, err := signing.NewMemoryTrustStore([]byte(known))
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("browser: the extension's trust store: %w", err)
 	}
 	v := &signing.Verifier{Store: store}
+	entries, err := store.Entries()
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("browser: the extension's trust store: %w", err)
+	}
+	held := len(entries)
 	res := CheckResult{Envelopes: []Found{}}
 	lines := strings.Split(text, "\n")
 	n := 0
@@ -147,7 +163,23 @@ func Check(ctx context.Context, text string, known string) (CheckResult, error) 
 			return nil
 		}
 		f := Found{Index: n, Message: env.Message, Line: env.Line, From: env.From, To: env.To, Intent: env.Intent, Text: string(env.Source())}
+		v.NoTOFU = held >= MaxFirstUseKeys
 		r := v.Verify(ctx, env)
+		if r.Status == signing.StatusFirstUse {
+			held++
+		}
+		if r.Status == signing.StatusVerified {
+			// A key first seen from one sender proves nothing about
+			// another (docs/security.md, "Who speaks"): the relay refuses
+			// it, and the page must not show it verified.
+			if e, ok, err := store.Lookup(r.Pkid); err == nil && ok && cmp.Or(e.Sender, e.Seen) != "" && cmp.Or(e.Sender, e.Seen) != env.From {
+				r.Status = signing.StatusUnknownKey
+				r.Err = fmt.Errorf("%w: key id %s was first seen from %s, not %s: it proves nothing about %s", signing.ErrUnknownKey, r.Pkid, cmp.Or(e.Sender, e.Seen), env.From, env.From)
+			}
+		}
+		if v.NoTOFU && r.Status == signing.StatusUnknownKey && r.Key != nil {
+			r.Err = fmt.Errorf("%w: the extension's trust store is full (%d keys, the most it keeps): the key %s announces is not pinned", signing.ErrUnknownKey, held, r.Pkid)
+		}
 		f.Status, f.Pkid = string(r.Status), r.Pkid
 		if r.Status == signing.StatusBadSignature {
 			f.Status = StatusInvalid
@@ -163,6 +195,13 @@ func Check(ctx context.Context, text string, known string) (CheckResult, error) 
 	})
 	if err != nil {
 		return res, err
+	}
+	if len(text) > MaxText {
+		// read stopped at the cut: say so, or the envelopes after it
+		// would vanish without a word.
+		line := strings.Count(text[:MaxText], "\n") + 1
+		res.Envelopes = append(res.Envelopes, Found{Index: n, Line: line, Status: StatusError,
+			Reason: fmt.Sprintf("%s: the message is longer than %d MiB; what follows line %d was not checked", envelope.CodeTooLarge, MaxText>>20, line)})
 	}
 	b, err := store.Bytes()
 	if err != nil {

@@ -3,6 +3,7 @@ package browser_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -131,6 +132,122 @@ func TestFence(t *testing.T) {
 	} {
 		if got := browser.Fence(in); got != want {
 			t.Errorf("Fence(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCheckFirstUseBounded: a page can show any number of signed
+// envelopes, each from another sender announcing its own key. First use
+// pins at most browser.MaxFirstUseKeys keys in the extension's store (kept
+// in storage.local, read and rewritten by every check, and capped by the
+// browser's quota); past that an announced key is unknown-key, saying why,
+// in this check and in later ones.
+func TestCheckFirstUseBounded(t *testing.T) {
+	ctx := context.Background()
+	page := func(from, to int) string {
+		var b strings.Builder
+		for i := from; i < to; i++ {
+			k, err := signing.GenerateKey(signing.Ed25519, fmt.Sprintf("k%d@flood.example", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := envelope.New(fmt.Sprintf("FLOOD%d", i), "CHATGPT", envelope.IntentRequest, "pin me")
+			text, err := envelope.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := signing.Sign(text, k, &signing.SignOptions{Announce: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(s)
+			b.WriteString("\n")
+		}
+		return b.String()
+	}
+	pinned := func(known string) int { return strings.Count(known, " tofu ") }
+	over := 5
+	res, err := browser.Check(ctx, page(0, browser.MaxFirstUseKeys+over), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := pinned(res.Known); n != browser.MaxFirstUseKeys {
+		t.Errorf("one check pinned %d keys, want %d", n, browser.MaxFirstUseKeys)
+	}
+	for i, f := range res.Envelopes {
+		want := "first-use"
+		if i >= browser.MaxFirstUseKeys {
+			want = "unknown-key"
+		}
+		if f.Status != want || (want == "unknown-key" && !strings.Contains(f.Reason, "trust store")) {
+			t.Fatalf("envelope %d: %s (%s), want %s", i, f.Status, f.Reason, want)
+		}
+	}
+	// A later check, from the full store.
+	again, err := browser.Check(ctx, page(browser.MaxFirstUseKeys+over, browser.MaxFirstUseKeys+over+1), res.Known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := again.Envelopes[0]; f.Status != "unknown-key" || pinned(again.Known) != browser.MaxFirstUseKeys {
+		t.Errorf("check on a full store: %s (%s), %d pinned", f.Status, f.Reason, pinned(again.Known))
+	}
+}
+
+// TestCheckTooLong: a message longer than browser.MaxText is checked up
+// to the cut, and the cut shows as an error entry instead of the
+// envelopes after it vanishing without a word.
+func TestCheckTooLong(t *testing.T) {
+	e := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "before and after the cut")
+	b, err := envelope.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b) + strings.Repeat("chat chat chat\n", browser.MaxText/15+1) + string(b)
+	res, err := browser.Check(context.Background(), text, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Envelopes) != 2 || res.Envelopes[0].Status != "unsigned" || res.Envelopes[1].Status != "error" ||
+		!strings.Contains(res.Envelopes[1].Reason, "not checked") {
+		t.Fatalf("Check of a %d-byte text = %+v, want the first envelope and an error for the cut", len(text), res.Envelopes)
+	}
+}
+
+// TestCheckKeyOfAnotherSender: a key pinned on first use from one sender's
+// envelope proves nothing about another sender (docs/security.md, "Who
+// speaks": the relay refuses it). Mallory's key, pinned from her own
+// envelope, must not show ✓ verified under [[CLAUDE→…]].
+func TestCheckKeyOfAnotherSender(t *testing.T) {
+	mallory, err := signing.GenerateKey(signing.Ed25519, "mallory@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(from string, announce bool) string {
+		b, err := envelope.Marshal(envelope.New(from, "CHATGPT", envelope.IntentRequest, "hello from "+from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := signing.Sign(b, mallory, &signing.SignOptions{Announce: announce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(s)
+	}
+	text := env("MALLORY", true) + "\n" + env("MALLORY", false) + "\n" + env("CLAUDE", false) + "\n" + env("CLAUDE", true)
+	res, err := browser.Check(context.Background(), text, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range res.Envelopes {
+		got = append(got, f.Status)
+	}
+	if strings.Join(got, " ") != "first-use verified unknown-key unknown-key" {
+		t.Fatalf("statuses = %v, want first-use verified unknown-key unknown-key", got)
+	}
+	for _, f := range res.Envelopes[2:] {
+		if !strings.Contains(f.Reason, "MALLORY") || !strings.Contains(f.Reason, "mallory@example.com") {
+			t.Errorf("reason = %q, want it to name the key id and its sender", f.Reason)
 		}
 	}
 }

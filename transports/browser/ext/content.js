@@ -11,6 +11,9 @@
   window.__crosstalkContent = true;
 
   const STABLE_MS = 600; // a block must keep its text this long before it is checked (streaming)
+  // The background checks at most 4 MiB of a block (browser.MaxText) and
+  // says where it cut: more than one character past it is never sent.
+  const MAX_TEXT = 4 << 20;
   const HEADER = /\[\[[^\]\n]*(?:→|->)[^\]\n]*\]\]/;
   // Message containers of the chat sites our users use; elsewhere the
   // page's own blocks are used.
@@ -122,7 +125,7 @@
     const now = Date.now();
     let again = false;
     for (const block of findBlocks()) {
-      const text = block.innerText || '';
+      const text = (block.innerText || '').slice(0, MAX_TEXT + 1);
       let b = state.blocks.get(block);
       if (!b || b.text !== text) {
         state.blocks.set(block, { text, since: now, done: '' });

@@ -13,6 +13,7 @@ if (typeof importScripts === 'function' && typeof Go === 'undefined') {
 
 const DEFAULT_RELAY = 'http://127.0.0.1:7777';
 const MAX_SENT = 2000; // remembered sends (auto mode sends each envelope once)
+const MAX_TEXT = 4 << 20; // what the parser reads of a text (browser.MaxText); one character more tells it was cut
 
 // The Go runtime: crosstalk.parse / check / fence once it has started.
 const wasmReady = (async () => {
@@ -156,14 +157,16 @@ async function setBadge(tabId, n) {
 }
 
 const handlers = {
-  async check(msg) { return { envelopes: await check(msg.text) }; },
+  async check(msg) { return { envelopes: await check(String(msg.text).slice(0, MAX_TEXT + 1)) }; },
   async send(msg) { return send(msg); },
   async fence(msg) { return { text: (await wasmReady).fence(msg.text) }; },
   async site(msg) {
     const s = await settings();
     const site = siteFor(s.sites, msg.host);
-    const relayHost = (() => { try { return new URL(s.relay).host; } catch (e) { return ''; } })();
-    return { agent: site ? site.agent : '', auto: !!(site && site.auto), relay: s.relay, isRelay: relayHost === msg.host };
+    // The relay's own pages, also by its other loopback name.
+    const loop = (h) => String(h).toLowerCase().replace(/^localhost(?=:|$)/, '127.0.0.1');
+    const isRelay = loop(hostOf(s.relay)) === loop(msg.host);
+    return { agent: site ? site.agent : '', auto: !!(site && site.auto), relay: s.relay, isRelay };
   },
   async waiting(msg, sender) {
     try {
@@ -213,10 +216,43 @@ const handlers = {
   },
 };
 
+// A content script speaks for a page that may be hostile, and a renderer
+// that page compromised can send any message: only sender.url, which the
+// browser sets, is trusted. A page may ask only what the content script
+// needs, for its own site's host and agent, whatever the message names;
+// the extension's own pages (options, popup) may ask anything.
+const PAGE_TYPES = new Set(['check', 'send', 'fence', 'site', 'waiting', 'next', 'delivered']);
+const AGENT_TYPES = new Set(['waiting', 'next', 'delivered']);
+
+function fromExtension(sender) {
+  return !!sender && sender.id === chrome.runtime.id && typeof sender.url === 'string' && sender.url.startsWith(chrome.runtime.getURL(''));
+}
+
+function hostOf(url) {
+  try { return new URL(url).host; } catch (e) { return ''; }
+}
+
+// dispatch answers one message: the handler's answer, or {error, code}.
+async function dispatch(msg, sender) {
+  try {
+    if (!fromExtension(sender)) {
+      if (!PAGE_TYPES.has(msg.type)) { throw new Error(msg.type + ': not for a page'); }
+      msg = Object.assign({}, msg, { host: hostOf(sender && sender.url) });
+      if (AGENT_TYPES.has(msg.type)) {
+        const site = siteFor((await settings()).sites, msg.host);
+        if (!site || !site.agent) { throw new Error(msg.host + ' has no agent'); }
+        msg.agent = site.agent;
+      }
+    }
+    return await handlers[msg.type](msg, sender);
+  } catch (e) {
+    return { error: String((e && e.message) || e), code: e && e.code };
+  }
+}
+
 chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
-  const h = msg && handlers[msg.type];
-  if (!h) { return false; }
-  h(msg, sender).then(sendResponse, (e) => sendResponse({ error: String((e && e.message) || e), code: e && e.code }));
+  if (!msg || !Object.hasOwn(handlers, msg.type)) { return false; }
+  dispatch(msg, sender).then(sendResponse);
   return true;
 });
 

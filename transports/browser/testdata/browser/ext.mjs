@@ -151,6 +151,31 @@ try {
     await chat.waitForFunction((id) => document.querySelector('[data-crosstalk-envelope="' + id + '"]').getAttribute('data-crosstalk-sent') !== '', id, { timeout: 5000 });
   });
 
+  await step('the background answers a tab for its own site only', async () => {
+    // What a content script's messages arrive with: the browser sets
+    // sender.url and sender.tab, the message itself is whatever the
+    // content script's process says (a compromised renderer says anything).
+    const url = env.PAGES + '/chat.html'; // CHATGPT's
+    const r = await sw.evaluate(async ({ url, relay }) => {
+      const tab = (await chrome.tabs.query({})).find((t) => t.url === url);
+      const sender = { id: chrome.runtime.id, url, tab };
+      const ask = (msg, s = sender) => dispatch(msg, s);
+      const localRelay = relay.replace('127.0.0.1', 'localhost');
+      return {
+        site: await ask({ type: 'site', host: 'chat.example' }),
+        next: await ask({ type: 'next', agent: 'GEMINI' }),
+        exchanges: await ask({ type: 'exchanges', agent: 'GEMINI' }),
+        test: await ask({ type: 'test', relay: 'http://127.0.0.1:9', token: 'x' }),
+        relayPage: await ask({ type: 'site', host: new URL(localRelay).host }, { id: chrome.runtime.id, url: localRelay + '/', tab }),
+      };
+    }, { url, relay: env.RELAY_URL });
+    check('site: the sender\'s own host, not the one it names', r.site.agent === 'CHATGPT', JSON.stringify(r.site));
+    check('next: the sender\'s agent, not the one it names', !r.next.error && !(r.next.text || '').includes('→GEMINI'), JSON.stringify(r.next));
+    check('exchanges: refused to a page', !!r.exchanges.error && !r.exchanges.items, JSON.stringify(r.exchanges));
+    check('test: refused to a page', !!r.test.error && r.test.ok === undefined, JSON.stringify(r.test));
+    check('the relay by its other loopback name is the relay', r.relayPage.isRelay === true, JSON.stringify(r.relayPage));
+  });
+
   await step('copy the last envelope of the page, fenced (command)', async () => {
     await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.PAGES });
     await chat.bringToFront();
@@ -186,6 +211,27 @@ try {
     await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 10000 });
     check('one control once complete', await page.locator('[data-crosstalk-envelope]').count() === 1 &&
       await page.locator('[data-crosstalk-envelope]').getAttribute('data-crosstalk-status') === 'unsigned', '');
+    await page.close();
+  });
+
+  await step('a huge message: the background gets the part it checks', async () => {
+    await sw.evaluate(() => {
+      globalThis.__checked = [];
+      const orig = handlers.check;
+      handlers.check = (msg, sender) => { globalThis.__checked.push(msg.text.length); return orig(msg, sender); };
+      globalThis.__restoreCheck = () => { handlers.check = orig; };
+    });
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES + '/stream.html');
+    await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-ready'));
+    await page.evaluate((t) => { document.getElementById('stream').textContent = t + ('chat '.repeat(200) + '\n').repeat(5 << 10); }, seed.stream);
+    await page.waitForFunction(() => document.querySelectorAll('[data-crosstalk-envelope]').length === 2, null, { timeout: 20000 })
+      .catch(async (e) => { throw new Error(e.message + ' toast: ' + await page.evaluate(() => (document.querySelector('[data-crosstalk-toasts]') || { dataset: {} }).dataset.last) +
+        ' controls: ' + await page.locator('[data-crosstalk-envelope]').count() + ' checked: ' + JSON.stringify(await sw.evaluate(() => globalThis.__checked))); });
+    const lens = await sw.evaluate(() => { globalThis.__restoreCheck(); return globalThis.__checked; });
+    const statuses = await page.$$eval('[data-crosstalk-envelope]', (els) => els.map((e) => e.getAttribute('data-crosstalk-status') + ' ' + e.title));
+    check('huge message: the envelope, then the cut', /^unsigned/.test(statuses[0]) && /E-TOO-LARGE/.test(statuses[1]), JSON.stringify(statuses));
+    check('huge message: at most 4 MiB + 1 characters sent to the background', lens.length > 0 && lens.every((n) => n <= (4 << 20) + 1), JSON.stringify(lens));
     await page.close();
   });
 
