@@ -241,9 +241,13 @@ func TestPollingFallback(t *testing.T) {
 	}
 }
 
+// rfc822Size is the size item of a FETCH response.
+var rfc822Size = regexp.MustCompile(`RFC822\.SIZE [0-9]+`)
+
 // imapProxy is a plaintext IMAP proxy to a real server that can hide IDLE
 // from the capabilities (answering BAD to it: mode "hide"), advertise it
-// but refuse it (mode "refuse"), or pass everything (mode ""); Drop cuts
+// but refuse it (mode "refuse"), understate every mail's RFC822.SIZE as
+// 100 bytes (mode "small-size"), or pass everything (mode ""); Drop cuts
 // every connection, as a network failure would.
 type imapProxy struct {
 	Addr  string
@@ -297,6 +301,9 @@ func newIMAPProxy(t *testing.T, target, mode string) *imapProxy {
 					if mode == "hide" && strings.Contains(line, "CAPABILITY") {
 						line = strings.Replace(line, " IDLE", "", 1)
 					}
+					if mode == "small-size" {
+						line = rfc822Size.ReplaceAllString(line, "RFC822.SIZE 100")
+					}
 					if line != "" {
 						write(line)
 					}
@@ -312,6 +319,10 @@ func newIMAPProxy(t *testing.T, target, mode string) *imapProxy {
 				for {
 					line, err := br.ReadString('\n')
 					if m := idleCmd.FindStringSubmatch(line); m != nil && mode != "" {
+						if mode == "small-size" {
+							io.WriteString(sc, line)
+							continue
+						}
 						if mode == "hide" {
 							write(m[1] + " BAD Unknown command\r\n")
 						} else {
@@ -605,6 +616,36 @@ func TestOversized(t *testing.T) {
 	}
 	if len(readAll(t, got[0].Data)) != 0 {
 		t.Errorf("notice holds an envelope: %q", d)
+	}
+	waitFlags(t, s, user, "", 1)
+}
+
+// TestOversizedBodyDespiteSize: a server whose RFC822.SIZE says a mail is
+// small but whose BODY[] literal is larger (a broken or hostile server,
+// or a man in the middle of a plaintext connection) made the Receiver
+// read the whole literal into memory, whatever MaxMessageSize said, and
+// hand all of it over. At most MaxMessageSize of it is read now, and the
+// mail is handed over as too large.
+func TestOversizedBodyDespiteSize(t *testing.T) {
+	s := realStack(t)
+	user := s.NewUser()
+	text, _ := testEnvelope(t, strings.Repeat("big ", 50000))
+	deliver(t, s, user, plainMail("x@example.test", mailtest.Address(user), "lied about", text))
+	p := newIMAPProxy(t, s.IMAPAddr, "small-size")
+	const limit = 16 << 10
+	rc := receiver(t, s, user, filepath.Join(t.TempDir(), "state"), nil, func(o *Options) { o.MaxMessageSize = limit })
+	rc.srv.Addr, rc.srv.Security = p.Addr, SecurityNone
+	rec := newRecorder()
+	run(t, rc, rec.handle)
+	got := rec.wait(t, 1, 10*time.Second)
+	if n := len(got[0].Data); n > limit {
+		t.Errorf("handed over %d bytes of a mail whose literal is above the %d-byte limit", n, limit)
+	}
+	d := string(got[0].Data)
+	for _, want := range []string{"E-TOO-LARGE", "Subject: lied about"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("notice = %.200q, want it to contain %q", d, want)
+		}
 	}
 	waitFlags(t, s, user, "", 1)
 }
