@@ -68,6 +68,7 @@ type Options struct {
 type Folder struct {
 	dir     string
 	outbox  string
+	inside  bool // outbox is DIR/outbox, where others drop files
 	log     *slog.Logger
 	settle  time.Duration
 	rescan  time.Duration
@@ -98,7 +99,7 @@ func New(dir string, opts *Options) *Folder {
 		timeout: opts.Timeout,
 	}
 	if f.outbox == "" {
-		f.outbox = filepath.Join(f.dir, OutboxDir)
+		f.outbox, f.inside = filepath.Join(f.dir, OutboxDir), true
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)

@@ -754,3 +754,32 @@ func TestSafeName(t *testing.T) {
 		seen[got] = in
 	}
 }
+
+// TestSendOutboxSymlink: anyone who may drop files into the watched
+// directory could plant DIR/outbox itself as a symbolic link, and every
+// receiver's envelopes were written wherever it pointed (a directory
+// others read), each delivery recorded as delivered. The default outbox
+// is not written through a link; an outbox the user configured may be
+// one.
+func TestSendOutboxSymlink(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(dir, folder.OutboxDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := folder.New(dir, nil).Send(ctx, "BOB", "id", []byte("secret")); !errors.Is(err, transports.ErrPermanent) {
+		t.Errorf("Send through a symlinked DIR/outbox = %v, want ErrPermanent", err)
+	}
+	if ms, _ := filepath.Glob(filepath.Join(elsewhere, "*")); len(ms) > 0 {
+		t.Errorf("Send wrote through the symlinked outbox: %v", ms)
+	}
+	// A configured outbox that is a link is the user's choice.
+	link := filepath.Join(t.TempDir(), "out")
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := folder.New(dir, &folder.Options{Outbox: link}).Send(ctx, "BOB", "id", []byte("x")); err != nil {
+		t.Errorf("Send to a configured outbox that is a link: %v", err)
+	}
+}
