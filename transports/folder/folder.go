@@ -68,7 +68,7 @@ type Options struct {
 type Folder struct {
 	dir     string
 	outbox  string
-	inside  bool // outbox is DIR/outbox, where others drop files
+	inside  bool // the outbox is an entry of DIR, where others drop files
 	log     *slog.Logger
 	settle  time.Duration
 	rescan  time.Duration
@@ -99,8 +99,10 @@ func New(dir string, opts *Options) *Folder {
 		timeout: opts.Timeout,
 	}
 	if f.outbox == "" {
-		f.outbox, f.inside = filepath.Join(f.dir, OutboxDir), true
+		f.outbox = filepath.Join(f.dir, OutboxDir)
 	}
+	f.outbox = filepath.Clean(f.outbox)
+	f.inside = filepath.Dir(f.outbox) == f.dir
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}

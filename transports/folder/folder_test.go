@@ -828,10 +828,14 @@ func TestSendOutboxSymlink(t *testing.T) {
 	if err := folder.New(dir, nil).Send(ctx, "BOB", "id", []byte("secret")); !errors.Is(err, transports.ErrPermanent) {
 		t.Errorf("Send through a symlinked DIR/outbox = %v, want ErrPermanent", err)
 	}
+	// The same outbox configured by name.
+	if err := folder.New(dir, &folder.Options{Outbox: filepath.Join(dir, "outbox")}).Send(ctx, "BOB", "id", []byte("secret")); !errors.Is(err, transports.ErrPermanent) {
+		t.Errorf("Send through a symlinked DIR/outbox (configured) = %v, want ErrPermanent", err)
+	}
 	if ms, _ := filepath.Glob(filepath.Join(elsewhere, "*")); len(ms) > 0 {
 		t.Errorf("Send wrote through the symlinked outbox: %v", ms)
 	}
-	// A configured outbox that is a link is the user's choice.
+	// A configured outbox elsewhere that is a link is the user's choice.
 	link := filepath.Join(t.TempDir(), "out")
 	if err := os.Symlink(elsewhere, link); err != nil {
 		t.Fatal(err)

@@ -46,9 +46,9 @@ func (f *Folder) Send(ctx context.Context, to, id string, text []byte) error {
 		return fmt.Errorf("folder: send to %s: %w", to, err)
 	}
 	// MkdirAll follows a symbolic link planted as the receiver's directory
-	// (or as DIR/outbox, checked above: anyone who may drop files into DIR
-	// could plant it); refuse to write through it. A configured outbox may
-	// be a link: the user's choice, as DIR is.
+	// (or as the outbox when it is an entry of DIR, checked above: anyone
+	// who may drop files into DIR could plant it); refuse to write through
+	// it. An outbox elsewhere may be a link: the user's choice, as DIR is.
 	if fi, err := os.Lstat(dir); err != nil {
 		return fmt.Errorf("folder: send to %s: %w", to, err)
 	} else if !fi.IsDir() {
