@@ -143,32 +143,63 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	// deliveries on another; and one receiver takes at most half of its
 	// medium's slots, so it cannot hold up the other receivers on the
 	// same medium either. A receiver's slot is taken first: a send
-	// waiting for it holds no slot of the medium.
-	slots := map[string]chan struct{}{}
+	// waiting for it holds no slot of the medium. A delivery waiting for
+	// its receiver's slot waits in the receiver's lane, not in a goroutine
+	// of its own: a receiver that hangs for weeks gathers every envelope
+	// sent to it meanwhile, and the goroutines that hold its slots take
+	// them in order.
+	mediums := map[string]chan struct{}{}
 	perReceiver := max(o.opts.Workers/2, 1)
-	sem := func(key string, n int) chan struct{} {
-		s, ok := slots[key]
-		if !ok {
-			s = make(chan struct{}, n)
-			slots[key] = s
-		}
-		return s
+	type lane struct {
+		busy    int // goroutines holding one of the receiver's slots
+		waiting []*delivery
 	}
+	var lanesMu sync.Mutex
+	lanes := map[string]*lane{}
 	dispatch := func(d *delivery) {
-		rsem := sem("\x00"+d.transport+"\x00"+d.address, perReceiver)
-		tsem := sem(d.transport, o.opts.Workers)
+		tsem, ok := mediums[d.transport]
+		if !ok {
+			tsem = make(chan struct{}, o.opts.Workers)
+			mediums[d.transport] = tsem
+		}
+		key := d.transport + "\x00" + d.address
+		lanesMu.Lock()
+		l, ok := lanes[key]
+		if !ok {
+			l = &lane{}
+			lanes[key] = l
+		}
+		if l.busy >= perReceiver {
+			l.waiting = append(l.waiting, d)
+			lanesMu.Unlock()
+			return
+		}
+		l.busy++
+		lanesMu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, s := range []chan struct{}{rsem, tsem} {
+			for d != nil {
 				select {
-				case s <- struct{}{}:
+				case tsem <- struct{}{}:
 				case <-ctx.Done():
 					return
 				}
-				defer func() { <-s }()
+				o.attempt(ctx, d)
+				<-tsem
+				lanesMu.Lock()
+				d = nil
+				if len(l.waiting) > 0 {
+					d, l.waiting[0] = l.waiting[0], nil
+					l.waiting = l.waiting[1:]
+				} else {
+					l.busy--
+					if l.busy == 0 {
+						delete(lanes, key) // a year of addresses
+					}
+				}
+				lanesMu.Unlock()
 			}
-			o.attempt(ctx, d)
 		}()
 	}
 	wg.Add(1)

@@ -141,3 +141,39 @@ func TestOutboundGoroutinesDoNotGrowWithGroups(t *testing.T) {
 		t.Errorf("the dispatcher runs %d goroutines over %d groups, want a number that does not grow with the groups", n, groups)
 	}
 }
+
+// TestOutboundGoroutinesDoNotGrowWithBacklog: every due delivery got a
+// goroutine of its own that waited for its receiver's slot, so a receiver
+// whose endpoint hangs (each attempt takes the whole attempt timeout)
+// gathered a goroutine for every envelope sent to it meanwhile — a team's
+// weeks of messages to one dead agent. Deliveries waiting for a
+// receiver's slot now wait in a list.
+func TestOutboundGoroutinesDoNotGrowWithBacklog(t *testing.T) {
+	r := routedRelay(t)
+	const backlog = 300
+	var text strings.Builder
+	for i := range backlog {
+		text.WriteString(env("GEMINI", "CHATGPT", "REQUEST", "g", fmt.Sprintf("stuck %d", i)) + "\n")
+	}
+	ingest(t, r, "", text.String())
+	before := runtime.NumGoroutine()
+	stop := runOutbound(t, r, &gateway.OutboundOptions{
+		Senders:        map[string]transports.Sender{"folder": &recordingSender{}, "mail": hangingSender{}},
+		AttemptTimeout: time.Hour,
+	})
+	defer stop()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, pending := gateway.OutboundTracked(r)
+		if pending == backlog && gateway.OutboundQueued(r) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries pending, %d queued; want %d pending, all taken from the queue", pending, gateway.OutboundQueued(r), backlog)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine() - before; n > backlog/10 {
+		t.Errorf("the dispatcher runs %d goroutines for %d deliveries to one hung receiver, want a number that does not grow with them", n, backlog)
+	}
+}
