@@ -526,6 +526,16 @@ func (s *scanner) process(ctx context.Context, uid uint32) error {
 	for _, p := range texts {
 		in := transports.Inbound{Transport: "mail", Source: s.source(uid, mid, p.Path, len(texts) > 1), Data: p.Text, CanReply: canReply}
 		rep, err := s.h(ctx, in)
+		if errors.Is(err, transports.ErrPermanent) {
+			// Refused whole for good (more envelopes than the relay
+			// takes from one intake): offered again, it would be refused
+			// again, and every later mail would wait behind it. The
+			// relay records a notice naming it instead.
+			log.LogAttrs(ctx, slog.LevelError, "mail refused whole by the handler: a notice is handed over instead, and the mail marked",
+				slog.String("message_id", mid), slog.String("error", err.Error()))
+			in.Data = refusedWhole(hdr, err)
+			rep, err = s.h(ctx, in)
+		}
 		if err != nil {
 			return &handlerError{uid: uid, err: err}
 		}
@@ -678,6 +688,22 @@ func parseHeader(b []byte) netmail.Header {
 // envelope, so the relay records an E-FORMAT notice that names the mail,
 // and the sender gets an ERROR envelope back.
 func tooLarge(h netmail.Header, size, limit int64) []byte {
+	what := fmt.Sprintf("a mail of %d bytes", size)
+	if size < 0 {
+		what = "a mail" // the server understated its size
+	}
+	return notice(h, fmt.Sprintf("E-TOO-LARGE: %s is above the %d-byte limit and was not read.", what, limit))
+}
+
+// refusedWhole is the text handed over instead of a mail's text that the
+// Handler refused for good: no envelope, so the relay records a notice
+// that names the mail.
+func refusedWhole(h netmail.Header, err error) []byte {
+	return notice(h, "the mail was refused whole, nothing of it recorded: "+oneLine(err.Error()))
+}
+
+// notice is a line about a mail followed by the fields that name it.
+func notice(h netmail.Header, what string) []byte {
 	dec := &mime.WordDecoder{CharsetReader: charsetReader}
 	field := func(k string) string {
 		v, err := dec.DecodeHeader(h.Get(k))
@@ -686,12 +712,8 @@ func tooLarge(h netmail.Header, size, limit int64) []byte {
 		}
 		return oneLine(v)
 	}
-	what := fmt.Sprintf("a mail of %d bytes", size)
-	if size < 0 {
-		what = "a mail" // the server understated its size
-	}
-	return fmt.Appendf(nil, "mail: E-TOO-LARGE: %s is above the %d-byte limit and was not read.\n"+
-		"Message-ID: %s\nFrom: %s\nSubject: %s\nDate: %s\n", what, limit,
+	return fmt.Appendf(nil, "mail: %s\n"+
+		"Message-ID: %s\nFrom: %s\nSubject: %s\nDate: %s\n", what,
 		field("Message-Id"), field("From"), field("Subject"), field("Date"))
 }
 

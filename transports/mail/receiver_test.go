@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -410,6 +411,44 @@ func TestHandlerFailureKeepsOrder(t *testing.T) {
 	got := messageIDsOf(t, rec.wait(t, 2, 10*time.Second))
 	if !slices.Equal(got, []string{id1, id2}) {
 		t.Errorf("received %v, want [%s %s]", got, id1, id2)
+	}
+	waitFlags(t, s, user, "", 2)
+}
+
+// TestHandlerRefusesWhole: a mail the Handler refuses for good (the
+// relay's ErrTooManyEnvelopes: more envelopes than it takes from one
+// intake) was offered again for ever, and, order being kept, every later
+// mail waited behind it: one mail of a thousand small envelopes stopped
+// the relay's mail intake. It is now marked processed, the Handler gets a
+// notice naming it instead (so the relay records it), and later mail goes
+// on.
+func TestHandlerRefusesWhole(t *testing.T) {
+	s := realStack(t)
+	user := s.NewUser()
+	poison, _ := testEnvelope(t, "poison")
+	good, id2 := testEnvelope(t, "good")
+	deliver(t, s, user, plainMail("x@example.test", mailtest.Address(user), "too many", poison))
+	deliver(t, s, user, plainMail("x@example.test", mailtest.Address(user), "fine", good))
+	rec := newRecorder()
+	rec.fail = func(in transports.Inbound) error {
+		if bytes.Contains(in.Data, []byte("poison")) {
+			return fmt.Errorf("%w: too many envelopes", transports.ErrPermanent)
+		}
+		return nil
+	}
+	run(t, receiver(t, s, user, filepath.Join(t.TempDir(), "state"), nil, nil), rec.handle)
+	got := rec.wait(t, 2, 10*time.Second)
+	d := string(got[0].Data)
+	for _, want := range []string{"refused whole", "too many envelopes", "Subject: too many", "From: x@example.test"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("notice = %q, want it to contain %q", d, want)
+		}
+	}
+	if len(readAll(t, got[0].Data)) != 0 {
+		t.Errorf("notice holds an envelope: %q", d)
+	}
+	if ids := messageIDsOf(t, got[1:]); !slices.Equal(ids, []string{id2}) {
+		t.Errorf("then received %v, want [%s]", ids, id2)
 	}
 	waitFlags(t, s, user, "", 2)
 }
