@@ -177,3 +177,29 @@ func TestOutboundGoroutinesDoNotGrowWithBacklog(t *testing.T) {
 		t.Errorf("the dispatcher runs %d goroutines for %d deliveries to one hung receiver, want a number that does not grow with them", n, backlog)
 	}
 }
+
+// TestOutboundErrorTextBounded: the error of a failed send went whole into
+// the failed delivery record, the notice and the ERROR envelope back; it
+// holds what the receiver said (an HTTP receiver's ERROR reason, up to
+// 16 MiB of it; an SMTP server's text), so one receiver could grow every
+// record, and a record above the ledger's limit (JetStream's max_payload,
+// 1 MB) was refused and tried again for ever, the delivery never final.
+func TestOutboundErrorTextBounded(t *testing.T) {
+	r := routedRelay(t)
+	huge := &recordingSender{err: fmt.Errorf("%w: receiver answered 400 E-FORMAT: %s", transports.ErrPermanent, strings.Repeat("x", 2<<20))}
+	stop := runOutbound(t, r, &gateway.OutboundOptions{Senders: map[string]transports.Sender{"folder": huge}})
+	defer stop()
+	ingest(t, r, "", env("GEMINI", "CLAUDE", "REQUEST", "g", "refused at length"))
+	for _, kind := range []string{gateway.KindDelivery, gateway.KindNotify} {
+		evs := waitEvents(t, r, "g", kind, 1)
+		if len(evs) != 1 {
+			t.Fatalf("%s records = %d, want 1", kind, len(evs))
+		}
+		if n := len(evs[0].Data); n > 16<<10 {
+			t.Errorf("%s record of %d bytes for a failure, want the error text cut", kind, n)
+		}
+		if d, _ := gateway.ParseData(evs[0]); !strings.Contains(d.Note+d.Message, "receiver answered 400 E-FORMAT: xxx") {
+			t.Errorf("%s record %.200q does not say what the receiver answered", kind, d.Note+d.Message)
+		}
+	}
+}
