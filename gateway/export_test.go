@@ -20,3 +20,15 @@ func OutboundTracked(r *Relay) (final, pending int) {
 	defer o.mu.Unlock()
 	return len(o.final), len(o.pending)
 }
+
+// OutboundQueued returns how many deliveries wait in the running
+// dispatcher's queue for their time; zero before RunOutbound.
+func OutboundQueued(r *Relay) int {
+	o := r.outbound.Load()
+	if o == nil {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.queue)
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -143,32 +144,63 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	// deliveries on another; and one receiver takes at most half of its
 	// medium's slots, so it cannot hold up the other receivers on the
 	// same medium either. A receiver's slot is taken first: a send
-	// waiting for it holds no slot of the medium.
-	slots := map[string]chan struct{}{}
+	// waiting for it holds no slot of the medium. A delivery waiting for
+	// its receiver's slot waits in the receiver's lane, not in a goroutine
+	// of its own: a receiver that hangs for weeks gathers every envelope
+	// sent to it meanwhile, and the goroutines that hold its slots take
+	// them in order.
+	mediums := map[string]chan struct{}{}
 	perReceiver := max(o.opts.Workers/2, 1)
-	sem := func(key string, n int) chan struct{} {
-		s, ok := slots[key]
-		if !ok {
-			s = make(chan struct{}, n)
-			slots[key] = s
-		}
-		return s
+	type lane struct {
+		busy    int // goroutines holding one of the receiver's slots
+		waiting []*delivery
 	}
+	var lanesMu sync.Mutex
+	lanes := map[string]*lane{}
 	dispatch := func(d *delivery) {
-		rsem := sem("\x00"+d.transport+"\x00"+d.address, perReceiver)
-		tsem := sem(d.transport, o.opts.Workers)
+		tsem, ok := mediums[d.transport]
+		if !ok {
+			tsem = make(chan struct{}, o.opts.Workers)
+			mediums[d.transport] = tsem
+		}
+		key := d.transport + "\x00" + d.address
+		lanesMu.Lock()
+		l, ok := lanes[key]
+		if !ok {
+			l = &lane{}
+			lanes[key] = l
+		}
+		if l.busy >= perReceiver {
+			l.waiting = append(l.waiting, d)
+			lanesMu.Unlock()
+			return
+		}
+		l.busy++
+		lanesMu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, s := range []chan struct{}{rsem, tsem} {
+			for d != nil {
 				select {
-				case s <- struct{}{}:
+				case tsem <- struct{}{}:
 				case <-ctx.Done():
 					return
 				}
-				defer func() { <-s }()
+				o.attempt(ctx, d)
+				<-tsem
+				lanesMu.Lock()
+				d = nil
+				if len(l.waiting) > 0 {
+					d, l.waiting[0] = l.waiting[0], nil
+					l.waiting = l.waiting[1:]
+				} else {
+					l.busy--
+					if l.busy == 0 {
+						delete(lanes, key) // a year of addresses
+					}
+				}
+				lanesMu.Unlock()
 			}
-			o.attempt(ctx, d)
 		}()
 	}
 	wg.Add(1)
@@ -477,7 +509,7 @@ func (o *outbound) attempt(ctx context.Context, d *delivery) {
 		return
 	}
 	d.lastErr = err
-	o.log.Warn("delivery attempt failed", "event", d.event.ID, "to", d.receiver, "transport", d.transport, "attempt", d.attempts, "err", err)
+	o.log.Warn("delivery attempt failed", "event", d.event.ID, "to", d.receiver, "transport", d.transport, "attempt", d.attempts, "err", cutText(err.Error(), maxErrorText))
 	if errors.Is(err, transports.ErrPermanent) || d.attempts >= o.opts.MaxAttempts {
 		o.finish(ctx, d, "failed", err)
 		return
@@ -509,7 +541,7 @@ func (o *outbound) retry(d *delivery, n int) {
 func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause error) {
 	data := EventData{EventID: d.event.ID, ActorID: d.receiver, State: state, Message: fmt.Sprintf("%s via %s to %s after %d attempt(s)", state, d.transport, d.address, d.attempts)}
 	if cause != nil {
-		data.Note = cause.Error()
+		data.Note = cutText(cause.Error(), maxErrorText)
 	}
 	recs := []ledger.Record{{Kind: KindDelivery, GroupID: d.group, By: "system", Data: mustJSON(data), DedupeKey: "delivery:" + d.key}}
 	if state == "failed" {
@@ -517,7 +549,7 @@ func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause 
 		if d.timeouts == d.attempts {
 			code = envelope.CodeTimeout
 		}
-		reason := fmt.Sprintf("could not deliver to %s via %s: %v", d.receiver, d.transport, cause)
+		reason := fmt.Sprintf("could not deliver to %s via %s: %s", d.receiver, d.transport, cutText(fmt.Sprint(cause), maxErrorText))
 		recs = append(recs, ledger.Record{Kind: KindNotify, GroupID: d.group, By: "system", DedupeKey: "delivery-failed:" + d.key,
 			Data: mustJSON(EventData{Kind: "error", Priority: "high", Title: string(code) + " delivering " + d.messageID, Message: reason, TargetActorID: d.sender, RelatedEventID: d.event.ID, RequiresAck: true})})
 		if !d.bounced {
@@ -540,6 +572,25 @@ func (o *outbound) finish(ctx context.Context, d *delivery, state string, cause 
 	o.settle(d.key) // the follower has read its message
 	o.observe(d, state)
 	o.log.Info("delivery "+state, "event", d.event.ID, "to", d.receiver, "transport", d.transport, "attempts", d.attempts)
+}
+
+// maxErrorText bounds the error text of a failed delivery kept in its
+// record, its notice and the ERROR envelope back: the text holds what
+// the receiver answered (an HTTP receiver's ERROR reason, an SMTP
+// server's reply), and a record above the ledger's limit would be
+// refused and tried again for ever.
+const maxErrorText = 2 << 10
+
+// cutText returns s, or its first n bytes cut at a character boundary
+// and marked as cut.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("… (%d more bytes)", len(s)-n)
 }
 
 // bounce sends the ERROR envelope back to the sender over its own

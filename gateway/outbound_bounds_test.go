@@ -137,7 +137,77 @@ func TestOutboundGoroutinesDoNotGrowWithGroups(t *testing.T) {
 			t.Fatalf("%d of %d deliveries recorded", recs, groups)
 		}
 	}
+	// The sends whose records were just written are still ending: give
+	// them a moment, so that only goroutines that stay count.
+	for settle := time.Now().Add(5 * time.Second); runtime.NumGoroutine()-before > groups/10 && time.Now().Before(settle); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n := runtime.NumGoroutine() - before; n > groups/10 {
 		t.Errorf("the dispatcher runs %d goroutines over %d groups, want a number that does not grow with the groups", n, groups)
+	}
+}
+
+// TestOutboundGoroutinesDoNotGrowWithBacklog: every due delivery got a
+// goroutine of its own that waited for its receiver's slot, so a receiver
+// whose endpoint hangs (each attempt takes the whole attempt timeout)
+// gathered a goroutine for every envelope sent to it meanwhile — a team's
+// weeks of messages to one dead agent. Deliveries waiting for a
+// receiver's slot now wait in a list.
+func TestOutboundGoroutinesDoNotGrowWithBacklog(t *testing.T) {
+	r := routedRelay(t)
+	const backlog = 300
+	var text strings.Builder
+	for i := range backlog {
+		text.WriteString(env("GEMINI", "CHATGPT", "REQUEST", "g", fmt.Sprintf("stuck %d", i)) + "\n")
+	}
+	ingest(t, r, "", text.String())
+	before := runtime.NumGoroutine()
+	stop := runOutbound(t, r, &gateway.OutboundOptions{
+		Senders:        map[string]transports.Sender{"folder": &recordingSender{}, "mail": hangingSender{}},
+		AttemptTimeout: time.Hour,
+	})
+	defer stop()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, pending := gateway.OutboundTracked(r)
+		if pending == backlog && gateway.OutboundQueued(r) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries pending, %d queued; want %d pending, all taken from the queue", pending, gateway.OutboundQueued(r), backlog)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for settle := time.Now().Add(5 * time.Second); runtime.NumGoroutine()-before > backlog/10 && time.Now().Before(settle); {
+		time.Sleep(10 * time.Millisecond) // only goroutines that stay count
+	}
+	if n := runtime.NumGoroutine() - before; n > backlog/10 {
+		t.Errorf("the dispatcher runs %d goroutines for %d deliveries to one hung receiver, want a number that does not grow with them", n, backlog)
+	}
+}
+
+// TestOutboundErrorTextBounded: the error of a failed send went whole into
+// the failed delivery record, the notice and the ERROR envelope back; it
+// holds what the receiver said (an HTTP receiver's ERROR reason, up to
+// 16 MiB of it; an SMTP server's text), so one receiver could grow every
+// record, and a record above the ledger's limit (JetStream's max_payload,
+// 1 MB) was refused and tried again for ever, the delivery never final.
+func TestOutboundErrorTextBounded(t *testing.T) {
+	r := routedRelay(t)
+	huge := &recordingSender{err: fmt.Errorf("%w: receiver answered 400 E-FORMAT: %s", transports.ErrPermanent, strings.Repeat("x", 2<<20))}
+	stop := runOutbound(t, r, &gateway.OutboundOptions{Senders: map[string]transports.Sender{"folder": huge}})
+	defer stop()
+	ingest(t, r, "", env("GEMINI", "CLAUDE", "REQUEST", "g", "refused at length"))
+	for _, kind := range []string{gateway.KindDelivery, gateway.KindNotify} {
+		evs := waitEvents(t, r, "g", kind, 1)
+		if len(evs) != 1 {
+			t.Fatalf("%s records = %d, want 1", kind, len(evs))
+		}
+		if n := len(evs[0].Data); n > 16<<10 {
+			t.Errorf("%s record of %d bytes for a failure, want the error text cut", kind, n)
+		}
+		if d, _ := gateway.ParseData(evs[0]); !strings.Contains(d.Note+d.Message, "receiver answered 400 E-FORMAT: xxx") {
+			t.Errorf("%s record %.200q does not say what the receiver answered", kind, d.Note+d.Message)
+		}
 	}
 }

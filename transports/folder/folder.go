@@ -68,6 +68,7 @@ type Options struct {
 type Folder struct {
 	dir     string
 	outbox  string
+	inside  bool // the outbox is an entry of DIR, where others drop files
 	log     *slog.Logger
 	settle  time.Duration
 	rescan  time.Duration
@@ -100,6 +101,8 @@ func New(dir string, opts *Options) *Folder {
 	if f.outbox == "" {
 		f.outbox = filepath.Join(f.dir, OutboxDir)
 	}
+	f.outbox = filepath.Clean(f.outbox)
+	f.inside = filepath.Dir(f.outbox) == f.dir
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -621,6 +622,62 @@ func TestNameCollision(t *testing.T) {
 	}
 }
 
+// TestNameCollisionLongRun: a tool that always writes the same name
+// (reply.crosstalk, a few times a day for a year) filled NAME-1 … NAME-9999
+// in processed/; from then on every such file was handled but could not
+// be moved ("no free name"), stayed in DIR and was never offered again
+// until it changed. It is moved under a name of its own now.
+func TestNameCollisionLongRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	done := filepath.Join(dir, folder.ProcessedDir)
+	if err := os.Mkdir(done, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10000 {
+		name := "same.crosstalk"
+		if i > 0 {
+			name = fmt.Sprintf("same-%d.crosstalk", i)
+		}
+		if err := os.WriteFile(filepath.Join(done, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := newRecorder()
+	start(t, folder.New(dir, testOptions()), rec.handle)
+	if err := writeRenamed(dir, "same.crosstalk", envText(t, "the 10001st")); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, 1, 3*time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := os.Lstat(filepath.Join(dir, "same.crosstalk"))
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("same.crosstalk still in DIR (%v): not moved", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	des, err := os.ReadDir(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, de := range des {
+		if b, _ := os.ReadFile(filepath.Join(done, de.Name())); strings.Contains(string(b), "the 10001st") {
+			found = true
+			if !strings.HasPrefix(de.Name(), "same-") || !strings.HasSuffix(de.Name(), ".crosstalk") {
+				t.Errorf("moved to processed/%s, want same-….crosstalk", de.Name())
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the file is not in processed/")
+	}
+}
+
 func TestReceiveErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -752,5 +809,38 @@ func TestSafeName(t *testing.T) {
 			t.Errorf("SafeName(%q) = SafeName(%q) = %q", in, prev, got)
 		}
 		seen[got] = in
+	}
+}
+
+// TestSendOutboxSymlink: anyone who may drop files into the watched
+// directory could plant DIR/outbox itself as a symbolic link, and every
+// receiver's envelopes were written wherever it pointed (a directory
+// others read), each delivery recorded as delivered. The default outbox
+// is not written through a link; an outbox the user configured may be
+// one.
+func TestSendOutboxSymlink(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(dir, folder.OutboxDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := folder.New(dir, nil).Send(ctx, "BOB", "id", []byte("secret")); !errors.Is(err, transports.ErrPermanent) {
+		t.Errorf("Send through a symlinked DIR/outbox = %v, want ErrPermanent", err)
+	}
+	// The same outbox configured by name.
+	if err := folder.New(dir, &folder.Options{Outbox: filepath.Join(dir, "outbox")}).Send(ctx, "BOB", "id", []byte("secret")); !errors.Is(err, transports.ErrPermanent) {
+		t.Errorf("Send through a symlinked DIR/outbox (configured) = %v, want ErrPermanent", err)
+	}
+	if ms, _ := filepath.Glob(filepath.Join(elsewhere, "*")); len(ms) > 0 {
+		t.Errorf("Send wrote through the symlinked outbox: %v", ms)
+	}
+	// A configured outbox elsewhere that is a link is the user's choice.
+	link := filepath.Join(t.TempDir(), "out")
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := folder.New(dir, &folder.Options{Outbox: link}).Send(ctx, "BOB", "id", []byte("x")); err != nil {
+		t.Errorf("Send to a configured outbox that is a link: %v", err)
 	}
 }

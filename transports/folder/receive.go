@@ -572,19 +572,39 @@ func (r *receiver) move(name, sub, target, msg, details string) (string, error) 
 // is the limit of ext4, XFS, Btrfs, APFS and NTFS.
 const maxName = 255
 
-// freeName returns name, or name with "-N" before its extension, such that
-// neither it nor its .error file exists in dir. A name too long for that
-// (with room for the suffixes) is shortened, keeping its start, its
-// extension and a short hash of the whole name, so that it still tells
-// where it came from and two long names do not meet; the .error file
-// records the original name.
+// maxNumbered is how many "-N" names freeName tries before it names the
+// file by the time.
+const maxNumbered = 100
+
+// freeName returns name, or name with "-N" before its extension (N up to
+// 99), or else with "-<UTC time>[-N]", such that neither it nor its .error
+// file exists in dir. A name too long for that (with room for the
+// suffixes) is shortened, keeping its start, its extension and a short
+// hash of the whole name, so that it still tells where it came from and
+// two long names do not meet; the .error file records the original name.
+//
+// A tool that always writes the same name fills NAME-1 … NAME-99 within
+// weeks; counting on through every taken name made each move slower and
+// ended, at the ten-thousandth, in a file that could not be moved at all.
 func freeName(dir, name string) (string, error) {
+	orig := name
 	name = shorten(name, maxName-len(ErrorSuffix)-len("-9999"))
 	stem, ext := splitExt(name)
-	for n := 0; n < 10000; n++ {
-		cand := name
-		if n > 0 {
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	for n := 0; n < maxNumbered+1000; n++ {
+		var cand string
+		switch {
+		case n == 0:
+			cand = name
+		case n < maxNumbered:
 			cand = fmt.Sprintf("%s-%d%s", stem, n, ext)
+		default:
+			suffix := "-" + stamp
+			if k := n - maxNumbered; k > 0 {
+				suffix += fmt.Sprintf("-%d", k)
+			}
+			s, e := splitExt(shorten(orig, maxName-len(ErrorSuffix)-len(suffix)))
+			cand = s + suffix + e
 		}
 		free, err := absent(filepath.Join(dir, cand))
 		if err != nil {

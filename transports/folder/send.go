@@ -35,11 +35,20 @@ func (f *Folder) Send(ctx context.Context, to, id string, text []byte) error {
 		name = "sha256-" + hex.EncodeToString(sum[:16])
 	}
 	dir := filepath.Join(f.outbox, rdir)
+	if f.inside {
+		// Checked before MkdirAll, which would create the receiver's
+		// directory through a link.
+		if fi, err := os.Lstat(f.outbox); err == nil && !fi.IsDir() {
+			return fmt.Errorf("folder: send to %s: %w: %s is not a directory (a symbolic link?)", to, transports.ErrPermanent, f.outbox)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("folder: send to %s: %w", to, err)
 	}
-	// MkdirAll follows a symbolic link planted as the receiver's directory;
-	// refuse to write through it.
+	// MkdirAll follows a symbolic link planted as the receiver's directory
+	// (or as the outbox when it is an entry of DIR, checked above: anyone
+	// who may drop files into DIR could plant it); refuse to write through
+	// it. An outbox elsewhere may be a link: the user's choice, as DIR is.
 	if fi, err := os.Lstat(dir); err != nil {
 		return fmt.Errorf("folder: send to %s: %w", to, err)
 	} else if !fi.IsDir() {

@@ -75,7 +75,11 @@
 // mail stays unmarked and is offered again after a pause (1 s doubling up
 // to PollInterval); later mail waits behind it, so order is kept. A reply
 // refused permanently (5xx, a bad address) is logged and the mail is
-// marked anyway.
+// marked anyway. A text the Handler refuses for good (an error wrapping
+// transports.ErrPermanent: more envelopes than the relay takes at once)
+// is logged, replaced by a notice naming the mail, which the Handler
+// gets instead, and the mail is marked: later mail does not wait behind
+// it.
 //
 // Mail larger than Options.MaxMessageSize (8 MiB, the relay's intake
 // limit) is not fetched: the Handler gets a short text naming it

@@ -397,15 +397,15 @@ func unflow(data []byte, delsp bool) []byte {
 		if open && depth != curDepth {
 			flush() // a depth change ends the paragraph (§4.5)
 		}
+		soft := strings.HasSuffix(content, " ") && content != "-- "
+		if soft && delsp {
+			// Drop the soft-break space before writing: removing it
+			// from cur afterwards copied the paragraph at every line.
+			content = content[:len(content)-1]
+		}
 		cur.WriteString(content)
 		curDepth, open = depth, true
-		soft := strings.HasSuffix(content, " ") && content != "-- "
 		if soft {
-			if delsp {
-				s := cur.String()
-				cur.Reset()
-				cur.WriteString(s[:len(s)-1])
-			}
 			continue
 		}
 		flush()

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	netmail "net/mail"
 	"path"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -140,5 +141,31 @@ func TestExtractVectors(t *testing.T) {
 				t.Errorf("mayReply() = %s, want %s", to.Address, want)
 			}
 		})
+	}
+}
+
+// TestUnflowLinear: a format=flowed; delsp=yes paragraph of many soft
+// lines ("a \r\n" repeated) was unflowed by copying the paragraph so far
+// at every line, so a mail of a few MiB kept the receiver busy for hours.
+// The bytes allocated must stay a small multiple of the input.
+func TestUnflowLinear(t *testing.T) {
+	const lines = 20000
+	in := []byte(strings.Repeat("a \r\n", lines) + "end\r\n")
+	for _, delsp := range []bool{false, true} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		out := unflow(in, delsp)
+		runtime.ReadMemStats(&after)
+		want := strings.Repeat("a ", lines) + "end\n"
+		if delsp {
+			want = strings.Repeat("a", lines) + "end\n"
+		}
+		if string(out) != want {
+			t.Fatalf("delsp=%v: unflow gave %d bytes, want %d", delsp, len(out), len(want))
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 32*uint64(len(in)) {
+			t.Errorf("delsp=%v: unflow of %d bytes allocated %d bytes: not linear", delsp, len(in), got)
+		}
 	}
 }

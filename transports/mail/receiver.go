@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net"
@@ -459,23 +460,22 @@ func (s *scanner) process(ctx context.Context, uid uint32) error {
 	log := s.r.o.Logger.With(slog.Uint64("uid", uint64(uid)))
 	set := imap.UIDSetNum(imap.UID(uid))
 	hs := headerSection(s.r.o.MaxMessageSize)
-	bufs, err := s.c.Fetch(set, &imap.FetchOptions{UID: true, Flags: true, RFC822Size: true,
-		BodySection: []*imap.FetchItemBodySection{hs}}).Collect()
+	m, err := fetchOne(s.c.Fetch(set, &imap.FetchOptions{UID: true, Flags: true, RFC822Size: true,
+		BodySection: []*imap.FetchItemBodySection{hs}}), hs.Partial.Size)
 	if err != nil {
 		return fmt.Errorf("mail: imap %s: fetch uid %d: %w", s.r.srv.Addr, uid, err)
 	}
-	if len(bufs) == 0 { // expunged meanwhile
+	if m == nil { // expunged meanwhile
 		return s.remember(uid, "")
 	}
-	m := bufs[0]
-	rawHdr := m.FindBodySection(hs)
-	truncated := int64(len(rawHdr)) >= hs.Partial.Size
+	rawHdr := m.body
+	truncated := m.over || int64(len(rawHdr)) >= hs.Partial.Size
 	if truncated {
 		rawHdr = completeLines(rawHdr)
 	}
 	hdr := parseHeader(rawHdr)
 	mid := cleanMsgID(hdr.Get("Message-Id"))
-	if slices.ContainsFunc(m.Flags, func(f imap.Flag) bool { return strings.EqualFold(string(f), s.r.o.ProcessedKeyword) }) {
+	if slices.ContainsFunc(m.flags, func(f imap.Flag) bool { return strings.EqualFold(string(f), s.r.o.ProcessedKeyword) }) {
 		return s.remember(uid, mid)
 	}
 	if s.st.seen(mid) {
@@ -487,19 +487,21 @@ func (s *scanner) process(ctx context.Context, uid uint32) error {
 	}
 
 	var x extraction
-	if m.RFC822Size > s.r.o.MaxMessageSize {
-		log.LogAttrs(ctx, slog.LevelWarn, "mail too large: not fetched", slog.Int64("size", m.RFC822Size),
+	if m.size > s.r.o.MaxMessageSize {
+		log.LogAttrs(ctx, slog.LevelWarn, "mail too large: not fetched", slog.Int64("size", m.size),
 			slog.Int64("limit", s.r.o.MaxMessageSize), slog.String("message_id", mid))
-		x.Texts = []part{{Text: tooLarge(hdr, m.RFC822Size, s.r.o.MaxMessageSize)}}
+		x.Texts = []part{{Text: tooLarge(hdr, m.size, s.r.o.MaxMessageSize)}}
+	} else if b, err := fetchOne(s.c.Fetch(set, &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{bodySection}}), s.r.o.MaxMessageSize); err != nil {
+		return fmt.Errorf("mail: imap %s: fetch uid %d: %w", s.r.srv.Addr, uid, err)
+	} else if b == nil {
+		return s.remember(uid, "")
+	} else if b.over {
+		// RFC822.SIZE understated the mail: only the limit was read.
+		log.LogAttrs(ctx, slog.LevelWarn, "mail larger than its RFC822.SIZE and the limit: not read on", slog.Int64("size", m.size),
+			slog.Int64("limit", s.r.o.MaxMessageSize), slog.String("message_id", mid))
+		x.Texts = []part{{Text: tooLarge(hdr, -1, s.r.o.MaxMessageSize)}}
 	} else {
-		bufs, err := s.c.Fetch(set, &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{bodySection}}).Collect()
-		if err != nil {
-			return fmt.Errorf("mail: imap %s: fetch uid %d: %w", s.r.srv.Addr, uid, err)
-		}
-		if len(bufs) == 0 {
-			return s.remember(uid, "")
-		}
-		raw := bufs[0].FindBodySection(bodySection)
+		raw := b.body
 		if truncated {
 			// The whole header is here now: decide on all of it (an
 			// Auto-Submitted field may follow the part read first).
@@ -524,6 +526,16 @@ func (s *scanner) process(ctx context.Context, uid uint32) error {
 	for _, p := range texts {
 		in := transports.Inbound{Transport: "mail", Source: s.source(uid, mid, p.Path, len(texts) > 1), Data: p.Text, CanReply: canReply}
 		rep, err := s.h(ctx, in)
+		if errors.Is(err, transports.ErrPermanent) {
+			// Refused whole for good (more envelopes than the relay
+			// takes from one intake): offered again, it would be refused
+			// again, and every later mail would wait behind it. The
+			// relay records a notice naming it instead.
+			log.LogAttrs(ctx, slog.LevelError, "mail refused whole by the handler: a notice is handed over instead, and the mail marked",
+				slog.String("message_id", mid), slog.String("error", err.Error()))
+			in.Data = refusedWhole(hdr, err)
+			rep, err = s.h(ctx, in)
+		}
 		if err != nil {
 			return &handlerError{uid: uid, err: err}
 		}
@@ -676,6 +688,22 @@ func parseHeader(b []byte) netmail.Header {
 // envelope, so the relay records an E-FORMAT notice that names the mail,
 // and the sender gets an ERROR envelope back.
 func tooLarge(h netmail.Header, size, limit int64) []byte {
+	what := fmt.Sprintf("a mail of %d bytes", size)
+	if size < 0 {
+		what = "a mail" // the server understated its size
+	}
+	return notice(h, fmt.Sprintf("E-TOO-LARGE: %s is above the %d-byte limit and was not read.", what, limit))
+}
+
+// refusedWhole is the text handed over instead of a mail's text that the
+// Handler refused for good: no envelope, so the relay records a notice
+// that names the mail.
+func refusedWhole(h netmail.Header, err error) []byte {
+	return notice(h, "the mail was refused whole, nothing of it recorded: "+oneLine(err.Error()))
+}
+
+// notice is a line about a mail followed by the fields that name it.
+func notice(h netmail.Header, what string) []byte {
 	dec := &mime.WordDecoder{CharsetReader: charsetReader}
 	field := func(k string) string {
 		v, err := dec.DecodeHeader(h.Get(k))
@@ -684,7 +712,67 @@ func tooLarge(h netmail.Header, size, limit int64) []byte {
 		}
 		return oneLine(v)
 	}
-	return fmt.Appendf(nil, "mail: E-TOO-LARGE: a mail of %d bytes is above the %d-byte limit and was not read.\n"+
-		"Message-ID: %s\nFrom: %s\nSubject: %s\nDate: %s\n", size, limit,
+	return fmt.Appendf(nil, "mail: %s\n"+
+		"Message-ID: %s\nFrom: %s\nSubject: %s\nDate: %s\n", what,
 		field("Message-Id"), field("From"), field("Subject"), field("Date"))
+}
+
+// fetched is what a FETCH of one mail answered.
+type fetched struct {
+	flags []imap.Flag
+	size  int64  // RFC822.SIZE, when asked for
+	body  []byte // the body section asked for, at most the limit
+	over  bool   // the section was longer than the limit
+}
+
+// fetchOne reads the answer to a FETCH of one mail, reading at most limit
+// bytes of its body section: imapclient's Collect reads every literal
+// whole, however large the server makes it. The rest of a longer literal
+// is read and discarded, so the connection stays usable. It returns nil
+// when the server sent nothing for the mail (expunged).
+func fetchOne(cmd *imapclient.FetchCommand, limit int64) (*fetched, error) {
+	var out *fetched
+	var rerr error
+	for rerr == nil {
+		msg := cmd.Next()
+		if msg == nil {
+			break
+		}
+		f := &fetched{}
+		for {
+			item := msg.Next()
+			if item == nil {
+				break
+			}
+			switch it := item.(type) {
+			case imapclient.FetchItemDataFlags:
+				f.flags = it.Flags
+			case imapclient.FetchItemDataRFC822Size:
+				f.size = it.Size
+			case imapclient.FetchItemDataBodySection:
+				if it.Literal == nil {
+					continue
+				}
+				b, err := io.ReadAll(io.LimitReader(it.Literal, limit+1))
+				if err != nil {
+					rerr = err
+					continue
+				}
+				if int64(len(b)) > limit {
+					b, f.over = b[:limit], true
+				}
+				f.body = b
+			}
+		}
+		if out == nil {
+			out = f
+		}
+	}
+	if err := cmd.Close(); err != nil {
+		return nil, err
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	return out, nil
 }

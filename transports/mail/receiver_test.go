@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -241,9 +242,13 @@ func TestPollingFallback(t *testing.T) {
 	}
 }
 
+// rfc822Size is the size item of a FETCH response.
+var rfc822Size = regexp.MustCompile(`RFC822\.SIZE [0-9]+`)
+
 // imapProxy is a plaintext IMAP proxy to a real server that can hide IDLE
 // from the capabilities (answering BAD to it: mode "hide"), advertise it
-// but refuse it (mode "refuse"), or pass everything (mode ""); Drop cuts
+// but refuse it (mode "refuse"), understate every mail's RFC822.SIZE as
+// 100 bytes (mode "small-size"), or pass everything (mode ""); Drop cuts
 // every connection, as a network failure would.
 type imapProxy struct {
 	Addr  string
@@ -297,6 +302,9 @@ func newIMAPProxy(t *testing.T, target, mode string) *imapProxy {
 					if mode == "hide" && strings.Contains(line, "CAPABILITY") {
 						line = strings.Replace(line, " IDLE", "", 1)
 					}
+					if mode == "small-size" {
+						line = rfc822Size.ReplaceAllString(line, "RFC822.SIZE 100")
+					}
 					if line != "" {
 						write(line)
 					}
@@ -312,6 +320,10 @@ func newIMAPProxy(t *testing.T, target, mode string) *imapProxy {
 				for {
 					line, err := br.ReadString('\n')
 					if m := idleCmd.FindStringSubmatch(line); m != nil && mode != "" {
+						if mode == "small-size" {
+							io.WriteString(sc, line)
+							continue
+						}
 						if mode == "hide" {
 							write(m[1] + " BAD Unknown command\r\n")
 						} else {
@@ -399,6 +411,44 @@ func TestHandlerFailureKeepsOrder(t *testing.T) {
 	got := messageIDsOf(t, rec.wait(t, 2, 10*time.Second))
 	if !slices.Equal(got, []string{id1, id2}) {
 		t.Errorf("received %v, want [%s %s]", got, id1, id2)
+	}
+	waitFlags(t, s, user, "", 2)
+}
+
+// TestHandlerRefusesWhole: a mail the Handler refuses for good (the
+// relay's ErrTooManyEnvelopes: more envelopes than it takes from one
+// intake) was offered again for ever, and, order being kept, every later
+// mail waited behind it: one mail of a thousand small envelopes stopped
+// the relay's mail intake. It is now marked processed, the Handler gets a
+// notice naming it instead (so the relay records it), and later mail goes
+// on.
+func TestHandlerRefusesWhole(t *testing.T) {
+	s := realStack(t)
+	user := s.NewUser()
+	poison, _ := testEnvelope(t, "poison")
+	good, id2 := testEnvelope(t, "good")
+	deliver(t, s, user, plainMail("x@example.test", mailtest.Address(user), "too many", poison))
+	deliver(t, s, user, plainMail("x@example.test", mailtest.Address(user), "fine", good))
+	rec := newRecorder()
+	rec.fail = func(in transports.Inbound) error {
+		if bytes.Contains(in.Data, []byte("poison")) {
+			return fmt.Errorf("%w: too many envelopes", transports.ErrPermanent)
+		}
+		return nil
+	}
+	run(t, receiver(t, s, user, filepath.Join(t.TempDir(), "state"), nil, nil), rec.handle)
+	got := rec.wait(t, 2, 10*time.Second)
+	d := string(got[0].Data)
+	for _, want := range []string{"refused whole", "too many envelopes", "Subject: too many", "From: x@example.test"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("notice = %q, want it to contain %q", d, want)
+		}
+	}
+	if len(readAll(t, got[0].Data)) != 0 {
+		t.Errorf("notice holds an envelope: %q", d)
+	}
+	if ids := messageIDsOf(t, got[1:]); !slices.Equal(ids, []string{id2}) {
+		t.Errorf("then received %v, want [%s]", ids, id2)
 	}
 	waitFlags(t, s, user, "", 2)
 }
@@ -605,6 +655,36 @@ func TestOversized(t *testing.T) {
 	}
 	if len(readAll(t, got[0].Data)) != 0 {
 		t.Errorf("notice holds an envelope: %q", d)
+	}
+	waitFlags(t, s, user, "", 1)
+}
+
+// TestOversizedBodyDespiteSize: a server whose RFC822.SIZE says a mail is
+// small but whose BODY[] literal is larger (a broken or hostile server,
+// or a man in the middle of a plaintext connection) made the Receiver
+// read the whole literal into memory, whatever MaxMessageSize said, and
+// hand all of it over. At most MaxMessageSize of it is read now, and the
+// mail is handed over as too large.
+func TestOversizedBodyDespiteSize(t *testing.T) {
+	s := realStack(t)
+	user := s.NewUser()
+	text, _ := testEnvelope(t, strings.Repeat("big ", 50000))
+	deliver(t, s, user, plainMail("x@example.test", mailtest.Address(user), "lied about", text))
+	p := newIMAPProxy(t, s.IMAPAddr, "small-size")
+	const limit = 16 << 10
+	rc := receiver(t, s, user, filepath.Join(t.TempDir(), "state"), nil, func(o *Options) { o.MaxMessageSize = limit })
+	rc.srv.Addr, rc.srv.Security = p.Addr, SecurityNone
+	rec := newRecorder()
+	run(t, rc, rec.handle)
+	got := rec.wait(t, 1, 10*time.Second)
+	if n := len(got[0].Data); n > limit {
+		t.Errorf("handed over %d bytes of a mail whose literal is above the %d-byte limit", n, limit)
+	}
+	d := string(got[0].Data)
+	for _, want := range []string{"E-TOO-LARGE", "Subject: lied about"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("notice = %.200q, want it to contain %q", d, want)
+		}
 	}
 	waitFlags(t, s, user, "", 1)
 }
