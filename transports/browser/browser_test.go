@@ -107,6 +107,10 @@ type countingRelay struct {
 	relay *gateway.Relay
 	mu    sync.Mutex
 	posts map[string]int // message id → POSTs from the extension
+	// deliveryReads counts the extension's reads of an agent's
+	// deliveries, and wholeReads those of them that asked for its whole
+	// history (no before_pos): a tab asks every 15 s.
+	deliveryReads, wholeReads int
 }
 
 func startRelay(t *testing.T, minted *tokens.Store) *countingRelay {
@@ -134,6 +138,14 @@ func startRelay(t *testing.T, minted *tokens.Store) *countingRelay {
 				r.posts[env.Message]++
 				r.mu.Unlock()
 			}
+		}
+		if req.Method == http.MethodGet && strings.HasPrefix(req.URL.Path, "/v1/agents/") && strings.HasSuffix(req.URL.Path, "/deliveries") {
+			r.mu.Lock()
+			r.deliveryReads++
+			if !req.URL.Query().Has("before_pos") {
+				r.wholeReads++
+			}
+			r.mu.Unlock()
 		}
 		a.ServeHTTP(w, req)
 	}))
@@ -416,5 +428,8 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 	}
 	if n := relay.posts[eUnsigned.Message]; n != 2 {
 		t.Errorf("the unsigned envelope was posted %d times, want 2 (send, then send again → duplicate)", n)
+	}
+	if relay.deliveryReads == 0 || relay.wholeReads != 0 {
+		t.Errorf("the extension read deliveries %d times, %d of them the agent's whole history; want pages of the newest only", relay.deliveryReads, relay.wholeReads)
 	}
 }

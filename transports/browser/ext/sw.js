@@ -125,19 +125,40 @@ async function post(msg) {
   return out;
 }
 
+// WAITING_PAGES bounds how many pages of the relay's newest ledger events
+// (GET …/deliveries?before_pos=, at most 2000 events a page) waiting reads:
+// every chat tab asks every 15 s, so its cost must not grow with the
+// relay's history. An envelope left unread behind more than that is on the
+// web inbox's agent page.
+const WAITING_PAGES = 3;
+
+// newestDeliveries returns agent's deliveries among the newest ledger
+// events, at most pages pages of them, in log order, and the agent's id.
+async function newestDeliveries(agent, pages, limit) {
+  const a = encodeURIComponent(agent);
+  let out = [], before = 0, me = agent;
+  for (let i = 0; i < pages; i++) {
+    const d = await relayFetch('/v1/agents/' + a + '/deliveries?before_pos=' + before + '&limit=' + limit);
+    if (d.status !== 200) { throw Object.assign(new Error('deliveries: ' + relayError(d).message), { code: relayError(d).code }); }
+    me = d.body.agent;
+    out = (d.body.deliveries || []).concat(out);
+    if (!d.body.older_pos) { break; }
+    before = d.body.older_pos;
+  }
+  return { agent: me, deliveries: out };
+}
+
 // waiting returns the envelopes the relay holds for agent and it has not
 // seen yet: chat messages addressed to it, past its read cursor in their
-// group, oldest first.
+// group, oldest first, among the newest ledger events (WAITING_PAGES).
 async function waiting(agent) {
-  const a = encodeURIComponent(agent);
   const [d, c] = await Promise.all([
-    relayFetch('/v1/agents/' + a + '/deliveries'),
-    relayFetch('/v1/agents/' + a + '/cursors'),
+    newestDeliveries(agent, WAITING_PAGES, 1000),
+    relayFetch('/v1/agents/' + encodeURIComponent(agent) + '/cursors'),
   ]);
-  if (d.status !== 200) { throw Object.assign(new Error('deliveries: ' + relayError(d).message), { code: relayError(d).code }); }
   const cursors = (c.status === 200 && c.body.cursors) || {};
-  const me = d.body.agent;
-  return (d.body.deliveries || []).filter((x) => x.kind === 'chat.message' && x.directedness === 'to_me' &&
+  const me = d.agent;
+  return d.deliveries.filter((x) => x.kind === 'chat.message' && x.directedness === 'to_me' &&
     x.from !== me && x.seq > (cursors[x.group] || 0)).sort((x, y) => (x.ts < y.ts ? -1 : x.ts > y.ts ? 1 : x.seq - y.seq));
 }
 
@@ -192,7 +213,8 @@ const handlers = {
     return r.status === 200 ? { ok: true } : Object.assign({ ok: false }, relayError(r));
   },
   async exchanges(msg) {
-    const r = await relayFetch('/v1/agents/' + encodeURIComponent(msg.agent) + '/deliveries');
+    // The newest page of the agent's deliveries, not its whole history.
+    const r = await relayFetch('/v1/agents/' + encodeURIComponent(msg.agent) + '/deliveries?before_pos=0&limit=200');
     if (r.status !== 200) { return Object.assign({ items: [] }, relayError(r)); }
     // Its exchanges: what it sent and what was addressed to it (or its role).
     const me = r.body.agent;
