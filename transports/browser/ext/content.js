@@ -213,7 +213,10 @@
       '<button data-crosstalk-action="send" type="button">Send</button>' +
       '<button data-crosstalk-action="copy" type="button">Copy</button></span>';
     const st = root.querySelector('.st');
-    st.textContent = LABELS[env.status] || env.status;
+    // Who it verified as: the key id, so that a lookalike sender with a
+    // key of its own does not pass as "✓ verified" alone.
+    const signedBy = (env.status === 'verified' || env.status === 'first-use') && env.pkid ? ' · ' + env.pkid : '';
+    st.textContent = (LABELS[env.status] || env.status) + signedBy;
     st.style.color = COLORS[env.status] || '#111';
     const sendB = root.querySelector('[data-crosstalk-action="send"]');
     const copyB = root.querySelector('[data-crosstalk-action="copy"]');

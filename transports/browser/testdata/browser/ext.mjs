@@ -101,7 +101,7 @@ try {
     const got = await chat.$$eval('[data-crosstalk-envelope]', (els) => els.map((e) => ({
       id: e.getAttribute('data-crosstalk-envelope'), status: e.getAttribute('data-crosstalk-status'),
       message: e.closest('[data-message-id]') && e.closest('[data-message-id]').dataset.messageId, title: e.title,
-      sent: e.getAttribute('data-crosstalk-sent'),
+      sent: e.getAttribute('data-crosstalk-sent'), label: e.shadowRoot.querySelector('.st').textContent,
     })));
     check('one control per envelope', got.length === want.length, JSON.stringify(got));
     for (const w of want) {
@@ -110,6 +110,10 @@ try {
         JSON.stringify(g) + ' want ' + JSON.stringify(w));
       if (w.status === 'error') {
         check('error title names the line from the header', g && /line 3 of the envelope/.test(g.title), g && g.title);
+      }
+      if (w.status === 'verified' || w.status === 'first-use') {
+        const pkid = g && (/· key (\S+)/.exec(g.title) || [])[1];
+        check(w.status + ' bar names the key id', !!pkid && g.label.endsWith(' · ' + pkid), g && g.label + ' / ' + g.title);
       }
     }
     await chat.screenshot({ path: env.SCREENSHOTS + '/chat.png', fullPage: true });
