@@ -121,7 +121,7 @@ func (s *Server) remotePrefix(r *http.Request) string {
 // X-Forwarded-For that is not one.
 func (s *Server) remoteHost(r *http.Request) string {
 	h := peerHost(r)
-	if len(s.proxies) == 0 || !s.trustedProxy(h) {
+	if peer, err := netip.ParseAddr(h); len(s.proxies) == 0 || err != nil || !s.trustedProxy(peer) {
 		return h
 	}
 	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
@@ -130,20 +130,15 @@ func (s *Server) remoteHost(r *http.Request) string {
 		if err != nil {
 			return h // not an address: the proxy's own count
 		}
-		if !s.trustedProxy(a.String()) {
+		if !s.trustedProxy(a) {
 			return a.WithZone("").Unmap().String()
 		}
 	}
 	return h
 }
 
-// trustedProxy reports whether the address h is one of the trusted
-// proxies.
-func (s *Server) trustedProxy(h string) bool {
-	a, err := netip.ParseAddr(h)
-	if err != nil {
-		return false
-	}
+// trustedProxy reports whether a is one of the trusted proxies.
+func (s *Server) trustedProxy(a netip.Addr) bool {
 	a = a.WithZone("").Unmap()
 	for _, p := range s.proxies {
 		if p.Contains(a) {

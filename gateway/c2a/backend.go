@@ -89,13 +89,14 @@ var (
 // not looked at.
 const NewestPages = 10
 
-// Newest returns the newest limit of agent's deliveries that keep
-// accepts (all when keep is nil), in log order, and whether older ones
+// Newest returns the newest limit (at least one) of agent's deliveries
+// that keep accepts (all when keep is nil), in log order, and whether older ones
 // than those returned may match (more). Through a DeliveryPager it reads
 // the ledger's log backwards a page at a time and stops at limit
 // matches or after NewestPages pages, so that its cost does not grow
 // with the history; any other Backend is asked for every delivery.
 func Newest(ctx context.Context, b Backend, agent string, keep func(gateway.Delivery) bool, limit int) (ds []gateway.Delivery, more bool, err error) {
+	limit = max(limit, 1)
 	filter := func(in []gateway.Delivery) (out []gateway.Delivery) {
 		for _, d := range in {
 			if keep == nil || keep(d) {
