@@ -20,6 +20,11 @@
 // rename-save (temp file, then rename into place) and a slow writer that
 // appends in pieces are both handled by that rule. A file that stays
 // incomplete and unchanged for Options.Timeout is given up on.
+// A file that waits is looked at less often the longer it stays quiet
+// (after half its quiet time, at most one Options.Rescan apart), so a
+// folder holding many incomplete files does not keep a CPU busy; a
+// change notification has it looked at again at once, and without
+// notifications a change is seen within one rescan interval.
 //
 // A complete file's whole text goes to the Handler in one Inbound
 // (Transport "folder", Source the file's path, CanReply false). What

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -77,7 +78,8 @@ type Folder struct {
 	mu        sync.Mutex
 	receiving bool
 
-	noNotify bool // tests: run on rescans alone, as without inotify
+	noNotify bool         // tests: run on rescans alone, as without inotify
+	looks    atomic.Int64 // tests: how many times a pending file was looked at
 }
 
 var (

@@ -510,6 +510,59 @@ func TestNeverCompletes(t *testing.T) {
 	}
 }
 
+// TestWaitingFilesNotLookedAtEveryTick: files that wait to complete are
+// looked at less often the longer they stay quiet, not on every tick (a
+// folder with 100 000 such files kept a CPU busy with stat calls), and one
+// of them that completes is still taken at once.
+func TestWaitingFilesNotLookedAtEveryTick(t *testing.T) {
+	t.Parallel()
+	for _, notify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("notify=%v", notify), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			const files = 200
+			cut := envText(t, "cut off")
+			cut = cut[:len(cut)-len("[[END]]\n")]
+			for i := range files {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("w%03d.crosstalk", i)), cut, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A tick every 5 ms: on every tick, 1.5 s would be about
+			// 300 looks at each file.
+			opts := &folder.Options{Settle: 20 * time.Millisecond, Rescan: time.Second, Timeout: time.Minute}
+			f := folder.New(dir, opts)
+			if !notify {
+				f = folder.WithoutNotify(f)
+			}
+			rec := newRecorder()
+			start(t, f, rec.handle)
+			time.Sleep(1500 * time.Millisecond)
+			// Halving the quiet time: about a dozen looks each, from the
+			// first to 1.5 s.
+			if got := folder.Looks(f); got > files*30 {
+				t.Errorf("%d looks at %d waiting files in 1.5 s (%d each), want at most 30 each", got, files, got/files)
+			}
+			path := filepath.Join(dir, "w007.crosstalk")
+			fh, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fh.WriteString("[[END]]\n"); err != nil {
+				t.Fatal(err)
+			}
+			fh.Close()
+			// With notifications at once; without, within a rescan
+			// interval of it.
+			rec.wait(t, 1, 3*time.Second)
+			waitExists(t, filepath.Join(dir, folder.ProcessedDir, "w007.crosstalk"), 2*time.Second)
+			if len(rec.inbound()) != 1 {
+				t.Errorf("handler called %d times, want once", len(rec.inbound()))
+			}
+		})
+	}
+}
+
 func TestOversize(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
