@@ -243,21 +243,10 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 
 // advanceCursor moves the cursor key of group to target unless it already
 // stands at or past it: cursors never move backwards, whatever order
-// events are marked in. It returns the cursor as it stands. Moves are
-// serialised within the relay; relays sharing a JetStream ledger may still
-// race, and the loser's cursor can then stand behind: a redelivery, never
-// a skipped event.
+// events are marked in, also when relays sharing a ledger mark at once
+// (ledger.Store.AdvanceCursor). It returns the cursor as it stands.
 func (r *Relay) advanceCursor(ctx context.Context, group, key string, target ledger.Event) (ledger.Cursor, error) {
-	r.cursorMu.Lock()
-	defer r.cursorMu.Unlock()
-	cur, err := r.store.GetCursor(ctx, group, key)
-	switch {
-	case err == nil && cur.Seq >= target.Seq:
-		return cur, nil
-	case err != nil && !errors.Is(err, ledger.ErrNotFound):
-		return ledger.Cursor{}, err
-	}
-	return r.store.SetCursor(ctx, group, key, target.ID)
+	return r.store.AdvanceCursor(ctx, group, key, target.ID)
 }
 
 func oneLineNote(s string) string {

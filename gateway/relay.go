@@ -140,7 +140,6 @@ const DefaultMaxEnvelopes = 1000
 // Relay is the relay core. It is safe for concurrent use.
 type Relay struct {
 	store    projectingStore
-	cursorMu sync.Mutex // serialises advanceCursor's read and write
 	log      *slog.Logger
 	book     *AddressBook
 	verifier Verifier

@@ -286,6 +286,13 @@ type Store interface {
 	// which must be an event of that group (else ErrNotFound). It
 	// overwrites the previous cursor, also with an earlier event.
 	SetCursor(ctx context.Context, group, actor, eventID string) (Cursor, error)
+	// AdvanceCursor is SetCursor that never moves a cursor back: it sets
+	// actor's cursor in group to eventID unless the cursor already
+	// stands at or past that event, and returns the cursor as it then
+	// stands. The read and the write are one atomic step, also against
+	// other Stores on the same storage (two relays sharing a ledger), so
+	// of two concurrent advances the later event always wins.
+	AdvanceCursor(ctx context.Context, group, actor, eventID string) (Cursor, error)
 	// GetCursor returns actor's read cursor in group, or ErrNotFound.
 	GetCursor(ctx context.Context, group, actor string) (Cursor, error)
 

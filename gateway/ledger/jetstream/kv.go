@@ -48,6 +48,64 @@ func (s *Store) SetCursor(ctx context.Context, group, actor, eventID string) (le
 	return c, nil
 }
 
+// AdvanceCursor implements ledger.Store as a compare-and-set on the
+// cursor's KV entry: a Create when there is none, else an Update
+// conditional on the revision read, tried again when another writer
+// (another relay on the same stream) wrote in between.
+func (s *Store) AdvanceCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
+	if err := s.check("advance cursor"); err != nil {
+		return ledger.Cursor{}, err
+	}
+	if group == "" || actor == "" || eventID == "" {
+		return ledger.Cursor{}, fmt.Errorf("jetstream: advance cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
+	}
+	ev, err := s.Get(ctx, eventID)
+	if err == nil && ev.GroupID != group {
+		err = fmt.Errorf("jetstream: event %s is in group %q: %w", eventID, ev.GroupID, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.Cursor{}, fmt.Errorf("jetstream: advance cursor %q/%q: %w", group, actor, err)
+	}
+	c := ledger.Cursor{GroupID: group, Actor: actor, EventID: eventID, Seq: ev.Seq}
+	b, _ := json.Marshal(c)
+	key := kvKey(group, actor)
+	for range claimRetries {
+		e, err := s.cursors.Get(ctx, key)
+		if errors.Is(err, natsjs.ErrKeyNotFound) || errors.Is(err, natsjs.ErrKeyDeleted) {
+			_, err = s.cursors.Create(ctx, key, b)
+			if err == nil {
+				return c, nil
+			}
+			if !kvConflict(err) {
+				return ledger.Cursor{}, fmt.Errorf("jetstream: advance cursor %q/%q: %w", group, actor, err)
+			}
+			continue // another writer created it first: look again
+		}
+		if err != nil {
+			return ledger.Cursor{}, fmt.Errorf("jetstream: advance cursor %q/%q: %w", group, actor, err)
+		}
+		var cur ledger.Cursor
+		if json.Unmarshal(e.Value(), &cur) == nil && cur.Seq >= c.Seq {
+			return cur, nil
+		}
+		_, err = s.cursors.Update(ctx, key, b, e.Revision())
+		if err == nil {
+			return c, nil
+		}
+		if !kvConflict(err) {
+			return ledger.Cursor{}, fmt.Errorf("jetstream: advance cursor %q/%q: %w", group, actor, err)
+		}
+	}
+	return ledger.Cursor{}, fmt.Errorf("jetstream: advance cursor %q/%q: still contended after %d attempts", group, actor, claimRetries)
+}
+
+// kvConflict reports whether a KV Create or Update failed because another
+// writer changed the key since it was read (on a replicated stream the
+// server reports that with another code, which nats.go maps alike).
+func kvConflict(err error) bool {
+	return errors.Is(err, natsjs.ErrKeyExists) || errors.Is(err, natsjs.ErrKeyRevisionMismatch) || isConflict(err)
+}
+
 // GetCursor implements ledger.Store.
 func (s *Store) GetCursor(ctx context.Context, group, actor string) (ledger.Cursor, error) {
 	if err := s.check("get cursor"); err != nil {

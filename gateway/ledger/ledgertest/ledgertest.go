@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -54,6 +55,8 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Log", testLog},
 		{"Log/FollowReplayAndLive", testFollowLog},
 		{"Cursors", testCursors},
+		{"Cursors/Advance", testAdvanceCursor},
+		{"Cursors/AdvanceConcurrent", testAdvanceCursorConcurrent},
 		{"Claims", testClaims},
 		{"Claims/Concurrent", testClaimsConcurrent},
 		{"Claims/ReleaseAsRead", testReleaseClaimAsRead},
@@ -967,6 +970,74 @@ func testCursors(t *testing.T, s ledger.Store) {
 	}
 	if _, err := s.GetCursor(ctx, "h", "bob"); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("GetCursor(h, bob) error = %v, want ErrNotFound", err)
+	}
+}
+
+func testAdvanceCursor(t *testing.T, s ledger.Store) {
+	ctx := testContext(t)
+	var g []ledger.Event
+	for range 4 {
+		g = append(g, appendOne(t, s, rec("g", "chat.message", "")).Event)
+	}
+	h := appendOne(t, s, rec("h", "chat.message", "")).Event
+	steps := []struct {
+		event   string
+		want    int // index in g of where the cursor stands after
+		wantErr error
+	}{
+		{g[1].ID, 1, nil},
+		{g[3].ID, 3, nil},
+		{g[0].ID, 3, nil}, // never back
+		{g[3].ID, 3, nil},
+		{h.ID, 3, ledger.ErrNotFound}, // event of another group
+		{envelope.NewID(), 3, ledger.ErrNotFound},
+		{"", 3, ledger.ErrInvalid},
+	}
+	for _, st := range steps {
+		c, err := s.AdvanceCursor(ctx, "g", "alice", st.event)
+		if st.wantErr != nil {
+			if !errors.Is(err, st.wantErr) {
+				t.Errorf("AdvanceCursor(g, alice, %q) error = %v, want %v", st.event, err, st.wantErr)
+			}
+		} else if want := (ledger.Cursor{GroupID: "g", Actor: "alice", EventID: g[st.want].ID, Seq: g[st.want].Seq}); err != nil || c != want {
+			t.Errorf("AdvanceCursor(g, alice, %s) = %+v, %v, want %+v", st.event, c, err, want)
+		}
+		if c, err := s.GetCursor(ctx, "g", "alice"); err != nil || c.EventID != g[st.want].ID {
+			t.Errorf("after AdvanceCursor(g, alice, %q): GetCursor = %+v, %v, want event %d", st.event, c, err, st.want+1)
+		}
+	}
+	// A cursor SetCursor moved back is advanced from where it stands.
+	if _, err := s.SetCursor(ctx, "g", "alice", g[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.AdvanceCursor(ctx, "g", "alice", g[2].ID); err != nil || c.Seq != g[2].Seq {
+		t.Errorf("AdvanceCursor after a move back = %+v, %v, want seq %d", c, err, g[2].Seq)
+	}
+}
+
+// testAdvanceCursorConcurrent advances one cursor from many goroutines at
+// once, each to its own event: the cursor must end at the last event
+// whatever the interleaving, and no call may report a cursor behind its
+// own event.
+func testAdvanceCursorConcurrent(t *testing.T, s ledger.Store) {
+	ctx := testContext(t)
+	const n = 24
+	var evs []ledger.Event
+	for range n {
+		evs = append(evs, appendOne(t, s, rec("g", "chat.message", "")).Event)
+	}
+	var wg sync.WaitGroup
+	for _, i := range rand.Perm(n) {
+		wg.Go(func() {
+			c, err := s.AdvanceCursor(ctx, "g", "bob", evs[i].ID)
+			if err != nil || c.Seq < evs[i].Seq {
+				t.Errorf("AdvanceCursor(g, bob, event %d) = %+v, %v, want at or past seq %d", i+1, c, err, evs[i].Seq)
+			}
+		})
+	}
+	wg.Wait()
+	if c, err := s.GetCursor(ctx, "g", "bob"); err != nil || c.EventID != evs[n-1].ID || c.Seq != evs[n-1].Seq {
+		t.Errorf("GetCursor(g, bob) after concurrent advances = %+v, %v, want the last event (seq %d)", c, err, evs[n-1].Seq)
 	}
 }
 

@@ -342,6 +342,28 @@ func (s *Store) SetCursor(ctx context.Context, group, actor, eventID string) (le
 	return c, nil
 }
 
+// AdvanceCursor implements ledger.Store.
+func (s *Store) AdvanceCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
+	if group == "" || actor == "" || eventID == "" {
+		return ledger.Cursor{}, fmt.Errorf("memory: advance cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
+	}
+	if err := s.lock("advance cursor"); err != nil {
+		return ledger.Cursor{}, err
+	}
+	defer s.mu.Unlock()
+	seq, err := s.eventSeq(group, eventID)
+	if err != nil {
+		return ledger.Cursor{}, fmt.Errorf("memory: advance cursor %q/%q: %w", group, actor, err)
+	}
+	k := [2]string{group, actor}
+	if cur, ok := s.cursors[k]; ok && cur.Seq >= seq {
+		return cur, nil
+	}
+	c := ledger.Cursor{GroupID: group, Actor: actor, EventID: eventID, Seq: seq}
+	s.cursors[k] = c
+	return c, nil
+}
+
 // GetCursor implements ledger.Store.
 func (s *Store) GetCursor(ctx context.Context, group, actor string) (ledger.Cursor, error) {
 	if err := s.lock("get cursor"); err != nil {

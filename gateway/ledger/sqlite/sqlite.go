@@ -773,6 +773,30 @@ func (s *Store) SetCursor(ctx context.Context, group, actor, eventID string) (le
 	return c, nil
 }
 
+// AdvanceCursor implements ledger.Store: one conditional upsert in the
+// writer's transaction, which holds SQLite's write lock, so another Store
+// on the same file cannot write in between.
+func (s *Store) AdvanceCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
+	if group == "" || actor == "" || eventID == "" {
+		return ledger.Cursor{}, fmt.Errorf("sqlite: advance cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
+	}
+	c := ledger.Cursor{GroupID: group, Actor: actor}
+	err := s.submit(ctx, func(w *wtx) error {
+		seq, err := w.eventSeq(group, eventID)
+		if err != nil {
+			return err
+		}
+		if _, err := w.stmt(stAdvanceCursor).Exec(group, actor, eventID, seq, ledger.FormatTime(w.s.now())); err != nil {
+			return err
+		}
+		return w.stmt(stGetCursor).QueryRow(group, actor).Scan(&c.EventID, &c.Seq)
+	})
+	if err != nil {
+		return ledger.Cursor{}, fmt.Errorf("sqlite: advance cursor %q/%q: %w", group, actor, err)
+	}
+	return c, nil
+}
+
 // GetCursor implements ledger.Store.
 func (s *Store) GetCursor(ctx context.Context, group, actor string) (ledger.Cursor, error) {
 	what := fmt.Sprintf("get cursor %q/%q", group, actor)

@@ -61,6 +61,8 @@ const (
 	stInsertEvent
 	stEventSeq
 	stUpsertCursor
+	stAdvanceCursor
+	stGetCursor
 	stGetClaim
 	stUpsertClaim
 	stDeleteClaim
@@ -149,7 +151,12 @@ var stmtBase = [stSetSeqs]string{
 	stUpsertCursor: `INSERT INTO cursors (group_id, actor, event_id, seq, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (group_id, actor) DO UPDATE
 		SET event_id = excluded.event_id, seq = excluded.seq, updated_at = excluded.updated_at`,
-	stGetClaim: `SELECT actor, claimed_at, expires_at FROM claims WHERE group_id = ? AND event_id = ?`,
+	stAdvanceCursor: `INSERT INTO cursors (group_id, actor, event_id, seq, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (group_id, actor) DO UPDATE
+		SET event_id = excluded.event_id, seq = excluded.seq, updated_at = excluded.updated_at
+		WHERE excluded.seq > cursors.seq`,
+	stGetCursor: `SELECT event_id, seq FROM cursors WHERE group_id = ? AND actor = ?`,
+	stGetClaim:  `SELECT actor, claimed_at, expires_at FROM claims WHERE group_id = ? AND event_id = ?`,
 	stUpsertClaim: `INSERT INTO claims (group_id, event_id, actor, claimed_at, expires_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (group_id, event_id) DO UPDATE
 		SET actor = excluded.actor, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at`,
