@@ -214,6 +214,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info.token {
 		s.relay.Touch(info.principal)
 	}
+	if err := decodeAgentHeader(r); err != nil {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		return
+	}
 	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, info)))
 }
 

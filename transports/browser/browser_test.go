@@ -49,6 +49,10 @@ func chromiumPath() string {
 // network.dns.localDomains).
 const siteHost = "chat.example"
 
+// intlAgent is an agent name outside Latin-1, which fetch refuses in a
+// header value unless it is encoded.
+const intlAgent = "ÇLAUDE-助手"
+
 // withSite returns a copy of the built extension in dir whose manifest
 // already holds the host permissions of host (http and https), as if the
 // user had granted them when the options page asked: headless browsers
@@ -307,6 +311,13 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		waiting = append(waiting, map[string]string{"message": e.Message, "body": body})
 	}
 
+	// One waiting for an agent whose name is outside Latin-1, which a
+	// browser refuses in a header value as it is.
+	_, tIntl := compose("CLAUDE", intlAgent, "ext-intl", "For an agent named outside Latin-1.")
+	if outs, err := relay.relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: strings.NewReader(tIntl)}); err != nil || len(outs) != 1 || outs[0].Reject != nil {
+		t.Fatalf("seeding the relay: %v %+v", err, outs)
+	}
+
 	// A long conversation: 400 messages, an envelope in every fifth.
 	type longMessage struct {
 		User           bool
@@ -354,6 +365,7 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		"longMessages": len(long), "longEnvelopes": len(long) / 5,
 		"waiting": waiting,
 		"auto":    autoIDs,
+		"intl":    intlAgent,
 	}
 	seedJSON, _ := json.Marshal(seed)
 	shots := os.Getenv("SCREENSHOTS")

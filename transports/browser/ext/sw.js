@@ -171,6 +171,15 @@ async function rawEnvelope(group, seq) {
   return x.raw;
 }
 
+// agentHeader is an agent name as an X-Crosstalk-Agent value: printable
+// ASCII as it is, anything else in RFC 8187's UTF-8''percent-encoded form,
+// which the relay decodes (docs/web.md): fetch refuses a header value
+// outside Latin-1 and would send a Latin-1 one as single bytes.
+function agentHeader(agent) {
+  const a = String(agent);
+  return /^[\x20-\x7e]*$/.test(a) && !/^utf-8''/i.test(a) ? a : "UTF-8''" + encodeURIComponent(a);
+}
+
 async function setBadge(tabId, n) {
   if (tabId === undefined) { return; }
   await chrome.action.setBadgeText({ tabId, text: n > 0 ? String(n) : '' });
@@ -208,7 +217,7 @@ const handlers = {
   },
   async delivered(msg) {
     const r = await relayFetch('/v1/groups/' + encodeURIComponent(msg.group) + '/events/' + encodeURIComponent(msg.event_id) + '/read', {
-      method: 'POST', headers: { 'X-Crosstalk-Agent': msg.agent },
+      method: 'POST', headers: { 'X-Crosstalk-Agent': agentHeader(msg.agent) },
     });
     return r.status === 200 ? { ok: true } : Object.assign({ ok: false }, relayError(r));
   },

@@ -272,6 +272,19 @@ try {
     });
   }
 
+  await step('an agent named outside Latin-1 is marked delivered', async () => {
+    // From an extension page, as the options page would: the agent is the
+    // message's.
+    const r = await sw.evaluate(async (agent) => {
+      const ask = (m) => dispatch(m, { id: chrome.runtime.id, url: chrome.runtime.getURL('popup.html') });
+      const next = await ask({ type: 'next', agent });
+      if (!next.event_id) { return { next }; }
+      const res = await ask({ type: 'delivered', agent, group: next.group, event_id: next.event_id });
+      return { res, after: (await ask({ type: 'waiting', agent })).count };
+    }, seed.intl);
+    check('delivered for ' + seed.intl, r && r.res && r.res.ok === true && r.after === 0, JSON.stringify(r));
+  });
+
   await step('popup: the last exchanges of the tab\'s agent', async () => {
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES + '/composer.html');

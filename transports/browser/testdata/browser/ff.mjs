@@ -218,6 +218,16 @@ try {
     await waitingIs(0);
   });
 
+  await step('an agent named outside Latin-1 is marked delivered', async () => {
+    // From an extension page, as the options page would: the agent is the
+    // message's.
+    const r = await inExtension('const agent = arguments[0]; const done = arguments[arguments.length - 1]; const ask = (m) => chrome.runtime.sendMessage(m);' +
+      '(async () => { const next = await ask({ type: "next", agent }); if (!next.event_id) { return { next }; }' +
+      'const res = await ask({ type: "delivered", agent, group: next.group, event_id: next.event_id });' +
+      'return { res, after: (await ask({ type: "waiting", agent })).count }; })().then(done, (e) => done({ error: String(e) }));', [seed.intl]);
+    check('delivered for ' + seed.intl, r && r.res && r.res.ok === true && r.after === 0, JSON.stringify(r));
+  });
+
   await step('popup: the last exchanges of the tab\'s agent', async () => {
     await go(env.PAGES + '/composer.html');
     const id = await inExtension(tabScript + 'const done = arguments[arguments.length - 1]; tab().then((t) => done(t.id), (e) => done(String(e)));', [env.PAGES + '/composer.html']);
