@@ -125,7 +125,7 @@ func TestExtensionWithConfiguredTokens(t *testing.T) {
 
 // TestAgentHintOutsideLatin1: a browser refuses a header value outside
 // Latin-1 (fetch throws) and sends a Latin-1 one as its bytes, so the
-// extension sends X-Crosstalk-Agent as RFC 8187 UTF-8”percent-encoded
+// extension sends X-Crosstalk-Agent as RFC 8187's percent-encoded
 // UTF-8. The relay reads that form, the raw UTF-8 of other clients (the
 // Go client, curl) and the Latin-1 bytes of an older extension, and
 // refuses a malformed encoding with 400 instead of acting for a garbled

@@ -78,13 +78,13 @@ func (s *Server) names(h http.HandlerFunc) http.HandlerFunc {
 
 // agentHeader is the header naming the agent a request acts for (the
 // local hint of docs/configuration.md). Its value is the name as UTF-8,
-// or RFC 8187's UTF-8”percent-encoded form of it, which a browser can
-// send whatever the name (fetch refuses a header value outside Latin-1,
-// and sends a Latin-1 one as single bytes).
+// or RFC 8187's percent-encoded form of it (UTF-8, two apostrophes, %XX),
+// which a browser can send whatever the name (fetch refuses a header value
+// outside Latin-1, and sends a Latin-1 one as single bytes).
 const agentHeader = "X-Crosstalk-Agent"
 
 // decodeAgentHeader rewrites r's X-Crosstalk-Agent to the name it stands
-// for, in NFC: the UTF-8”-prefixed form percent-decoded (what the browser
+// for, in NFC: RFC 8187's form percent-decoded (what the browser
 // extension sends), raw UTF-8 kept (the Go client, curl), and bytes that
 // are not UTF-8 read as Latin-1 (what a browser sent for a name such as
 // ÇA before the extension encoded it). A malformed encoding, one that is
