@@ -351,6 +351,43 @@ try {
     await page.close();
   });
 
+  await step('a long-lived tab: what the content script keeps stays bounded', async () => {
+    // A chat page that adds messages and drops old ones (a virtualised
+    // thread) for hours: the content script must forget the blocks,
+    // controls and envelope keys that left the page.
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES + '/stream.html');
+    await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-ready'));
+    const tabId = await sw.evaluate(async (u) => (await chrome.tabs.query({})).find((t) => t.url === u).id, page.url());
+    const ROUNDS = 10, PER = 100;
+    for (let r = 0; r < ROUNDS; r++) {
+      await page.evaluate(({ r, per }) => {
+        const thread = document.querySelector('.thread');
+        for (const old of thread.querySelectorAll('[data-round]')) { old.remove(); }
+        for (let i = 0; i < per; i++) {
+          const m = document.createElement('div');
+          m.className = 'message';
+          m.dataset.round = String(r);
+          m.dataset.messageId = 'r' + r + '-' + i;
+          const pre = document.createElement('pre');
+          pre.textContent = '[[CHATGPT→GEMINI v1]]\nintent: REQUEST\n\nbody: |\n  Round ' + r + ', message ' + i + '.\n[[END]]';
+          m.appendChild(pre);
+          thread.appendChild(m);
+        }
+      }, { r, per: PER });
+      await page.waitForFunction((per) => document.querySelectorAll('[data-round] [data-crosstalk-envelope]').length === per, PER, { timeout: 20000 });
+    }
+    await page.evaluate(() => { for (const old of document.querySelectorAll('[data-round]')) { old.remove(); } });
+    // A scan after the removal: wait for it to have run.
+    await page.evaluate(() => document.documentElement.removeAttribute('data-crosstalk-scan-ms'));
+    await page.evaluate(() => document.querySelector('.thread').appendChild(document.createElement('div')));
+    await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-scan-ms'));
+    const stats = await sw.evaluate((id) => chrome.tabs.sendMessage(id, { type: 'stats' }), tabId).catch((e) => ({ error: String(e) }));
+    check('after ' + ROUNDS * PER + ' envelopes added and removed, the content script holds at most one round',
+      stats && stats.blocks <= PER && stats.keys <= PER && stats.controls <= PER, JSON.stringify(stats));
+    await page.close();
+  });
+
   await step('send every envelope of the page (command)', async () => {
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES + '/strict.html');
