@@ -53,11 +53,15 @@ const siteHost = "chat.example"
 // header value unless it is encoded.
 const intlAgent = "ÇLAUDE-助手"
 
+// secureHost is a chat site the options name without a scheme: https
+// only, though the test's manifest grants its plain-http origin too.
+const secureHost = "secure.example"
+
 // withSite returns a copy of the built extension in dir whose manifest
-// already holds the host permissions of host (http and https), as if the
+// already holds the host permissions of hosts (http and https), as if the
 // user had granted them when the options page asked: headless browsers
 // cannot show that prompt.
-func withSite(t *testing.T, dir, host string) string {
+func withSite(t *testing.T, dir string, hosts ...string) string {
 	t.Helper()
 	out := t.TempDir()
 	if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
@@ -72,7 +76,9 @@ func withSite(t *testing.T, dir, host string) string {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	m["host_permissions"] = append(m["host_permissions"].([]any), "http://"+host+"/*", "https://"+host+"/*")
+	for _, host := range hosts {
+		m["host_permissions"] = append(m["host_permissions"].([]any), "http://"+host+"/*", "https://"+host+"/*")
+	}
 	if b, err = json.MarshalIndent(m, "", "  "); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +257,7 @@ func TestExtensionFirefox(t *testing.T) {
 // becomes a subtest, and the relay's ledger and request counts are checked
 // afterwards.
 func runScenarios(t *testing.T, node, driver string, env ...string) {
-	ext := withSite(t, buildExtension(t), siteHost)
+	ext := withSite(t, buildExtension(t), siteHost, secureHost)
 	minted := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
 	token, _, err := minted.New(api.LocalUser)
 	if err != nil {
@@ -383,7 +389,7 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Env = append(os.Environ(),
 		"EXT="+ext, "RELAY_URL="+relay.url, "TOKEN="+token,
-		"PAGES="+srv.URL, "PAGES_AUTO=http://localhost:"+port, "PAGES_SITE=http://"+siteHost+":"+port,
+		"PAGES="+srv.URL, "PAGES_AUTO=http://localhost:"+port, "PAGES_SITE=http://"+siteHost+":"+port, "SECURE_SITE="+secureHost,
 		"USER_DATA_DIR="+t.TempDir(), "SCREENSHOTS="+shots, "SEED="+string(seedJSON))
 	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer

@@ -23,7 +23,7 @@ function addRow(s) {
 
 function read() {
   const sites = [...rows.querySelectorAll('tr')].map((tr) => ({
-    site: tr.querySelector('[name=site]').value.trim().toLowerCase(),
+    site: siteOf(tr.querySelector('[name=site]').value),
     agent: tr.querySelector('[name=agent]').value.trim().toUpperCase(),
     auto: tr.querySelector('[name=auto]').checked,
   })).filter((s) => s.site && s.agent);
@@ -37,14 +37,28 @@ async function load() {
   (s.sites || DEFAULTS).forEach(addRow);
 }
 
+// siteOf normalises a site as typed: "host[:port]" means the site over
+// https, and plain http only when written out, "http://host[:port]" (a site
+// granted on http could be driven by anyone on the network path). sw.js
+// reads them the same way (siteParts).
+function siteOf(typed) {
+  const s = typed.trim().toLowerCase().replace(/\/+$/, '');
+  return s.startsWith('https://') ? s.slice(8) : s;
+}
+
+// origins returns the host permissions the sites and the relay need: each
+// on its own scheme only.
 function origins(v) {
   const out = [];
-  const add = (host) => {
+  const add = (scheme, host) => {
     const h = host.split(':')[0];
-    if (h && h !== '127.0.0.1' && h !== 'localhost' && !h.startsWith('[')) { out.push('https://' + h + '/*', 'http://' + h + '/*'); }
+    if (h && h !== '127.0.0.1' && h !== 'localhost' && !h.startsWith('[')) { out.push(scheme + '//' + h + '/*'); }
   };
-  v.sites.forEach((s) => add(s.site));
-  try { add(new URL(v.relay).host); } catch (e) { /* checked on save */ }
+  v.sites.forEach((s) => (s.site.startsWith('http://') ? add('http:', s.site.slice(7)) : add('https:', s.site)));
+  try {
+    const u = new URL(v.relay);
+    add(u.protocol, u.host);
+  } catch (e) { /* checked on save */ }
   return out;
 }
 

@@ -29,8 +29,28 @@ async function settings() {
   return { relay: (s.relay || DEFAULT_RELAY).replace(/\/+$/, ''), token: s.token || '', sites: s.sites || [] };
 }
 
-function siteFor(sites, host) {
-  return sites.find((s) => s.site && s.site.toLowerCase() === String(host).toLowerCase()) || null;
+// siteParts splits a site of the options' site map: "host[:port]" is the
+// site over https, "http://host[:port]" over plain http, which the user
+// must write out (options.js requests the same origins): a site granted on
+// http could be driven by anyone on the network path.
+function siteParts(site) {
+  const s = String(site || '').toLowerCase();
+  if (s.startsWith('http://')) { return { scheme: 'http:', host: s.slice(7) }; }
+  return { scheme: 'https:', host: s.startsWith('https://') ? s.slice(8) : s };
+}
+
+const isLoopback = (host) => /^(127\.0\.0\.1|localhost)(:|$)/.test(host);
+
+// siteFor returns the site map's entry for a page at url: the same host
+// and port, over the entry's scheme (a loopback host over either).
+function siteFor(sites, url) {
+  let u;
+  try { u = new URL(url); } catch (e) { return null; }
+  const host = u.host.toLowerCase();
+  return sites.find((s) => {
+    const p = siteParts(s.site);
+    return s.site && p.host === host && (p.scheme === u.protocol || isLoopback(host));
+  }) || null;
 }
 
 // One check at a time: each reads and writes the trust store text.
@@ -192,7 +212,7 @@ const handlers = {
   async fence(msg) { return { text: (await wasmReady).fence(msg.text) }; },
   async site(msg) {
     const s = await settings();
-    const site = siteFor(s.sites, msg.host);
+    const site = siteFor(s.sites, msg.url);
     // The relay's own pages, also by its other loopback name.
     const loop = (h) => String(h).toLowerCase().replace(/^localhost(?=:|$)/, '127.0.0.1');
     const isRelay = loop(hostOf(s.relay)) === loop(msg.host);
@@ -268,9 +288,9 @@ async function dispatch(msg, sender) {
   try {
     if (!fromExtension(sender)) {
       if (!PAGE_TYPES.has(msg.type)) { throw new Error(msg.type + ': not for a page'); }
-      msg = Object.assign({}, msg, { host: hostOf(sender && sender.url) });
+      msg = Object.assign({}, msg, { host: hostOf(sender && sender.url), url: sender && sender.url });
       if (AGENT_TYPES.has(msg.type)) {
-        const site = siteFor((await settings()).sites, msg.host);
+        const site = siteFor((await settings()).sites, msg.url);
         if (!site || !site.agent) { throw new Error(msg.host + ' has no agent'); }
         msg.agent = site.agent;
       }
@@ -303,12 +323,12 @@ async function registerSites() {
   const { sites = [] } = await chrome.storage.local.get('sites');
   const matches = [];
   for (const s of sites) {
-    const host = String(s.site || '').split(':')[0];
+    const { scheme, host: hostPort } = siteParts(s.site);
+    const host = hostPort.split(':')[0];
     if (!host || host === '127.0.0.1' || host === 'localhost') { continue; }
-    for (const scheme of ['https', 'http']) {
-      const origin = scheme + '://' + host + '/*';
-      if (await chrome.permissions.contains({ origins: [origin] })) { matches.push(origin); }
-    }
+    // The site's own scheme only: https unless the options say http://.
+    const origin = scheme + '//' + host + '/*';
+    if (await chrome.permissions.contains({ origins: [origin] })) { matches.push(origin); }
   }
   try { await chrome.scripting.unregisterContentScripts({ ids: ['sites'] }); } catch (e) { /* none yet */ }
   if (matches.length) {

@@ -50,7 +50,10 @@ try {
     await page.fill('input[name=relay]', env.RELAY_URL);
     // The default sites need host permissions (a prompt); these tests use loopback only.
     while (await page.locator('#sites .remove').count()) { await page.locator('#sites .remove').first().click(); }
-    const rows = [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true], [hostOf(env.PAGES_SITE), 'gemini', false]];
+    // PAGES_SITE is plain http, which a site gets only when the user says
+    // so; SECURE_SITE, named without a scheme, is https only.
+    const rows = [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true], ['http://' + hostOf(env.PAGES_SITE), 'gemini', false],
+      [env.SECURE_SITE, 'claude', false]];
     for (const [site, agent, auto] of rows) {
       await page.click('#add');
       const row = page.locator('#sites tr').last();
@@ -66,10 +69,20 @@ try {
     await page.fill('input[name=token]', env.TOKEN);
     await page.click('#test');
     await page.waitForFunction(() => document.getElementById('test-result').dataset.ok === 'true', null, { timeout: 5000 });
+    await page.evaluate(() => {
+      window.__asked = [];
+      const request = chrome.permissions.request.bind(chrome.permissions);
+      chrome.permissions.request = (p) => { window.__asked.push(...(p.origins || [])); return request(p); };
+    });
     await page.click('button[type=submit]');
     await page.waitForFunction(() => document.getElementById('saved').textContent !== '');
+    const asked = await page.evaluate(() => window.__asked);
+    const secure = env.SECURE_SITE, plain = new URL(env.PAGES_SITE).hostname;
+    check('save asks for https only, plain http where the site says http://',
+      asked.includes('https://' + secure + '/*') && !asked.includes('http://' + secure + '/*') &&
+      asked.includes('http://' + plain + '/*') && !asked.includes('https://' + plain + '/*'), JSON.stringify(asked));
     const stored = await sw.evaluate(() => chrome.storage.local.get(['relay', 'token', 'sites']));
-    check('options saved in storage.local', stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 3 &&
+    check('options saved in storage.local', stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 4 &&
       stored.sites[0].agent === 'CHATGPT' && stored.sites[1].auto === true, JSON.stringify(stored));
     await page.screenshot({ path: env.SCREENSHOTS + '/extension-options.png' }); // docs/extension-options.png
     await page.close();
@@ -86,6 +99,15 @@ try {
       return JSON.stringify(await chrome.scripting.getRegisteredContentScripts());
     }, want);
     check('content script registered for the site', registered === true, registered);
+    const matches = (await sw.evaluate(() => chrome.scripting.getRegisteredContentScripts())).flatMap((c) => c.matches);
+    check('a site named without a scheme gets the content script on https only',
+      matches.includes('https://' + env.SECURE_SITE + '/*') && !matches.includes('http://' + env.SECURE_SITE + '/*') &&
+      !matches.includes('https://' + new URL(env.PAGES_SITE).hostname + '/*'), JSON.stringify(matches));
+    const agents = await sw.evaluate(async (host) => {
+      const site = (url) => dispatch({ type: 'site', host }, { id: chrome.runtime.id, url, tab: { id: -1 } }).then((r) => r.agent);
+      return { https: await site('https://' + host + '/c/1'), http: await site('http://' + host + '/c/1') };
+    }, env.SECURE_SITE);
+    check('a page on the plain-http origin of an https site has no agent', agents.https === 'CLAUDE' && agents.http === '', JSON.stringify(agents));
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES_SITE + '/strict.html');
     await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });

@@ -85,7 +85,10 @@ try {
     };
     await type('input[name=relay]', env.RELAY_URL);
     while (await m.script('return document.querySelectorAll("#sites .remove").length')) { await m.click(await m.find('#sites .remove')); }
-    for (const [site, agent, auto] of [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true], [hostOf(env.PAGES_SITE), 'gemini', false]]) {
+    // PAGES_SITE is plain http, which a site gets only when the user says
+    // so; SECURE_SITE, named without a scheme, is https only.
+    for (const [site, agent, auto] of [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true],
+      ['http://' + hostOf(env.PAGES_SITE), 'gemini', false], [env.SECURE_SITE, 'claude', false]]) {
       await m.click(await m.find('#add'));
       await type('#sites tr:last-child input[name=site]', site);
       await type('#sites tr:last-child input[name=agent]', agent);
@@ -101,7 +104,7 @@ try {
     await m.click(await m.find('button[type=submit]'));
     await m.waitFor('return document.getElementById("saved").textContent !== ""');
     const stored = await asyncScript('const done = arguments[arguments.length - 1]; chrome.storage.local.get(["relay", "token", "sites"]).then(done, (e) => done(String(e)));').catch((e) => String(e));
-    check('options saved in storage.local', stored && stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 3 &&
+    check('options saved in storage.local', stored && stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 4 &&
       stored.sites[1].auto === true, JSON.stringify(stored));
   });
 
@@ -112,6 +115,11 @@ try {
       ' Date.now() > deadline ? done(JSON.stringify(cs)) : setTimeout(poll, 50), (e) => done(String(e)));' +
       'poll();', [want]);
     check('content script registered for the site', registered === true, registered);
+    const matches = await inExtension('const done = arguments[arguments.length - 1];' +
+      'chrome.scripting.getRegisteredContentScripts().then((cs) => done(cs.flatMap((c) => c.matches)), (e) => done(String(e)));');
+    check('a site named without a scheme gets the content script on https only', Array.isArray(matches) &&
+      matches.includes('https://' + env.SECURE_SITE + '/*') && !matches.includes('http://' + env.SECURE_SITE + '/*') &&
+      !matches.includes('https://' + new URL(env.PAGES_SITE).hostname + '/*'), JSON.stringify(matches));
     await go(env.PAGES_SITE + '/strict.html');
     await m.waitFor('return document.querySelector("[data-crosstalk-envelope]")', [], 15000, 'a control on the enabled site');
     check('enabled site: status', await attr('[data-crosstalk-envelope]', 'data-crosstalk-status') === 'unsigned', '');
