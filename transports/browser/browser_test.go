@@ -372,6 +372,9 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		"waiting": waiting,
 		"auto":    autoIDs,
 		"intl":    intlAgent,
+		// Signed by another key for claude@example.com: key-changed until
+		// the user forgets CLAUDE's key.
+		"keyChanged": sign(impostor, tChanged, true),
 	}
 	seedJSON, _ := json.Marshal(seed)
 	shots := os.Getenv("SCREENSHOTS")

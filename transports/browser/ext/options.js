@@ -96,4 +96,50 @@ form.addEventListener('submit', async (e) => {
   out.dataset.ok = 'true';
 });
 
+// loadKeys lists the trust store's keys by the sender they were first seen
+// from, each sender with a Forget button.
+async function loadKeys() {
+  const body = document.getElementById('keys');
+  const r = await chrome.runtime.sendMessage({ type: 'keys' });
+  body.textContent = '';
+  const out = document.getElementById('keys-result');
+  if (r.error) {
+    out.textContent = 'The trust store cannot be read: ' + r.error;
+    out.dataset.ok = 'false';
+    return;
+  }
+  const bySender = new Map();
+  for (const k of r.keys) {
+    if (!bySender.has(k.sender)) { bySender.set(k.sender, []); }
+    bySender.get(k.sender).push(k);
+  }
+  if (!bySender.size) {
+    const tr = body.insertRow();
+    tr.insertCell().textContent = 'No keys pinned yet.';
+    return;
+  }
+  for (const [sender, keys] of bySender) {
+    const tr = body.insertRow();
+    tr.dataset.sender = sender;
+    tr.insertCell().textContent = sender || '(no sender)';
+    tr.insertCell().textContent = keys.map((k) => k.pkid + ' (' + k.fingerprint + ')' + (k.revoked ? ', revoked' : '') +
+      (k.first_seen ? ', first seen ' + k.first_seen : '')).join('; ');
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = 'forget';
+    b.textContent = 'Forget';
+    b.disabled = keys.every((k) => k.revoked);
+    b.setAttribute('aria-label', 'Forget the keys first seen from ' + (sender || 'no sender'));
+    b.addEventListener('click', async () => {
+      const res = await chrome.runtime.sendMessage({ type: 'forget', sender });
+      out.textContent = res.error ? 'Not forgotten: ' + res.error
+        : 'Forgot ' + res.forgotten + ' key' + (res.forgotten === 1 ? '' : 's') + ' of ' + (sender || 'no sender') + '.';
+      out.dataset.ok = res.error ? 'false' : 'true';
+      await loadKeys();
+    });
+    tr.insertCell().appendChild(b);
+  }
+}
+
 load();
+loadKeys();

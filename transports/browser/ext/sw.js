@@ -53,19 +53,33 @@ function siteFor(sites, url) {
   }) || null;
 }
 
-// One check at a time: each reads and writes the trust store text.
+// One use of the trust store text at a time: a check reads and writes it,
+// and so does forgetting a sender's keys. fn gets the Go functions and the
+// text, and returns {result, known}: known, when it changed, is stored.
 let checking = Promise.resolve();
-function check(text) {
+function withKnown(fn) {
   const run = checking.then(async () => {
     const ct = await wasmReady;
     const { known = '' } = await chrome.storage.local.get('known');
-    const res = JSON.parse(ct.check(text, known));
-    if (res.error) { throw new Error(res.error); }
-    if (res.known !== known) { await chrome.storage.local.set({ known: res.known }); }
-    return res.envelopes;
+    const out = fn(ct, known);
+    if (out.known !== undefined && out.known !== known) { await chrome.storage.local.set({ known: out.known }); }
+    return out.result;
   });
   checking = run.catch(() => {});
   return run;
+}
+
+function goJSON(s) {
+  const r = JSON.parse(s);
+  if (r.error) { throw new Error(r.error); }
+  return r;
+}
+
+function check(text) {
+  return withKnown((ct, known) => {
+    const res = goJSON(ct.check(text, known));
+    return { result: res.envelopes, known: res.known };
+  });
 }
 
 // relayFetch calls the relay with the token. It returns {status, body}
@@ -250,6 +264,15 @@ const handlers = {
     const items = (r.body.deliveries || []).filter((x) => x.kind === 'chat.message' &&
       (x.from === me || x.directedness === 'to_me' || x.directedness === 'to_my_role')).slice(-10).reverse();
     return { items };
+  },
+  // The trust store's keys, and forgetting those first seen from a sender
+  // (a wrong first-use pin, a rotated key): the options page's Keys.
+  async keys() { return withKnown((ct, known) => ({ result: goJSON(ct.keys(known)) })); },
+  async forget(msg) {
+    return withKnown((ct, known) => {
+      const r = goJSON(ct.forget(known, String(msg.sender || '')));
+      return { result: { forgotten: r.forgotten }, known: r.known };
+    });
   },
   async test(msg) {
     const relay = (msg.relay || DEFAULT_RELAY).replace(/\/+$/, '');

@@ -420,6 +420,35 @@ try {
     await page.close();
   });
 
+  await step('options: forget a sender\'s keys', async () => {
+    const checkStatus = () => sw.evaluate(async (text) => {
+      const r = await dispatch({ type: 'check', text }, { id: chrome.runtime.id, url: chrome.runtime.getURL('options.html') });
+      return r.envelopes ? r.envelopes.map((e) => e.status).join() : JSON.stringify(r);
+    }, seed.keyChanged);
+    check('a rotated key is key-changed before', await checkStatus() === 'key-changed', await checkStatus());
+    // A page can neither list the keys nor forget them.
+    const fromPage = await sw.evaluate(async (url) => {
+      const tab = (await chrome.tabs.query({}))[0];
+      const sender = { id: chrome.runtime.id, url, tab };
+      return { keys: await dispatch({ type: 'keys' }, sender), forget: await dispatch({ type: 'forget', sender: 'CLAUDE' }, sender) };
+    }, env.PAGES + '/chat.html');
+    check('keys and forget: refused to a page', !!fromPage.keys.error && !fromPage.keys.keys && !!fromPage.forget.error && fromPage.forget.forgotten === undefined,
+      JSON.stringify(fromPage));
+    const page = current = await ctx.newPage();
+    await page.goto('chrome-extension://' + extId + '/options.html');
+    const row = page.locator('#keys tr[data-sender="CLAUDE"]');
+    await row.waitFor({ timeout: 5000 });
+    check('options list CLAUDE\'s key', /claude@example\.com/.test(await row.textContent()), await row.textContent());
+    await row.locator('button.forget').click();
+    await page.waitForFunction(() => /Forgot 1 key/.test(document.getElementById('keys-result').textContent), null, { timeout: 5000 });
+    check('CLAUDE is gone from the list', await page.locator('#keys tr[data-sender="CLAUDE"]').count() === 0 &&
+      await page.locator('#keys tr[data-sender="OLD"]').count() === 1, await page.locator('#keys').textContent());
+    const known = await sw.evaluate(async () => (await chrome.storage.local.get('known')).known || '');
+    check('the key left the trust store', !/^claude@example\.com /m.test(known) && /^old@example\.com .* revoked/m.test(known), known);
+    check('the rotated key is a first use after', await checkStatus() === 'first-use', await checkStatus());
+    await page.close();
+  });
+
   await step('relay unreachable: the clipboard fallback', async () => {
     await sw.evaluate(() => chrome.storage.local.set({ relay: 'http://127.0.0.1:9' }));
     const page = current = await ctx.newPage();

@@ -272,6 +272,19 @@ try {
     await inExtension('const done = arguments[arguments.length - 1]; chrome.storage.local.set({ relay: arguments[0] }).then(() => done(true));', [env.RELAY_URL]);
   });
 
+  await step('options: forget a sender\'s keys', async () => {
+    const back = await m.cmd('WebDriver:GetWindowHandle');
+    await openExtensionPage('options.html');
+    await m.waitFor('return document.querySelector(\'#keys tr[data-sender="CLAUDE"]\')', [], 5000, "CLAUDE's keys");
+    await m.click(await m.find('#keys tr[data-sender="CLAUDE"] button.forget'));
+    await m.waitFor('return /Forgot 1 key/.test(document.getElementById("keys-result").textContent)', [], 5000, 'Forgot 1 key');
+    const status = await asyncScript('const done = arguments[arguments.length - 1]; chrome.runtime.sendMessage({ type: "check", text: arguments[0] })' +
+      '.then((r) => done(r.envelopes ? r.envelopes.map((e) => e.status).join() : JSON.stringify(r)), (e) => done(String(e)));', [seed.keyChanged]);
+    check('the rotated key is a first use after Forget', status === 'first-use', status);
+    await m.cmd('WebDriver:CloseWindow');
+    await m.cmd('WebDriver:SwitchToWindow', { handle: back.value || back });
+  });
+
   await step('auto mode sends each envelope once, also after a reload', async () => {
     await go(env.PAGES_AUTO + '/auto.html');
     const n = seed.auto.length;
