@@ -215,7 +215,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.relay.Touch(info.principal)
 	}
 	if err := decodeAgentHeader(r); err != nil {
-		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
+		if r.URL.Path == "/crosstalk/receive" {
+			s.errorEnvelope(w, r, http.StatusBadRequest, envelope.CodeAddress, err.Error())
+		} else {
+			writeError(w, http.StatusBadRequest, string(envelope.CodeAddress), err.Error())
+		}
 		return
 	}
 	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, info)))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
@@ -172,5 +173,10 @@ func TestAgentHintOutsideLatin1(t *testing.T) {
 				t.Errorf("%s's read cursor in %s = %d, want %d (cursors %v)", tc.agent, group, cur.Cursors[group], want, cur.Cursors)
 			}
 		})
+	}
+	// The envelope endpoint answers a malformed hint with an ERROR envelope.
+	status, body := h.do("POST", "/crosstalk/receive", env("CHATGPT", "GEMINI", "REQUEST", "hint-env", "x"), "X-Crosstalk-Agent", "UTF-8''%ZZ")
+	if e, err := envelope.Unmarshal(body); status != http.StatusBadRequest || err != nil || e.Intent != envelope.IntentError {
+		t.Errorf("POST /crosstalk/receive with a malformed X-Crosstalk-Agent = %d %s (%v), want 400 and an ERROR envelope", status, body, err)
 	}
 }
