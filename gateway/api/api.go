@@ -214,6 +214,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info.token {
 		s.relay.Touch(info.principal)
 	}
+	if err := decodeAgentHeader(r); err != nil {
+		if r.URL.Path == "/crosstalk/receive" {
+			s.errorEnvelope(w, r, http.StatusBadRequest, envelope.CodeAddress, err.Error())
+		} else {
+			writeError(w, http.StatusBadRequest, string(envelope.CodeAddress), err.Error())
+		}
+		return
+	}
 	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, info)))
 }
 

@@ -1,11 +1,17 @@
 package api_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/tokens"
 )
 
@@ -115,5 +121,62 @@ func TestExtensionWithConfiguredTokens(t *testing.T) {
 	defer a.Close()
 	if p, ok := a.TokenPrincipal(minted); !ok || p != "chatgpt" {
 		t.Errorf("TokenPrincipal(minted) = %q, %v", p, ok)
+	}
+}
+
+// TestAgentHintOutsideLatin1: a browser refuses a header value outside
+// Latin-1 (fetch throws) and sends a Latin-1 one as its bytes, so the
+// extension sends X-Crosstalk-Agent as RFC 8187's percent-encoded
+// UTF-8. The relay reads that form, the raw UTF-8 of other clients (the
+// Go client, curl) and the Latin-1 bytes of an older extension, and
+// refuses a malformed encoding with 400 instead of acting for a garbled
+// name.
+func TestAgentHintOutsideLatin1(t *testing.T) {
+	store := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
+	local, _, err := store.New(api.LocalUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, &api.Options{Minted: store}, func(s *api.Server, _ ledger.Store) { s.MountAgents(nil) })
+	const chrome = "chrome-extension://abcdefghijklmnopabcdefghijklmnop"
+	for i, tc := range []struct {
+		name, agent, header string
+		want                int
+	}{
+		{"percent-encoded UTF-8", "ÇLAUDE-助手", "UTF-8''%C3%87LAUDE-%E5%8A%A9%E6%89%8B", 200},
+		{"percent-encoded, lower-case charset", "ÇLAUDE-助手", "utf-8''%c3%87LAUDE-%e5%8a%a9%e6%89%8b", 200},
+		{"percent-encoded NFD", "ÇLAUDE-助手", "UTF-8''C%CC%A7LAUDE-%E5%8A%A9%E6%89%8B", 200},
+		{"raw UTF-8 (Go client)", "ÇLAUDE-助手", "ÇLAUDE-助手", 200},
+		{"Latin-1 bytes (older extension)", "ÇA-VA", "\xc7A-VA", 200},
+		{"plain ASCII", "GEMINI", "GEMINI", 200},
+		{"malformed percent-encoding", "ÇLAUDE-助手", "UTF-8''%C3%8", 400},
+		{"percent-encoding of invalid UTF-8", "ÇLAUDE-助手", "UTF-8''%C3%28", 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			group := fmt.Sprintf("hint-%d", i)
+			res := h.post(env("CHATGPT", tc.agent, "REQUEST", group, "for "+tc.agent))
+			path := "/v1/groups/" + group + "/events/" + res.EventID + "/read"
+			status, body := h.do("POST", path, "", "Origin", chrome, "Authorization", "Bearer "+local, "X-Crosstalk-Agent", tc.header)
+			if status != tc.want {
+				t.Fatalf("POST %s with X-Crosstalk-Agent %q = %d %s, want %d", path, tc.header, status, body, tc.want)
+			}
+			var cur struct{ Cursors map[string]int64 }
+			status, body = h.do("GET", "/v1/agents/"+url.PathEscape(tc.agent)+"/cursors", "", "Authorization", "Bearer "+local)
+			if err := json.Unmarshal(body, &cur); status != http.StatusOK || err != nil {
+				t.Fatalf("GET cursors of %s = %d %s (%v)", tc.agent, status, body, err)
+			}
+			want := res.Seq
+			if tc.want != 200 {
+				want = 0
+			}
+			if cur.Cursors[group] != want {
+				t.Errorf("%s's read cursor in %s = %d, want %d (cursors %v)", tc.agent, group, cur.Cursors[group], want, cur.Cursors)
+			}
+		})
+	}
+	// The envelope endpoint answers a malformed hint with an ERROR envelope.
+	status, body := h.do("POST", "/crosstalk/receive", env("CHATGPT", "GEMINI", "REQUEST", "hint-env", "x"), "X-Crosstalk-Agent", "UTF-8''%ZZ")
+	if e, err := envelope.Unmarshal(body); status != http.StatusBadRequest || err != nil || e.Intent != envelope.IntentError {
+		t.Errorf("POST /crosstalk/receive with a malformed X-Crosstalk-Agent = %d %s (%v), want 400 and an ERROR envelope", status, body, err)
 	}
 }

@@ -1,7 +1,11 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -70,4 +74,47 @@ func (s *Server) names(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// agentHeader is the header naming the agent a request acts for (the
+// local hint of docs/configuration.md). Its value is the name as UTF-8,
+// or RFC 8187's percent-encoded form of it (UTF-8, two apostrophes, %XX),
+// which a browser can send whatever the name (fetch refuses a header value
+// outside Latin-1, and sends a Latin-1 one as single bytes).
+const agentHeader = "X-Crosstalk-Agent"
+
+// decodeAgentHeader rewrites r's X-Crosstalk-Agent to the name it stands
+// for, in NFC: RFC 8187's form percent-decoded (what the browser
+// extension sends), raw UTF-8 kept (the Go client, curl), and bytes that
+// are not UTF-8 read as Latin-1 (what a browser sent for a name such as
+// ÇA before the extension encoded it). A malformed encoding, one that is
+// not UTF-8, or an invisible character is an error: the request must not
+// act for a garbled name.
+func decodeAgentHeader(r *http.Request) error {
+	v := r.Header.Get(agentHeader)
+	if v == "" {
+		return nil
+	}
+	if len(v) >= 7 && strings.EqualFold(v[:7], "UTF-8''") {
+		s, err := url.PathUnescape(v[7:])
+		if err != nil {
+			return fmt.Errorf("%s %q: %w", agentHeader, v, err)
+		}
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("%s %q: the percent-encoded bytes are not UTF-8", agentHeader, v)
+		}
+		v = s
+	} else if !utf8.ValidString(v) {
+		rs := make([]rune, len(v))
+		for i := 0; i < len(v); i++ {
+			rs[i] = rune(v[i])
+		}
+		v = string(rs)
+	}
+	n, err := envelope.NormalizeIdentifier(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", agentHeader, err)
+	}
+	r.Header.Set(agentHeader, n)
+	return nil
 }

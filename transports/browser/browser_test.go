@@ -49,11 +49,19 @@ func chromiumPath() string {
 // network.dns.localDomains).
 const siteHost = "chat.example"
 
+// intlAgent is an agent name outside Latin-1, which fetch refuses in a
+// header value unless it is encoded.
+const intlAgent = "ÇLAUDE-助手"
+
+// secureHost is a chat site the options name without a scheme: https
+// only, though the test's manifest grants its plain-http origin too.
+const secureHost = "secure.example"
+
 // withSite returns a copy of the built extension in dir whose manifest
-// already holds the host permissions of host (http and https), as if the
+// already holds the host permissions of hosts (http and https), as if the
 // user had granted them when the options page asked: headless browsers
 // cannot show that prompt.
-func withSite(t *testing.T, dir, host string) string {
+func withSite(t *testing.T, dir string, hosts ...string) string {
 	t.Helper()
 	out := t.TempDir()
 	if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
@@ -68,7 +76,9 @@ func withSite(t *testing.T, dir, host string) string {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	m["host_permissions"] = append(m["host_permissions"].([]any), "http://"+host+"/*", "https://"+host+"/*")
+	for _, host := range hosts {
+		m["host_permissions"] = append(m["host_permissions"].([]any), "http://"+host+"/*", "https://"+host+"/*")
+	}
 	if b, err = json.MarshalIndent(m, "", "  "); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +257,7 @@ func TestExtensionFirefox(t *testing.T) {
 // becomes a subtest, and the relay's ledger and request counts are checked
 // afterwards.
 func runScenarios(t *testing.T, node, driver string, env ...string) {
-	ext := withSite(t, buildExtension(t), siteHost)
+	ext := withSite(t, buildExtension(t), siteHost, secureHost)
 	minted := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
 	token, _, err := minted.New(api.LocalUser)
 	if err != nil {
@@ -307,6 +317,13 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		waiting = append(waiting, map[string]string{"message": e.Message, "body": body})
 	}
 
+	// One waiting for an agent whose name is outside Latin-1, which a
+	// browser refuses in a header value as it is.
+	_, tIntl := compose("CLAUDE", intlAgent, "ext-intl", "For an agent named outside Latin-1.")
+	if outs, err := relay.relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: strings.NewReader(tIntl)}); err != nil || len(outs) != 1 || outs[0].Reject != nil {
+		t.Fatalf("seeding the relay: %v %+v", err, outs)
+	}
+
 	// A long conversation: 400 messages, an envelope in every fifth.
 	type longMessage struct {
 		User           bool
@@ -354,6 +371,10 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		"longMessages": len(long), "longEnvelopes": len(long) / 5,
 		"waiting": waiting,
 		"auto":    autoIDs,
+		"intl":    intlAgent,
+		// Signed by another key for claude@example.com: key-changed until
+		// the user forgets CLAUDE's key.
+		"keyChanged": sign(impostor, tChanged, true),
 	}
 	seedJSON, _ := json.Marshal(seed)
 	shots := os.Getenv("SCREENSHOTS")
@@ -371,7 +392,7 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Env = append(os.Environ(),
 		"EXT="+ext, "RELAY_URL="+relay.url, "TOKEN="+token,
-		"PAGES="+srv.URL, "PAGES_AUTO=http://localhost:"+port, "PAGES_SITE=http://"+siteHost+":"+port,
+		"PAGES="+srv.URL, "PAGES_AUTO=http://localhost:"+port, "PAGES_SITE=http://"+siteHost+":"+port, "SECURE_SITE="+secureHost,
 		"USER_DATA_DIR="+t.TempDir(), "SCREENSHOTS="+shots, "SEED="+string(seedJSON))
 	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer

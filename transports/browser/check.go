@@ -241,3 +241,69 @@ func Fence(text string) string {
 	f := strings.Repeat("`", n)
 	return f + "\n" + text + "\n" + f + "\n"
 }
+
+// Key is one key of the extension's trust store, as the options page
+// lists it.
+type Key struct {
+	Pkid        string `json:"pkid"`
+	Fingerprint string `json:"fingerprint"`
+	// Sender is the envelope sender the key was first seen from ("" when
+	// the store does not say).
+	Sender    string `json:"sender"`
+	FirstSeen string `json:"first_seen"`
+	Revoked   bool   `json:"revoked"`
+}
+
+// Keys returns the keys of the trust store known (the known_keys file
+// format), in the store's order.
+func Keys(known string) ([]Key, error) {
+	store, err := signing.NewMemoryTrustStore([]byte(known))
+	if err != nil {
+		return nil, fmt.Errorf("browser: the extension's trust store: %w", err)
+	}
+	entries, err := store.Entries()
+	if err != nil {
+		return nil, fmt.Errorf("browser: the extension's trust store: %w", err)
+	}
+	keys := make([]Key, 0, len(entries))
+	for _, e := range entries {
+		k := Key{Pkid: e.Key.Pkid, Fingerprint: e.Key.Fingerprint(), Sender: cmp.Or(e.Sender, e.Seen), Revoked: e.Revoked}
+		if !e.FirstSeen.IsZero() {
+			k.FirstSeen = e.FirstSeen.UTC().Format("2006-01-02T15:04:05Z")
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// Forget removes from the trust store known the keys first seen from
+// sender (a first-use pin the user knows to be wrong, or a key the sender
+// replaced), so that the sender's next announced key is a first use again
+// instead of key-changed. A revoked key stays: forgetting it would let the
+// compromised key be pinned again. It returns the store and how many keys
+// it forgot.
+func Forget(known, sender string) (string, int, error) {
+	store, err := signing.NewMemoryTrustStore([]byte(known))
+	if err != nil {
+		return "", 0, fmt.Errorf("browser: the extension's trust store: %w", err)
+	}
+	entries, err := store.Entries()
+	if err != nil {
+		return "", 0, fmt.Errorf("browser: the extension's trust store: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Revoked || cmp.Or(e.Sender, e.Seen) != sender {
+			continue
+		}
+		if err := store.Remove(e.Key.Pkid); err != nil {
+			return "", 0, fmt.Errorf("browser: forgetting %s: %w", e.Key.Pkid, err)
+		}
+		n++
+	}
+	b, err := store.Bytes()
+	if err != nil {
+		return "", 0, fmt.Errorf("browser: the extension's trust store: %w", err)
+	}
+	return string(b), n, nil
+}

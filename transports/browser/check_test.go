@@ -251,3 +251,65 @@ func TestCheckKeyOfAnotherSender(t *testing.T) {
 		}
 	}
 }
+
+// TestForget: the user forgets a sender's keys (a wrong first-use pin, a
+// rotated key): the keys first seen from that sender leave the store, and
+// the sender's next announced key is a first use instead of key-changed;
+// another sender's keys and a revoked key (forgetting it would let the
+// compromised key be pinned again) stay.
+func TestForget(t *testing.T) {
+	ctx := context.Background()
+	claude, _ := signing.GenerateKey(signing.Ed25519, "claude@example.com")
+	rotated, _ := signing.GenerateKey(signing.Ed25519, "claude@example.com")
+	gemini, _ := signing.GenerateKey(signing.Ed25519, "gemini@example.com")
+	old, _ := signing.GenerateKey(signing.Ed25519, "old@example.com")
+	sign := func(k *signing.PrivateKey, from, body string) string {
+		e := envelope.New(from, "CHATGPT", envelope.IntentRequest, body)
+		b, err := envelope.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err = signing.Sign(b, k, &signing.SignOptions{Announce: true}); err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	revoke, err := signing.Sign([]byte("[[CLAUDE→ALL v1]]\nintent: REVOKE\n\nmeta: revoke\nPkid: old@example.com\n\nbody: |\n  Key compromised.\n[[END]]\n"), old, &signing.SignOptions{Announce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := browser.Check(ctx, sign(claude, "CLAUDE", "one")+sign(gemini, "GEMINI", "two")+string(revoke), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := browser.Keys(res.Known)
+	if err != nil || len(keys) != 3 {
+		t.Fatalf("Keys() = %+v, %v, want 3", keys, err)
+	}
+	known, n, err := browser.Forget(res.Known, "CLAUDE")
+	if err != nil || n != 1 {
+		t.Fatalf("Forget(CLAUDE) = %d, %v, want 1 key forgotten", n, err)
+	}
+	keys, _ = browser.Keys(known)
+	var left []string
+	for _, k := range keys {
+		left = append(left, fmt.Sprintf("%s from %s revoked=%v", k.Pkid, k.Sender, k.Revoked))
+	}
+	if want := []string{"gemini@example.com from GEMINI revoked=false", "old@example.com from CLAUDE revoked=true"}; strings.Join(left, "; ") != strings.Join(want, "; ") {
+		t.Errorf("after Forget(CLAUDE): %q, want %q", left, want)
+	}
+	after, err := browser.Check(ctx, sign(rotated, "CLAUDE", "rotated"), known)
+	if err != nil || len(after.Envelopes) != 1 || after.Envelopes[0].Status != "first-use" {
+		t.Errorf("the rotated key after Forget = %+v, %v, want first-use", after.Envelopes, err)
+	}
+	before, _ := browser.Check(ctx, sign(rotated, "CLAUDE", "rotated"), res.Known)
+	if len(before.Envelopes) != 1 || before.Envelopes[0].Status != "key-changed" {
+		t.Errorf("the rotated key without Forget = %+v, want key-changed", before.Envelopes)
+	}
+	if _, n, err := browser.Forget(known, "NOBODY"); err != nil || n != 0 {
+		t.Errorf("Forget(NOBODY) = %d, %v, want 0, nil", n, err)
+	}
+	if _, _, err := browser.Forget("not a store line\n", "CLAUDE"); err == nil {
+		t.Error("Forget of an unreadable store: no error")
+	}
+}

@@ -33,7 +33,8 @@
   const state = {
     site: { agent: '', auto: false, isRelay: false },
     blocks: new Map(), // block element → {text, since, done}
-    keys: new Map(), // envelope key → page index
+    keys: new Map(), // envelope key → page index, for the envelopes on the page
+    nextIndex: 0, // the page index of the next new envelope key
     controls: [], // every control, in page order
     pending: null, // an inserted envelope not yet sent by the user
   };
@@ -120,10 +121,27 @@
     return 'h:' + h.toString(16) + ':' + env.text.length;
   }
 
+  // prune forgets the blocks, controls and envelope keys that left the
+  // page: a chat tab that streams messages for hours and drops old ones (a
+  // virtualised thread, a cleared conversation) must not keep them all.
+  function prune() {
+    for (const el of state.blocks.keys()) {
+      if (!el.isConnected) { state.blocks.delete(el); }
+    }
+    state.controls = state.controls.filter((c) => c.isConnected);
+    if (state.keys.size > state.controls.length) {
+      const live = new Set(state.controls.map((c) => c.__key));
+      for (const k of state.keys.keys()) {
+        if (!live.has(k)) { state.keys.delete(k); }
+      }
+    }
+  }
+
   function scan() {
     const t0 = performance.now();
     const now = Date.now();
     let again = false;
+    prune();
     for (const block of findBlocks()) {
       const text = (block.innerText || '').slice(0, MAX_TEXT + 1);
       let b = state.blocks.get(block);
@@ -192,7 +210,7 @@
 
   function control(env) {
     const key = env.status === 'error' ? 'e:' + env.index + ':' + env.reason : keyOf(env);
-    if (!state.keys.has(key)) { state.keys.set(key, state.keys.size); }
+    if (!state.keys.has(key)) { state.keys.set(key, state.nextIndex++); }
     const host = document.createElement('span');
     host.__env = env;
     host.__key = key;
@@ -359,7 +377,13 @@
   }
 
   // ---- commands from the background (keyboard shortcuts) --------------------
-  chrome.runtime.onMessage.addListener((msg) => {
+  chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
+    // What this script holds, for the extension's tests: only the
+    // extension itself can message a content script, never the page.
+    if (msg && msg.type === 'stats') {
+      sendResponse({ blocks: state.blocks.size, keys: state.keys.size, controls: state.controls.length });
+      return false;
+    }
     if (!msg || msg.type !== 'command') { return false; }
     if (msg.command === 'insert-next') { insertNext(true); }
     if (msg.command === 'copy-last') {

@@ -23,7 +23,7 @@ function addRow(s) {
 
 function read() {
   const sites = [...rows.querySelectorAll('tr')].map((tr) => ({
-    site: tr.querySelector('[name=site]').value.trim().toLowerCase(),
+    site: siteOf(tr.querySelector('[name=site]').value),
     agent: tr.querySelector('[name=agent]').value.trim().toUpperCase(),
     auto: tr.querySelector('[name=auto]').checked,
   })).filter((s) => s.site && s.agent);
@@ -37,14 +37,28 @@ async function load() {
   (s.sites || DEFAULTS).forEach(addRow);
 }
 
+// siteOf normalises a site as typed: "host[:port]" means the site over
+// https, and plain http only when written out, "http://host[:port]" (a site
+// granted on http could be driven by anyone on the network path). sw.js
+// reads them the same way (siteParts).
+function siteOf(typed) {
+  const s = typed.trim().toLowerCase().replace(/\/+$/, '');
+  return s.startsWith('https://') ? s.slice(8) : s;
+}
+
+// origins returns the host permissions the sites and the relay need: each
+// on its own scheme only.
 function origins(v) {
   const out = [];
-  const add = (host) => {
+  const add = (scheme, host) => {
     const h = host.split(':')[0];
-    if (h && h !== '127.0.0.1' && h !== 'localhost' && !h.startsWith('[')) { out.push('https://' + h + '/*', 'http://' + h + '/*'); }
+    if (h && h !== '127.0.0.1' && h !== 'localhost' && !h.startsWith('[')) { out.push(scheme + '//' + h + '/*'); }
   };
-  v.sites.forEach((s) => add(s.site));
-  try { add(new URL(v.relay).host); } catch (e) { /* checked on save */ }
+  v.sites.forEach((s) => (s.site.startsWith('http://') ? add('http:', s.site.slice(7)) : add('https:', s.site)));
+  try {
+    const u = new URL(v.relay);
+    add(u.protocol, u.host);
+  } catch (e) { /* checked on save */ }
   return out;
 }
 
@@ -82,4 +96,50 @@ form.addEventListener('submit', async (e) => {
   out.dataset.ok = 'true';
 });
 
+// loadKeys lists the trust store's keys by the sender they were first seen
+// from, each sender with a Forget button.
+async function loadKeys() {
+  const body = document.getElementById('keys');
+  const r = await chrome.runtime.sendMessage({ type: 'keys' });
+  body.textContent = '';
+  const out = document.getElementById('keys-result');
+  if (r.error) {
+    out.textContent = 'The trust store cannot be read: ' + r.error;
+    out.dataset.ok = 'false';
+    return;
+  }
+  const bySender = new Map();
+  for (const k of r.keys) {
+    if (!bySender.has(k.sender)) { bySender.set(k.sender, []); }
+    bySender.get(k.sender).push(k);
+  }
+  if (!bySender.size) {
+    const tr = body.insertRow();
+    tr.insertCell().textContent = 'No keys pinned yet.';
+    return;
+  }
+  for (const [sender, keys] of bySender) {
+    const tr = body.insertRow();
+    tr.dataset.sender = sender;
+    tr.insertCell().textContent = sender || '(no sender)';
+    tr.insertCell().textContent = keys.map((k) => k.pkid + ' (' + k.fingerprint + ')' + (k.revoked ? ', revoked' : '') +
+      (k.first_seen ? ', first seen ' + k.first_seen : '')).join('; ');
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = 'forget';
+    b.textContent = 'Forget';
+    b.disabled = keys.every((k) => k.revoked);
+    b.setAttribute('aria-label', 'Forget the keys first seen from ' + (sender || 'no sender'));
+    b.addEventListener('click', async () => {
+      const res = await chrome.runtime.sendMessage({ type: 'forget', sender });
+      out.textContent = res.error ? 'Not forgotten: ' + res.error
+        : 'Forgot ' + res.forgotten + ' key' + (res.forgotten === 1 ? '' : 's') + ' of ' + (sender || 'no sender') + '.';
+      out.dataset.ok = res.error ? 'false' : 'true';
+      await loadKeys();
+    });
+    tr.insertCell().appendChild(b);
+  }
+}
+
 load();
+loadKeys();

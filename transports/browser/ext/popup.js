@@ -11,7 +11,7 @@
   const tab = id ? await chrome.tabs.get(id) : (await chrome.tabs.query({ active: true, currentWindow: true }))[0];
   let host = '';
   try { host = new URL(tab.url).host; } catch (e) { /* not a web page */ }
-  const site = await chrome.runtime.sendMessage({ type: 'site', host });
+  const site = await chrome.runtime.sendMessage({ type: 'site', host, url: tab.url });
   if (!site.agent) {
     who.textContent = host ? host + ' has no agent: map it in the options.' : 'Not a web page.';
     return;

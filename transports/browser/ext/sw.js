@@ -29,23 +29,57 @@ async function settings() {
   return { relay: (s.relay || DEFAULT_RELAY).replace(/\/+$/, ''), token: s.token || '', sites: s.sites || [] };
 }
 
-function siteFor(sites, host) {
-  return sites.find((s) => s.site && s.site.toLowerCase() === String(host).toLowerCase()) || null;
+// siteParts splits a site of the options' site map: "host[:port]" is the
+// site over https, "http://host[:port]" over plain http, which the user
+// must write out (options.js requests the same origins): a site granted on
+// http could be driven by anyone on the network path.
+function siteParts(site) {
+  const s = String(site || '').toLowerCase();
+  if (s.startsWith('http://')) { return { scheme: 'http:', host: s.slice(7) }; }
+  return { scheme: 'https:', host: s.startsWith('https://') ? s.slice(8) : s };
 }
 
-// One check at a time: each reads and writes the trust store text.
+const isLoopback = (host) => /^(127\.0\.0\.1|localhost)(:|$)/.test(host);
+
+// siteFor returns the site map's entry for a page at url: the same host
+// and port, over the entry's scheme (a loopback host over either).
+function siteFor(sites, url) {
+  let u;
+  try { u = new URL(url); } catch (e) { return null; }
+  const host = u.host.toLowerCase();
+  return sites.find((s) => {
+    const p = siteParts(s.site);
+    return s.site && p.host === host && (p.scheme === u.protocol || isLoopback(host));
+  }) || null;
+}
+
+// One use of the trust store text at a time: a check reads and writes it,
+// and so does forgetting a sender's keys. fn gets the Go functions and the
+// text, and returns {result, known}: known, when it changed, is stored.
 let checking = Promise.resolve();
-function check(text) {
+function withKnown(fn) {
   const run = checking.then(async () => {
     const ct = await wasmReady;
     const { known = '' } = await chrome.storage.local.get('known');
-    const res = JSON.parse(ct.check(text, known));
-    if (res.error) { throw new Error(res.error); }
-    if (res.known !== known) { await chrome.storage.local.set({ known: res.known }); }
-    return res.envelopes;
+    const out = fn(ct, known);
+    if (out.known !== undefined && out.known !== known) { await chrome.storage.local.set({ known: out.known }); }
+    return out.result;
   });
   checking = run.catch(() => {});
   return run;
+}
+
+function goJSON(s) {
+  const r = JSON.parse(s);
+  if (r.error) { throw new Error(r.error); }
+  return r;
+}
+
+function check(text) {
+  return withKnown((ct, known) => {
+    const res = goJSON(ct.check(text, known));
+    return { result: res.envelopes, known: res.known };
+  });
 }
 
 // relayFetch calls the relay with the token. It returns {status, body}
@@ -171,6 +205,15 @@ async function rawEnvelope(group, seq) {
   return x.raw;
 }
 
+// agentHeader is an agent name as an X-Crosstalk-Agent value: printable
+// ASCII as it is, anything else in RFC 8187's UTF-8''percent-encoded form,
+// which the relay decodes (docs/web.md): fetch refuses a header value
+// outside Latin-1 and would send a Latin-1 one as single bytes.
+function agentHeader(agent) {
+  const a = String(agent);
+  return /^[\x20-\x7e]*$/.test(a) && !/^utf-8''/i.test(a) ? a : "UTF-8''" + encodeURIComponent(a);
+}
+
 async function setBadge(tabId, n) {
   if (tabId === undefined) { return; }
   await chrome.action.setBadgeText({ tabId, text: n > 0 ? String(n) : '' });
@@ -183,7 +226,7 @@ const handlers = {
   async fence(msg) { return { text: (await wasmReady).fence(msg.text) }; },
   async site(msg) {
     const s = await settings();
-    const site = siteFor(s.sites, msg.host);
+    const site = siteFor(s.sites, msg.url);
     // The relay's own pages, also by its other loopback name.
     const loop = (h) => String(h).toLowerCase().replace(/^localhost(?=:|$)/, '127.0.0.1');
     const isRelay = loop(hostOf(s.relay)) === loop(msg.host);
@@ -208,7 +251,7 @@ const handlers = {
   },
   async delivered(msg) {
     const r = await relayFetch('/v1/groups/' + encodeURIComponent(msg.group) + '/events/' + encodeURIComponent(msg.event_id) + '/read', {
-      method: 'POST', headers: { 'X-Crosstalk-Agent': msg.agent },
+      method: 'POST', headers: { 'X-Crosstalk-Agent': agentHeader(msg.agent) },
     });
     return r.status === 200 ? { ok: true } : Object.assign({ ok: false }, relayError(r));
   },
@@ -221,6 +264,15 @@ const handlers = {
     const items = (r.body.deliveries || []).filter((x) => x.kind === 'chat.message' &&
       (x.from === me || x.directedness === 'to_me' || x.directedness === 'to_my_role')).slice(-10).reverse();
     return { items };
+  },
+  // The trust store's keys, and forgetting those first seen from a sender
+  // (a wrong first-use pin, a rotated key): the options page's Keys.
+  async keys() { return withKnown((ct, known) => ({ result: goJSON(ct.keys(known)) })); },
+  async forget(msg) {
+    return withKnown((ct, known) => {
+      const r = goJSON(ct.forget(known, String(msg.sender || '')));
+      return { result: { forgotten: r.forgotten }, known: r.known };
+    });
   },
   async test(msg) {
     const relay = (msg.relay || DEFAULT_RELAY).replace(/\/+$/, '');
@@ -259,9 +311,9 @@ async function dispatch(msg, sender) {
   try {
     if (!fromExtension(sender)) {
       if (!PAGE_TYPES.has(msg.type)) { throw new Error(msg.type + ': not for a page'); }
-      msg = Object.assign({}, msg, { host: hostOf(sender && sender.url) });
+      msg = Object.assign({}, msg, { host: hostOf(sender && sender.url), url: sender && sender.url });
       if (AGENT_TYPES.has(msg.type)) {
-        const site = siteFor((await settings()).sites, msg.host);
+        const site = siteFor((await settings()).sites, msg.url);
         if (!site || !site.agent) { throw new Error(msg.host + ' has no agent'); }
         msg.agent = site.agent;
       }
@@ -294,12 +346,12 @@ async function registerSites() {
   const { sites = [] } = await chrome.storage.local.get('sites');
   const matches = [];
   for (const s of sites) {
-    const host = String(s.site || '').split(':')[0];
+    const { scheme, host: hostPort } = siteParts(s.site);
+    const host = hostPort.split(':')[0];
     if (!host || host === '127.0.0.1' || host === 'localhost') { continue; }
-    for (const scheme of ['https', 'http']) {
-      const origin = scheme + '://' + host + '/*';
-      if (await chrome.permissions.contains({ origins: [origin] })) { matches.push(origin); }
-    }
+    // The site's own scheme only: https unless the options say http://.
+    const origin = scheme + '//' + host + '/*';
+    if (await chrome.permissions.contains({ origins: [origin] })) { matches.push(origin); }
   }
   try { await chrome.scripting.unregisterContentScripts({ ids: ['sites'] }); } catch (e) { /* none yet */ }
   if (matches.length) {

@@ -9,6 +9,8 @@
 //	crosstalk.parse(text, strict)  → the JSON Lines of `crosstalk parse --json`
 //	crosstalk.check(text, known)   → JSON browser.CheckResult, or {"error": "…"}
 //	crosstalk.fence(text)          → text in a ``` fence
+//	crosstalk.keys(known)          → JSON {"keys": [browser.Key]}, or {"error": "…"}
+//	crosstalk.forget(known, sender) → JSON {"known", "forgotten"}: browser.Forget
 //
 // where text is a string, or a Uint8Array of UTF-8 bytes.
 //
@@ -60,6 +62,34 @@ func main() {
 			return ""
 		}
 		return browser.Fence(args[0].String())
+	}))
+	api.Set("keys", js.FuncOf(func(this js.Value, args []js.Value) any {
+		if len(args) < 1 || args[0].Type() != js.TypeString {
+			return errorJSON(errNoText)
+		}
+		keys, err := browser.Keys(args[0].String())
+		if err != nil {
+			return errorJSON(err)
+		}
+		b, err := json.Marshal(map[string]any{"keys": keys})
+		if err != nil {
+			return errorJSON(err)
+		}
+		return string(b)
+	}))
+	api.Set("forget", js.FuncOf(func(this js.Value, args []js.Value) any {
+		if len(args) < 2 || args[0].Type() != js.TypeString || args[1].Type() != js.TypeString {
+			return errorJSON(errNoText)
+		}
+		known, n, err := browser.Forget(args[0].String(), args[1].String())
+		if err != nil {
+			return errorJSON(err)
+		}
+		b, err := json.Marshal(map[string]any{"known": known, "forgotten": n})
+		if err != nil {
+			return errorJSON(err)
+		}
+		return string(b)
 	}))
 	js.Global().Set("crosstalk", api)
 	select {}

@@ -50,7 +50,10 @@ try {
     await page.fill('input[name=relay]', env.RELAY_URL);
     // The default sites need host permissions (a prompt); these tests use loopback only.
     while (await page.locator('#sites .remove').count()) { await page.locator('#sites .remove').first().click(); }
-    const rows = [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true], [hostOf(env.PAGES_SITE), 'gemini', false]];
+    // PAGES_SITE is plain http, which a site gets only when the user says
+    // so; SECURE_SITE, named without a scheme, is https only.
+    const rows = [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true], ['http://' + hostOf(env.PAGES_SITE), 'gemini', false],
+      [env.SECURE_SITE, 'claude', false]];
     for (const [site, agent, auto] of rows) {
       await page.click('#add');
       const row = page.locator('#sites tr').last();
@@ -66,10 +69,20 @@ try {
     await page.fill('input[name=token]', env.TOKEN);
     await page.click('#test');
     await page.waitForFunction(() => document.getElementById('test-result').dataset.ok === 'true', null, { timeout: 5000 });
+    await page.evaluate(() => {
+      window.__asked = [];
+      const request = chrome.permissions.request.bind(chrome.permissions);
+      chrome.permissions.request = (p) => { window.__asked.push(...(p.origins || [])); return request(p); };
+    });
     await page.click('button[type=submit]');
     await page.waitForFunction(() => document.getElementById('saved').textContent !== '');
+    const asked = await page.evaluate(() => window.__asked);
+    const secure = env.SECURE_SITE, plain = new URL(env.PAGES_SITE).hostname;
+    check('save asks for https only, plain http where the site says http://',
+      asked.includes('https://' + secure + '/*') && !asked.includes('http://' + secure + '/*') &&
+      asked.includes('http://' + plain + '/*') && !asked.includes('https://' + plain + '/*'), JSON.stringify(asked));
     const stored = await sw.evaluate(() => chrome.storage.local.get(['relay', 'token', 'sites']));
-    check('options saved in storage.local', stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 3 &&
+    check('options saved in storage.local', stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 4 &&
       stored.sites[0].agent === 'CHATGPT' && stored.sites[1].auto === true, JSON.stringify(stored));
     await page.screenshot({ path: env.SCREENSHOTS + '/extension-options.png' }); // docs/extension-options.png
     await page.close();
@@ -86,6 +99,15 @@ try {
       return JSON.stringify(await chrome.scripting.getRegisteredContentScripts());
     }, want);
     check('content script registered for the site', registered === true, registered);
+    const matches = (await sw.evaluate(() => chrome.scripting.getRegisteredContentScripts())).flatMap((c) => c.matches);
+    check('a site named without a scheme gets the content script on https only',
+      matches.includes('https://' + env.SECURE_SITE + '/*') && !matches.includes('http://' + env.SECURE_SITE + '/*') &&
+      !matches.includes('https://' + new URL(env.PAGES_SITE).hostname + '/*'), JSON.stringify(matches));
+    const agents = await sw.evaluate(async (host) => {
+      const site = (url) => dispatch({ type: 'site', host }, { id: chrome.runtime.id, url, tab: { id: -1 } }).then((r) => r.agent);
+      return { https: await site('https://' + host + '/c/1'), http: await site('http://' + host + '/c/1') };
+    }, env.SECURE_SITE);
+    check('a page on the plain-http origin of an https site has no agent', agents.https === 'CLAUDE' && agents.http === '', JSON.stringify(agents));
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES_SITE + '/strict.html');
     await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
@@ -272,6 +294,19 @@ try {
     });
   }
 
+  await step('an agent named outside Latin-1 is marked delivered', async () => {
+    // From an extension page, as the options page would: the agent is the
+    // message's.
+    const r = await sw.evaluate(async (agent) => {
+      const ask = (m) => dispatch(m, { id: chrome.runtime.id, url: chrome.runtime.getURL('popup.html') });
+      const next = await ask({ type: 'next', agent });
+      if (!next.event_id) { return { next }; }
+      const res = await ask({ type: 'delivered', agent, group: next.group, event_id: next.event_id });
+      return { res, after: (await ask({ type: 'waiting', agent })).count };
+    }, seed.intl);
+    check('delivered for ' + seed.intl, r && r.res && r.res.ok === true && r.after === 0, JSON.stringify(r));
+  });
+
   await step('popup: the last exchanges of the tab\'s agent', async () => {
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES + '/composer.html');
@@ -338,6 +373,43 @@ try {
     await page.close();
   });
 
+  await step('a long-lived tab: what the content script keeps stays bounded', async () => {
+    // A chat page that adds messages and drops old ones (a virtualised
+    // thread) for hours: the content script must forget the blocks,
+    // controls and envelope keys that left the page.
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES + '/stream.html');
+    await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-ready'));
+    const tabId = await sw.evaluate(async (u) => (await chrome.tabs.query({})).find((t) => t.url === u).id, page.url());
+    const ROUNDS = 10, PER = 100;
+    for (let r = 0; r < ROUNDS; r++) {
+      await page.evaluate(({ r, per }) => {
+        const thread = document.querySelector('.thread');
+        for (const old of thread.querySelectorAll('[data-round]')) { old.remove(); }
+        for (let i = 0; i < per; i++) {
+          const m = document.createElement('div');
+          m.className = 'message';
+          m.dataset.round = String(r);
+          m.dataset.messageId = 'r' + r + '-' + i;
+          const pre = document.createElement('pre');
+          pre.textContent = '[[CHATGPT→GEMINI v1]]\nintent: REQUEST\n\nbody: |\n  Round ' + r + ', message ' + i + '.\n[[END]]';
+          m.appendChild(pre);
+          thread.appendChild(m);
+        }
+      }, { r, per: PER });
+      await page.waitForFunction((per) => document.querySelectorAll('[data-round] [data-crosstalk-envelope]').length === per, PER, { timeout: 20000 });
+    }
+    await page.evaluate(() => { for (const old of document.querySelectorAll('[data-round]')) { old.remove(); } });
+    // A scan after the removal: wait for it to have run.
+    await page.evaluate(() => document.documentElement.removeAttribute('data-crosstalk-scan-ms'));
+    await page.evaluate(() => document.querySelector('.thread').appendChild(document.createElement('div')));
+    await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-scan-ms'));
+    const stats = await sw.evaluate((id) => chrome.tabs.sendMessage(id, { type: 'stats' }), tabId).catch((e) => ({ error: String(e) }));
+    check('after ' + ROUNDS * PER + ' envelopes added and removed, the content script holds at most one round',
+      stats && stats.blocks <= PER && stats.keys <= PER && stats.controls <= PER, JSON.stringify(stats));
+    await page.close();
+  });
+
   await step('send every envelope of the page (command)', async () => {
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES + '/strict.html');
@@ -345,6 +417,35 @@ try {
     await sw.evaluate(() => runCommand('send-all'));
     await page.waitForSelector('[data-crosstalk-sent="ok"]', { timeout: 5000 });
     check('send-all sent the page\'s envelope', true, '');
+    await page.close();
+  });
+
+  await step('options: forget a sender\'s keys', async () => {
+    const checkStatus = () => sw.evaluate(async (text) => {
+      const r = await dispatch({ type: 'check', text }, { id: chrome.runtime.id, url: chrome.runtime.getURL('options.html') });
+      return r.envelopes ? r.envelopes.map((e) => e.status).join() : JSON.stringify(r);
+    }, seed.keyChanged);
+    check('a rotated key is key-changed before', await checkStatus() === 'key-changed', await checkStatus());
+    // A page can neither list the keys nor forget them.
+    const fromPage = await sw.evaluate(async (url) => {
+      const tab = (await chrome.tabs.query({}))[0];
+      const sender = { id: chrome.runtime.id, url, tab };
+      return { keys: await dispatch({ type: 'keys' }, sender), forget: await dispatch({ type: 'forget', sender: 'CLAUDE' }, sender) };
+    }, env.PAGES + '/chat.html');
+    check('keys and forget: refused to a page', !!fromPage.keys.error && !fromPage.keys.keys && !!fromPage.forget.error && fromPage.forget.forgotten === undefined,
+      JSON.stringify(fromPage));
+    const page = current = await ctx.newPage();
+    await page.goto('chrome-extension://' + extId + '/options.html');
+    const row = page.locator('#keys tr[data-sender="CLAUDE"]');
+    await row.waitFor({ timeout: 5000 });
+    check('options list CLAUDE\'s key', /claude@example\.com/.test(await row.textContent()), await row.textContent());
+    await row.locator('button.forget').click();
+    await page.waitForFunction(() => /Forgot 1 key/.test(document.getElementById('keys-result').textContent), null, { timeout: 5000 });
+    check('CLAUDE is gone from the list', await page.locator('#keys tr[data-sender="CLAUDE"]').count() === 0 &&
+      await page.locator('#keys tr[data-sender="OLD"]').count() === 1, await page.locator('#keys').textContent());
+    const known = await sw.evaluate(async () => (await chrome.storage.local.get('known')).known || '');
+    check('the key left the trust store', !/^claude@example\.com /m.test(known) && /^old@example\.com .* revoked/m.test(known), known);
+    check('the rotated key is a first use after', await checkStatus() === 'first-use', await checkStatus());
     await page.close();
   });
 

@@ -85,7 +85,10 @@ try {
     };
     await type('input[name=relay]', env.RELAY_URL);
     while (await m.script('return document.querySelectorAll("#sites .remove").length')) { await m.click(await m.find('#sites .remove')); }
-    for (const [site, agent, auto] of [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true], [hostOf(env.PAGES_SITE), 'gemini', false]]) {
+    // PAGES_SITE is plain http, which a site gets only when the user says
+    // so; SECURE_SITE, named without a scheme, is https only.
+    for (const [site, agent, auto] of [[hostOf(env.PAGES), 'chatgpt', false], [hostOf(env.PAGES_AUTO), 'claude', true],
+      ['http://' + hostOf(env.PAGES_SITE), 'gemini', false], [env.SECURE_SITE, 'claude', false]]) {
       await m.click(await m.find('#add'));
       await type('#sites tr:last-child input[name=site]', site);
       await type('#sites tr:last-child input[name=agent]', agent);
@@ -101,7 +104,7 @@ try {
     await m.click(await m.find('button[type=submit]'));
     await m.waitFor('return document.getElementById("saved").textContent !== ""');
     const stored = await asyncScript('const done = arguments[arguments.length - 1]; chrome.storage.local.get(["relay", "token", "sites"]).then(done, (e) => done(String(e)));').catch((e) => String(e));
-    check('options saved in storage.local', stored && stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 3 &&
+    check('options saved in storage.local', stored && stored.relay === env.RELAY_URL && stored.token === env.TOKEN && stored.sites.length === 4 &&
       stored.sites[1].auto === true, JSON.stringify(stored));
   });
 
@@ -112,6 +115,11 @@ try {
       ' Date.now() > deadline ? done(JSON.stringify(cs)) : setTimeout(poll, 50), (e) => done(String(e)));' +
       'poll();', [want]);
     check('content script registered for the site', registered === true, registered);
+    const matches = await inExtension('const done = arguments[arguments.length - 1];' +
+      'chrome.scripting.getRegisteredContentScripts().then((cs) => done(cs.flatMap((c) => c.matches)), (e) => done(String(e)));');
+    check('a site named without a scheme gets the content script on https only', Array.isArray(matches) &&
+      matches.includes('https://' + env.SECURE_SITE + '/*') && !matches.includes('http://' + env.SECURE_SITE + '/*') &&
+      !matches.includes('https://' + new URL(env.PAGES_SITE).hostname + '/*'), JSON.stringify(matches));
     await go(env.PAGES_SITE + '/strict.html');
     await m.waitFor('return document.querySelector("[data-crosstalk-envelope]")', [], 15000, 'a control on the enabled site');
     check('enabled site: status', await attr('[data-crosstalk-envelope]', 'data-crosstalk-status') === 'unsigned', '');
@@ -218,6 +226,16 @@ try {
     await waitingIs(0);
   });
 
+  await step('an agent named outside Latin-1 is marked delivered', async () => {
+    // From an extension page, as the options page would: the agent is the
+    // message's.
+    const r = await inExtension('const agent = arguments[0]; const done = arguments[arguments.length - 1]; const ask = (m) => chrome.runtime.sendMessage(m);' +
+      '(async () => { const next = await ask({ type: "next", agent }); if (!next.event_id) { return { next }; }' +
+      'const res = await ask({ type: "delivered", agent, group: next.group, event_id: next.event_id });' +
+      'return { res, after: (await ask({ type: "waiting", agent })).count }; })().then(done, (e) => done({ error: String(e) }));', [seed.intl]);
+    check('delivered for ' + seed.intl, r && r.res && r.res.ok === true && r.after === 0, JSON.stringify(r));
+  });
+
   await step('popup: the last exchanges of the tab\'s agent', async () => {
     await go(env.PAGES + '/composer.html');
     const id = await inExtension(tabScript + 'const done = arguments[arguments.length - 1]; tab().then((t) => done(t.id), (e) => done(String(e)));', [env.PAGES + '/composer.html']);
@@ -252,6 +270,19 @@ try {
     const clip = await asyncScript('const done = arguments[arguments.length - 1]; navigator.clipboard.readText().then(done, (e) => done("ERR " + e));');
     check('fenced envelope on the clipboard', clip.startsWith('```\n[[') && clip.includes('[[END]]'), clip);
     await inExtension('const done = arguments[arguments.length - 1]; chrome.storage.local.set({ relay: arguments[0] }).then(() => done(true));', [env.RELAY_URL]);
+  });
+
+  await step('options: forget a sender\'s keys', async () => {
+    const back = await m.cmd('WebDriver:GetWindowHandle');
+    await openExtensionPage('options.html');
+    await m.waitFor('return document.querySelector(\'#keys tr[data-sender="CLAUDE"]\')', [], 5000, "CLAUDE's keys");
+    await m.click(await m.find('#keys tr[data-sender="CLAUDE"] button.forget'));
+    await m.waitFor('return /Forgot 1 key/.test(document.getElementById("keys-result").textContent)', [], 5000, 'Forgot 1 key');
+    const status = await asyncScript('const done = arguments[arguments.length - 1]; chrome.runtime.sendMessage({ type: "check", text: arguments[0] })' +
+      '.then((r) => done(r.envelopes ? r.envelopes.map((e) => e.status).join() : JSON.stringify(r)), (e) => done(String(e)));', [seed.keyChanged]);
+    check('the rotated key is a first use after Forget', status === 'first-use', status);
+    await m.cmd('WebDriver:CloseWindow');
+    await m.cmd('WebDriver:SwitchToWindow', { handle: back.value || back });
   });
 
   await step('auto mode sends each envelope once, also after a reload', async () => {
