@@ -61,11 +61,16 @@
 //     mailbox is recorded, never answered. Still, every mail in the
 //     mailbox is read and marked \Seen: give the Receiver a mailbox of its
 //     own (an account, or a folder a server-side filter fills).
-//  3. The Handler's reply, if any, is mailed to the mail's Reply-To or
-//     From, with In-Reply-To and References, marked "Auto-Submitted:
-//     auto-replied". Automatic mail (Auto-Submitted, Precedence
-//     bulk/list/junk, List-Id, bounces) gets CanReply=false: no reply
-//     loops, no answers to mailer daemons.
+//  3. The Handler's reply, if any, is mailed to the mail's From address,
+//     with In-Reply-To and References, marked "Auto-Submitted:
+//     auto-replied". Never to Reply-To, and not at all when the
+//     Return-Path (the SMTP envelope sender, recorded by the delivering
+//     server and checked by SPF) has a domain other than From's or a
+//     subdomain of it: Reply-To and From are whatever the mail says, and
+//     answering an address a stranger chose would make the relay mail
+//     third parties (backscatter). Automatic mail (Auto-Submitted,
+//     Precedence bulk/list/junk, List-Id, bounces) gets CanReply=false:
+//     no reply loops, no answers to mailer daemons.
 //  4. Only after the Handler returned nil (and the reply was accepted) is
 //     the mail marked: \Seen plus the keyword Options.ProcessedKeyword
 //     ($CrosstalkProcessed), and moved to Options.MoveTo when set. Then
