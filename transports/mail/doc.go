@@ -30,7 +30,11 @@
 // password is never sent unencrypted except to a loopback address. Dial,
 // greeting, TLS handshake and every command are bounded by
 // Options.Timeout and by the caller's context: an unreachable or silent
-// server gives a wrapped error, never a hang. SMTP 5xx answers, bad
+// server gives a wrapped error, never a hang. One server answer is
+// bounded in size too: an SMTP reply with its continuation lines by
+// MaxSMTPReply, an IMAP response outside its literals by
+// MaxIMAPResponse; a server sending more ends the connection with an
+// error naming the bound. SMTP 5xx answers, bad
 // addresses and texts without envelope wrap transports.ErrPermanent.
 //
 // # Receiving

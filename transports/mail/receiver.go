@@ -329,6 +329,20 @@ func (r *Receiver) connect(ctx context.Context, news chan struct{}) (*imapclient
 		}
 		return conn, nil
 	}
+	// startTLS upgrades conn (imapStartTLS) and greets over TLS.
+	startTLS := func(ctx context.Context, conn net.Conn) (*imapclient.Client, error) {
+		tc, err := imapStartTLS(conn, opts.TLSConfig)
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%s: STARTTLS: %w", where, ctxErr(ctx, err))
+		}
+		c := imapclient.New(tc, opts)
+		if err := c.WaitGreeting(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: greeting: %w", where, ctxErr(ctx, err))
+		}
+		return c, nil
+	}
 	conn, err := dial()
 	if err != nil {
 		return nil, err
@@ -345,20 +359,16 @@ func (r *Receiver) connect(ctx context.Context, news chan struct{}) (*imapclient
 			conn.Close()
 			return nil, fmt.Errorf("%s: TLS handshake: %w", where, ctxErr(ctx, err))
 		}
-		c := imapclient.New(tc, opts)
+		c := imapclient.New(newBoundedConn(tc, true, ""), opts)
 		if err := c.WaitGreeting(); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("%s: greeting: %w", where, ctxErr(ctx, err))
 		}
 		return c, nil
 	case SecurityRequireStartTLS:
-		c, err := imapclient.NewStartTLS(conn, opts)
-		if err != nil {
-			return nil, fmt.Errorf("%s: STARTTLS: %w", where, ctxErr(ctx, err))
-		}
-		return c, nil
+		return startTLS(ctx, conn)
 	}
-	c := imapclient.New(conn, opts)
+	c := imapclient.New(newBoundedConn(conn, true, ""), opts)
 	if err := c.WaitGreeting(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%s: greeting: %w", where, ctxErr(ctx, err))
@@ -384,11 +394,7 @@ func (r *Receiver) connect(ctx context.Context, news chan struct{}) (*imapclient
 	defer stop2()
 	t2 := time.AfterFunc(r.o.Timeout, func() { conn2.Close() })
 	defer t2.Stop()
-	c, err = imapclient.NewStartTLS(conn2, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: STARTTLS: %w", where, ctxErr(ctx, err))
-	}
-	return c, nil
+	return startTLS(ctx, conn2)
 }
 
 // scanner processes the new mail of one session.
