@@ -23,9 +23,12 @@ const (
 	// MaxSMTPReply bounds one SMTP reply, all its lines: RFC 5321 lines
 	// are at most 512 bytes, an EHLO answer a few dozen of them.
 	MaxSMTPReply = 64 << 10
-	// MaxIMAPResponse bounds one IMAP response outside its literals: a
-	// SEARCH answer for half a million UIDs fits. Literals (a mail's
-	// body) are bounded by MaxMessageSize where they are read.
+	// MaxIMAPResponse bounds one IMAP response, its literals included
+	// except a mail's body sections (BODY[…], BINARY[…], RFC822…), which
+	// the Receiver reads up to MaxMessageSize and discards beyond: a
+	// SEARCH answer for half a million UIDs fits. go-imap reads every
+	// other literal (a mailbox name, an ENVELOPE string) whole into
+	// memory.
 	MaxIMAPResponse = 4 << 20
 )
 
@@ -47,7 +50,9 @@ type boundedConn struct {
 	n    int    // bytes of the current answer counted so far
 	col  int    // SMTP: position in the current line
 	sep  byte   // SMTP: the byte after the code: '-' continues the reply
-	lit  int64  // IMAP: literal bytes still to pass uncounted
+	lit  int64  // IMAP: literal bytes still to pass
+	body bool   // IMAP: the literal is a body section, passed uncounted
+	head []byte // IMAP: the start of the current response
 	tail []byte // IMAP: the end of the current line, for a literal's {n}
 }
 
@@ -83,6 +88,11 @@ func (c *boundedConn) count(b []byte) error {
 			k := min(int64(len(b)-i), c.lit)
 			c.lit -= k
 			i += int(k)
+			if !c.body {
+				if c.n += int(k); c.n > c.max {
+					return c.tooLong()
+				}
+			}
 			continue
 		}
 		ch := b[i]
@@ -95,8 +105,11 @@ func (c *boundedConn) count(b []byte) error {
 			continue
 		}
 		if c.imap {
-			if len(c.tail) == 32 {
-				c.tail = append(c.tail[:0], c.tail[16:]...)
+			if len(c.head) < 16 {
+				c.head = append(c.head, ch)
+			}
+			if len(c.tail) == 128 {
+				c.tail = append(c.tail[:0], c.tail[64:]...)
 			}
 			c.tail = append(c.tail, ch)
 			continue
@@ -113,10 +126,10 @@ func (c *boundedConn) count(b []byte) error {
 // continues ("250-") or an IMAP line announces a literal ("{123}").
 func (c *boundedConn) endLine() {
 	if c.imap {
-		if n, ok := literalSize(c.tail); ok {
-			c.lit = n
+		if n, before, ok := literalSize(c.tail); ok && !statusResponse(c.head) {
+			c.lit, c.body = n, bodyLiteral(before)
 		} else {
-			c.n = 0
+			c.n, c.head = 0, c.head[:0]
 		}
 		c.tail = c.tail[:0]
 		return
@@ -129,27 +142,69 @@ func (c *boundedConn) endLine() {
 
 func (c *boundedConn) tooLong() error {
 	if c.imap {
-		return fmt.Errorf("%w: the server's response is longer than %d bytes outside its literals (a line without end?)", errAnswerTooLong, c.max)
+		return fmt.Errorf("%w: the server's response is longer than %d bytes outside a mail's body (a line without end?)", errAnswerTooLong, c.max)
 	}
 	return fmt.Errorf("%w: the server's reply is longer than %d bytes (endless continuation lines?)", errAnswerTooLong, c.max)
 }
 
 // literalSize reads the "{123}" (or "~{123}") a line ends with before
-// its CRLF: a literal of that many bytes follows.
-func literalSize(line []byte) (int64, bool) {
+// its CRLF: a literal of that many bytes follows. before is the line up
+// to it.
+func literalSize(line []byte) (n int64, before string, ok bool) {
 	s := strings.TrimSuffix(string(line), "\r")
 	if !strings.HasSuffix(s, "}") {
-		return 0, false
+		return 0, "", false
 	}
 	i := strings.LastIndexByte(s, '{')
-	if i < 0 {
-		return 0, false
+	if i < 0 || strings.HasPrefix(s[i+1:], "+") {
+		return 0, "", false
 	}
 	n, err := strconv.ParseInt(s[i+1:len(s)-1], 10, 64)
-	if err != nil || n < 0 || strings.HasPrefix(s[i+1:], "+") {
-		return 0, false
+	if err != nil || n < 0 {
+		return 0, "", false
 	}
-	return n, true
+	return n, strings.TrimSuffix(s[:i], "~"), true
+}
+
+// statusResponse reports whether the response that starts with head is
+// a status response — tagged, "+", or "* OK/NO/BAD/BYE/PREAUTH" — whose
+// text ends with its line: a "{n}" there is text, not a literal.
+func statusResponse(head []byte) bool {
+	h := strings.ToUpper(string(head))
+	if !strings.HasPrefix(h, "* ") {
+		return true // tagged, or a continuation request
+	}
+	for _, s := range []string{"OK", "NO", "BAD", "BYE", "PREAUTH"} {
+		if rest, ok := strings.CutPrefix(h[2:], s); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\r' || rest[0] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
+// bodyLiteral reports whether the literal after before is a FETCH body
+// section — "BODY[…] ", "BODY[…]<0> ", "BINARY[…] ", "RFC822 ",
+// "RFC822.HEADER ", "RFC822.TEXT " — which go-imap streams to the
+// Receiver, rather than a string it reads whole into memory.
+func bodyLiteral(before string) bool {
+	b, ok := strings.CutSuffix(strings.ToUpper(before), " ")
+	if !ok {
+		return false
+	}
+	if i := strings.LastIndexByte(b, '<'); i >= 0 && strings.HasSuffix(b, ">") && strings.HasSuffix(b[:i], "]") {
+		if _, err := strconv.ParseUint(b[i+1:len(b)-1], 10, 32); err == nil {
+			b = b[:i]
+		}
+	}
+	if strings.HasSuffix(b, "]") {
+		return true
+	}
+	for _, name := range []string{" RFC822", " RFC822.HEADER", " RFC822.TEXT", "(RFC822", "(RFC822.HEADER", "(RFC822.TEXT"} {
+		if strings.HasSuffix(b, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // smtpStartTLS greets an SMTP server, checks that its EHLO answer offers

@@ -16,8 +16,11 @@ import (
 )
 
 // TestBoundedCount: one server answer is bounded — an SMTP reply with all
-// its continuation lines, an IMAP response outside its literals — while
-// many answers in a row, and literals of any size, are not.
+// its continuation lines, an IMAP response with its literals other than
+// a mail's body sections (which go-imap would read whole into memory: a
+// mailbox name, an ENVELOPE string) — while many answers in a row, and
+// body section literals of any size (read up to MaxMessageSize by the
+// Receiver, the rest discarded), are not.
 func TestBoundedCount(t *testing.T) {
 	big := strings.Repeat("a", MaxIMAPResponse)
 	for _, c := range []struct {
@@ -33,7 +36,14 @@ func TestBoundedCount(t *testing.T) {
 		{"IMAP responses in a row", true, strings.Repeat("* 1 EXISTS\r\n", MaxIMAPResponse/8), true},
 		{"IMAP a literal larger than the bound", true, "* 1 FETCH (BODY[] {" + strconv.Itoa(len(big)+10) + "}\r\n" + big + "0123456789)\r\n", true},
 		{"IMAP literal8", true, "* 1 FETCH (BINARY[] ~{" + strconv.Itoa(len(big)) + "}\r\n" + big + ")\r\n", true},
+		{"IMAP a header section literal", true, "* 1 FETCH (UID 7 BODY[HEADER]<0> {" + strconv.Itoa(len(big)) + "}\r\n" + big + ")\r\n", true},
+		{"IMAP an RFC822 literal", true, "* 1 FETCH (rfc822 {" + strconv.Itoa(len(big)) + "}\r\n" + big + ")\r\n", true},
+		{"IMAP a mailbox name literal larger than the bound", true, "* LIST () \"/\" {" + strconv.Itoa(len(big)) + "}\r\n" + big + "\r\n", false},
+		{"IMAP an ENVELOPE literal larger than the bound", true, "* 1 FETCH (ENVELOPE ({" + strconv.Itoa(len(big)) + "}\r\n" + big + " NIL))\r\n", false},
 		{"IMAP an endless line", true, "* OK " + big, false},
+		{"IMAP a status response's {n} is text, not a literal", true, "* OK [ALERT] {99999999}\r\n* OK " + big, false},
+		{"IMAP a tagged response's {n} is text", true, "T1 OK done {99999999}\r\n* OK " + big, false},
+		{"IMAP a continuation request's {n} is text", true, "+ {99999999}\r\n* OK " + big, false},
 		{"IMAP text around small literals adds up", true, strings.Repeat("* 1 FETCH (X {1}\r\nx"+strings.Repeat(" ", 1000), MaxIMAPResponse/1000+1), false},
 		{"IMAP {n} not at the end of the line", true, "* OK {5} " + big, false},
 	} {

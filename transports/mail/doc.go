@@ -32,7 +32,7 @@
 // Options.Timeout and by the caller's context: an unreachable or silent
 // server gives a wrapped error, never a hang. One server answer is
 // bounded in size too: an SMTP reply with its continuation lines by
-// MaxSMTPReply, an IMAP response outside its literals by
+// MaxSMTPReply, an IMAP response outside a mail's body sections by
 // MaxIMAPResponse; a server sending more ends the connection with an
 // error naming the bound. SMTP 5xx answers, bad
 // addresses and texts without envelope wrap transports.ErrPermanent.
