@@ -87,3 +87,64 @@ func TestVerifyPinHoldsNothing(t *testing.T) {
 		t.Errorf("mallory as himself: %v by %q", o.Reject, o.Event.By)
 	}
 }
+
+// TestMailHoldsNothing: mail authenticates nobody — whoever can mail the
+// mailbox can name any sender (docs/security.md) — so it must not hand
+// out what only an authenticated sender may have. A first use by mail
+// pins the key (the header's sender seen, not its holder): a token holder
+// cannot then forward envelopes signed with the key in that sender's
+// name. And a REVOKE by mail revokes only the key that signs it: an
+// unsigned one in an agent's name does not revoke the agent's key.
+func TestMailHoldsNothing(t *testing.T) {
+	store := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
+	book, err := gateway.NewAddressBook([]gateway.Agent{{ID: "claude", Names: []string{"CLAUDE"}}, {ID: "mallory"}, {ID: "gemini"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+	mail := func(text string) gateway.Outcome {
+		t.Helper()
+		outs, err := r.Ingest(t.Context(), gateway.Intake{Transport: "mail", Source: "imap://relay@mail/INBOX", Data: strings.NewReader(text)})
+		if err != nil || len(outs) != 1 {
+			t.Fatalf("mail intake = %d outcomes, %v", len(outs), err)
+		}
+		return outs[0]
+	}
+	revoke := func(from, pkid string) string {
+		return env(from, "ALL", "REVOKE", "t", "revoked", func(e *envelope.Envelope) {
+			e.Meta = []envelope.Meta{{Namespace: "revoke", Fields: []envelope.Field{{Key: "Pkid", Value: pkid}}}}
+		})
+	}
+
+	// Claude's own first use, over its token: claude holds claude@test.
+	claudeKey := newKey(t, "claude@test")
+	if o := ingest(t, r, "claude", signText(t, env("CLAUDE", "GEMINI", "REQUEST", "t", "mine"), claudeKey, true))[0]; o.Reject != nil {
+		t.Fatalf("claude's first use: %v", o.Reject)
+	}
+	// Mallory mails a first use in claude's name: the header speaks, the
+	// key is pinned, but claude does not hold it.
+	evil := newKey(t, "evil@x")
+	if o := mail(signText(t, env("CLAUDE", "GEMINI", "REQUEST", "t", "by mail"), evil, true)); o.Reject != nil || o.Verification.Status != gateway.StatusFirstUse {
+		t.Fatalf("first use by mail: %v (%s), want accepted", o.Reject, o.Verification.Status)
+	}
+	if e, ok, _ := store.Lookup("evil@x"); !ok || e.Sender != "" || !strings.EqualFold(e.Seen, "claude") {
+		t.Errorf("evil@x = %+v, %v; want pinned with claude seen, held by nobody", e, ok)
+	}
+	if o := ingest(t, r, "mallory", signText(t, env("CLAUDE", "GEMINI", "REQUEST", "t", "as claude"), evil, false))[0]; o.Reject == nil || o.Reject.Code != envelope.CodePerm {
+		t.Errorf("mallory's token, CLAUDE's header, the key mallory pinned by mail: accepted as %q (%s), want E-PERM", o.Event.By, o.Verification.Status)
+	}
+	// An unsigned REVOKE by mail in claude's name revokes nothing.
+	if o := mail(revoke("CLAUDE", "claude@test")); o.Reject == nil || o.Reject.Code != envelope.CodePerm {
+		t.Errorf("unsigned REVOKE of claude@test by mail as CLAUDE: %+v, want E-PERM", o.Reject)
+	}
+	if e, _, _ := store.Lookup("claude@test"); e.Revoked {
+		t.Errorf("claude@test revoked by an unsigned mail")
+	}
+	// A REVOKE by mail signed by the key it revokes still revokes it.
+	if o := mail(signText(t, revoke("CLAUDE", "evil@x"), evil, false)); o.Reject != nil {
+		t.Errorf("REVOKE of evil@x signed by evil@x by mail: %v", o.Reject)
+	}
+	if e, _, _ := store.Lookup("evil@x"); !e.Revoked {
+		t.Errorf("evil@x not revoked by its own signed REVOKE")
+	}
+}

@@ -524,7 +524,13 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 	// Every rule allows the envelope: only now may it change the trust
 	// store.
 	if v.Pending && r.keeper != nil {
-		*v = r.keeper.Pin(ctx, *v, actor)
+		if byMail(in) {
+			// Anyone can mail in anyone's name: the key is pinned, but
+			// its holder is not the header's sender (docs/security.md).
+			*v = r.keeper.PinSeen(ctx, *v, actor)
+		} else {
+			*v = r.keeper.Pin(ctx, *v, actor)
+		}
 		if v.Status != StatusFirstUse && v.Status != StatusVerified {
 			return reject(envelope.CodePerm, "%s", signatureReason(*v))
 		}
@@ -589,6 +595,14 @@ func (r *Relay) speaker(ctx context.Context, in Intake, env *envelope.Envelope, 
 	return sender, ""
 }
 
+// byMail reports an intake by mail: the one medium without authentication
+// that strangers can reach, where whoever mails the mailbox names any
+// sender. The header still speaks there, but gains nothing that only an
+// authenticated sender may have: a first use pins without making the
+// sender the key's holder, and a REVOKE needs the signature of the key it
+// revokes.
+func byMail(in Intake) bool { return in.Principal == "" && in.Transport == "mail" }
+
 // keyHolder returns the actor a key id belongs to: the address book's
 // owner, else the actor whose first use pinned it; "" when nobody is known.
 func (r *Relay) keyHolder(ctx context.Context, pkid string) string {
@@ -635,13 +649,20 @@ func (r *Relay) mayRevoke(ctx context.Context, in Intake, env *envelope.Envelope
 		return &revocation{pkid: target}, ""
 	}
 	holder := r.keyHolder(ctx, target)
-	if holder != "" && strings.EqualFold(holder, actor) {
+	var why string
+	switch {
+	case byMail(in):
+		// The owner may revoke unsigned because its token authenticates
+		// it; mail authenticates nobody.
+		why = fmt.Sprintf("a REVOKE by mail revokes only the key that signs it: mail does not authenticate %s, and key %q did not sign this one", actor, target)
+	case holder != "" && strings.EqualFold(holder, actor):
 		return &revocation{pkid: target}, ""
+	default:
+		if holder == "" {
+			holder = "no known actor"
+		}
+		why = fmt.Sprintf("%s may not revoke key %q: it belongs to %s, and the REVOKE is not signed by that key", actor, target, holder)
 	}
-	if holder == "" {
-		holder = "no known actor"
-	}
-	why := fmt.Sprintf("%s may not revoke key %q: it belongs to %s, and the REVOKE is not signed by that key", actor, target, holder)
 	r.log.LogAttrs(ctx, slog.LevelWarn, "revocation refused", slog.String("pkid", target), slog.String("by", actor),
 		slog.String("principal", in.Principal), slog.String("transport", in.Transport), slog.String("source", in.Source))
 	return nil, why

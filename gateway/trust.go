@@ -24,6 +24,10 @@ type TrustKeeper interface {
 	// (verified for a DNS key), or key-changed when another key was
 	// pinned for the id meanwhile.
 	Pin(ctx context.Context, v Verification, actor string) Verification
+	// PinSeen is Pin for a first use over a medium that authenticates
+	// nobody (mail): the key is pinned with actor recorded as seen, not
+	// as its holder (FirstUsedBy does not report it).
+	PinSeen(ctx context.Context, v Verification, actor string) Verification
 	// FirstUsedBy returns the actor (or, for pins older than this rule,
 	// the sender address) a key id was pinned from on first use, if any.
 	FirstUsedBy(ctx context.Context, pkid string) (string, bool)
@@ -74,13 +78,24 @@ func (t *TrustVerifier) Verify(ctx context.Context, env *envelope.Envelope) Veri
 	return v
 }
 
-// Pin pins the key of a pending first use.
+// Pin pins the key of a pending first use, held by actor.
 func (t *TrustVerifier) Pin(ctx context.Context, v Verification, actor string) Verification {
+	return t.pin(ctx, v, actor, t.v.Store.PinFirstUse)
+}
+
+// PinSeen pins the key of a pending first use, seen from actor and held
+// by nobody.
+func (t *TrustVerifier) PinSeen(ctx context.Context, v Verification, actor string) Verification {
+	return t.pin(ctx, v, actor, t.v.Store.PinFirstUseSeen)
+}
+
+func (t *TrustVerifier) pin(ctx context.Context, v Verification, actor string,
+	pin func(*signing.PublicKey, signing.KeySource, string) (signing.TrustEntry, error)) Verification {
 	if !v.Pending || v.Key == nil {
 		return v
 	}
 	v.Pending = false
-	entry, err := t.v.Store.PinFirstUse(v.Key, v.source, actor)
+	entry, err := pin(v.Key, v.source, actor)
 	switch {
 	case errors.Is(err, signing.ErrKeyChanged):
 		v.Status, v.Err = StatusKeyChanged, err

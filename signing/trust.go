@@ -177,6 +177,14 @@ func (s *TrustStore) PinFirstUse(key *PublicKey, source KeySource, sender string
 	return s.pinFirstUse(key, source, sender, "")
 }
 
+// PinFirstUseSeen is PinFirstUse recording sender as seen (TrustEntry.Seen)
+// instead of as the key's holder: the first use came from a medium that
+// does not authenticate the sender (mail), so it proves nothing about who
+// holds the key. It counts against MaxFirstUsePins for sender all the same.
+func (s *TrustStore) PinFirstUseSeen(key *PublicKey, source KeySource, sender string) (TrustEntry, error) {
+	return s.pinFirstUse(key, source, "", sender)
+}
+
 // pinFirstUse is PinFirstUse recording sender or seen (TrustEntry).
 func (s *TrustStore) pinFirstUse(key *PublicKey, source KeySource, sender, seen string) (TrustEntry, error) {
 	var got TrustEntry

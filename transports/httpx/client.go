@@ -19,6 +19,7 @@ import (
 	"net/http"
 	neturl "net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -63,13 +64,19 @@ type Response struct {
 	// Attempts is how many POSTs were made.
 	Attempts int
 
-	location string // of a redirect
+	location    string // of a redirect
+	contentType string
 }
 
-// OK reports whether the receiver recorded every envelope (HTTP 200).
-func (r *Response) OK() bool { return r.Status == http.StatusOK }
+// OK reports whether the receiver recorded every envelope: a 2xx answer
+// whose body holds an envelope (a receipt per envelope sent, or an answer
+// envelope). A 2xx without one — a captive portal's page, a web server at
+// a wrong URL, a 204 — is not a crosstalk receiver's acknowledgement.
+func (r *Response) OK() bool { return r.Status >= 200 && r.Status < 300 && len(r.Envelopes) > 0 }
 
-// StatusError is a final non-200 answer; the Response is returned with it.
+// StatusError is a final answer that is not OK (Response.OK): an error
+// status, a redirect, or a 2xx without any envelope. The Response is
+// returned with it.
 type StatusError struct {
 	Status int
 	Code   string // E-* code of the ERROR envelope, when there is one
@@ -77,6 +84,9 @@ type StatusError struct {
 	// Location is where a redirect (3xx) pointed; redirects are never
 	// followed.
 	Location string
+	// ContentType is the answer's Content-Type, named for a 2xx answer
+	// without any envelope.
+	ContentType string
 }
 
 // Error returns the status and, when the answer was an ERROR envelope, its code and reason.
@@ -86,6 +96,13 @@ func (e *StatusError) Error() string {
 	}
 	if e.Location != "" {
 		return fmt.Sprintf("httpx: receiver answered %d, a redirect to %q: not followed; configure the URL of the receiving endpoint itself", e.Status, e.Location)
+	}
+	if e.Status >= 200 && e.Status < 300 {
+		ct := e.ContentType
+		if ct == "" {
+			ct = "none"
+		}
+		return fmt.Sprintf("httpx: receiver answered %d with no envelope (Content-Type %s): not a crosstalk receiver's receipt, so not delivered (a captive portal, or a URL that is not a /crosstalk/receive endpoint?)", e.Status, ct)
 	}
 	return fmt.Sprintf("httpx: receiver answered %d", e.Status)
 }
@@ -100,8 +117,8 @@ func IdempotencyKey(text []byte) string {
 
 // Post sends text (one or more envelopes) to url. It retries transient
 // failures with the same Idempotency-Key (key, or IdempotencyKey(text)
-// when empty). It returns the last Response and, for a non-200 answer, a
-// *StatusError.
+// when empty). It returns the last Response and, for an answer that is
+// not OK (Response.OK), a *StatusError.
 func (c *Client) Post(ctx context.Context, url string, text []byte, key string) (*Response, error) {
 	if err := checkURL(url); err != nil {
 		return nil, err // no retry can fix it
@@ -194,7 +211,7 @@ func (c *Client) try(ctx context.Context, hc *http.Client, url string, text []by
 	if err != nil {
 		return nil, 0, err
 	}
-	out := &Response{Status: res.StatusCode, Body: body, location: res.Header.Get("Location")}
+	out := &Response{Status: res.StatusCode, Body: body, location: res.Header.Get("Location"), contentType: res.Header.Get("Content-Type")}
 	r := envelope.NewReader(bytes.NewReader(body))
 	for {
 		e, err := r.Next()
@@ -212,8 +229,11 @@ func (c *Client) try(ctx context.Context, hc *http.Client, url string, text []by
 
 func statusError(r *Response) error {
 	se := &StatusError{Status: r.Status}
-	if r.Status >= 300 && r.Status < 400 {
+	switch {
+	case r.Status >= 300 && r.Status < 400:
 		se.Location = r.location
+	case r.Status >= 200 && r.Status < 300:
+		se.ContentType = oneLine(r.contentType)
 	}
 	for _, e := range r.Envelopes {
 		if e.Intent == envelope.IntentError {
@@ -232,10 +252,12 @@ type Sender struct {
 	Client *Client
 }
 
-// Send posts text to the URL to. A 4xx answer other than 408 and 429 is
-// permanent (transports.ErrPermanent): the receiver refused the envelope;
-// so is a redirect (3xx, never followed: the URL is wrong) and a URL that
-// is not http or https.
+// Send posts text to the URL to. It succeeds on a 2xx answer carrying an
+// envelope (Response.OK); a 2xx without one is an error the dispatcher
+// retries. A 4xx answer other than 408 and 429 is permanent
+// (transports.ErrPermanent): the receiver refused the envelope; so is a
+// redirect (3xx, never followed: the URL is wrong) and a URL that is not
+// http or https.
 func (s Sender) Send(ctx context.Context, to, id string, text []byte) error {
 	c := s.Client
 	if c == nil {
@@ -254,3 +276,17 @@ func (s Sender) Send(ctx context.Context, to, id string, text []byte) error {
 }
 
 var _ transports.Sender = Sender{}
+
+// oneLine keeps the first 200 bytes of s with its control characters
+// replaced, for an error message.
+func oneLine(s string) string {
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}

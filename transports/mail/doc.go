@@ -30,7 +30,11 @@
 // password is never sent unencrypted except to a loopback address. Dial,
 // greeting, TLS handshake and every command are bounded by
 // Options.Timeout and by the caller's context: an unreachable or silent
-// server gives a wrapped error, never a hang. SMTP 5xx answers, bad
+// server gives a wrapped error, never a hang. One server answer is
+// bounded in size too: an SMTP reply with its continuation lines by
+// MaxSMTPReply, an IMAP response outside a mail's body sections by
+// MaxIMAPResponse; a server sending more ends the connection with an
+// error naming the bound. SMTP 5xx answers, bad
 // addresses and texts without envelope wrap transports.ErrPermanent.
 //
 // # Receiving
@@ -61,11 +65,16 @@
 //     mailbox is recorded, never answered. Still, every mail in the
 //     mailbox is read and marked \Seen: give the Receiver a mailbox of its
 //     own (an account, or a folder a server-side filter fills).
-//  3. The Handler's reply, if any, is mailed to the mail's Reply-To or
-//     From, with In-Reply-To and References, marked "Auto-Submitted:
-//     auto-replied". Automatic mail (Auto-Submitted, Precedence
-//     bulk/list/junk, List-Id, bounces) gets CanReply=false: no reply
-//     loops, no answers to mailer daemons.
+//  3. The Handler's reply, if any, is mailed to the mail's From address,
+//     with In-Reply-To and References, marked "Auto-Submitted:
+//     auto-replied". Never to Reply-To, and not at all when the
+//     Return-Path (the SMTP envelope sender, recorded by the delivering
+//     server and checked by SPF) has a domain other than From's or a
+//     subdomain of it: Reply-To and From are whatever the mail says, and
+//     answering an address a stranger chose would make the relay mail
+//     third parties (backscatter). Automatic mail (Auto-Submitted,
+//     Precedence bulk/list/junk, List-Id, bounces) gets CanReply=false:
+//     no reply loops, no answers to mailer daemons.
 //  4. Only after the Handler returned nil (and the reply was accepted) is
 //     the mail marked: \Seen plus the keyword Options.ProcessedKeyword
 //     ($CrosstalkProcessed), and moved to Options.MoveTo when set. Then

@@ -169,3 +169,40 @@ func TestUnflowLinear(t *testing.T) {
 		}
 	}
 }
+
+// TestReplyNotToThirdParties: the Handler's reply (an ERROR envelope, a
+// receipt) goes back to the mail's sender only. Reply-To is whatever the
+// mail says, checked by nobody, so answering it would let anyone make the
+// relay mail a third party (backscatter). The From address is answered,
+// and only when the envelope sender the delivering server recorded
+// (Return-Path) has From's domain or one of its subdomains (a provider's
+// bounce domain).
+func TestReplyNotToThirdParties(t *testing.T) {
+	for _, c := range []struct {
+		name, hdr string
+		to        string // "" for no reply
+	}{
+		{"Reply-To is not answered", "From: kalle@example.test\r\nReply-To: victim@elsewhere.test\r\n", "kalle@example.test"},
+		{"Return-Path the same domain", "Return-Path: <Kalle@Example.test>\r\nFrom: kalle@example.test\r\n", "kalle@example.test"},
+		{"Return-Path on a subdomain of From's", "Return-Path: <b+123@bounce.example.test>\r\nFrom: kalle@example.test\r\n", "kalle@example.test"},
+		{"Return-Path on From's parent domain (a public suffix, maybe)", "Return-Path: <b@test>\r\nFrom: victim@example.test\r\n", ""},
+		{"Return-Path elsewhere", "Return-Path: <spammer@elsewhere.test>\r\nFrom: victim@example.test\r\n", ""},
+		{"Return-Path on a lookalike domain", "Return-Path: <x@notexample.test>\r\nFrom: victim@example.test\r\n", ""},
+		{"Return-Path unreadable", "Return-Path: nonsense\r\nFrom: victim@example.test\r\n", ""},
+		{"no From, only Reply-To", "Reply-To: victim@elsewhere.test\r\n", ""},
+	} {
+		m, err := netmail.ReadMessage(strings.NewReader(c.hdr + "Subject: [AI Crosstalk] x\r\n\r\nbody\r\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		to, ok := replyAddress(m.Header)
+		switch {
+		case c.to == "" && ok:
+			t.Errorf("%s: reply to %s, want none", c.name, to.Address)
+		case c.to != "" && !ok:
+			t.Errorf("%s: no reply, want one to %s", c.name, c.to)
+		case c.to != "" && to.Address != c.to:
+			t.Errorf("%s: reply to %s, want %s", c.name, to.Address, c.to)
+		}
+	}
+}

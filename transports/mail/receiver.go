@@ -37,8 +37,8 @@ var _ transports.Receiver = (*Receiver)(nil)
 
 // NewReceiver returns a Receiver for the mailbox Options.Mailbox on srv.
 // Options.StateFile is required. reply, when not nil, sends the Handler's
-// replies to each mail's Reply-To or From (Inbound.CanReply); with a nil
-// reply no mail can be answered.
+// replies to each mail's From address (Inbound.CanReply; never Reply-To,
+// see the package comment); with a nil reply no mail can be answered.
 func NewReceiver(srv Server, reply *Sender, opts *Options) (*Receiver, error) {
 	o := newOptions(opts)
 	if err := srv.check("receiver", "IMAP"); err != nil {
@@ -329,6 +329,20 @@ func (r *Receiver) connect(ctx context.Context, news chan struct{}) (*imapclient
 		}
 		return conn, nil
 	}
+	// startTLS upgrades conn (imapStartTLS) and greets over TLS.
+	startTLS := func(ctx context.Context, conn net.Conn) (*imapclient.Client, error) {
+		tc, err := imapStartTLS(conn, opts.TLSConfig)
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%s: STARTTLS: %w", where, ctxErr(ctx, err))
+		}
+		c := imapclient.New(tc, opts)
+		if err := c.WaitGreeting(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: greeting: %w", where, ctxErr(ctx, err))
+		}
+		return c, nil
+	}
 	conn, err := dial()
 	if err != nil {
 		return nil, err
@@ -345,20 +359,16 @@ func (r *Receiver) connect(ctx context.Context, news chan struct{}) (*imapclient
 			conn.Close()
 			return nil, fmt.Errorf("%s: TLS handshake: %w", where, ctxErr(ctx, err))
 		}
-		c := imapclient.New(tc, opts)
+		c := imapclient.New(newBoundedConn(tc, true, ""), opts)
 		if err := c.WaitGreeting(); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("%s: greeting: %w", where, ctxErr(ctx, err))
 		}
 		return c, nil
 	case SecurityRequireStartTLS:
-		c, err := imapclient.NewStartTLS(conn, opts)
-		if err != nil {
-			return nil, fmt.Errorf("%s: STARTTLS: %w", where, ctxErr(ctx, err))
-		}
-		return c, nil
+		return startTLS(ctx, conn)
 	}
-	c := imapclient.New(conn, opts)
+	c := imapclient.New(newBoundedConn(conn, true, ""), opts)
 	if err := c.WaitGreeting(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%s: greeting: %w", where, ctxErr(ctx, err))
@@ -384,11 +394,7 @@ func (r *Receiver) connect(ctx context.Context, news chan struct{}) (*imapclient
 	defer stop2()
 	t2 := time.AfterFunc(r.o.Timeout, func() { conn2.Close() })
 	defer t2.Stop()
-	c, err = imapclient.NewStartTLS(conn2, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: STARTTLS: %w", where, ctxErr(ctx, err))
-	}
-	return c, nil
+	return startTLS(ctx, conn2)
 }
 
 // scanner processes the new mail of one session.
@@ -618,8 +624,10 @@ func mayReply(h netmail.Header, found bool) (*netmail.Address, bool) {
 	return a, true
 }
 
-// replyAddress returns where a reply goes (Reply-To, else From), and
-// whether one may be sent at all: never to automatic mail — RFC 3834 §2:
+// replyAddress returns where a reply goes — the From address, never
+// Reply-To, and only when the Return-Path, if any, agrees with it
+// (sameSender) — and whether one may be sent at all: never to automatic
+// mail — RFC 3834 §2:
 // Auto-Submitted other than "no", Precedence bulk/junk/list, List-Id,
 // bounces (multipart/report, an empty Return-Path, MAILER-DAEMON). That
 // also ends every mail loop: the Receiver's own replies are
@@ -638,24 +646,42 @@ func replyAddress(h netmail.Header) (*netmail.Address, bool) {
 	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "multipart/report" {
 		return nil, false
 	}
-	dec := &mime.WordDecoder{CharsetReader: charsetReader}
-	for _, key := range []string{"Reply-To", "From"} {
-		v := h.Get(key)
-		if v == "" {
-			continue
-		}
-		p := netmail.AddressParser{WordDecoder: dec}
-		list, err := p.ParseList(v)
-		if err != nil || len(list) == 0 {
-			continue
-		}
-		a := list[0]
-		if local, _, _ := strings.Cut(a.Address, "@"); strings.EqualFold(local, "mailer-daemon") {
+	p := netmail.AddressParser{WordDecoder: &mime.WordDecoder{CharsetReader: charsetReader}}
+	list, err := p.ParseList(h.Get("From"))
+	if err != nil || len(list) == 0 {
+		return nil, false
+	}
+	a := list[0]
+	if local, _, _ := strings.Cut(a.Address, "@"); strings.EqualFold(local, "mailer-daemon") {
+		return nil, false
+	}
+	if rp := strings.TrimSpace(h.Get("Return-Path")); rp != "" {
+		ep, err := netmail.ParseAddress(rp)
+		if err != nil || !sameSender(ep.Address, a.Address) {
 			return nil, false
 		}
-		return a, true
 	}
-	return nil, false
+	return a, true
+}
+
+// sameSender reports whether the envelope sender rp (Return-Path) may be
+// taken as the sender of a mail From from: the same domain, or a
+// subdomain of From's (a provider's bounce domain; not From's parent,
+// which could be a public suffix). Reply-To is never
+// answered and From only so: both are whatever the mail says, and a reply
+// to an address a stranger chose would make the relay mail third parties
+// (backscatter). The Return-Path is the SMTP MAIL FROM, which the
+// delivering server records and SPF checks.
+func sameSender(rp, from string) bool {
+	domain := func(a string) string {
+		i := strings.LastIndexByte(a, '@')
+		if i < 0 {
+			return ""
+		}
+		return strings.ToLower(strings.TrimSuffix(a[i+1:], "."))
+	}
+	d1, d2 := domain(rp), domain(from)
+	return d1 != "" && d2 != "" && (d1 == d2 || strings.HasSuffix(d1, "."+d2))
 }
 
 // sendReply mails the Handler's reply to the mail's sender, threaded

@@ -88,7 +88,7 @@ func (s *Sender) send(ctx context.Context, o *outgoing) error {
 }
 
 // errNoStartTLS reports a server that does not offer STARTTLS
-// (startTLSClient); with SecurityStartTLS the sender then goes on in the
+// (smtpStartTLS); with SecurityStartTLS the sender then goes on in the
 // clear.
 var errNoStartTLS = errors.New("server does not offer STARTTLS")
 
@@ -108,7 +108,7 @@ func (s *Sender) deliver(ctx context.Context, rcpt string, msg []byte) (err erro
 	defer stop()
 	c.CommandTimeout = s.o.Timeout
 	c.SubmissionTimeout = 2 * s.o.Timeout
-	c.DebugWriter = s.o.DebugWriter // after STARTTLS: only the pre-TLS EHLO is missing
+	c.DebugWriter = s.o.DebugWriter // after STARTTLS: the greeting, EHLO and STARTTLS before it are missing
 	// The greeting (plaintext, implicit TLS) or the TLS handshake
 	// (STARTTLS) happens here, under CommandTimeout.
 	if err := c.Hello(s.host); err != nil {
@@ -162,57 +162,10 @@ func (s *Sender) connect(ctx context.Context) (c *smtp.Client, secure bool, err 
 			return nil, false, err
 		}
 		c, err := s.greet(ctx, conn, func(conn net.Conn) (*smtp.Client, error) {
-			return startTLSClient(conn, s.o.tlsConfig(s.srv))
+			return smtpStartTLS(conn, s.o.tlsConfig(s.srv), s.host)
 		})
 		return c, err == nil, err
 	}
-}
-
-// startTLSClient greets the server and upgrades with STARTTLS
-// (smtp.NewClientStartTLS), and fails with errNoStartTLS when the server's
-// EHLO answer did not offer it: go-smtp's own error for that has no type,
-// so the answer is read off the connection instead.
-func startTLSClient(conn net.Conn, cfg *tls.Config) (*smtp.Client, error) {
-	w := &ehloWatch{Conn: conn}
-	c, err := smtp.NewClientStartTLS(w, cfg)
-	if err != nil && w.answered && !w.offered {
-		return nil, errNoStartTLS
-	}
-	return c, err
-}
-
-// ehloWatch reads the server's plain-text replies as they pass: answered
-// is set by the last line of a 250 reply (to EHLO or HELO), offered by a
-// STARTTLS line in it. After STARTTLS the bytes are TLS and never match.
-type ehloWatch struct {
-	net.Conn
-	line              []byte
-	answered, offered bool
-}
-
-func (w *ehloWatch) Read(p []byte) (int, error) {
-	n, err := w.Conn.Read(p)
-	if !w.answered {
-		for _, b := range p[:n] {
-			if b != '\n' {
-				if len(w.line) < 512 {
-					w.line = append(w.line, b)
-				}
-				continue
-			}
-			l := strings.ToUpper(strings.TrimRight(string(w.line), "\r"))
-			w.line = w.line[:0]
-			if len(l) >= 4 && l[:3] == "250" {
-				if strings.TrimSpace(l[4:]) == "STARTTLS" {
-					w.offered = true
-				}
-				if l[3] == ' ' {
-					w.answered = true
-				}
-			}
-		}
-	}
-	return n, err
 }
 
 func (s *Sender) connectPlain(ctx context.Context) (*smtp.Client, bool, error) {
@@ -224,8 +177,10 @@ func (s *Sender) connectPlain(ctx context.Context) (*smtp.Client, bool, error) {
 	return c, false, err
 }
 
+// newClient returns a client on conn whose replies are bounded
+// (MaxSMTPReply).
 func (s *Sender) newClient(conn net.Conn) *smtp.Client {
-	return smtp.NewClient(conn)
+	return smtp.NewClient(newBoundedConn(conn, false, ""))
 }
 
 func (s *Sender) dial(ctx context.Context) (net.Conn, error) {
