@@ -624,10 +624,17 @@ func sortStable[T any](s []T, less func(a, b T) bool) {
 }
 
 func runAction(ctx context.Context, e *env, action string, args []string) error {
+	rule := map[string]string{
+		"ack": `Ack records the agent's acknowledgement of an attention message addressed to
+it (CCCS §6.2: acks are self-only, and only attention messages take one).`,
+		"claim": `Claim records the agent's claim on the event: the first claim wins, and it
+lasts the relay's claim_ttl.`,
+		"discharge": `Discharge records the discharge of the event's obligation by the agent, its
+author or delegate; anyone else is refused (docs/agents.md "Obligations").`,
+	}[action]
 	fs := newFlags(e, `
-`+strings.ToUpper(action[:1])+action[1:]+` records a `+action+` by the agent on the event (CCCS rules are enforced by
-the relay: acks are self-only and only for attention messages; the first claim
-wins). With tokens configured, --agent must be the token's principal.`)
+`+rule+`
+With tokens configured, --agent must be the token's principal.`)
 	rf := addRelayFlags(fs)
 	agent := fs.String("agent", "", "agent `name` acting (required)")
 	group := fs.String("group", gateway.DefaultGroup, "group of the event")
