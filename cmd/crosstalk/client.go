@@ -106,7 +106,7 @@ const relayHint = "is the relay running? start it with `crosstalk relay` or pass
 
 // tokenHint follows a relay's 401: the token is missing, mistyped,
 // revoked, or minted in another data dir than the relay's.
-const tokenHint = "the relay wants a token it knows: pass --token TOKEN or set CROSSTALK_TOKEN (a [[tokens]] token of its config, or one from `crosstalk token new` run with the relay's --data DIR)"
+const tokenHint = "the relay wants a token it knows: pass --token TOKEN or set CROSSTALK_TOKEN (a [[tokens]] token of its config, or one from `crosstalk token new` given the relay's --data DIR or --config FILE)"
 
 // unauthorized reports whether err is the relay's 401 answer.
 func unauthorized(err error) bool {
