@@ -104,6 +104,18 @@ func (rf relayFlags) do(ctx context.Context, method, path, agent string, body io
 // relayHint follows an error that the relay cannot be reached.
 const relayHint = "is the relay running? start it with `crosstalk relay` or pass --relay URL"
 
+// tokenHint follows a relay's 401: the token is missing, mistyped,
+// revoked, or minted in another data dir than the relay's.
+const tokenHint = "the relay wants a token it knows: pass --token TOKEN or set CROSSTALK_TOKEN (a [[tokens]] token of its config, or one from `crosstalk token new` given the relay's --data DIR or --config FILE)"
+
+// unauthorized reports whether err is the relay's 401 answer.
+func unauthorized(err error) bool {
+	var ce *client.Error
+	var se *client.StatusError
+	return errors.As(err, &ce) && ce.Status == http.StatusUnauthorized ||
+		errors.As(err, &se) && se.Status == http.StatusUnauthorized
+}
+
 // call runs rq against the relay, with relayHint when it is unreachable.
 func (rf relayFlags) call(ctx context.Context, rq client.Request, v any) error {
 	err := rf.client().Do(ctx, rq, v)
@@ -142,8 +154,16 @@ Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 			return withHint(err, relayHint)
 		}
 		failed = failed || err != nil
-		_, werr := e.stdout.Write(rc.Body)
-		return werr
+		if _, werr := e.stdout.Write(rc.Body); werr != nil {
+			return werr
+		}
+		if unauthorized(err) {
+			// Nothing was read: every other input would be refused
+			// alike, and stdout's ERROR envelope alone says nothing on
+			// a terminal whose stdout goes to a file.
+			return withHint(err, tokenHint)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -604,10 +624,17 @@ func sortStable[T any](s []T, less func(a, b T) bool) {
 }
 
 func runAction(ctx context.Context, e *env, action string, args []string) error {
+	rule := map[string]string{
+		"ack": `Ack records the agent's acknowledgement of an attention message addressed to
+it (CCCS §6.2: acks are self-only, and only attention messages take one).`,
+		"claim": `Claim records the agent's claim on the event: the first claim wins, and it
+lasts the relay's claim_ttl.`,
+		"discharge": `Discharge records the discharge of the event's obligation by the agent, its
+author or delegate; anyone else is refused (docs/agents.md "Obligations").`,
+	}[action]
 	fs := newFlags(e, `
-`+strings.ToUpper(action[:1])+action[1:]+` records a `+action+` by the agent on the event (CCCS rules are enforced by
-the relay: acks are self-only and only for attention messages; the first claim
-wins). With tokens configured, --agent must be the token's principal.`)
+`+rule+`
+With tokens configured, --agent must be the token's principal.`)
 	rf := addRelayFlags(fs)
 	agent := fs.String("agent", "", "agent `name` acting (required)")
 	group := fs.String("group", gateway.DefaultGroup, "group of the event")

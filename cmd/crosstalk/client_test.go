@@ -226,3 +226,36 @@ func TestInboxBufferedAndDigest(t *testing.T) {
 		t.Errorf("inbox table = %q, want the merged row and the digest", stdout.String())
 	}
 }
+
+// TestUnknownTokenHint: a relay with tokens refuses a command without
+// one, or with one it does not know (401); the command says so on
+// standard error and names what the user lacks (--token,
+// CROSSTALK_TOKEN, minting in the relay's data dir). send printed only
+// the ERROR envelope on standard output, nothing on standard error.
+func TestUnknownTokenHint(t *testing.T) {
+	r := startTestRelay(t, t.TempDir(), func(c *Config) {
+		c.Tokens = []TokenConfig{{Token: "a-token-of-claude-0123", Principal: "claude"}}
+	})
+	ok := testrelay.Envelope("CLAUDE", "CHATGPT", envelope.IntentRequest, "deploy", "Is the deploy blocked?")
+	t.Setenv("CROSSTALK_TOKEN", "")
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+	}{
+		{"send without a token", ok, []string{"send", "--retries", "0"}},
+		{"send with a wrong token", ok, []string{"send", "--retries", "0", "--token", "not-a-token-of-this-relay"}},
+		{"log with a wrong token", "", []string{"log", "--token", "not-a-token-of-this-relay"}},
+		{"inbox without a token", "", []string{"inbox", "--agent", "claude"}},
+	} {
+		args := append(tc.args, "--relay", r.url)
+		_, stderr, code := runCLI(t, tc.stdin, args...)
+		if code != exitFailure || !strings.Contains(stderr, "bearer token") || !strings.Contains(stderr, "hint: ") ||
+			!strings.Contains(stderr, "--token") || !strings.Contains(stderr, "CROSSTALK_TOKEN") {
+			t.Errorf("%s: exit %d, stderr %q; want %d and the refusal with a hint naming --token and CROSSTALK_TOKEN", tc.name, code, stderr, exitFailure)
+		}
+	}
+	if _, stderr, code := runCLI(t, ok, "send", "--relay", r.url, "--token", "a-token-of-claude-0123"); code != exitOK || strings.Contains(stderr, "hint") {
+		t.Errorf("send with the right token: exit %d, stderr %q", code, stderr)
+	}
+}

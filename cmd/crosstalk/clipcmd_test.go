@@ -121,7 +121,7 @@ func TestClipWatchRelay(t *testing.T) {
 	if err := xvfbtest.Put(t, []byte("some chat\n"+text)); err != nil {
 		t.Fatal(err)
 	}
-	if out := w.waitOutput(t, 1, 5*time.Second); !strings.Contains(out, "clipboard: recorded "+env.Message) {
+	if out := w.waitOutput(t, 1, 5*time.Second); !strings.Contains(out, "clipboard: recorded message "+env.Message+" as event ") {
 		t.Errorf("clip watch --relay printed %q, want the receipt", out)
 	}
 	if got := relay.messages(t, "clitest"); len(got) != 1 || got[0] != env.Message {

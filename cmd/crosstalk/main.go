@@ -184,6 +184,9 @@ func exitCode(stderr io.Writer, err error) int {
 		return exitFailure
 	default:
 		fmt.Fprintf(stderr, "crosstalk: error: %s\n", err)
+		if unauthorized(err) {
+			fmt.Fprintf(stderr, "hint: %s\n", tokenHint)
+		}
 		return exitFailure
 	}
 }

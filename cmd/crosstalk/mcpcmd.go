@@ -85,8 +85,10 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, `
 MCP serves one agent's C2A chat tools over stdio to an MCP host (Claude Desktop,
 Claude Code, any MCP client): chat.list_events, chat.read_thread,
-chat.send_message, chat.react, chat.claim, chat.defer, chat.resolve and
-envelope.parse, envelope.compose, envelope.verify. With --relay (default
+chat.send_message, chat.react, chat.claim, chat.defer, chat.resolve,
+chat.discharge, chat.owe, chat.waiting, chat.handoff, chat.blocked,
+chat.forward, scope.reserve, scope.release, scope.reservations,
+agent.heartbeat and envelope.parse, envelope.compose, envelope.verify. With --relay (default
 $CROSSTALK_RELAY or http://`+DefaultListen+`) it uses a running relay's HTTP API;
 with --data it opens the ledger in DIR itself. With --key it signs what the agent
 sends. Standard output carries the MCP protocol; logs go to standard error.

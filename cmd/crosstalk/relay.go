@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
@@ -62,6 +65,9 @@ See docs/configuration.md for the config file.`)
 	log := newLogger(e, cfg.LogLevel)
 	defer procs.ForRelay()()
 	srv, err := startRelay(ctx, cfg, log)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return withHint(err, fmt.Sprintf("another program (a relay already running?) listens on %s: stop it, or give this relay another address with --listen ADDR or listen in the config", cfg.Listen))
+	}
 	if err != nil {
 		return err
 	}
@@ -100,7 +106,12 @@ func startRelay(ctx context.Context, cfg Config, log *slog.Logger) (*runningRela
 	}
 	r := &runningRelay{Server: srv, url: srv.URL(), store: srv.Store(), log: log, grace: time.Duration(cfg.ShutdownTimeout)}
 	log.Info("web inbox: open " + r.url + "/ in a browser")
-	log.Info("try: crosstalk send FILE; crosstalk log; crosstalk inbox --agent NAME", "relay", r.url)
+	if r.url == "http://"+DefaultListen {
+		log.Info("try: crosstalk send FILE; crosstalk log; crosstalk inbox --agent NAME", "relay", r.url)
+	} else {
+		// The commands reach 127.0.0.1:7777 unless told otherwise.
+		log.Info("try: export CROSSTALK_RELAY="+r.url+"; then crosstalk send FILE; crosstalk log; crosstalk inbox --agent NAME", "relay", r.url)
+	}
 	return r, nil
 }
 

@@ -199,7 +199,10 @@ func (p *envelopePrinter) receipts(name string, envs []*envelope.Envelope) {
 		group, _ := env.MetaValue("receipt", "Group")
 		seq, _ := env.MetaValue("receipt", "Seq")
 		dup, _ := env.MetaValue("receipt", "Duplicate")
-		line := fmt.Sprintf("%s: recorded %s (group %s, seq %s)", name, orNone(env.Parent), group, seq)
+		// The event id is what crosstalk log shows and ack, claim and
+		// forward take; the message id alone is neither.
+		event, _ := env.MetaValue("receipt", "Event-ID")
+		line := fmt.Sprintf("%s: recorded message %s as event %s (group %s, seq %s)", name, orNone(env.Parent), event, group, seq)
 		if dup == "true" {
 			line += " (duplicate)"
 		}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,7 +198,7 @@ func TestWatchRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := w.waitOutput(t, 1, 5*time.Second)
-	if !strings.Contains(out, "good.crosstalk: recorded "+env.Message+" (group clitest, seq 1)") {
+	if !regexp.MustCompile(`good\.crosstalk: recorded message ` + env.Message + ` as event [0-9A-Z]{26} \(group clitest, seq 1\)`).MatchString(out) {
 		t.Errorf("watch --relay printed %q, want the receipt", out)
 	}
 	waitPath(t, filepath.Join(dir, "processed", "good.crosstalk"), 3*time.Second)

@@ -191,6 +191,11 @@ func (s *Server) openSet(w http.ResponseWriter, r *http.Request, key string, que
 		return
 	}
 	agent = s.relay.Book().ActorID(agent)
+	if _, authenticated := principal(r); !authenticated && r.Header.Get("X-Crosstalk-Agent") != "" {
+		// The agent itself asks on a relay without tokens (a token's
+		// principal is seen by the gate): activity, as for deliveries.
+		s.relay.Touch(agent)
+	}
 	items, next, err := query(agent, q)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())

@@ -54,6 +54,7 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, svc *reserve.Se
 		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
 		return
 	}
+	s.touchActing(r, agent)
 	var ttl time.Duration
 	if body.TTL != "" {
 		if ttl, err = time.ParseDuration(body.TTL); err != nil {
@@ -95,6 +96,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, svc *reserve.Se
 		writeError(w, http.StatusForbidden, gateway.CodePermission, err.Error())
 		return
 	}
+	s.touchActing(r, agent)
 	rs, err := svc.Release(r.Context(), s.relay.Book().ActorID(agent), q["scope"])
 	if err != nil {
 		s.reserveError(w, err)
@@ -127,5 +129,14 @@ func (s *Server) reserveError(w http.ResponseWriter, err error) {
 	default:
 		s.log.Error("reservation failed", "err", err)
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, "reservations: ledger failure")
+	}
+}
+
+// touchActing records a sighting of the agent a request without a token
+// acts for (docs/agents.md "Liveness": reservations are activity); a
+// token's principal is seen by the gate already.
+func (s *Server) touchActing(r *http.Request, agent string) {
+	if _, authenticated := principal(r); !authenticated && agent != "" {
+		s.relay.Touch(s.relay.Book().ActorID(agent))
 	}
 }

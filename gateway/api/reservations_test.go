@@ -65,3 +65,42 @@ func TestReservationsAPI(t *testing.T) {
 		t.Fatalf("list = %+v", list)
 	}
 }
+
+// TestReservationsAreSightings: docs/agents.md "Liveness" counts an API
+// call as the agent — reservations among them — as a sighting. On a
+// relay without tokens (the zero-configuration default), where a
+// principal's requests are not the agent's, `crosstalk reserve --agent
+// A` and `release` left A stale; so did reading what A owes or waits
+// on as A (`crosstalk inbox --agent A --owe`).
+func TestReservationsAreSightings(t *testing.T) {
+	mountR := mountReservations(t)
+	h := newHarness(t, &api.Options{}, func(a *api.Server, st ledger.Store) {
+		mountR(a, st)
+		a.MountAgents(nil)
+	})
+	for _, tc := range []struct {
+		agent, method, path, body string
+		hint                      bool
+	}{
+		{"claude", "POST", "/v1/reservations", `{"agent":"claude","scopes":["src/a"]}`, false},
+		{"chatgpt", "POST", "/v1/reservations", `{"agent":"chatgpt","scopes":["src/b"]}`, false},
+		{"gemini", "GET", "/v1/agents/gemini/owe", "", true},
+		{"pat", "GET", "/v1/agents/pat/waiting", "", true},
+	} {
+		var hdr []string
+		if tc.hint {
+			hdr = []string{"X-Crosstalk-Agent", tc.agent}
+		}
+		h.json(tc.method, tc.path, tc.body, http.StatusOK, nil, hdr...)
+		if _, ok := h.relay.LastSeen()[tc.agent]; !ok {
+			t.Errorf("%s %s as %s: not a sighting of %s", tc.method, tc.path, tc.agent, tc.agent)
+		}
+	}
+	// Another's list read without the hint (a page, a bystander) is not
+	// the agent's activity.
+	h.json("GET", "/v1/agents/lurker/owe", "", http.StatusOK, nil)
+	if _, ok := h.relay.LastSeen()["lurker"]; ok {
+		t.Errorf("reading lurker's owe list without the hint made it a sighting")
+	}
+	h.json("DELETE", "/v1/reservations?agent=claude&scope=src/a", "", http.StatusOK, nil)
+}

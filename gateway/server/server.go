@@ -58,8 +58,9 @@ type Options struct {
 	// when empty.
 	Name string
 	// Hosts are Host header names the API accepts besides localhost,
-	// 127.0.0.1 and [::1] with the listen port; a name without a port gets
-	// the listen port.
+	// 127.0.0.1 and [::1] with the listen port; a name without a port is
+	// accepted with the listen port and without one (as a reverse proxy on
+	// the default port forwards it).
 	Hosts []string
 	// TrustedProxies are reverse proxies whose X-Forwarded-For names the
 	// caller where the relay counts callers by address
@@ -326,10 +327,19 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	hosts := []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}
 	for _, h := range o.Hosts {
-		if _, _, err := net.SplitHostPort(h); err != nil {
-			h = net.JoinHostPort(h, port)
+		if _, _, err := net.SplitHostPort(h); err == nil {
+			hosts = append(hosts, h)
+			continue
 		}
-		hosts = append(hosts, h)
+		// A name without a port is the name on the listen port, and as a
+		// reverse proxy on the scheme's default port forwards it: browsers
+		// leave out a default port, so Host has none.
+		bare := strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+		hosts = append(hosts, net.JoinHostPort(bare, port))
+		if strings.Contains(bare, ":") {
+			bare = "[" + bare + "]"
+		}
+		hosts = append(hosts, bare)
 	}
 	minted := tokens.Open(filepath.Join(o.DataDir, tokens.FileName)) // crosstalk token new, the trust page's button
 	a := api.New(core.Relay, &api.Options{

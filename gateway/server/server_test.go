@@ -187,3 +187,43 @@ func TestOpenCoreDNSKeys(t *testing.T) {
 		t.Errorf("%d DNS queries, want 1", n)
 	}
 }
+
+// TestHostsBehindProxy: hosts = ["relay.example.org"] (docs/configuration.md:
+// "a name without a port gets the listen port. Needed behind a reverse
+// proxy") must let through what a proxy on the default port forwards,
+// Host: relay.example.org without a port, as browsers send it; a Host
+// the config does not name stays refused.
+func TestHostsBehindProxy(t *testing.T) {
+	s, err := server.Open(t.Context(), &server.Options{DataDir: t.TempDir(), Hosts: []string{"relay.example.org", "Other.Example.org:8443", "::1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(t, s)
+	port := s.URL()[strings.LastIndex(s.URL(), ":")+1:]
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{"relay.example.org", http.StatusOK},
+		{"RELAY.example.org", http.StatusOK},
+		{"relay.example.org:" + port, http.StatusOK},
+		{"other.example.org:8443", http.StatusOK},
+		{"127.0.0.1:" + port, http.StatusOK},
+		{"[::1]", http.StatusOK},
+		{"relay.example.org:444", http.StatusForbidden},
+		{"other.example.org", http.StatusForbidden},
+		{"evil.example", http.StatusForbidden},
+		{"127.0.0.1", http.StatusForbidden},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, s.URL()+"/v1/groups", nil)
+		req.Host = tc.host
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tc.want {
+			t.Errorf("Host %q: %d, want %d", tc.host, res.StatusCode, tc.want)
+		}
+	}
+}
