@@ -357,7 +357,10 @@ func TestOutboundHorizonNeverPassesPending(t *testing.T) {
 	if n := len(waitEvents(t, r, "g", gateway.KindDelivery, 21)); n != 21 {
 		t.Fatalf("records = %d, want 21", n)
 	}
-	for down.tries() < 3 { // m1 has been tried and is in backoff
+	for deadline := time.Now().Add(time.Minute); down.tries() < 3; { // m1 has been tried and is in backoff
+		if time.Now().After(deadline) {
+			t.Fatalf("%s tried %d times, want 3", m1.ID, down.tries())
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	if now, _ := gateway.OutboundHorizon(r); now != beforeM1 {
