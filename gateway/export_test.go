@@ -1,5 +1,7 @@
 package gateway
 
+import "github.com/crosstalk-go/crosstalk/gateway/ledger"
+
 // SyncProjectionsOnEveryAppend makes every append of r apply its facts to
 // the projections at once (no projEvery between two syncs), so that tests
 // see the write path do all of the projections' work.
@@ -32,3 +34,20 @@ func OutboundQueued(r *Relay) int {
 	defer o.mu.Unlock()
 	return len(o.queue)
 }
+
+// OutboundHorizon returns the dispatch horizon of the running dispatcher
+// of r as it stands, and as it was last saved; zeros before RunOutbound.
+func OutboundHorizon(r *Relay) (now, saved ledger.Mark) {
+	o := r.outbound.Load()
+	if o == nil {
+		return ledger.Mark{}, ledger.Mark{}
+	}
+	now = o.horizon()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return now, o.saved
+}
+
+// OutboundHorizonName returns the name of the ledger mark holding the
+// dispatch horizon of r's address book.
+func OutboundHorizonName(r *Relay) string { return r.horizonName() }

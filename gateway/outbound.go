@@ -3,6 +3,8 @@ package gateway
 import (
 	"container/heap"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +42,11 @@ type OutboundOptions struct {
 	// Workers is how many sends run at once per transport (4 when zero);
 	// one receiver gets at most half of them (at least one).
 	Workers int
+	// HorizonEvery is how often the dispatch horizon is saved in the
+	// ledger when it has moved (5 s when zero): a restart reads the
+	// ledger from there, and re-reads at most what came after the last
+	// save (docs/design.md §5.1).
+	HorizonEvery time.Duration
 }
 
 // DefaultMaxAttempts is the default number of delivery attempts.
@@ -68,6 +75,10 @@ type delivery struct {
 	cause       error
 	recordTries int
 	bounced     bool
+
+	// after is the event the follower passed just before the message:
+	// while the delivery is pending, the horizon stays at or before it.
+	after ledger.Mark
 }
 
 type dueHeap []*delivery
@@ -94,13 +105,20 @@ type outbound struct {
 	pending map[string]*delivery // by key: queued or in flight
 	final   map[string]bool      // keys with a final delivery event the follower has not passed yet
 	wake    chan struct{}
+	// passed is the last event the follower has passed, and saved the
+	// horizon last saved in (or read from) the ledger.
+	passed, saved ledger.Mark
+	// horizonName is the name of the ledger mark that holds the horizon.
+	horizonName string
 }
 
 // RunOutbound delivers every recorded envelope whose receiver has a
 // transport in the address book, until ctx ends. It is the durable outbox
 // of docs/design.md §5.1: what is pending is derived from the ledger — a message
 // event without a final x.crosstalk.delivery event for a receiver — so a
-// restart resumes every unfinished delivery. Sends are at-least-once with
+// restart resumes every unfinished delivery; it reads the ledger from the
+// dispatch horizon (see horizonName), so it costs what is pending, not the
+// ledger's history. Sends are at-least-once with
 // the envelope's message id as idempotency key (receivers de-duplicate);
 // the final record is exactly once (its dedupe key). A delivery that fails
 // for good records a failed delivery event, a system.notify and an ERROR
@@ -125,6 +143,10 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	if o.opts.Workers <= 0 {
 		o.opts.Workers = 4
 	}
+	if o.opts.HorizonEvery <= 0 {
+		o.opts.HorizonEvery = 5 * time.Second
+	}
+	o.horizonName = r.horizonName()
 	r.outbound.Store(o)
 	routed := false
 	for _, a := range r.book.Agents() {
@@ -208,6 +230,20 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 		defer wg.Done()
 		o.followAll(ctx)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(o.opts.HorizonEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				o.saveHorizon(ctx)
+			}
+		}
+	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	defer wg.Wait()
@@ -237,32 +273,31 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 	}
 }
 
-// followAll reads the ledger's log from its start and then live,
-// queueing deliveries and dropping those that have their final record:
-// one follower whatever the number of groups (a follower per group kept
-// a goroutine, and a poll of the ledger every FollowPoll, for every group
-// the relay ever saw). When the ledger fails, it follows again after a
-// pause, from the position it had passed: what it queued is still
-// pending, and reading it again would queue what has been delivered
-// since.
+// followAll reads the ledger's log from the dispatch horizon and then
+// live, queueing deliveries and dropping those that have their final
+// record: one follower whatever the number of groups (a follower per
+// group kept a goroutine, and a poll of the ledger every FollowPoll, for
+// every group the relay ever saw). When the ledger fails, it follows
+// again after a pause, from the position it had passed: what it queued
+// is still pending, and reading it again would queue what has been
+// delivered since.
 //
-// The final records already stored are read first: each lies after its
-// message, so queueing a message as soon as it is read would send it
-// again before its record is reached — every delivered envelope went out
-// again at every restart.
+// The final records already stored after the horizon are read first:
+// each lies after its message, so queueing a message as soon as it is
+// read would send it again before its record is reached — every
+// delivered envelope went out again at every restart.
 func (o *outbound) followAll(ctx context.Context) {
-	prefilled := false
-	var pos int64
+	started := false
 	for {
-		if !prefilled {
-			err := o.prefill(ctx)
+		if !started {
+			err := o.start(ctx)
 			if err != nil && ctx.Err() == nil {
-				o.log.Error("reading delivery records; trying again", "err", err)
+				o.log.Error("reading the dispatch horizon and the delivery records after it; trying again", "err", err)
 			}
-			prefilled = err == nil
+			started = err == nil
 		}
-		if prefilled {
-			pos = o.followLog(ctx, pos)
+		if started {
+			o.followLog(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -272,8 +307,129 @@ func (o *outbound) followAll(ctx context.Context) {
 	}
 }
 
-// prefill marks final every delivery recorded in the ledger.
-func (o *outbound) prefill(ctx context.Context) error {
+// The dispatch horizon is a position P of the ledger's log such that
+// every message event at or before P has a final record of each of its
+// deliveries (or needs none): a restart follows the log from P, not from
+// its start, and so costs what is pending, not the ledger's history.
+// The follower moves it: it is the event before the oldest message with
+// a delivery still pending (queued, waiting for its receiver, in flight,
+// in backoff, or its record being tried again), or while nothing is
+// pending the last event the follower passed. It is saved every
+// HorizonEvery, after the records it relies on are durable, so a crash
+// loses at most the last moves: the restart reads more, sends nothing
+// twice (the records are read first) and skips nothing.
+//
+// A delivery record lies after its message in the log: both are in the
+// message's group, whose events are numbered in the order they are
+// appended, and the dispatcher writes the record only after it read the
+// message from the log. So the records that matter to the messages after
+// P — those not to queue — all lie after P, and the prefill reads the log
+// after P only.
+//
+// The horizon holds for the routes it was made with: which agents have
+// a transport, their names and roles decide a message's deliveries. Its
+// mark's name holds a digest of them, so a relay whose address book
+// routes differently (or another relay with another book on a shared
+// JetStream ledger) starts from the beginning of the log once, as every
+// start did before there was a horizon: a newly routed agent still gets
+// every envelope without a record.
+
+// horizonName is the name of the ledger mark holding the dispatch
+// horizon of the relay's address book: its name and a digest of the
+// agents' ids, names, roles and whether they have a transport.
+func (r *Relay) horizonName() string {
+	var lines []string
+	for _, a := range r.book.Agents() {
+		lines = append(lines, fmt.Sprintf("%q %q %q %t", a.ID, a.Names, a.Roles, a.Transport != ""))
+	}
+	slices.Sort(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return "outbound horizon " + strings.ToLower(r.name) + " " + hex.EncodeToString(sum[:8])
+}
+
+// start reads the dispatch horizon and marks final every delivery
+// recorded after it.
+func (o *outbound) start(ctx context.Context) error {
+	h, err := o.loadHorizon(ctx)
+	if err != nil {
+		return err
+	}
+	if h.Pos == 0 {
+		err = o.prefillGroups(ctx)
+	} else {
+		err = o.prefillLog(ctx, h.Pos)
+	}
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	o.passed, o.saved = h, h
+	o.mu.Unlock()
+	return nil
+}
+
+// loadHorizon returns the saved dispatch horizon: none (position 0) in a
+// ledger that has none (written before there was one), and none when the
+// ledger no longer holds the recorded event at the recorded position (a
+// ledger restored or imported anew numbers its log otherwise).
+func (o *outbound) loadHorizon(ctx context.Context) (ledger.Mark, error) {
+	m, err := o.r.store.GetMark(ctx, o.horizonName)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return ledger.Mark{}, nil
+	}
+	if err != nil {
+		return ledger.Mark{}, fmt.Errorf("reading the dispatch horizon: %w", err)
+	}
+	if m.Pos <= 0 {
+		return ledger.Mark{}, nil
+	}
+	ls, err := o.r.store.Log(ctx, m.Pos-1, 1)
+	if err != nil {
+		return ledger.Mark{}, fmt.Errorf("checking the dispatch horizon: %w", err)
+	}
+	if len(ls) == 0 || ls[0].Pos != m.Pos || ls[0].ID != m.EventID {
+		o.log.Warn("the ledger does not hold the dispatch horizon's event at its position (restored or imported anew?); reading it from the start", "position", m.Pos, "event", m.EventID)
+		return ledger.Mark{}, nil
+	}
+	return m, nil
+}
+
+// horizon returns the dispatch horizon as it stands.
+func (o *outbound) horizon() ledger.Mark {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h := o.passed
+	for _, d := range o.pending {
+		if d.after.Pos < h.Pos {
+			h = d.after
+		}
+	}
+	return h
+}
+
+// saveHorizon saves the dispatch horizon in the ledger if it has moved.
+func (o *outbound) saveHorizon(ctx context.Context) {
+	h := o.horizon()
+	o.mu.Lock()
+	moved := h.Pos > o.saved.Pos
+	o.mu.Unlock()
+	if !moved {
+		return
+	}
+	if err := o.r.store.SetMark(ctx, o.horizonName, h); err != nil {
+		if ctx.Err() == nil {
+			o.log.Warn("saving the dispatch horizon; trying again later", "position", h.Pos, "err", err)
+		}
+		return
+	}
+	o.mu.Lock()
+	o.saved = h
+	o.mu.Unlock()
+}
+
+// prefillGroups marks final every delivery recorded in the ledger, read
+// group by group: without a horizon, every record may matter.
+func (o *outbound) prefillGroups(ctx context.Context) error {
 	gs, err := o.r.Groups(ctx)
 	if err != nil {
 		return fmt.Errorf("listing groups: %w", err)
@@ -299,16 +455,43 @@ func (o *outbound) prefill(ctx context.Context) error {
 	return nil
 }
 
-// followLog follows the log after position from until ctx ends or the
-// ledger fails, and returns the position it has passed.
-func (o *outbound) followLog(ctx context.Context, from int64) (passed int64) {
-	passed = from
-	for l, err := range o.r.store.FollowLog(ctx, from) {
+// prefillLog marks final every delivery recorded in the log after
+// position after, the horizon: the records before it are of messages
+// before it, which are not read again.
+func (o *outbound) prefillLog(ctx context.Context, after int64) error {
+	const page = 1000
+	for {
+		ls, err := o.r.store.Log(ctx, after, page)
+		if err != nil {
+			return fmt.Errorf("reading the delivery records after position %d: %w", after, err)
+		}
+		for _, l := range ls {
+			after = l.Pos
+			if l.Kind != KindDelivery {
+				continue
+			}
+			if d, err := ParseData(l.Event); err == nil {
+				o.markFinal(d.EventID + ":" + d.ActorID)
+			}
+		}
+		if len(ls) < page {
+			return nil
+		}
+	}
+}
+
+// followLog follows the log after the position the follower has passed
+// until ctx ends or the ledger fails.
+func (o *outbound) followLog(ctx context.Context) {
+	o.mu.Lock()
+	prev := o.passed
+	o.mu.Unlock()
+	for l, err := range o.r.store.FollowLog(ctx, prev.Pos) {
 		if err != nil {
 			if ctx.Err() == nil {
-				o.log.Error("following the ledger; following it again from where it stopped", "after_position", passed, "err", err)
+				o.log.Error("following the ledger; following it again from where it stopped", "after_position", prev.Pos, "err", err)
 			}
-			return passed
+			return
 		}
 		switch ev := l.Event; ev.Kind {
 		case KindDelivery:
@@ -320,12 +503,17 @@ func (o *outbound) followLog(ctx context.Context, from int64) (passed int64) {
 			}
 		case KindMessage:
 			for _, d := range o.plan(ev) {
+				d.after = prev
 				o.enqueue(d)
 			}
 		}
-		passed = l.Pos
+		// After the message's deliveries are pending: the horizon never
+		// passes a message whose deliveries are not yet queued.
+		prev = ledger.Mark{Pos: l.Pos, EventID: l.ID}
+		o.mu.Lock()
+		o.passed = prev
+		o.mu.Unlock()
 	}
-	return passed
 }
 
 // markFinal notes a delivery recorded as final before the follower
@@ -373,6 +561,13 @@ func (o *outbound) enqueue(d *delivery) {
 	}
 }
 
+// known reports whether the delivery key is recorded final or pending.
+func (o *outbound) known(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.final[key] || o.pending[key] != nil
+}
+
 // plan returns the deliveries a message event needs: one per receiver
 // actor that has a transport, never back to the sender.
 func (o *outbound) plan(ev ledger.Event) []*delivery {
@@ -409,6 +604,9 @@ func (o *outbound) plan(ev ledger.Event) []*delivery {
 			continue
 		}
 		seen[a.ID] = true
+		if o.known(ev.ID + ":" + a.ID) {
+			continue // recorded or queued: no text to make
+		}
 		if text == nil {
 			text = o.r.outboundText(d.X)
 		}

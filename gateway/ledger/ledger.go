@@ -209,6 +209,18 @@ type Cursor struct {
 	Seq int64 `json:"seq"`
 }
 
+// Mark is a reader's durable position in the store's log (Store.Log),
+// kept under a name by SetMark: the position and the id of the event
+// there, so that the reader can tell a log that was replaced (restored,
+// re-imported: other positions) from the one it marked. The outbound
+// dispatcher keeps its dispatch horizon so (docs/design.md §5.1).
+type Mark struct {
+	// Pos is the log position.
+	Pos int64 `json:"pos"`
+	// EventID is the id of the event at Pos.
+	EventID string `json:"event_id"`
+}
+
 // Claim is an actor's time-limited claim on an event (docs/design.md §5.4): while
 // it is unexpired, no other actor can claim the event.
 type Claim struct {
@@ -295,6 +307,14 @@ type Store interface {
 	AdvanceCursor(ctx context.Context, group, actor, eventID string) (Cursor, error)
 	// GetCursor returns actor's read cursor in group, or ErrNotFound.
 	GetCursor(ctx context.Context, group, actor string) (Cursor, error)
+
+	// SetMark durably sets the mark called name, overwriting it (also
+	// with an earlier position). The store does not check m against its
+	// log; name must not be empty and m.Pos not negative (else
+	// ErrInvalid).
+	SetMark(ctx context.Context, name string, m Mark) error
+	// GetMark returns the mark called name, or ErrNotFound.
+	GetMark(ctx context.Context, name string) (Mark, error)
 
 	// Claim claims the event eventID of group for actor until now+ttl.
 	// The first claim wins; the holder may claim again to renew (extend)

@@ -106,8 +106,10 @@
 // SetCursor is a KV Put (last write wins). AdvanceCursor, which the relay
 // uses, is a compare-and-set on the entry's revision, so two relays
 // marking the same agent's reads at once never move its cursor back.
-// Options.CursorTTL, when set,
-// makes cursors not written for that long disappear. Claims: the first
+// Options.CursorTTL, when set, makes cursors not written for that long
+// disappear. Marks (SetMark) are entries of the cursors bucket too, under
+// the group token "=", which no cursor has; CursorTTL applies to them
+// alike. Claims: the first
 // claim is a KV Create, which exactly one of several concurrent
 // claimants (in any relay) wins; a renewal, or the takeover of a lapsed
 // claim, is a write conditional on the revision read; a release is a

@@ -128,6 +128,50 @@ func (s *Store) GetCursor(ctx context.Context, group, actor string) (ledger.Curs
 	return c, nil
 }
 
+// markKey is the cursors bucket's key of the mark name: kvKey with the
+// group "", which no cursor has (SetCursor refuses it).
+func markKey(name string) string { return kvKey("", name) }
+
+// SetMark implements ledger.Store: a KV entry in the cursors bucket, last
+// write wins. Options.CursorTTL applies to it as to cursors: a mark not
+// written for that long disappears, and its reader starts from the
+// beginning of the log again.
+func (s *Store) SetMark(ctx context.Context, name string, m ledger.Mark) error {
+	if err := s.check("set mark"); err != nil {
+		return err
+	}
+	if name == "" || m.Pos < 0 {
+		return fmt.Errorf("jetstream: set mark %q: %w: empty name or negative position %d", name, ledger.ErrInvalid, m.Pos)
+	}
+	b, _ := json.Marshal(m)
+	if _, err := s.cursors.Put(ctx, markKey(name), b); err != nil {
+		return fmt.Errorf("jetstream: set mark %q: %w", name, err)
+	}
+	return nil
+}
+
+// GetMark implements ledger.Store.
+func (s *Store) GetMark(ctx context.Context, name string) (ledger.Mark, error) {
+	if err := s.check("get mark"); err != nil {
+		return ledger.Mark{}, err
+	}
+	if name == "" {
+		return ledger.Mark{}, fmt.Errorf("jetstream: get mark %q: %w", name, ledger.ErrNotFound)
+	}
+	e, err := s.cursors.Get(ctx, markKey(name))
+	if errors.Is(err, natsjs.ErrKeyNotFound) || errors.Is(err, natsjs.ErrKeyDeleted) {
+		return ledger.Mark{}, fmt.Errorf("jetstream: get mark %q: %w", name, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.Mark{}, fmt.Errorf("jetstream: get mark %q: %w", name, err)
+	}
+	var m ledger.Mark
+	if err := json.Unmarshal(e.Value(), &m); err != nil {
+		return ledger.Mark{}, fmt.Errorf("jetstream: get mark %q: %w", name, err)
+	}
+	return m, nil
+}
+
 // getClaim reads the claim record of an event; a nil entry means none.
 func (s *Store) getClaim(ctx context.Context, key string) (natsjs.KeyValueEntry, ledger.Claim, error) {
 	e, err := s.claims.Get(ctx, key)

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Cursors", testCursors},
 		{"Cursors/Advance", testAdvanceCursor},
 		{"Cursors/AdvanceConcurrent", testAdvanceCursorConcurrent},
+		{"Marks", testMarks},
 		{"Claims", testClaims},
 		{"Claims/Concurrent", testClaimsConcurrent},
 		{"Claims/ReleaseAsRead", testReleaseClaimAsRead},
@@ -97,6 +98,10 @@ func RunReopen(t *testing.T, storage func(t *testing.T) func() ledger.Store) {
 		if _, err := s.Claim(ctx, "g", want[1].ID, "bob", time.Hour, now); err != nil {
 			t.Fatalf("Claim(g, %s, bob) error = %v", want[1].ID, err)
 		}
+		mark := ledger.Mark{Pos: 3, EventID: want[2].ID}
+		if err := s.SetMark(ctx, "outbound", mark); err != nil {
+			t.Fatalf("SetMark(outbound) error = %v", err)
+		}
 		if err := s.Close(); err != nil {
 			t.Fatalf("Close() = %v", err)
 		}
@@ -116,6 +121,9 @@ func RunReopen(t *testing.T, storage func(t *testing.T) func() ledger.Store) {
 		}
 		if c, err := s.GetClaim(ctx, "g", want[1].ID, now); err != nil || c.Actor != "bob" {
 			t.Errorf("GetClaim(g, %s) after reopen = %+v, %v, want bob", want[1].ID, c, err)
+		}
+		if m, err := s.GetMark(ctx, "outbound"); err != nil || m != mark {
+			t.Errorf("GetMark(outbound) after reopen = %+v, %v, want %+v", m, err, mark)
 		}
 	})
 }
@@ -1041,6 +1049,57 @@ func testAdvanceCursorConcurrent(t *testing.T, s ledger.Store) {
 	}
 }
 
+// testMarks checks that marks are kept by name, overwritten, and apart
+// from the cursors (a store may keep them in the same place).
+func testMarks(t *testing.T, s ledger.Store) {
+	ctx := testContext(t)
+	ev := appendOne(t, s, rec("g", "chat.message", "")).Event
+	if _, err := s.GetMark(ctx, "outbound"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("GetMark(outbound) before any set error = %v, want ErrNotFound", err)
+	}
+	for _, bad := range []struct {
+		name string
+		m    ledger.Mark
+	}{{"", ledger.Mark{Pos: 1, EventID: ev.ID}}, {"outbound", ledger.Mark{Pos: -1}}} {
+		if err := s.SetMark(ctx, bad.name, bad.m); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("SetMark(%q, %+v) error = %v, want ErrInvalid", bad.name, bad.m, err)
+		}
+	}
+	steps := []struct {
+		name string
+		m    ledger.Mark
+	}{
+		{"outbound", ledger.Mark{Pos: 7, EventID: ev.ID}},
+		{"other", ledger.Mark{Pos: 1 << 40, EventID: "x"}},
+		{"outbound", ledger.Mark{Pos: 9, EventID: "y"}},
+		{"outbound", ledger.Mark{Pos: 2, EventID: "z"}}, // a mark may move back
+		{"with space/and.dots", ledger.Mark{}},
+	}
+	for _, st := range steps {
+		if err := s.SetMark(ctx, st.name, st.m); err != nil {
+			t.Errorf("SetMark(%q, %+v) error = %v", st.name, st.m, err)
+		}
+	}
+	for name, want := range map[string]ledger.Mark{
+		"outbound":            {Pos: 2, EventID: "z"},
+		"other":               {Pos: 1 << 40, EventID: "x"},
+		"with space/and.dots": {},
+	} {
+		if m, err := s.GetMark(ctx, name); err != nil || m != want {
+			t.Errorf("GetMark(%q) = %+v, %v, want %+v", name, m, err, want)
+		}
+	}
+	if _, err := s.GetCursor(ctx, "g", "outbound"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("GetCursor(g, outbound) after SetMark(outbound) error = %v, want ErrNotFound", err)
+	}
+	if _, err := s.SetCursor(ctx, "g", "outbound", ev.ID); err != nil {
+		t.Fatalf("SetCursor(g, outbound) error = %v", err)
+	}
+	if m, err := s.GetMark(ctx, "outbound"); err != nil || m != (ledger.Mark{Pos: 2, EventID: "z"}) {
+		t.Errorf("GetMark(outbound) after SetCursor(g, outbound) = %+v, %v, want it unchanged", m, err)
+	}
+}
+
 func testClaims(t *testing.T, s ledger.Store) {
 	ctx := testContext(t)
 	ev := appendOne(t, s, rec("g", "chat.message", "")).Event
@@ -1402,6 +1461,8 @@ func testClose(t *testing.T, s ledger.Store) {
 		}},
 		{"SetCursor", func() error { _, err := s.SetCursor(ctx, "g", "a", ev.ID); return err }},
 		{"GetCursor", func() error { _, err := s.GetCursor(ctx, "g", "a"); return err }},
+		{"SetMark", func() error { return s.SetMark(ctx, "m", ledger.Mark{Pos: 1, EventID: ev.ID}) }},
+		{"GetMark", func() error { _, err := s.GetMark(ctx, "m"); return err }},
 		{"Claim", func() error { _, err := s.Claim(ctx, "g", ev.ID, "a", time.Minute, time.Now()); return err }},
 		{"ReleaseClaim", func() error { return s.ReleaseClaim(ctx, "g", ev.ID, "a") }},
 		{"ReleaseClaimAsRead", func() error {

@@ -36,6 +36,7 @@ type Store struct {
 	byID    map[string]ledger.Event
 	byKey   map[string]string // dedupe key → event id
 	cursors map[[2]string]ledger.Cursor
+	marks   map[string]ledger.Mark
 	claims  map[[2]string]ledger.Claim
 	wake    map[string]chan struct{} // closed on the next append to the group
 	order   []ledger.Event           // every event in append order: position i+1
@@ -58,6 +59,7 @@ func New(now func() time.Time) *Store {
 		byID:    make(map[string]ledger.Event),
 		byKey:   make(map[string]string),
 		cursors: make(map[[2]string]ledger.Cursor),
+		marks:   make(map[string]ledger.Mark),
 		claims:  make(map[[2]string]ledger.Claim),
 		wake:    make(map[string]chan struct{}),
 		wakeLog: make(chan struct{}),
@@ -375,6 +377,32 @@ func (s *Store) GetCursor(ctx context.Context, group, actor string) (ledger.Curs
 		return ledger.Cursor{}, fmt.Errorf("memory: get cursor %q/%q: %w", group, actor, ledger.ErrNotFound)
 	}
 	return c, nil
+}
+
+// SetMark implements ledger.Store.
+func (s *Store) SetMark(ctx context.Context, name string, m ledger.Mark) error {
+	if name == "" || m.Pos < 0 {
+		return fmt.Errorf("memory: set mark %q: %w: empty name or negative position %d", name, ledger.ErrInvalid, m.Pos)
+	}
+	if err := s.lock("set mark"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.marks[name] = m
+	return nil
+}
+
+// GetMark implements ledger.Store.
+func (s *Store) GetMark(ctx context.Context, name string) (ledger.Mark, error) {
+	if err := s.lock("get mark"); err != nil {
+		return ledger.Mark{}, err
+	}
+	defer s.mu.Unlock()
+	m, ok := s.marks[name]
+	if !ok {
+		return ledger.Mark{}, fmt.Errorf("memory: get mark %q: %w", name, ledger.ErrNotFound)
+	}
+	return m, nil
 }
 
 // Claim implements ledger.Store.

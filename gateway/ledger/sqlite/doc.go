@@ -64,6 +64,7 @@
 //	        UNIQUE (group_id, seq)
 //	groups  (group_id PRIMARY KEY, last_seq)   written at each commit
 //	cursors (group_id, actor PRIMARY KEY, event_id, seq, updated_at)
+//	        also the marks (SetMark): group_id "", actor = the name, seq = the log position
 //	claims  (group_id, event_id PRIMARY KEY, actor, claimed_at, expires_at)
 //
 // PRAGMA user_version holds the schema version; Open refuses a newer one,

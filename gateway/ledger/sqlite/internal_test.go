@@ -707,3 +707,42 @@ func LastSeqs(t *testing.T, s ledger.Store) map[string]int64 {
 	}
 	return got
 }
+
+// TestMarksKeepSchema checks that marks need no schema change: a ledger
+// file with a mark keeps this schema version (a relay that does not know
+// marks still opens it), the mark is a cursors row under the group ""
+// no cursor has, and a file without marks has none.
+func TestMarksKeepSchema(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Append(ctx, []ledger.Record{{Kind: "chat.message", GroupID: "g"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetMark(ctx, "outbound"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("GetMark in a ledger without marks error = %v, want ErrNotFound", err)
+	}
+	if err := s.SetMark(ctx, "outbound", ledger.Mark{Pos: res[0].Pos, EventID: res[0].Event.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var version, rows int
+	var event string
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version), count(*), max(event_id) FROM cursors WHERE group_id = '' AND actor = 'outbound'`).Scan(&version, &rows, &event); err != nil {
+		t.Fatal(err)
+	}
+	if version != schemaVersion || rows != 1 || event != res[0].Event.ID {
+		t.Errorf("after SetMark: user_version %d (this program's %d), %d mark rows naming %s; want this program's version, one row naming %s", version, schemaVersion, rows, event, res[0].Event.ID)
+	}
+}

@@ -814,6 +814,45 @@ func (s *Store) GetCursor(ctx context.Context, group, actor string) (ledger.Curs
 	return c, nil
 }
 
+// SetMark implements ledger.Store. Marks are rows of the cursors table
+// under the group id "", which no group has (a record needs one): the
+// schema stays as it was, so a ledger file written with marks still
+// opens in a relay that does not know them, and one without them is a
+// ledger without marks. The row's seq holds the log position.
+func (s *Store) SetMark(ctx context.Context, name string, m ledger.Mark) error {
+	if name == "" || m.Pos < 0 {
+		return fmt.Errorf("sqlite: set mark %q: %w: empty name or negative position %d", name, ledger.ErrInvalid, m.Pos)
+	}
+	err := s.submit(ctx, func(w *wtx) error {
+		_, err := w.stmt(stUpsertCursor).Exec(markGroup, name, m.EventID, m.Pos, ledger.FormatTime(w.s.now()))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: set mark %q: %w", name, err)
+	}
+	return nil
+}
+
+// GetMark implements ledger.Store.
+func (s *Store) GetMark(ctx context.Context, name string) (ledger.Mark, error) {
+	what := fmt.Sprintf("get mark %q", name)
+	if s.isClosed() {
+		return ledger.Mark{}, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrClosed)
+	}
+	var m ledger.Mark
+	err := s.rdb.QueryRowContext(ctx, `SELECT event_id, seq FROM cursors WHERE group_id = ? AND actor = ?`, markGroup, name).Scan(&m.EventID, &m.Pos)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.Mark{}, fmt.Errorf("sqlite: %s: %w", what, ledger.ErrNotFound)
+	}
+	if err != nil {
+		return ledger.Mark{}, s.readErr(what, err)
+	}
+	return m, nil
+}
+
+// markGroup is the cursors table's group id of marks (SetMark).
+const markGroup = ""
+
 // Claim implements ledger.Store.
 func (s *Store) Claim(ctx context.Context, group, eventID, actor string, ttl time.Duration, now time.Time) (ledger.Claim, error) {
 	if group == "" || actor == "" || eventID == "" {
