@@ -75,16 +75,26 @@ func addRelayFlags(fs *flag.FlagSet) relayFlags {
 		def = "http://" + DefaultListen
 	}
 	return relayFlags{
-		url:   fs.String("relay", def, "relay `URL` (default $CROSSTALK_RELAY)"),
-		token: fs.String("token", os.Getenv("CROSSTALK_TOKEN"), "bearer `token` (default $CROSSTALK_TOKEN)"),
+		url: fs.String("relay", def, "relay `URL` ($CROSSTALK_RELAY when set)"),
+		// Not the environment's token as the flag's default: --help
+		// prints defaults, and would print the token.
+		token: fs.String("token", "", "bearer `token` (default $CROSSTALK_TOKEN)"),
 	}
 }
 
 func (rf relayFlags) base() string { return strings.TrimRight(*rf.url, "/") }
 
+// bearer is --token, or $CROSSTALK_TOKEN without it.
+func (rf relayFlags) bearer() string {
+	if *rf.token != "" {
+		return *rf.token
+	}
+	return os.Getenv("CROSSTALK_TOKEN")
+}
+
 // client is the relay's API client for these flags.
 func (rf relayFlags) client() *client.Client {
-	return &client.Client{URL: rf.base(), Token: *rf.token}
+	return &client.Client{URL: rf.base(), Token: rf.bearer()}
 }
 
 // do sends a JSON request to the relay and decodes the answer into v;
@@ -513,7 +523,7 @@ lapsed, discharged), hidden by default.`)
 // openSet reads every page of an open-set query (c2a.Remote.Owed or
 // WaitingOn), with the settled items when all is set.
 func openSet[T any](ctx context.Context, rf relayFlags, all bool, page func(*c2a.Remote, gateway.OpenSetQuery) (gateway.Page[T], error)) ([]T, error) {
-	rm := &c2a.Remote{URL: rf.base(), Token: *rf.token}
+	rm := &c2a.Remote{URL: rf.base(), Token: rf.bearer()}
 	var items []T
 	for q := (gateway.OpenSetQuery{All: all}); ; {
 		p, err := page(rm, q)
@@ -599,7 +609,7 @@ func btoi(b bool) int {
 // agent's liveness from GET /v1/agents, when the relay serves it (an older
 // relay does not: the per-delivery liveness in --json is all there is).
 func printLiveness(ctx context.Context, e *env, rf relayFlags, agent string) {
-	rm := &c2a.Remote{URL: rf.base(), Token: *rf.token, Retries: -1}
+	rm := &c2a.Remote{URL: rf.base(), Token: rf.bearer(), Retries: -1}
 	as, err := rm.Agents(ctx)
 	if err != nil {
 		return

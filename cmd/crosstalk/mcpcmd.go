@@ -50,7 +50,7 @@ func (bf backendFlags) open(ctx context.Context, log *slog.Logger, transport str
 	relaySet := false
 	bf.fs.Visit(func(f *flag.Flag) { relaySet = relaySet || f.Name == "relay" })
 	if *bf.data == "" {
-		return &c2a.Remote{URL: bf.relay.base(), Token: *bf.relay.token, Logger: log}, func() {}, nil
+		return &c2a.Remote{URL: bf.relay.base(), Token: bf.relay.bearer(), Logger: log}, func() {}, nil
 	}
 	if relaySet {
 		return nil, nil, usagef("give --relay or --data, not both")

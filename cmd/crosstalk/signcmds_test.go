@@ -531,3 +531,36 @@ func TestCLISignWarnsOtherAnnouncedKey(t *testing.T) {
 		t.Errorf("sign with the announced key warned: %q", errs)
 	}
 }
+
+// TestHelpDoesNotPrintToken: --token took $CROSSTALK_TOKEN as its flag
+// default, and --help prints defaults, so `crosstalk send --help` showed
+// the user's bearer token to whoever saw the terminal or a pasted help.
+func TestHelpDoesNotPrintToken(t *testing.T) {
+	c := newSignCLI(t)
+	const secret = "ctk_help_must_not_show_this"
+	t.Setenv("CROSSTALK_TOKEN", secret)
+	_, usage, usageErr := c.run("", "--help")
+	var cmds [][]string
+	for _, line := range strings.Split(usage+usageErr, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(line, "  ") && f[0] != "help" {
+			cmds = append(cmds, []string{f[0]})
+		}
+	}
+	cmds = append(cmds, []string{"clip", "watch"}, []string{"clip", "copy"})
+	if len(cmds) < 20 {
+		t.Fatalf("found %d commands in crosstalk --help, want the whole list:\n%s%s", len(cmds), usage, usageErr)
+	}
+	withToken := 0
+	for _, cmd := range cmds {
+		_, out, errs := c.run("", append(cmd, "--help")...)
+		if strings.Contains(out+errs, "-token") {
+			withToken++
+		}
+		if strings.Contains(out+errs, secret) {
+			t.Errorf("crosstalk %s --help printed $CROSSTALK_TOKEN", strings.Join(cmd, " "))
+		}
+	}
+	if withToken < 5 {
+		t.Errorf("only %d commands have --token in their help; the check looked at the wrong output", withToken)
+	}
+}
