@@ -95,6 +95,20 @@ func TestProjQueue(t *testing.T) {
 			t.Fatalf("queue holds %d facts, want the one after 5", n)
 		}
 	})
+	t.Run("adds past the bound keep nothing", func(t *testing.T) {
+		// Appends go on while a sync holds projMu: the queue overflows
+		// once and must stay within the bound after, whatever comes.
+		var q projQueue
+		for i := range 3 * projQueueMax {
+			q.add(at(int64(i+1)), false)
+			if n := len(q.in); n > projQueueMax {
+				t.Fatalf("after %d adds the queue holds %d facts, want at most projQueueMax = %d", i+1, n, projQueueMax)
+			}
+		}
+		if _, log := q.take(0, 1); !log {
+			t.Fatal("take after the queue overflowed did not read the log")
+		}
+	})
 	t.Run("a full queue reads the log", func(t *testing.T) {
 		var q projQueue
 		fs := make([]projection.Facts, projQueueMax+1)
@@ -111,12 +125,18 @@ func TestProjQueue(t *testing.T) {
 // TestProjQueueBoundedWhileSyncHeld: while a sync holds projMu (a
 // Reindex, the catch-up after an upgrade, a slow log read), appends go on
 // and the queue stays within projQueueMax: past it, the next sync reads
-// the log, which holds the facts it dropped.
+// the log, which holds the facts it dropped. projQueueMax+64 appends go
+// past the bound and on after it (a queue that kept them all would hold
+// projQueueMax+64); that adds stay bounded however long they go on after
+// the overflow is TestProjQueue's "adds past the bound keep nothing", on
+// the queue alone: each append here costs the relay's whole write path
+// and CheckProjection a rebuild, which at 3*projQueueMax made this test
+// the slowest of the package.
 func TestProjQueueBoundedWhileSyncHeld(t *testing.T) {
 	ctx := context.Background()
 	r := syncingRelay(t)
 	r.projMu.Lock() // what a long Reindex does for its whole duration
-	for i := range 3 * projQueueMax {
+	for i := range projQueueMax + 64 {
 		rec := ledger.Record{Kind: KindMessage, GroupID: "g", By: "a", Data: mustJSON(EventData{Text: fmt.Sprint(i), To: []string{"b"}})}
 		if _, err := r.store.Append(ctx, []ledger.Record{rec}); err != nil {
 			t.Fatal(err)
