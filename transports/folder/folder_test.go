@@ -897,3 +897,42 @@ func TestSendOutboxSymlink(t *testing.T) {
 		t.Errorf("Send to a configured outbox that is a link: %v", err)
 	}
 }
+
+// TestUnmovableRefusedFileNotLookedAtEveryTick: a file refused on sight
+// (here larger than MaxFileSize) whose move to failed/ fails — anyone who
+// may drop files can drop a plain file named "failed" — was looked at,
+// refused again and logged at ERROR on every tick (8 times a second by
+// default) for as long as it stayed; it now waits like any other file
+// that waits, and is moved once failed/ can be made.
+func TestUnmovableRefusedFileNotLookedAtEveryTick(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	block := filepath.Join(dir, folder.FailedDir)
+	if err := os.WriteFile(block, []byte("not a directory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.crosstalk")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, folder.MaxFileSize+1); err != nil {
+		t.Fatal(err)
+	}
+	// A tick every 10 ms: on every tick, 1 s would be about 100 looks.
+	opts := &folder.Options{Settle: 40 * time.Millisecond, Rescan: 2 * time.Second, Timeout: time.Minute}
+	f := folder.New(dir, opts)
+	rec := newRecorder()
+	start(t, f, rec.handle)
+	time.Sleep(time.Second)
+	// Halving the quiet time: about a dozen looks in 1 s.
+	if got := folder.Looks(f); got > 30 {
+		t.Errorf("%d looks at a refused file that cannot be moved in 1 s, want at most 30", got)
+	}
+	if err := os.Remove(block); err != nil {
+		t.Fatal(err)
+	}
+	waitExists(t, filepath.Join(dir, folder.FailedDir, "big.crosstalk"), 5*time.Second)
+	if len(rec.inbound()) != 0 {
+		t.Errorf("the handler was called for a refused file")
+	}
+}

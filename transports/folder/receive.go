@@ -222,6 +222,7 @@ func (r *receiver) checkOne(ctx context.Context, e *entry) {
 	}
 	if err != nil {
 		f.log.Warn("folder: cannot stat file", "file", path, "err", err)
+		r.idle(e, now)
 		return
 	}
 	switch {
@@ -567,7 +568,10 @@ func (r *receiver) refuse(e *entry, why string) {
 	}
 	moved, err := r.move(e.name, FailedDir, target, "refused: "+why, "")
 	if err != nil {
+		// Refused again at each look, which is not every tick: the
+		// move is tried again as a waiting file is looked at.
 		e.stuck = true
+		r.idle(e, time.Now())
 		f.log.Error("folder: cannot move a refused file to failed/", "file", fmt.Sprintf("%q", e.name), "reason", why, "err", err)
 		return
 	}
