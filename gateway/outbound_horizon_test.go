@@ -442,3 +442,79 @@ func TestOutboundHorizonUpgrade(t *testing.T) {
 		t.Errorf("sends = %d, want 1 (the pending message %s only)", got, pending[0].Event.ID)
 	}
 }
+
+// TestOutboundHorizonOtherRoutes checks that a horizon holds only for the
+// routes it was made with: an agent that gains a transport between
+// restarts still gets the envelope sent to it before the horizon, which
+// had no delivery for it then, and nothing else goes out again.
+func TestOutboundHorizonOtherRoutes(t *testing.T) {
+	r, st, c := horizonRelay(t)
+	toGemini := ingest(t, r, "", env("CLAUDE", "GEMINI", "REQUEST", "g", "sent while gemini read through the API"))[0].Event
+	ingest(t, r, "", env("GEMINI", "CHATGPT", "REQUEST", "g", "delivered at once"))
+	gpt := &recordingSender{}
+	stop := runDispatcher(t, r, &gateway.OutboundOptions{Senders: map[string]transports.Sender{"folder": &recordingSender{}, "mail": gpt}, HorizonEvery: 5 * time.Millisecond})
+	if n := len(waitEvents(t, r, "g", gateway.KindDelivery, 1)); n != 1 {
+		t.Fatalf("records = %d, want 1", n)
+	}
+	waitSaved(t, r, st, lastPos(t, st))
+	stop()
+
+	book, err := gateway.NewAddressBook([]gateway.Agent{
+		{ID: "claude", Names: []string{"CLAUDE"}, Transport: "folder", Address: "claude-out"},
+		{ID: "chatgpt", Names: []string{"CHATGPT"}, Transport: "mail", Address: "gpt@example.test"},
+		{ID: "gemini", Names: []string{"GEMINI"}, Transport: "folder", Address: "gemini-out"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := gateway.New(c, &gateway.Options{Book: book})
+	folder2, gpt2 := &recordingSender{}, &recordingSender{}
+	stop = runDispatcher(t, r2, &gateway.OutboundOptions{Senders: map[string]transports.Sender{"folder": folder2, "mail": gpt2}, HorizonEvery: 5 * time.Millisecond})
+	defer stop()
+	if n := len(waitEvents(t, r2, "g", gateway.KindDelivery, 2)); n != 2 {
+		t.Fatalf("records after the address book changed = %d, want 2", n)
+	}
+	if n := recordsOf(t, st, toGemini, "gemini"); n != 1 {
+		t.Errorf("delivery records of %s to gemini = %d, want 1", toGemini.ID, n)
+	}
+	if got, gotGPT := folder2.count("gemini-out"), gpt2.count("gpt@example.test"); got != 1 || gotGPT != 0 {
+		t.Errorf("sends after the address book changed = %d to gemini, %d to chatgpt; want 1 and 0", got, gotGPT)
+	}
+}
+
+// TestOutboundHorizonReplacedLog checks that a saved horizon the ledger's
+// log does not hold (a ledger restored or imported anew numbers its log
+// otherwise) is not trusted: the start reads the ledger from its
+// beginning, and the message before that position without a record is
+// delivered.
+func TestOutboundHorizonReplacedLog(t *testing.T) {
+	tests := []struct {
+		name string
+		mark func(last ledger.Mark) ledger.Mark
+	}{
+		{"another event at its position", func(last ledger.Mark) ledger.Mark { return ledger.Mark{Pos: last.Pos, EventID: "not-" + last.EventID} }},
+		{"past the log's end", func(last ledger.Mark) ledger.Mark { return ledger.Mark{Pos: last.Pos + 100, EventID: last.EventID} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, st, _ := horizonRelay(t)
+			pending := ingest(t, r, "", env("GEMINI", "CLAUDE", "REQUEST", "g", "never delivered"))[0].Event
+			ingest(t, r, "", env("GEMINI", "CLAUDE", "REQUEST", "g", "nor this one"))
+			if err := st.SetMark(context.Background(), gateway.OutboundHorizonName(r), tt.mark(lastPos(t, st))); err != nil {
+				t.Fatal(err)
+			}
+			folder := &recordingSender{}
+			stop := runDispatcher(t, r, &gateway.OutboundOptions{Senders: map[string]transports.Sender{"folder": folder, "mail": &recordingSender{}}, HorizonEvery: time.Hour})
+			defer stop()
+			if n := len(waitEvents(t, r, "g", gateway.KindDelivery, 2)); n != 2 {
+				t.Fatalf("records = %d, want 2", n)
+			}
+			if n := recordsOf(t, st, pending, "claude"); n != 1 {
+				t.Errorf("delivery records of %s to claude = %d, want 1", pending.ID, n)
+			}
+			if got := folder.count("claude-out"); got != 2 {
+				t.Errorf("sends to claude = %d, want 2", got)
+			}
+		})
+	}
+}
