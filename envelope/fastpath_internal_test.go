@@ -61,3 +61,74 @@ func FuzzIsULID(f *testing.F) {
 	})
 }
 
+// TestPrintableASCIIEveryByte: printableASCII is true exactly for the
+// strings NormalizeIdentifier's own ASCII loop returns at once.
+func TestPrintableASCIIEveryByte(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		s := "ab" + string([]byte{byte(c)}) + "cd"
+		want := c >= 0x20 && c < 0x7f
+		if got := printableASCII(s); got != want {
+			t.Errorf("printableASCII(%q) = %v, want %v", s, got, want)
+		}
+	}
+	if !printableASCII("") {
+		t.Error(`printableASCII("") = false`)
+	}
+}
+
+// TestNormalizeIdentifiersFastPath: one identifier that is not printable
+// ASCII, whichever it is and whatever its byte, takes NormalizeIdentifiers
+// off its fast path to the answer NormalizeIdentifier gives.
+func TestNormalizeIdentifiersFastPath(t *testing.T) {
+	for _, bad := range []string{"\x7f", "\x1f", "\u200b", "e\u0301"} {
+		for i := 0; i < 5; i++ {
+			e := &Envelope{From: "CLAUDE", To: "GEMINI", Context: "proj", Line: 1,
+				Meta: []Meta{{Namespace: "routing"}, {Namespace: "privacy"}}}
+			p := [...]*string{&e.From, &e.To, &e.Context, &e.Meta[0].Namespace, &e.Meta[1].Namespace}[i]
+			*p += bad
+			want, wantErr := NormalizeIdentifier(*p)
+			err := e.NormalizeIdentifiers()
+			if (err != nil) != (wantErr != nil) || err == nil && *p != want {
+				t.Errorf("identifier %d with %+q: NormalizeIdentifiers() = %v, value %+q; NormalizeIdentifier gives %+q, %v", i, bad, err, *p, want, wantErr)
+			}
+		}
+	}
+}
+
+// refNormalizeIntent is NormalizeIntent without its exact-match shortcut.
+func refNormalizeIntent(s string) (intent, legacy string, known bool) {
+	u := strings.ToUpper(s)
+	for _, k := range Intents {
+		if u == k {
+			return k, "", true
+		}
+	}
+	if m, ok := legacyIntents[u]; ok {
+		return m, s, true
+	}
+	return s, "", false
+}
+
+// TestNormalizeIntentShortcut compares NormalizeIntent with
+// refNormalizeIntent on every intent in every case, and registryIntent
+// knows every intent of the registry.
+func TestNormalizeIntentShortcut(t *testing.T) {
+	var in []string
+	for _, k := range Intents {
+		if registryIntent(k) != k {
+			t.Errorf("registryIntent(%q) = %q", k, registryIntent(k))
+		}
+		in = append(in, k, strings.ToLower(k), k[:1]+strings.ToLower(k[1:]), k+" ", k[:len(k)-1])
+	}
+	for k := range legacyIntents {
+		in = append(in, k, strings.ToLower(k))
+	}
+	in = append(in, "", "FOO", "reQuest")
+	for _, s := range in {
+		i1, l1, k1 := NormalizeIntent(s)
+		i2, l2, k2 := refNormalizeIntent(s)
+		if i1 != i2 || l1 != l2 || k1 != k2 {
+			t.Errorf("NormalizeIntent(%q) = %q, %q, %v; want %q, %q, %v", s, i1, l1, k1, i2, l2, k2)
+		}
+	}
+}
