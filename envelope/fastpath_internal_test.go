@@ -132,3 +132,72 @@ func TestNormalizeIntentShortcut(t *testing.T) {
 		}
 	}
 }
+
+func refIsAlnum(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// refTopField is topField with the key's characters tested by range.
+func refTopField(c []byte) (key, val []byte, ok bool) {
+	if len(c) == 0 || c[0] < 'a' || c[0] > 'z' {
+		return nil, nil, false
+	}
+	i := 1
+	for i < len(c) && (c[i] >= 'a' && c[i] <= 'z' || c[i] >= '0' && c[i] <= '9' || c[i] == '_' || c[i] == '-') {
+		i++
+	}
+	return splitAt(c, i)
+}
+
+// refMetaField is metaField with the key's characters tested by range.
+func refMetaField(c []byte) (key, val []byte, ok bool) {
+	i := 0
+	for i < len(c) && (refIsAlnum(c[i]) || i > 0 && (c[i] == '_' || c[i] == '.' || c[i] == '-')) {
+		i++
+	}
+	if i == 0 {
+		return nil, nil, false
+	}
+	return splitAt(c, i)
+}
+
+// checkFieldSplit compares topField and metaField with their references
+// on line.
+func checkFieldSplit(t *testing.T, line []byte) {
+	t.Helper()
+	for _, f := range []struct {
+		name      string
+		got, want func([]byte) ([]byte, []byte, bool)
+	}{{"topField", topField, refTopField}, {"metaField", metaField, refMetaField}} {
+		k1, v1, ok1 := f.got(line)
+		k2, v2, ok2 := f.want(line)
+		if ok1 != ok2 || string(k1) != string(k2) || string(v1) != string(v2) || len(k1) != len(k2) {
+			t.Fatalf("%s(%q) = %q, %q, %v; want %q, %q, %v", f.name, line, k1, v1, ok1, k2, v2, ok2)
+		}
+	}
+}
+
+// TestFieldSplitEveryByte puts each byte value at each position of a
+// top-level and a META line.
+func TestFieldSplitEveryByte(t *testing.T) {
+	for _, line := range []string{"context: deploy-status", "X-Reply_To.2: claude://x", "a: b", "k:"} {
+		for i := 0; i <= len(line); i++ {
+			for c := 0; c < 256; c++ {
+				b := []byte(line[:i] + string([]byte{byte(c)}) + line[i:])
+				checkFieldSplit(t, b)
+				b[i] = byte(c)
+				checkFieldSplit(t, b[:i+1])
+			}
+		}
+	}
+	checkFieldSplit(t, nil)
+}
+
+// FuzzFieldSplit compares topField and metaField with their references.
+func FuzzFieldSplit(f *testing.F) {
+	for _, s := range []string{"context: deploy-status", "X-Route: a → b", "meta: routing", "sig:none", "_x: y", "9k: v"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) { checkFieldSplit(t, line) })
+}
+

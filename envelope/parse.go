@@ -741,6 +741,32 @@ func idName(k int) string {
 	return "message"
 }
 
+// keyClass marks, for each byte, the keys it may stand in: bits of
+// topKeyChar, metaKeyFirst and metaKeyChar. A line's key is looked up in
+// it byte by byte rather than tested against ranges: every field line of
+// every envelope goes through topField, and META lines through metaField.
+var keyClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		lower, upper, digit := 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9'
+		if lower || digit || c == '_' || c == '-' {
+			t[c] |= topKeyChar
+		}
+		if lower || upper || digit {
+			t[c] |= metaKeyFirst | metaKeyChar
+		}
+		if c == '_' || c == '.' || c == '-' {
+			t[c] |= metaKeyChar
+		}
+	}
+	return t
+}()
+
+const (
+	topKeyChar   = 1 << iota // [a-z0-9_-], after a top-level key's first letter
+	metaKeyFirst             // [A-Za-z0-9], a META key's first character
+	metaKeyChar              // [A-Za-z0-9_.-], a META key's other characters
+)
+
 // topField splits a top-level `key: value` line: key is [a-z][a-z0-9_-]*
 // and the colon is followed by a blank or the end of the line
 // (docs/format.md §3). The value is trimmed.
@@ -749,7 +775,7 @@ func topField(c []byte) (key, val []byte, ok bool) {
 		return nil, nil, false
 	}
 	i := 1
-	for i < len(c) && (c[i] >= 'a' && c[i] <= 'z' || c[i] >= '0' && c[i] <= '9' || c[i] == '_' || c[i] == '-') {
+	for i < len(c) && keyClass[c[i]]&topKeyChar != 0 {
 		i++
 	}
 	return splitAt(c, i)
@@ -757,12 +783,12 @@ func topField(c []byte) (key, val []byte, ok bool) {
 
 // metaField splits a META `Key: value` line: Key is [A-Za-z0-9][A-Za-z0-9_.-]*.
 func metaField(c []byte) (key, val []byte, ok bool) {
-	i := 0
-	for i < len(c) && (isAlnum(c[i]) || i > 0 && (c[i] == '_' || c[i] == '.' || c[i] == '-')) {
-		i++
-	}
-	if i == 0 {
+	if len(c) == 0 || keyClass[c[0]]&metaKeyFirst == 0 {
 		return nil, nil, false
+	}
+	i := 1
+	for i < len(c) && keyClass[c[i]]&metaKeyChar != 0 {
+		i++
 	}
 	return splitAt(c, i)
 }
@@ -775,10 +801,6 @@ func splitAt(c []byte, i int) (key, val []byte, ok bool) {
 		return nil, nil, false
 	}
 	return c[:i], trimBlanks(c[i+1:]), true
-}
-
-func isAlnum(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
 }
 
 func isBlank(c []byte) bool {
