@@ -3,6 +3,7 @@ package envelope
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The Reader's fast paths (session 12) must answer exactly what the plain
@@ -201,3 +202,60 @@ func FuzzFieldSplit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) { checkFieldSplit(t, line) })
 }
 
+// checkValidUTF8 compares validUTF8 with utf8.Valid on b.
+func checkValidUTF8(t *testing.T, b []byte) {
+	t.Helper()
+	if got, want := validUTF8(b), utf8.Valid(b); got != want {
+		t.Fatalf("validUTF8(%q) = %v, want %v", b, got, want)
+	}
+}
+
+// TestValidUTF8 puts every byte, followed by continuation bytes at the
+// edges of the ranges UTF-8 allows, at offsets of ASCII runs that end a
+// 64-byte window, an 8-byte step and the tail before and after it; and
+// long ASCII with a bad byte at each position.
+func TestValidUTF8(t *testing.T) {
+	ascii := strings.Repeat("The deploy pipeline is green again. ", 3)
+	edges := []byte{0x00, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xff}
+	var seqs [][]byte
+	for a := 0; a < 256; a++ {
+		seqs = append(seqs, []byte{byte(a)})
+		for _, b := range edges {
+			seqs = append(seqs, []byte{byte(a), b})
+			if a >= 0xe0 {
+				for _, c := range []byte{0x00, 0x7f, 0x80, 0xbf, 0xc0, 0xff} {
+					seqs = append(seqs, []byte{byte(a), b, c}, []byte{byte(a), b, c, 0x80}, []byte{byte(a), b, c, 0xbf})
+				}
+			}
+		}
+	}
+	for _, seq := range seqs {
+		for _, pre := range []int{0, 7, 8, 31, 56, 63, 64} {
+			for _, post := range []int{0, 1, 8} {
+				b := append(append([]byte(ascii[:pre]), seq...), ascii[:post]...)
+				checkValidUTF8(t, b)
+			}
+		}
+	}
+	for _, r := range []rune{0x7f, 0x80, 0x7ff, 0x800, 0xd7ff, 0xd800, 0xdfff, 0xe000, 0xfffd, 0xffff, 0x10000, 0x10ffff} {
+		for pre := 0; pre < 72; pre++ {
+			checkValidUTF8(t, []byte(ascii[:pre]+string(r)+ascii[:pre%9]+"→"))
+		}
+	}
+	long := []byte(strings.Repeat(ascii, 4))
+	for i := range long {
+		for _, c := range []byte{0x80, 0xc3, 0xe2, 0xff} {
+			b := append([]byte(nil), long...)
+			b[i] = c
+			checkValidUTF8(t, b)
+		}
+	}
+}
+
+// FuzzValidUTF8 compares validUTF8 with utf8.Valid.
+func FuzzValidUTF8(f *testing.F) {
+	f.Add([]byte("[[CLAUDE→CHATGPT v1]]\nuser: kalle\nX-Route: claude://session/abc → chatgpt://thread/xyz\n"))
+	f.Add([]byte("\xed\xa0\x80 surrogate, \xf4\x90\x80\x80 above U+10FFFF, \xc0\xaf overlong"))
+	f.Add([]byte(strings.Repeat("a", 40) + "\xe2\x86"))
+	f.Fuzz(func(t *testing.T, b []byte) { checkValidUTF8(t, b) })
+}

@@ -301,7 +301,7 @@ func (st *envState) checkUTF8() *SyntaxError {
 	if st.contig {
 		src = st.r.sc.buf[st.srcOff:st.srcEnd]
 	}
-	if utf8.Valid(src) {
+	if validUTF8(src) {
 		return nil
 	}
 	no := st.headerLine

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Limits bound what the Reader accepts (docs/design.md §3.1). Passing one is an
@@ -169,7 +168,7 @@ func (r *Reader) next() (*Envelope, error) {
 		if h.kind != headerOK {
 			return st.abort(h.err(no))
 		}
-		if !utf8.Valid(content) {
+		if !validUTF8(content) {
 			return st.abort(syntaxErr(CodeFormat, no, 0, "header is not valid UTF-8"))
 		}
 		return st.read(h, content)
