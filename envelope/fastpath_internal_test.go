@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -258,4 +259,21 @@ func FuzzValidUTF8(f *testing.F) {
 	f.Add([]byte("\xed\xa0\x80 surrogate, \xf4\x90\x80\x80 above U+10FFFF, \xc0\xaf overlong"))
 	f.Add([]byte(strings.Repeat("a", 40) + "\xe2\x86"))
 	f.Fuzz(func(t *testing.T, b []byte) { checkValidUTF8(t, b) })
+}
+
+// TestTrimSpaceEdges puts every byte, and Unicode spaces, at either end of
+// an address.
+func TestTrimSpaceEdges(t *testing.T) {
+	var edges []string
+	for c := 0; c < 256; c++ {
+		edges = append(edges, string([]byte{byte(c)}))
+	}
+	edges = append(edges, "\u0085", "\u00a0", "\u2000", "\u202f", "\u3000", "\u200b", "")
+	for _, e := range edges {
+		for _, s := range []string{e + "CLAUDE", "CLAUDE" + e, e + "C" + e, e} {
+			if got, want := trimSpace([]byte(s)), bytes.TrimSpace([]byte(s)); string(got) != string(want) {
+				t.Errorf("trimSpace(%q) = %q, want %q", s, got, want)
+			}
+		}
+	}
 }
