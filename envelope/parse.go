@@ -133,7 +133,7 @@ type envState struct {
 	contig         bool
 	srcOff, srcEnd int
 	src            []byte
-	cur            []byte // the line last added to the source
+	cur            []byte // the line last added to the source by appendSrc, for srcOffset once the source is copied (not kept by run, whose lines are in the buffer)
 
 	mode     parseMode
 	bodyKeep int          // body lines up to the last non-blank one
@@ -227,7 +227,7 @@ func (st *envState) run() *SyntaxError {
 		off := p - st.srcOff
 		p += i + 1
 		s.start, s.line = p, s.line+1
-		st.srcEnd, st.cur = p, c
+		st.srcEnd = p
 		if st.mode == modeBody && (len(c) == 0 || c[0] == ' ' || c[0] == '\t') {
 			st.addBodyAt(c, off)
 			continue
