@@ -178,7 +178,11 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 		if long {
 			return st.abort(syntaxErr(CodeTooLarge, no, 0, "line longer than %d bytes", st.lim.Line))
 		}
-		if st.endsFence(c) || maybeHeader(c) && parseHeader(c).kind != notHeader {
+		// [[END]] starts with '[', not a fence's character, and has no
+		// arrow: it is neither test below, and need not be parsed as a
+		// header to find that out.
+		end := isEnd(c)
+		if !end && (st.endsFence(c) || maybeHeader(c) && parseHeader(c).kind != notHeader) {
 			// The closing fence or a new header ends an envelope that
 			// had no [[END]] (lenient mode, docs/design.md §3.1).
 			r.unread(line, long, no)
@@ -190,7 +194,7 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 			}
 			return st.abort(err)
 		}
-		if isEnd(c) {
+		if end {
 			return st.finish(true)
 		}
 		if err := st.line(c, no, 1+len(line)-len(c)); err != nil {
