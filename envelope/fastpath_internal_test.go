@@ -148,7 +148,7 @@ func refTopField(c []byte) (key, val []byte, ok bool) {
 	for i < len(c) && (c[i] >= 'a' && c[i] <= 'z' || c[i] >= '0' && c[i] <= '9' || c[i] == '_' || c[i] == '-') {
 		i++
 	}
-	return splitAt(c, i)
+	return refSplitAt(c, i)
 }
 
 // refMetaField is metaField with the key's characters tested by range.
@@ -160,7 +160,19 @@ func refMetaField(c []byte) (key, val []byte, ok bool) {
 	if i == 0 {
 		return nil, nil, false
 	}
-	return splitAt(c, i)
+	return refSplitAt(c, i)
+}
+
+// refSplitAt is the key and trimmed value of a field line whose key ends
+// at c[i].
+func refSplitAt(c []byte, i int) (key, val []byte, ok bool) {
+	if i >= len(c) || c[i] != ':' {
+		return nil, nil, false
+	}
+	if i+1 < len(c) && c[i+1] != ' ' && c[i+1] != '\t' {
+		return nil, nil, false
+	}
+	return c[:i], trimBlanks(c[i+1:]), true
 }
 
 // checkFieldSplit compares topField and metaField with their references

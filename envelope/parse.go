@@ -778,7 +778,7 @@ const (
 
 // topField splits a top-level `key: value` line: key is [a-z][a-z0-9_-]*
 // and the colon is followed by a blank or the end of the line
-// (docs/format.md §3). The value is trimmed.
+// (docs/format.md §3). The value is trimmed; it is nil when ok is false.
 func topField(c []byte) (key, val []byte, ok bool) {
 	if len(c) == 0 || c[0] < 'a' || c[0] > 'z' {
 		return nil, nil, false
@@ -787,7 +787,8 @@ func topField(c []byte) (key, val []byte, ok bool) {
 	for i < len(c) && keyClass[c[i]]&topKeyChar != 0 {
 		i++
 	}
-	return splitAt(c, i)
+	key, val, ok = splitAt(c, i)
+	return key, trimBlanks(val), ok
 }
 
 // metaField splits a META `Key: value` line: Key is [A-Za-z0-9][A-Za-z0-9_.-]*.
@@ -799,17 +800,18 @@ func metaField(c []byte) (key, val []byte, ok bool) {
 	for i < len(c) && keyClass[c[i]]&metaKeyChar != 0 {
 		i++
 	}
-	return splitAt(c, i)
+	key, val, ok = splitAt(c, i)
+	return key, trimBlanks(val), ok
 }
 
-func splitAt(c []byte, i int) (key, val []byte, ok bool) {
-	if i >= len(c) || c[i] != ':' {
+// splitAt splits c into the key c[:i] and what follows the colon at c[i],
+// which must be a blank or the end of the line. It is small enough to be
+// inlined into topField and metaField, which trim the value.
+func splitAt(c []byte, i int) (key, rest []byte, ok bool) {
+	if i >= len(c) || c[i] != ':' || i+1 < len(c) && c[i+1] != ' ' && c[i+1] != '\t' {
 		return nil, nil, false
 	}
-	if i+1 < len(c) && c[i+1] != ' ' && c[i+1] != '\t' {
-		return nil, nil, false
-	}
-	return c[:i], trimBlanks(c[i+1:]), true
+	return c[:i], c[i+1:], true
 }
 
 func isBlank(c []byte) bool {
