@@ -219,9 +219,13 @@ func (st *envState) run() *SyntaxError {
 	if cr := s.firstCR(); cr >= 0 {
 		buf = buf[:cr]
 	}
+	if end := st.srcOff + st.lim.Envelope; end < len(buf) {
+		buf = buf[:end] // a line whose LF is not before end is over the envelope limit
+	}
+	maxLine := s.maxLine
 	for p := s.start; p < len(buf); {
 		i := bytes.IndexByte(buf[p:], '\n')
-		if i < 0 || i > s.maxLine || p+i+1-st.srcOff > st.lim.Envelope {
+		if i < 0 || i > maxLine {
 			break
 		}
 		c := buf[p : p+i]
