@@ -211,3 +211,25 @@ func TestBytesReaderCROnlyIsLinear(t *testing.T) {
 		t.Fatalf("got %d envelopes, want %d", envs, n)
 	}
 }
+
+// TestSameResultsAtEveryEnvelopeLimit: with the envelope size limit at
+// every length up to parsevsjs's small v1.1 envelope (followed by a second
+// one), NewBytesReader and NewReader over a bytes.Reader, which read the
+// lines of their buffer in one pass (envState.run), refuse the envelope at
+// the same line as NewReader one byte at a time, which never does.
+func TestSameResultsAtEveryEnvelopeLimit(t *testing.T) {
+	in := append(append([]byte(nil), smallV11...), "chat\n"+basic...)
+	read := func(r *envelope.Reader, limit int) []result {
+		r.Limits = envelope.Limits{Envelope: limit}
+		return results(t, r, false)
+	}
+	for limit := 1; limit <= len(smallV11)+1; limit++ {
+		want := read(envelope.NewReader(iotest.OneByteReader(bytes.NewReader(in))), limit)
+		if got := read(envelope.NewReader(bytes.NewReader(in)), limit); !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: NewReader(bytes.Reader) =\n%+v\nwant (one byte at a time)\n%+v", limit, got, want)
+		}
+		if got := read(envelope.NewBytesReader(in), limit); !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: NewBytesReader =\n%+v\nwant (one byte at a time)\n%+v", limit, got, want)
+		}
+	}
+}

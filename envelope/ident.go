@@ -106,6 +106,9 @@ func refusedRune(r rune) string {
 // and the source text keep their bytes; signatures cover the NFC form of
 // the source anyway (docs/signing.md §2).
 func (e *Envelope) NormalizeIdentifiers() error {
+	if printableASCII(e.From) && printableASCII(e.To) && printableASCII(e.Context) && e.namespacesASCII() {
+		return nil // what NormalizeIdentifier returns unchanged: the usual case, without its calls
+	}
 	ids := [...]struct {
 		what, prefix string
 		p            *string
@@ -121,6 +124,27 @@ func (e *Envelope) NormalizeIdentifiers() error {
 		}
 	}
 	return nil
+}
+
+// namespacesASCII reports whether every META namespace is printable ASCII.
+func (e *Envelope) namespacesASCII() bool {
+	for i := range e.Meta {
+		if !printableASCII(e.Meta[i].Namespace) {
+			return false
+		}
+	}
+	return true
+}
+
+// printableASCII reports whether s is printable ASCII (0x20–0x7e), the
+// identifiers NormalizeIdentifier returns at once, unchanged.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i]-0x20 >= 0x7f-0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *Envelope) normalize(what, prefix string, p *string) *SyntaxError {

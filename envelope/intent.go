@@ -37,6 +37,9 @@ var legacyIntents = map[string]string{
 // comes back mapped, with legacy set to the text as written. An unknown
 // intent comes back verbatim with known false: it is never changed.
 func NormalizeIntent(s string) (intent, legacy string, known bool) {
+	if k := registryIntent(s); k != "" {
+		return k, "", true // as written by every composer: no case mapping needed
+	}
 	u := strings.ToUpper(s)
 	for _, k := range Intents {
 		if u == k {
@@ -47,6 +50,36 @@ func NormalizeIntent(s string) (intent, legacy string, known bool) {
 		return m, s, true
 	}
 	return s, "", false
+}
+
+// registryIntent returns the v1.1 intent s is, written exactly (upper
+// case), or "".
+func registryIntent(s string) string {
+	switch s {
+	case IntentRequest:
+		return IntentRequest
+	case IntentRespond:
+		return IntentRespond
+	case IntentEscalate:
+		return IntentEscalate
+	case IntentHandoff:
+		return IntentHandoff
+	case IntentPoll:
+		return IntentPoll
+	case IntentAck:
+		return IntentAck
+	case IntentNack:
+		return IntentNack
+	case IntentError:
+		return IntentError
+	case IntentBroadcast:
+		return IntentBroadcast
+	case IntentRevoke:
+		return IntentRevoke
+	case IntentClose:
+		return IntentClose
+	}
+	return ""
 }
 
 // KnownIntent reports whether s is a v1.1 intent (exact, upper case).

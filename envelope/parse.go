@@ -11,6 +11,11 @@ import (
 
 var sigPrefix = []byte("sig:")
 
+// isSigLine reports whether c starts with "sig:": as bytes.HasPrefix(c,
+// sigPrefix), but compiled to one 4-byte comparison instead of a call,
+// on the path of every field line.
+func isSigLine(c []byte) bool { return len(c) >= 4 && string(c[:4]) == "sig:" }
+
 type parseMode int
 
 const (
@@ -128,7 +133,7 @@ type envState struct {
 	contig         bool
 	srcOff, srcEnd int
 	src            []byte
-	cur            []byte // the line last added to the source
+	cur            []byte // the line last added to the source by appendSrc, for srcOffset once the source is copied (not kept by run, whose lines are in the buffer)
 
 	mode     parseMode
 	bodyKeep int          // body lines up to the last non-blank one
@@ -173,7 +178,11 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 		if long {
 			return st.abort(syntaxErr(CodeTooLarge, no, 0, "line longer than %d bytes", st.lim.Line))
 		}
-		if st.endsFence(c) || maybeHeader(c) && parseHeader(c).kind != notHeader {
+		// [[END]] starts with '[', not a fence's character, and has no
+		// arrow: it is neither test below, and need not be parsed as a
+		// header to find that out.
+		end := isEnd(c)
+		if !end && (st.endsFence(c) || maybeHeader(c) && parseHeader(c).kind != notHeader) {
 			// The closing fence or a new header ends an envelope that
 			// had no [[END]] (lenient mode, docs/design.md §3.1).
 			r.unread(line, long, no)
@@ -185,7 +194,7 @@ func (st *envState) read(h header, content []byte) (*Envelope, error) {
 			}
 			return st.abort(err)
 		}
-		if isEnd(c) {
+		if end {
 			return st.finish(true)
 		}
 		if err := st.line(c, no, 1+len(line)-len(c)); err != nil {
@@ -210,9 +219,13 @@ func (st *envState) run() *SyntaxError {
 	if cr := s.firstCR(); cr >= 0 {
 		buf = buf[:cr]
 	}
+	if end := st.srcOff + st.lim.Envelope; end < len(buf) {
+		buf = buf[:end] // a line whose LF is not before end is over the envelope limit
+	}
+	maxLine := s.maxLine
 	for p := s.start; p < len(buf); {
 		i := bytes.IndexByte(buf[p:], '\n')
-		if i < 0 || i > s.maxLine || p+i+1-st.srcOff > st.lim.Envelope {
+		if i < 0 || i > maxLine {
 			break
 		}
 		c := buf[p : p+i]
@@ -222,7 +235,7 @@ func (st *envState) run() *SyntaxError {
 		off := p - st.srcOff
 		p += i + 1
 		s.start, s.line = p, s.line+1
-		st.srcEnd, st.cur = p, c
+		st.srcEnd = p
 		if st.mode == modeBody && (len(c) == 0 || c[0] == ' ' || c[0] == '\t') {
 			st.addBodyAt(c, off)
 			continue
@@ -301,7 +314,7 @@ func (st *envState) checkUTF8() *SyntaxError {
 	if st.contig {
 		src = st.r.sc.buf[st.srcOff:st.srcEnd]
 	}
-	if utf8.Valid(src) {
+	if validUTF8(src) {
 		return nil
 	}
 	no := st.headerLine
@@ -358,7 +371,7 @@ func (st *envState) line(c []byte, no, col int) *SyntaxError {
 			st.addBody(c)
 			return nil
 		}
-		if bytes.HasPrefix(c, sigPrefix) {
+		if isSigLine(c) {
 			st.mode = modeFields
 			return st.known(keySig, sigPrefix[:3], trimBlanks(c[4:]), no, col)
 		}
@@ -382,7 +395,7 @@ func (st *envState) line(c []byte, no, col int) *SyntaxError {
 		}
 		return nil
 	}
-	if bytes.HasPrefix(c, sigPrefix) {
+	if isSigLine(c) {
 		// Any column-0 line starting with "sig:" is the sig line, with or
 		// without a blank after the colon: the signed bytes end there
 		// (docs/design.md §4.1), so the parser must end there too.
@@ -678,13 +691,13 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 	get := func(sp span) string { return a[sp.off:sp.end] }
 	nFields, nMeta := len(sc.fields), len(sc.metas)
 	env, metas, fields := allocEnvelope(nMeta, nFields+len(sc.metaFields), small)
-	*env = Envelope{
-		From: get(st.from), To: get(st.to), Version: 1, Line: line, Complete: complete,
-		User: get(st.vals[keyUser]), Session: get(st.vals[keySession]),
-		Thread: get(st.vals[keyThread]), Parent: get(st.vals[keyParent]), Message: get(st.vals[keyMessage]),
-		Context: get(st.vals[keyContext]), Sig: get(st.vals[keySig]),
-		ResponseForm: st.response, Body: body, source: src,
-	}
+	// Field by field into the new (zeroed) Envelope: a composite literal
+	// would be built on the stack and copied over it whole.
+	env.From, env.To, env.Version, env.Line, env.Complete = get(st.from), get(st.to), 1, line, complete
+	env.User, env.Session = get(st.vals[keyUser]), get(st.vals[keySession])
+	env.Thread, env.Parent, env.Message = get(st.vals[keyThread]), get(st.vals[keyParent]), get(st.vals[keyMessage])
+	env.Context, env.Sig = get(st.vals[keyContext]), get(st.vals[keySig])
+	env.ResponseForm, env.Body, env.source = st.response, body, src
 	if len(intent) == 0 {
 		env.Intent = IntentRespond // v1.0 answer form (docs/design.md §3.1)
 	} else {
@@ -741,44 +754,68 @@ func idName(k int) string {
 	return "message"
 }
 
+// keyClass marks, for each byte, the keys it may stand in: bits of
+// topKeyChar, metaKeyFirst and metaKeyChar. A line's key is looked up in
+// it byte by byte rather than tested against ranges: every field line of
+// every envelope goes through topField, and META lines through metaField.
+var keyClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		lower, upper, digit := 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9'
+		if lower || digit || c == '_' || c == '-' {
+			t[c] |= topKeyChar
+		}
+		if lower || upper || digit {
+			t[c] |= metaKeyFirst | metaKeyChar
+		}
+		if c == '_' || c == '.' || c == '-' {
+			t[c] |= metaKeyChar
+		}
+	}
+	return t
+}()
+
+const (
+	topKeyChar   = 1 << iota // [a-z0-9_-], after a top-level key's first letter
+	metaKeyFirst             // [A-Za-z0-9], a META key's first character
+	metaKeyChar              // [A-Za-z0-9_.-], a META key's other characters
+)
+
 // topField splits a top-level `key: value` line: key is [a-z][a-z0-9_-]*
 // and the colon is followed by a blank or the end of the line
-// (docs/format.md §3). The value is trimmed.
+// (docs/format.md §3). The value is trimmed; it is nil when ok is false.
 func topField(c []byte) (key, val []byte, ok bool) {
 	if len(c) == 0 || c[0] < 'a' || c[0] > 'z' {
 		return nil, nil, false
 	}
 	i := 1
-	for i < len(c) && (c[i] >= 'a' && c[i] <= 'z' || c[i] >= '0' && c[i] <= '9' || c[i] == '_' || c[i] == '-') {
+	for i < len(c) && keyClass[c[i]]&topKeyChar != 0 {
 		i++
 	}
-	return splitAt(c, i)
+	key, val, ok = splitAt(c, i)
+	return key, trimBlanks(val), ok
 }
 
 // metaField splits a META `Key: value` line: Key is [A-Za-z0-9][A-Za-z0-9_.-]*.
 func metaField(c []byte) (key, val []byte, ok bool) {
-	i := 0
-	for i < len(c) && (isAlnum(c[i]) || i > 0 && (c[i] == '_' || c[i] == '.' || c[i] == '-')) {
+	if len(c) == 0 || keyClass[c[0]]&metaKeyFirst == 0 {
+		return nil, nil, false
+	}
+	i := 1
+	for i < len(c) && keyClass[c[i]]&metaKeyChar != 0 {
 		i++
 	}
-	if i == 0 {
-		return nil, nil, false
-	}
-	return splitAt(c, i)
+	key, val, ok = splitAt(c, i)
+	return key, trimBlanks(val), ok
 }
 
-func splitAt(c []byte, i int) (key, val []byte, ok bool) {
-	if i >= len(c) || c[i] != ':' {
+// splitAt splits c into the key c[:i] and what follows the colon at c[i],
+// which must be a blank or the end of the line. It is small enough to be
+// inlined into topField and metaField, which trim the value.
+func splitAt(c []byte, i int) (key, rest []byte, ok bool) {
+	if i >= len(c) || c[i] != ':' || i+1 < len(c) && c[i+1] != ' ' && c[i+1] != '\t' {
 		return nil, nil, false
 	}
-	if i+1 < len(c) && c[i+1] != ' ' && c[i+1] != '\t' {
-		return nil, nil, false
-	}
-	return c[:i], trimBlanks(c[i+1:]), true
-}
-
-func isAlnum(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+	return c[:i], c[i+1:], true
 }
 
 func isBlank(c []byte) bool {

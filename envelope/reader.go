@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Limits bound what the Reader accepts (docs/design.md §3.1). Passing one is an
@@ -169,7 +168,7 @@ func (r *Reader) next() (*Envelope, error) {
 		if h.kind != headerOK {
 			return st.abort(h.err(no))
 		}
-		if !utf8.Valid(content) {
+		if !validUTF8(content) {
 			return st.abort(syntaxErr(CodeFormat, no, 0, "header is not valid UTF-8"))
 		}
 		return st.read(h, content)
@@ -294,7 +293,7 @@ func parseHeader(line []byte) header {
 	if len(ver) < 2 || ver[0] != 'v' && ver[0] != 'V' {
 		return header{}
 	}
-	h := header{from: bytes.TrimSpace(inner[:ai]), to: bytes.TrimSpace(inner[ai+alen : sp-k])}
+	h := header{from: trimSpace(inner[:ai]), to: trimSpace(inner[ai+alen : sp-k])}
 	if len(ver) != 2 || ver[1] != '1' { // anything but the usual "v1"
 		major, minor, hasMinor := strings.Cut(string(ver[1:]), ".")
 		n, err := strconv.Atoi(major)
@@ -320,6 +319,16 @@ func parseHeader(line []byte) header {
 		h.kind = headerOK
 	}
 	return h
+}
+
+// trimSpace is bytes.TrimSpace, answered without the call when b starts
+// and ends with a printable ASCII byte (no space, ASCII or Unicode,
+// starts or ends with one), as a sender and a receiver do.
+func trimSpace(b []byte) []byte {
+	if len(b) > 0 && b[0]-0x21 < 0x7f-0x21 && b[len(b)-1]-0x21 < 0x7f-0x21 {
+		return b
+	}
+	return bytes.TrimSpace(b)
 }
 
 // headerBlankSuffix returns the length of the blank that ends b, or 0.
