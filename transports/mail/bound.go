@@ -61,6 +61,9 @@ type boundedConn struct {
 	// code skipped up to its "]" — so a line end there ends no response.
 	quoted, esc bool
 	code        int
+	// lines: IMAP read as lines by the transport itself (before
+	// STARTTLS), not by go-imap: no literal is a stream, all count.
+	lines bool
 }
 
 func newBoundedConn(conn net.Conn, imap bool, pre string) *boundedConn {
@@ -138,7 +141,7 @@ func (c *boundedConn) endLine() {
 		case c.quoted || c.code == 1:
 			// The string or the code goes on: the same response.
 		case ok && !statusResponse(c.head):
-			c.lit, c.body = n, fetchResponse(c.head) && bodyLiteral(before)
+			c.lit, c.body = n, !c.lines && fetchResponse(c.head) && bodyLiteral(before)
 		default:
 			c.n, c.head, c.code = 0, c.head[:0], 0
 		}
@@ -377,7 +380,9 @@ func readReply(br *bufio.Reader) (int, string, error) {
 // above any wrapper of the connection given, where a bound could not read
 // the responses.
 func imapStartTLS(conn net.Conn, cfg *tls.Config) (net.Conn, error) {
-	br := bufio.NewReader(newBoundedConn(conn, true, ""))
+	bc := newBoundedConn(conn, true, "")
+	bc.lines = true // read by br.ReadString below, whole
+	br := bufio.NewReader(bc)
 	greeting, err := br.ReadString('\n')
 	if err != nil {
 		return nil, fmt.Errorf("greeting: %w", err)

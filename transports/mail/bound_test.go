@@ -209,6 +209,22 @@ func TestIMAPResponseBounded(t *testing.T) {
 			tc.Write([]byte("* OK "))
 			endless(tc, "aaaaaaaa")
 		}},
+		// Before TLS the transport reads lines itself, not go-imap: a
+		// body section literal is no stream there (and anyone on the
+		// path may have sent it).
+		{"a body literal before STARTTLS", SecurityRequireStartTLS, func(c net.Conn) {
+			c.Write([]byte("* OK [CAPABILITY IMAP4rev1 STARTTLS] fake\r\n"))
+			if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+				return
+			}
+			c.Write([]byte("* 1 FETCH (BODY[] {99999999999}\r\n"))
+			b := []byte(strings.Repeat("a", 4096))
+			for range 2 * MaxIMAPResponse / len(b) {
+				if _, err := c.Write(b); err != nil {
+					return
+				}
+			}
+		}},
 		// go-imap reads a quoted string across line ends, whole.
 		{"a quoted string of many lines", SecurityNone, func(c net.Conn) {
 			c.Write([]byte("* OK [CAPABILITY IMAP4rev1] fake\r\n* LIST () \"/\" \""))
