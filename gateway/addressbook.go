@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
@@ -76,6 +77,20 @@ type AddressBook struct {
 	byID   map[string]int
 }
 
+// foldKey is s case-folded as strings.EqualFold compares, by which the
+// relay tells actors apart: each rune becomes the least of its Unicode
+// simple-folding orbit, so "ſam" (long s) keys as "sam" and "µ" (micro
+// sign) as "μ" (Greek mu), where strings.ToLower keeps them apart.
+func foldKey(s string) string {
+	return strings.Map(func(r rune) rune {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		return m
+	}, s)
+}
+
 // NewAddressBook builds a book from agents. It reports duplicate ids, names
 // or keys, naming the entry.
 func NewAddressBook(agents []Agent) (*AddressBook, error) {
@@ -108,7 +123,7 @@ func NewAddressBook(agents []Agent) (*AddressBook, error) {
 				return nil, fmt.Errorf("gateway: address book: agent %q: key: %w", a.ID, err)
 			}
 		}
-		if _, dup := b.byID[strings.ToLower(a.ID)]; dup {
+		if _, dup := b.byID[foldKey(a.ID)]; dup {
 			return nil, fmt.Errorf("gateway: address book: duplicate agent id %q", a.ID)
 		}
 		switch a.Compat {
@@ -123,9 +138,9 @@ func NewAddressBook(agents []Agent) (*AddressBook, error) {
 			buf := *a.Buffer
 			a.Buffer = &buf // the book is read-only: not the caller's copy
 		}
-		b.byID[strings.ToLower(a.ID)] = i
+		b.byID[foldKey(a.ID)] = i
 		for _, n := range append([]string{a.ID}, a.Names...) {
-			k := strings.ToLower(n)
+			k := foldKey(n)
 			if j, dup := b.byName[k]; dup && j != i {
 				return nil, fmt.Errorf("gateway: address book: name %q belongs to both %q and %q", n, agents[j].ID, a.ID)
 			}
@@ -169,7 +184,7 @@ func (b *AddressBook) ActorID(addr string) string {
 		addr = n
 	}
 	if b != nil {
-		if i, ok := b.byName[strings.ToLower(addr)]; ok {
+		if i, ok := b.byName[foldKey(addr)]; ok {
 			return b.agents[i].ID
 		}
 	}
@@ -196,9 +211,9 @@ func (b *AddressBook) Agent(id string) (Agent, bool) {
 	if b == nil {
 		return Agent{}, false
 	}
-	i, ok := b.byID[strings.ToLower(id)]
+	i, ok := b.byID[foldKey(id)]
 	if !ok {
-		if i, ok = b.byName[strings.ToLower(id)]; !ok {
+		if i, ok = b.byName[foldKey(id)]; !ok {
 			return Agent{}, false
 		}
 	}

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,5 +147,43 @@ func TestMailHoldsNothing(t *testing.T) {
 	}
 	if e, _, _ := store.Lookup("evil@x"); !e.Revoked {
 		t.Errorf("evil@x not revoked by its own signed REVOKE")
+	}
+}
+
+// TestMailPinsSpendNoHoldersQuota: a sender has at most
+// signing.MaxFirstUsePins keys pinned on first use. Pins seen by mail in
+// its name are counted apart from the ones it holds: else a stranger
+// mailing 32 envelopes as CLAUDE, each with a fresh key, would leave
+// claude's own first use over its token refused for good.
+func TestMailPinsSpendNoHoldersQuota(t *testing.T) {
+	store := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
+	book, err := gateway.NewAddressBook([]gateway.Agent{{ID: "claude", Names: []string{"CLAUDE"}}, {ID: "gemini"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+	mail := func(text string) gateway.Outcome {
+		t.Helper()
+		outs, err := r.Ingest(t.Context(), gateway.Intake{Transport: "mail", Source: "imap://relay@mail/INBOX", Data: strings.NewReader(text)})
+		if err != nil || len(outs) != 1 {
+			t.Fatalf("mail intake = %d outcomes, %v", len(outs), err)
+		}
+		return outs[0]
+	}
+	for i := range signing.MaxFirstUsePins + 1 {
+		o := mail(signText(t, env("CLAUDE", "GEMINI", "REQUEST", "t", "spam"), newKey(t, fmt.Sprintf("spam%d@evil", i)), true))
+		if i < signing.MaxFirstUsePins && o.Reject != nil {
+			t.Fatalf("mailed first use %d: %v", i, o.Reject)
+		}
+		if i == signing.MaxFirstUsePins && (o.Reject == nil || o.Reject.Code != envelope.CodePerm) {
+			t.Errorf("mailed first use %d: %v, want E-PERM (the seen pins are bounded too)", i, o.Reject)
+		}
+	}
+	claudeKey := newKey(t, "claude@test")
+	if o := ingest(t, r, "claude", signText(t, env("CLAUDE", "GEMINI", "REQUEST", "t", "mine"), claudeKey, true))[0]; o.Reject != nil {
+		t.Fatalf("claude's own first use over its token after %d mailed in its name: %v", signing.MaxFirstUsePins, o.Reject)
+	}
+	if e, ok, _ := store.Lookup("claude@test"); !ok || !strings.EqualFold(e.Sender, "claude") {
+		t.Errorf("claude@test = %+v, %v; want held by claude", e, ok)
 	}
 }

@@ -161,8 +161,10 @@ func (s *TrustStore) Lookup(pkid string) (TrustEntry, bool, error) {
 }
 
 // MaxFirstUsePins bounds the keys that first use (PinFirstUse, and the
-// Verifier's first uses and DNS pins) pins for one sender, counted by
-// their sender= or seen= and revoked ones included: a sender that rotates
+// Verifier's first uses and DNS pins) pins for one sender, revoked ones
+// included; the keys it holds (sender=) and the keys seen in its name
+// (seen=, PinFirstUseSeen) are counted apart, so that pins a stranger
+// mails in a sender's name never use up the sender's own. A sender that rotates
 // its key stays far below it, and a sender announcing a new key id with
 // every envelope cannot grow the store — which every pin rewrites, and a
 // bare JWS searches by sender — without bound. Pins by hand (Add, Pin)
@@ -180,7 +182,8 @@ func (s *TrustStore) PinFirstUse(key *PublicKey, source KeySource, sender string
 // PinFirstUseSeen is PinFirstUse recording sender as seen (TrustEntry.Seen)
 // instead of as the key's holder: the first use came from a medium that
 // does not authenticate the sender (mail), so it proves nothing about who
-// holds the key. It counts against MaxFirstUsePins for sender all the same.
+// holds the key. MaxFirstUsePins bounds these pins for sender too, counted
+// apart from the ones it holds.
 func (s *TrustStore) PinFirstUseSeen(key *PublicKey, source KeySource, sender string) (TrustEntry, error) {
 	return s.pinFirstUse(key, source, "", sender)
 }
@@ -204,7 +207,7 @@ func (s *TrustStore) pinFirstUse(key *PublicKey, source KeySource, sender, seen 
 			got = e.clone()
 			return errNoChange
 		}
-		if who := cmp.Or(sender, seen); who != "" && f.firstUsePins(who) >= MaxFirstUsePins {
+		if who := cmp.Or(sender, seen); who != "" && f.firstUsePins(who, sender == "") >= MaxFirstUsePins {
 			return fmt.Errorf("%w: %s already has %d; remove old ones (crosstalk trust remove) or pin this one by hand", ErrTooManyPins, who, MaxFirstUsePins)
 		}
 		e := &TrustEntry{Key: key, Source: source, FirstSeen: s.now().UTC().Truncate(time.Second), Sender: sender, Seen: seen}
@@ -510,11 +513,12 @@ func (e *TrustEntry) clone() TrustEntry {
 	return c
 }
 
-// firstUsePins counts the entries first use pinned for sender.
-func (f *storeFile) firstUsePins(sender string) int {
+// firstUsePins counts the entries first use pinned for sender: held by
+// it (sender=), or seen from it (seen=) when seen is set.
+func (f *storeFile) firstUsePins(sender string, seen bool) int {
 	n := 0
 	for _, l := range f.lines {
-		if e := l.entry; e != nil && e.Source != SourceManual && (strings.EqualFold(e.Sender, sender) || strings.EqualFold(e.Seen, sender)) {
+		if e := l.entry; e != nil && e.Source != SourceManual && (!seen && strings.EqualFold(e.Sender, sender) || seen && strings.EqualFold(e.Seen, sender)) {
 			n++
 		}
 	}

@@ -698,9 +698,10 @@ func TestTrustStoreThroughSymlink(t *testing.T) {
 }
 
 // TestFirstUsePinsBounded: first use pins at most MaxFirstUsePins keys
-// for one sender, counting those pinned with seen= and revoked ones, and
-// names the way out; another sender, and pins by hand, are not held back;
-// removing one makes room.
+// held by one sender and as many seen in its name (seen=), each counted
+// apart — so pins seen by mail never use up the sender's own — revoked
+// ones included, and names the way out; another sender, and pins by hand,
+// are not held back; removing one makes room.
 func TestFirstUsePinsBounded(t *testing.T) {
 	s := newStore(t)
 	key := func(i int) *PublicKey {
@@ -710,12 +711,12 @@ func TestFirstUsePinsBounded(t *testing.T) {
 		}
 		return k.Public()
 	}
-	for i := range MaxFirstUsePins {
+	for i := range 2 * MaxFirstUsePins {
 		var err error
 		if i%2 == 0 {
 			_, err = s.PinFirstUse(key(i), SourceTOFU, "mallory")
 		} else {
-			_, err = s.pinFirstUse(key(i), SourceTOFU, "", "MALLORY")
+			_, err = s.PinFirstUseSeen(key(i), SourceTOFU, "MALLORY")
 		}
 		if err != nil {
 			t.Fatalf("pin %d: %v", i, err)
@@ -724,12 +725,19 @@ func TestFirstUsePinsBounded(t *testing.T) {
 	if err := s.Revoke("k0@mallory.example", nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.PinFirstUse(key(MaxFirstUsePins), SourceTOFU, "mallory")
-	if !errors.Is(err, ErrTooManyPins) || !strings.Contains(err.Error(), "trust remove") {
-		t.Fatalf("pin %d for one sender = %v, want ErrTooManyPins naming trust remove", MaxFirstUsePins+1, err)
-	}
-	if _, ok, _ := s.Lookup(fmt.Sprintf("k%d@mallory.example", MaxFirstUsePins)); ok {
-		t.Fatal("the refused key was pinned")
+	next := 2 * MaxFirstUsePins
+	for _, seen := range []bool{false, true} {
+		pin := s.PinFirstUse
+		if seen {
+			pin = s.PinFirstUseSeen
+		}
+		_, err := pin(key(next), SourceTOFU, "mallory")
+		if !errors.Is(err, ErrTooManyPins) || !strings.Contains(err.Error(), "trust remove") {
+			t.Fatalf("pin %d for one sender (seen %v) = %v, want ErrTooManyPins naming trust remove", MaxFirstUsePins+1, seen, err)
+		}
+		if _, ok, _ := s.Lookup(fmt.Sprintf("k%d@mallory.example", next)); ok {
+			t.Fatal("the refused key was pinned")
+		}
 	}
 	if _, err := s.PinFirstUse(key(100), SourceTOFU, "alice"); err != nil {
 		t.Errorf("another sender: %v", err)
@@ -737,10 +745,10 @@ func TestFirstUsePinsBounded(t *testing.T) {
 	if err := s.Add(key(101)); err != nil {
 		t.Errorf("a pin by hand: %v", err)
 	}
-	if err := s.Remove("k1@mallory.example"); err != nil {
+	if err := s.Remove("k2@mallory.example"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.PinFirstUse(key(MaxFirstUsePins), SourceTOFU, "mallory"); err != nil {
+	if _, err := s.PinFirstUse(key(next), SourceTOFU, "mallory"); err != nil {
 		t.Errorf("after a removal: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,6 +55,15 @@ type boundedConn struct {
 	body bool   // IMAP: the literal is a body section, passed uncounted
 	head []byte // IMAP: the start of the current response
 	tail []byte // IMAP: the end of the current line, for a literal's {n}
+	// IMAP: inside a quoted string (esc: after its backslash), or inside
+	// a status response's "[code" (code 1; 2 once closed). go-imap reads
+	// both across line ends — a quoted string into memory, an unknown
+	// code skipped up to its "]" — so a line end there ends no response.
+	quoted, esc bool
+	code        int
+	// lines: IMAP read as lines by the transport itself (before
+	// STARTTLS), not by go-imap: no literal is a stream, all count.
+	lines bool
 }
 
 func newBoundedConn(conn net.Conn, imap bool, pre string) *boundedConn {
@@ -105,13 +115,14 @@ func (c *boundedConn) count(b []byte) error {
 			continue
 		}
 		if c.imap {
-			if len(c.head) < 16 {
+			if len(c.head) < 32 {
 				c.head = append(c.head, ch)
 			}
 			if len(c.tail) == 128 {
 				c.tail = append(c.tail[:0], c.tail[64:]...)
 			}
 			c.tail = append(c.tail, ch)
+			c.inString(ch)
 			continue
 		}
 		if c.col == 3 {
@@ -126,10 +137,13 @@ func (c *boundedConn) count(b []byte) error {
 // continues ("250-") or an IMAP line announces a literal ("{123}").
 func (c *boundedConn) endLine() {
 	if c.imap {
-		if n, before, ok := literalSize(c.tail); ok && !statusResponse(c.head) {
-			c.lit, c.body = n, bodyLiteral(before)
-		} else {
-			c.n, c.head = 0, c.head[:0]
+		switch n, before, ok := literalSize(c.tail); {
+		case c.quoted || c.code == 1:
+			// The string or the code goes on: the same response.
+		case ok && !statusResponse(c.head):
+			c.lit, c.body = n, !c.lines && fetchResponse(c.head) && bodyLiteral(before)
+		default:
+			c.n, c.head, c.code = 0, c.head[:0], 0
 		}
 		c.tail = c.tail[:0]
 		return
@@ -138,6 +152,31 @@ func (c *boundedConn) endLine() {
 		c.n = 0
 	}
 	c.col, c.sep = 0, 0
+}
+
+// inString follows an IMAP response's quoted strings and its status
+// response code, as go-imap reads them: ch is the response's next byte
+// outside literals, already in head.
+func (c *boundedConn) inString(ch byte) {
+	switch {
+	case c.quoted:
+		if c.esc {
+			c.esc = false
+		} else if ch == '\\' {
+			c.esc = true
+		} else if ch == '"' {
+			c.quoted = false
+		}
+	case c.code == 1:
+		if ch == ']' {
+			c.code = 2
+		}
+	case ch == '[' && c.code == 0 && codeStart(c.head):
+		c.code = 1
+	case ch == '"' && !statusResponse(c.head):
+		// A status response's text is read to its line's end.
+		c.quoted = true
+	}
 }
 
 func (c *boundedConn) tooLong() error {
@@ -167,17 +206,59 @@ func literalSize(line []byte) (n int64, before string, ok bool) {
 }
 
 // statusResponse reports whether the response that starts with head is
-// a status response — tagged, "+", or "* OK/NO/BAD/BYE/PREAUTH" — whose
-// text ends with its line: a "{n}" there is text, not a literal.
+// a status response — tagged, "+", or "* [n] OK/NO/BAD/BYE/PREAUTH" —
+// whose text ends with its line: a "{n}" there is text, not a literal.
 func statusResponse(head []byte) bool {
 	h := strings.ToUpper(string(head))
 	if !strings.HasPrefix(h, "* ") {
 		return true // tagged, or a continuation request
 	}
+	h = skipNumber(h[2:])
 	for _, s := range []string{"OK", "NO", "BAD", "BYE", "PREAUTH"} {
-		if rest, ok := strings.CutPrefix(h[2:], s); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\r' || rest[0] == '[') {
+		if rest, ok := strings.CutPrefix(h, s); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\r' || rest[0] == '[') {
 			return true
 		}
+	}
+	return false
+}
+
+// skipNumber returns s without a leading "123 " (go-imap reads
+// "* 123 OK" as a status response, "* 123 FETCH" as a FETCH).
+func skipNumber(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if i > 0 && s[i] == ' ' {
+		return s[i+1:]
+	}
+	return s
+}
+
+// codeStart reports whether head, ending with "[", is the start of a
+// status response up to its response code: "tag TYPE [" or
+// "* [n] TYPE [" with TYPE OK, NO, BAD, BYE or PREAUTH.
+func codeStart(head []byte) bool {
+	h := strings.ToUpper(string(head))
+	tag, rest, ok := strings.Cut(h, " ")
+	if !ok || tag == "+" {
+		return false
+	}
+	if tag == "*" {
+		rest = skipNumber(rest)
+	}
+	typ, rest, _ := strings.Cut(rest, " ")
+	return rest == "[" && slices.Contains([]string{"OK", "NO", "BAD", "BYE", "PREAUTH"}, typ)
+}
+
+// fetchResponse reports whether the response that starts with head is
+// "* n FETCH", the only one whose body section literals go-imap streams;
+// it reads every other literal whole (a METADATA value after an entry
+// name ending in "]", say).
+func fetchResponse(head []byte) bool {
+	h, ok := strings.CutPrefix(strings.ToUpper(string(head)), "* ")
+	if !ok {
+		return false
+	}
+	if r := skipNumber(h); r != h {
+		return strings.HasPrefix(r, "FETCH ") || strings.HasPrefix(r, "FETCH(")
 	}
 	return false
 }
@@ -299,7 +380,9 @@ func readReply(br *bufio.Reader) (int, string, error) {
 // above any wrapper of the connection given, where a bound could not read
 // the responses.
 func imapStartTLS(conn net.Conn, cfg *tls.Config) (net.Conn, error) {
-	br := bufio.NewReader(newBoundedConn(conn, true, ""))
+	bc := newBoundedConn(conn, true, "")
+	bc.lines = true // read by br.ReadString below, whole
+	br := bufio.NewReader(bc)
 	greeting, err := br.ReadString('\n')
 	if err != nil {
 		return nil, fmt.Errorf("greeting: %w", err)

@@ -46,6 +46,22 @@ func TestBoundedCount(t *testing.T) {
 		{"IMAP a continuation request's {n} is text", true, "+ {99999999}\r\n* OK " + big, false},
 		{"IMAP text around small literals adds up", true, strings.Repeat("* 1 FETCH (X {1}\r\nx"+strings.Repeat(" ", 1000), MaxIMAPResponse/1000+1), false},
 		{"IMAP {n} not at the end of the line", true, "* OK {5} " + big, false},
+		// go-imap reads a quoted string across line ends, into memory.
+		{"IMAP a quoted string across lines", true, "* LIST () \"/\" \"" + strings.Repeat(strings.Repeat("a", 1000)+"\r\n", MaxIMAPResponse/1000+1), false},
+		{"IMAP a quoted string's BODY[] {n} is text, not a literal", true, "* 1 FETCH (ENVELOPE (\"x BODY[] {99999999}\r\n" + big, false},
+		{"IMAP escaped quotes end no string", true, strings.Repeat("* LIST () \"\\\\\" \"a\\\"b\"\r\n", MaxIMAPResponse/16), true},
+		{"IMAP a quote in a status response's text opens no string", true, strings.Repeat("* OK say \"hi\r\n", MaxIMAPResponse/12), true},
+		// go-imap skips an unknown response code up to its "]", across
+		// line ends: what follows is no response of its own.
+		{"IMAP a response code across lines", true, "* OK [X \r\n* 1 FETCH (BODY[] {99999999}\r\n* OK " + big, false},
+		{"IMAP a tagged response code across lines", true, "T1 NO [X \r\n* 1 FETCH (BODY[] {99999999}\r\n* OK " + big, false},
+		{"IMAP closed response codes in a row", true, strings.Repeat("* OK [UIDNEXT 5] [x\r\n", MaxIMAPResponse/16), true},
+		// "* 5 OK" is a status response too.
+		{"IMAP a numbered status response's {n} is text", true, "* 5 OK [ALERT] {99999999}\r\n* OK " + big, false},
+		// Only a FETCH response streams a body section: go-imap reads a
+		// METADATA value (after an astring, which may end in "]") whole.
+		{"IMAP a METADATA literal after ] is counted", true, "* METADATA INBOX (/shared/x] {" + strconv.Itoa(len(big)) + "}\r\n" + big + ")\r\n", false},
+		{"IMAP a METADATA entry literal after ] is counted", true, "* METADATA x] {" + strconv.Itoa(len(big)) + "}\r\n" + big + "\r\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bc := newBoundedConn(nil, c.imap, "")
@@ -192,6 +208,33 @@ func TestIMAPResponseBounded(t *testing.T) {
 			tc := tls.Server(c, srvTLS)
 			tc.Write([]byte("* OK "))
 			endless(tc, "aaaaaaaa")
+		}},
+		// Before TLS the transport reads lines itself, not go-imap: a
+		// body section literal is no stream there (and anyone on the
+		// path may have sent it).
+		{"a body literal before STARTTLS", SecurityRequireStartTLS, func(c net.Conn) {
+			c.Write([]byte("* OK [CAPABILITY IMAP4rev1 STARTTLS] fake\r\n"))
+			if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+				return
+			}
+			c.Write([]byte("* 1 FETCH (BODY[] {99999999999}\r\n"))
+			b := []byte(strings.Repeat("a", 4096))
+			for range 2 * MaxIMAPResponse / len(b) {
+				if _, err := c.Write(b); err != nil {
+					return
+				}
+			}
+		}},
+		// go-imap reads a quoted string across line ends, whole.
+		{"a quoted string of many lines", SecurityNone, func(c net.Conn) {
+			c.Write([]byte("* OK [CAPABILITY IMAP4rev1] fake\r\n* LIST () \"/\" \""))
+			line := []byte(strings.Repeat("a", 1022) + "\r\n")
+			for range 2 * MaxIMAPResponse / len(line) {
+				if _, err := c.Write(line); err != nil {
+					return
+				}
+			}
+			c.Write([]byte("\"\r\n"))
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -190,6 +190,17 @@ func TestReplyNotToThirdParties(t *testing.T) {
 		{"Return-Path on a lookalike domain", "Return-Path: <x@notexample.test>\r\nFrom: victim@example.test\r\n", ""},
 		{"Return-Path unreadable", "Return-Path: nonsense\r\nFrom: victim@example.test\r\n", ""},
 		{"no From, only Reply-To", "Reply-To: victim@elsewhere.test\r\n", ""},
+		{"Return-Path empty (a bounce)", "Return-Path: <>\r\nFrom: kalle@example.test\r\n", ""},
+		{"Return-Path empty with a comment", "Return-Path: <> (bounce)\r\nFrom: kalle@example.test\r\n", ""},
+		{"Return-Path on a domain ending in From's", "Return-Path: <x@example.test.evil.test>\r\nFrom: victim@example.test\r\n", ""},
+		{"Return-Path on a domain ending in -From's", "Return-Path: <x@evil-example.test>\r\nFrom: victim@example.test\r\n", ""},
+		{"Return-Path in capitals", "Return-Path: <k@EXAMPLE.Test>\r\nFrom: kalle@example.test\r\n", "kalle@example.test"},
+		{"Return-Path in punycode, From in Unicode", "Return-Path: <k@xn--bcher-kva.test>\r\nFrom: kalle@bücher.test\r\n", ""},
+		// The delivering server puts its Return-Path on top; one the
+		// sender wrote comes below it.
+		{"the server's Return-Path counts, not the sender's below it", "Return-Path: <spammer@elsewhere.test>\r\nReturn-Path: <victim@example.test>\r\nFrom: victim@example.test\r\n", ""},
+		{"the first From address of several", "Return-Path: <a@evil.test>\r\nFrom: a@evil.test, victim@example.test\r\n", "a@evil.test"},
+		{"a display name naming another address", "Return-Path: <a@evil.test>\r\nFrom: \"victim@example.test\" <a@evil.test>\r\n", "a@evil.test"},
 	} {
 		m, err := netmail.ReadMessage(strings.NewReader(c.hdr + "Subject: [AI Crosstalk] x\r\n\r\nbody\r\n"))
 		if err != nil {
