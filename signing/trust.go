@@ -171,6 +171,17 @@ func (s *TrustStore) Lookup(pkid string) (TrustEntry, bool, error) {
 // are not limited; removing entries (Remove) makes room.
 const MaxFirstUsePins = 32
 
+// MaxSeenPins bounds the keys pinned as seen (PinFirstUseSeen) over all
+// senders together: mail lets anyone write in any sender's name, so the
+// per-sender bound alone would let a stranger grow the store by mailing
+// under ever new names. Past it, a first use seen by mail is refused
+// with ErrTooManyPins until seen pins are removed (crosstalk trust
+// remove) or a key is pinned by hand.
+const MaxSeenPins = 1024
+
+// seenPinsLimit is MaxSeenPins; tests lower it.
+var seenPinsLimit = MaxSeenPins
+
 // PinFirstUse pins key for key.Pkid unless a key is already pinned for it
 // (trust on first use). It returns the entry now in the store: the new
 // one, or the existing one when it holds the same key. A different pinned
@@ -209,6 +220,9 @@ func (s *TrustStore) pinFirstUse(key *PublicKey, source KeySource, sender, seen 
 		}
 		if who := cmp.Or(sender, seen); who != "" && f.firstUsePins(who, sender == "") >= MaxFirstUsePins {
 			return fmt.Errorf("%w: %s already has %d; remove old ones (crosstalk trust remove) or pin this one by hand", ErrTooManyPins, who, MaxFirstUsePins)
+		}
+		if seen != "" && f.seenPins() >= seenPinsLimit {
+			return fmt.Errorf("%w: the store already holds %d keys first seen by mail, in any sender's name; remove old ones (crosstalk trust remove) or pin this one by hand", ErrTooManyPins, seenPinsLimit)
 		}
 		e := &TrustEntry{Key: key, Source: source, FirstSeen: s.now().UTC().Truncate(time.Second), Sender: sender, Seen: seen}
 		f.add(e)
@@ -519,6 +533,17 @@ func (f *storeFile) firstUsePins(sender string, seen bool) int {
 	n := 0
 	for _, l := range f.lines {
 		if e := l.entry; e != nil && e.Source != SourceManual && (!seen && strings.EqualFold(e.Sender, sender) || seen && strings.EqualFold(e.Seen, sender)) {
+			n++
+		}
+	}
+	return n
+}
+
+// seenPins counts the pins that record a sender as seen (not manual).
+func (f *storeFile) seenPins() int {
+	n := 0
+	for _, l := range f.lines {
+		if e := l.entry; e != nil && e.Source != SourceManual && e.Seen != "" {
 			n++
 		}
 	}

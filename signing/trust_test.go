@@ -752,3 +752,44 @@ func TestFirstUsePinsBounded(t *testing.T) {
 		t.Errorf("after a removal: %v", err)
 	}
 }
+
+// TestSeenPinsBoundedOverall: mail lets anyone write in any sender's
+// name, so the per-sender bound did not bound the store: a stranger
+// mailing under a new name each time pinned a key each time (and every
+// pin rewrites the file). Seen pins are now bounded over all senders;
+// a token holder's own first use is not.
+func TestSeenPinsBoundedOverall(t *testing.T) {
+	// Each pin rewrites the file: the bound's logic with 1024 pins is
+	// the same as with 40, at a fortieth of the cost.
+	defer func(n int) { seenPinsLimit = n }(seenPinsLimit)
+	seenPinsLimit = 40
+	s := newStore(t)
+	key := func(i int) *PublicKey {
+		k, err := GenerateKey(Ed25519, fmt.Sprintf("k%d@spam.example", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.Public()
+	}
+	for i := range seenPinsLimit {
+		if _, err := s.PinFirstUseSeen(key(i), SourceTOFU, fmt.Sprintf("name%d", i)); err != nil {
+			t.Fatalf("seen pin %d: %v", i, err)
+		}
+	}
+	_, err := s.PinFirstUseSeen(key(seenPinsLimit), SourceTOFU, "yet-another-name")
+	if !errors.Is(err, ErrTooManyPins) || !strings.Contains(err.Error(), "trust remove") {
+		t.Fatalf("seen pin %d under a new name = %v, want ErrTooManyPins naming trust remove", seenPinsLimit+1, err)
+	}
+	if _, ok, _ := s.Lookup(fmt.Sprintf("k%d@spam.example", seenPinsLimit)); ok {
+		t.Fatal("the refused key was pinned")
+	}
+	if _, err := s.PinFirstUse(key(seenPinsLimit+1), SourceTOFU, "claude"); err != nil {
+		t.Errorf("a holder's own first use past the seen bound: %v", err)
+	}
+	if err := s.Remove("k0@spam.example"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PinFirstUseSeen(key(seenPinsLimit+2), SourceTOFU, "yet-another-name"); err != nil {
+		t.Errorf("a seen pin after one was removed: %v", err)
+	}
+}
