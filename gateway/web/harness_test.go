@@ -43,6 +43,9 @@ type harnessOptions struct {
 	tls    bool
 	now    func() time.Time // the relay's and ledger's clock; nil is time.Now
 	stale  time.Duration    // liveness threshold; 0 is the default
+	// wrap, when set, wraps the ledger the relay and the pages read
+	// (a read counter); the harness's store stays the unwrapped one.
+	wrap func(ledger.Store) ledger.Store
 }
 
 func newHarness(t *testing.T, o *harnessOptions) *harness {
@@ -50,7 +53,10 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	if o == nil {
 		o = &harnessOptions{}
 	}
-	st := memory.New(o.now)
+	var st ledger.Store = memory.New(o.now)
+	if o.wrap != nil {
+		st = o.wrap(st)
+	}
 	trust := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
 	verifier := gateway.NewTrustVerifier(&signing.Verifier{Store: trust})
 	book, err := gateway.NewAddressBook([]gateway.Agent{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
@@ -14,6 +13,12 @@ import (
 
 // maxTrustEvents bounds the ledger events the trust page lists.
 const maxTrustEvents = 200
+
+// trustScan is how many of the ledger's events, newest first, one view
+// of the trust page reads at most, looking for first-use and key-changed
+// envelopes; an "older" link reads the next window. Without it every
+// view read the whole ledger.
+const trustScan = 2000
 
 // trustRow is one pinned key.
 type trustRow struct {
@@ -43,6 +48,7 @@ type trustData struct {
 	Path       string
 	Entries    []trustRow
 	Events     []trustEvent
+	pageLinks
 }
 
 // trustPage lists pinned keys and the first-use and key-changed events of
@@ -68,10 +74,21 @@ func (s *Server) trustPage(w http.ResponseWriter, r *http.Request, c *call) {
 			pinned[e.Key.Pkid] = e.Key
 		}
 	}
-	evs, err := s.trustEvents(r.Context())
+	cur, err := pageCursor(r)
+	if err != nil || cur.After > 0 {
+		s.fail(w, r, c, http.StatusBadRequest, gateway.CodeInvalid, "bad page: give ?before=N (a ledger position)")
+		return
+	}
+	evs, olderPos, err := s.trustEvents(r.Context(), cur.Before)
 	if err != nil {
 		s.internal(w, r, c, err)
 		return
+	}
+	if olderPos > 0 {
+		data.Older = link("/ui/trust", "before", olderPos)
+	}
+	if cur.Before > 0 {
+		data.Newer = "/ui/trust"
 	}
 	for i := range evs {
 		if k, ok := pinned[evs[i].Pkid]; ok {
@@ -83,20 +100,22 @@ func (s *Server) trustPage(w http.ResponseWriter, r *http.Request, c *call) {
 	s.render(w, r, c, http.StatusOK, "trust", "Trust", data)
 }
 
-// trustEvents returns the ledger's first-use and key-changed envelopes,
-// newest first.
-func (s *Server) trustEvents(ctx context.Context) ([]trustEvent, error) {
-	gs, err := s.relay.Groups(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []trustEvent
-	for _, g := range gs {
-		evs, err := s.relay.Store().Range(ctx, g.ID, 0, nil, 0)
+// trustEvents returns the first-use and key-changed envelopes among the
+// ledger's events before log position before (the whole log when 0),
+// newest first: at most maxTrustEvents of them, from at most trustScan
+// events. older is the position the next older page reads before, 0
+// when the log's start was reached.
+func (s *Server) trustEvents(ctx context.Context, before int64) (out []trustEvent, older int64, err error) {
+	const page = 1000
+	scanned := 0
+	for scanned < trustScan && len(out) < maxTrustEvents {
+		ls, err := s.relay.Store().LogBefore(ctx, before, page)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		for _, ev := range evs {
+		for _, l := range ls {
+			before, scanned = l.Pos, scanned+1
+			ev := l.Event
 			d, err := gateway.ParseData(ev)
 			if err != nil || d.X == nil {
 				continue
@@ -114,13 +133,18 @@ func (s *Server) trustEvents(ctx context.Context) ([]trustEvent, error) {
 				}
 			}
 			out = append(out, te)
+			if len(out) == maxTrustEvents {
+				break
+			}
+		}
+		if len(ls) < page && len(out) < maxTrustEvents {
+			return out, 0, nil // the log's start
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time > out[j].Time })
-	if len(out) > maxTrustEvents {
-		out = out[:maxTrustEvents]
+	if before <= 1 {
+		before = 0
 	}
-	return out, nil
+	return out, before, nil
 }
 
 // announcedKey returns the key an envelope announced in `meta: signing`
