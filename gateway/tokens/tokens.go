@@ -116,6 +116,14 @@ func (s *Store) New(principal string) (secret string, t Token, err error) {
 		if len(f.Tokens) >= MaxTokens {
 			return fmt.Errorf("tokens: the store holds %d tokens already; revoke some", len(f.Tokens))
 		}
+		for _, o := range f.Tokens {
+			// The relay tells actors apart with strings.EqualFold: sam
+			// and ſam (long s) would be one agent to it, each token
+			// acting as the other's holder.
+			if o.Principal != principal && strings.EqualFold(o.Principal, principal) {
+				return fmt.Errorf("%w %s: the relay takes it for %s, the principal of token %s; mint it under that spelling", ErrPrincipal, strconv.QuoteToASCII(principal), strconv.QuoteToASCII(o.Principal), o.ID)
+			}
+		}
 		f.Tokens = append(f.Tokens, t)
 		return nil
 	})

@@ -133,6 +133,28 @@ func TestNewPrincipalLookalike(t *testing.T) {
 	}
 }
 
+// TestNewPrincipalFoldsLikeAnother: the relay tells principals apart
+// with strings.EqualFold, so a token for ſam (long s) or SAM acted as the
+// holder of sam's: a second spelling that folds alike is refused, the
+// same spelling again is not.
+func TestNewPrincipalFoldsLikeAnother(t *testing.T) {
+	s := tokens.Open(filepath.Join(t.TempDir(), tokens.FileName))
+	if _, _, err := s.New("sam"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"\u017fam", "SAM", "Sam"} {
+		if _, _, err := s.New(p); !errors.Is(err, tokens.ErrPrincipal) || !strings.Contains(err.Error(), `"sam"`) {
+			t.Errorf("New(%q) after sam = %v, want tokens.ErrPrincipal naming sam", p, err)
+		}
+	}
+	if _, _, err := s.New("sam"); err != nil {
+		t.Errorf("a second token for sam: %v", err)
+	}
+	if list, _ := s.List(); len(list) != 2 {
+		t.Errorf("List() = %v, want sam's two tokens", list)
+	}
+}
+
 // TestConcurrentStores: writers each with their own Store on one file, as
 // the relay (the web inbox minting) and `crosstalk token` are, never lose
 // each other's changes — above all, a revocation is never undone by a
