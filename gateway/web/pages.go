@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,7 +28,16 @@ type indexData struct {
 	Version string // the ledger version the page shows (GET /ui/changes)
 	Groups  []groupRow
 	Queue   []deliveryView // the viewer's pending items
+	// First and Next link the first page and the next (empty: none) of
+	// groups, indexPage at a time by id.
+	First, Next string
 }
+
+// indexPage bounds the groups one groups page shows: each row costs a
+// cursor read and up to four reads of its messages, and an open page is
+// drawn again on every change to the ledger (GET /ui/changes), so a
+// relay with hundreds of groups drew them all every second.
+const indexPage = 100
 
 // index is the groups page: every group with its unread count (the
 // viewer's read cursor) and attention items (the viewer's pending C2A
@@ -58,8 +68,20 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 	}
 	data := indexData{Version: version, Queue: pending}
+	slices.SortFunc(gs, func(a, b ledger.Group) int { return strings.Compare(a.ID, b.ID) })
+	if after := r.URL.Query().Get("after"); after != "" {
+		i, _ := slices.BinarySearchFunc(gs, after, func(g ledger.Group, id string) int { return strings.Compare(g.ID, id) })
+		for i < len(gs) && gs[i].ID <= after {
+			i++
+		}
+		gs, data.First = gs[i:], "/"
+	}
+	if len(gs) > indexPage {
+		gs = gs[:indexPage]
+		data.Next = "/?after=" + url.QueryEscape(gs[len(gs)-1].ID)
+	}
 	for _, g := range gs {
-		unread, err := s.unread(ctx, g.ID, c.viewer)
+		unread, err := s.unread(ctx, g.ID, c.viewer, g.LastSeq)
 		if err != nil {
 			s.internal(w, r, c, err)
 			return
@@ -71,8 +93,10 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 
 // unread counts the chat messages of group after viewer's read cursor
 // that viewer did not write, up to unreadCap (the viewer's own messages
-// are skipped for at most four reads of unreadCap events).
-func (s *Server) unread(ctx context.Context, group, viewer string) (int, error) {
+// are skipped for at most four reads of unreadCap events). last is the
+// group's last seq when the caller knows it (else 0): a cursor there
+// leaves nothing to read.
+func (s *Server) unread(ctx context.Context, group, viewer string, last int64) (int, error) {
 	viewer = s.relay.Book().ActorID(viewer)
 	var since int64
 	cur, err := s.relay.Store().GetCursor(ctx, group, viewer)
@@ -81,6 +105,9 @@ func (s *Server) unread(ctx context.Context, group, viewer string) (int, error) 
 		since = cur.Seq
 	case !errors.Is(err, ledger.ErrNotFound):
 		return 0, err
+	}
+	if last > 0 && since >= last {
+		return 0, nil
 	}
 	n := 0
 	for round := 0; n < unreadCap && round < 4; round++ {
@@ -156,7 +183,7 @@ func (s *Server) group(w http.ResponseWriter, r *http.Request, c *call) {
 	if to < last {
 		data.Newer = link(base, "after", to)
 	}
-	if data.Unread, err = s.unread(r.Context(), g, c.viewer); err != nil {
+	if data.Unread, err = s.unread(r.Context(), g, c.viewer, 0); err != nil {
 		s.internal(w, r, c, err)
 		return
 	}

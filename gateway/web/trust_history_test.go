@@ -15,15 +15,17 @@ import (
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
-// readCounter counts the events a ledger's reads return.
+// readCounter counts the events a ledger's reads return (n), and those
+// of its reads of one group (ranged).
 type readCounter struct {
 	ledger.Store
-	n atomic.Int64
+	n, ranged atomic.Int64
 }
 
 func (c *readCounter) Range(ctx context.Context, group string, since int64, kinds []string, limit int) ([]ledger.Event, error) {
 	evs, err := c.Store.Range(ctx, group, since, kinds, limit)
 	c.n.Add(int64(len(evs)))
+	c.ranged.Add(int64(len(evs)))
 	return evs, err
 }
 
