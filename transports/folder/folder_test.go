@@ -936,3 +936,46 @@ func TestUnmovableRefusedFileNotLookedAtEveryTick(t *testing.T) {
 		t.Errorf("the handler was called for a refused file")
 	}
 }
+
+// TestStuckFileReplacedAlike: a file handled but not movable (processed/
+// blocked) waits for a change, and without notifications a change was a
+// new size or time: another file renamed over it with the same size and
+// time was never handled. The file's identity counts now too.
+func TestStuckFileReplacedAlike(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, folder.ProcessedDir), []byte("not a directory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "a.crosstalk")
+	first, second := envText(t, "body one"), envText(t, "body two")
+	if len(first) != len(second) || bytes.Equal(first, second) {
+		t.Fatalf("want two different texts of one size, got %d and %d bytes", len(first), len(second))
+	}
+	if err := os.WriteFile(path, first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := folder.WithoutNotify(folder.New(dir, &folder.Options{Settle: 20 * time.Millisecond, Rescan: 200 * time.Millisecond, Timeout: time.Minute}))
+	rec := newRecorder()
+	start(t, f, rec.handle)
+	rec.wait(t, 1, 3*time.Second)
+	time.Sleep(200 * time.Millisecond) // the move failed: it waits for a change
+	tmp := filepath.Join(dir, ".a.tmp")
+	if err := os.WriteFile(tmp, second, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.wait(t, 2, 3*time.Second)
+	if !bytes.Equal(got[1].Data, second) {
+		t.Errorf("second hand-over = %q, want the replacing file", got[1].Data)
+	}
+}

@@ -24,10 +24,9 @@ import (
 // entry is what the Receiver knows of a file it has seen and not finished.
 type entry struct {
 	name    string
-	first   time.Time // first seen
-	size    int64     // last observed size, -1 before the first look
-	mtime   time.Time // last observed modification time
-	changed time.Time // when a change (or an event) was last observed
+	first   time.Time   // first seen
+	seen    fs.FileInfo // the file as last observed, nil before the first look
+	changed time.Time   // when a change (or an event) was last observed
 
 	// The last read that found the file incomplete, and why.
 	read   bool
@@ -173,7 +172,7 @@ func (r *receiver) note(name string, event bool) {
 	now := time.Now()
 	e, ok := r.pending[name]
 	if !ok {
-		r.pending[name] = &entry{name: name, first: now, changed: now, size: -1}
+		r.pending[name] = &entry{name: name, first: now, changed: now}
 		return
 	}
 	if event {
@@ -245,8 +244,10 @@ func (r *receiver) checkOne(ctx context.Context, e *entry) {
 		r.refuse(e, fmt.Sprintf("the file is %d bytes, larger than the limit of %d bytes (E-TOO-LARGE)", fi.Size(), MaxFileSize))
 		return
 	}
-	if fi.Size() != e.size || !fi.ModTime().Equal(e.mtime) {
-		e.size, e.mtime, e.changed, e.stuck = fi.Size(), fi.ModTime(), now, false
+	// Another file under the name (a rename, a move) is a change even
+	// with the same size and time: a stuck file replaced so is new.
+	if e.seen == nil || !sameState(e.seen, fi) {
+		e.seen, e.changed, e.stuck = fi, now, false
 		e.next = now.Add(f.settle)
 		return
 	}
@@ -316,7 +317,7 @@ func (r *receiver) checkOne(ctx context.Context, e *entry) {
 	// not moved but offered again, whole, once it settles (the relay
 	// de-duplicates what it already recorded).
 	if now, err := os.Lstat(path); err == nil && !sameState(now, fi) {
-		e.size, e.mtime, e.changed, e.read = now.Size(), now.ModTime(), time.Now(), false
+		e.seen, e.changed, e.read = now, time.Now(), false
 		f.log.Info("folder: file changed while it was handled; offering it again", "file", path)
 		return
 	}
