@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,9 +76,7 @@ func addRelayFlags(fs *flag.FlagSet) relayFlags {
 		def = "http://" + DefaultListen
 	}
 	return relayFlags{
-		url: fs.String("relay", def, "relay `URL` ($CROSSTALK_RELAY when set)"),
-		// Not the environment's token as the flag's default: --help
-		// prints defaults, and would print the token.
+		url:   fs.String("relay", def, "relay `URL` ($CROSSTALK_RELAY when set)"),
 		token: fs.String("token", "", "bearer `token` (default $CROSSTALK_TOKEN)"),
 	}
 }
@@ -85,12 +84,12 @@ func addRelayFlags(fs *flag.FlagSet) relayFlags {
 func (rf relayFlags) base() string { return strings.TrimRight(*rf.url, "/") }
 
 // bearer is --token, or $CROSSTALK_TOKEN without it.
-func (rf relayFlags) bearer() string {
-	if *rf.token != "" {
-		return *rf.token
-	}
-	return os.Getenv("CROSSTALK_TOKEN")
-}
+func (rf relayFlags) bearer() string { return tokenOrEnv(*rf.token) }
+
+// tokenOrEnv is a --token flag's value, or $CROSSTALK_TOKEN when it is
+// empty. The flags do not take the environment's token as their default:
+// --help prints defaults, and would print the token.
+func tokenOrEnv(flag string) string { return cmp.Or(flag, os.Getenv("CROSSTALK_TOKEN")) }
 
 // client is the relay's API client for these flags.
 func (rf relayFlags) client() *client.Client {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,7 +90,7 @@ A clipboard larger than 8 MiB is not read (a notice on standard error). Clip
 watch runs until interrupted.`)
 	asJSON := fs.Bool("json", false, "print JSON Lines")
 	relay := fs.String("relay", "", "forward to the relay at `URL` (e.g. http://"+DefaultListen+") instead of printing")
-	token := fs.String("token", "", "bearer `token` for --relay (default $CROSSTALK_TOKEN)") // not the token itself as default: --help prints defaults
+	token := fs.String("token", "", "bearer `token` for --relay (default $CROSSTALK_TOKEN)")
 	interval := fs.Duration("interval", clipboard.DefaultInterval, "how often the clipboard is read")
 	state := fs.String("state", defaultClipState(), "`file` remembering texts seen and copied (\"\" keeps them in memory only)")
 	level := fs.String("log-level", "warn", "log `level` on standard error: debug, info, warn, error")
@@ -103,7 +102,7 @@ watch runs until interrupted.`)
 	out := newEnvelopePrinter(e.stdout, *asJSON)
 	h := out.handle
 	if *relay != "" {
-		h = newForwarder(*relay, cmp.Or(*token, os.Getenv("CROSSTALK_TOKEN")), out).handle
+		h = newForwarder(*relay, tokenOrEnv(*token), out).handle
 	}
 	c := clipboard.New(&clipboard.Options{Logger: newLogger(e, *level), Interval: *interval, StateFile: *state})
 	return c.Receive(ctx, h)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,7 +45,7 @@ it, and kept for another try when the relay cannot be reached.
 Watch runs until interrupted.`)
 	asJSON := fs.Bool("json", false, "print JSON Lines")
 	relay := fs.String("relay", "", "forward the files to the relay at `URL` (e.g. http://"+DefaultListen+") instead of printing")
-	token := fs.String("token", "", "bearer `token` for --relay (default $CROSSTALK_TOKEN)") // not the token itself as default: --help prints defaults
+	token := fs.String("token", "", "bearer `token` for --relay (default $CROSSTALK_TOKEN)")
 	settle := fs.Duration("settle", folder.DefaultSettle, "how long a complete file must stay unchanged")
 	rescan := fs.Duration("rescan", folder.DefaultRescan, "interval of the full rescan")
 	timeout := fs.Duration("timeout", folder.DefaultTimeout, "give up on a file that stays incomplete this long")
@@ -72,7 +71,7 @@ Watch runs until interrupted.`)
 	out := newEnvelopePrinter(e.stdout, *asJSON)
 	h := out.handle
 	if *relay != "" {
-		h = newForwarder(*relay, cmp.Or(*token, os.Getenv("CROSSTALK_TOKEN")), out).handle
+		h = newForwarder(*relay, tokenOrEnv(*token), out).handle
 	}
 	f := folder.New(dir, &folder.Options{Logger: log, Settle: *settle, Rescan: *rescan, Timeout: *timeout})
 	return f.Receive(ctx, h)
