@@ -24,24 +24,34 @@ const claimRetries = 50
 // kvKey is the bucket key for (group, x): two subject tokens.
 func kvKey(group, x string) string { return token(group) + "." + token(x) }
 
-// SetCursor implements ledger.Store: one KV entry per (group, actor), last
-// write wins.
-func (s *Store) SetCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
-	if err := s.check("set cursor"); err != nil {
-		return ledger.Cursor{}, err
+// cursorTo returns the cursor of actor in group at eventID, an event of
+// group, and its KV entry's value.
+func (s *Store) cursorTo(ctx context.Context, what, group, actor, eventID string) (ledger.Cursor, []byte, error) {
+	if err := s.check(what); err != nil {
+		return ledger.Cursor{}, nil, err
 	}
 	if group == "" || actor == "" || eventID == "" {
-		return ledger.Cursor{}, fmt.Errorf("jetstream: set cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
+		return ledger.Cursor{}, nil, fmt.Errorf("jetstream: %s: %w: empty group, actor or event id", what, ledger.ErrInvalid)
 	}
 	ev, err := s.Get(ctx, eventID)
 	if err == nil && ev.GroupID != group {
 		err = fmt.Errorf("jetstream: event %s is in group %q: %w", eventID, ev.GroupID, ledger.ErrNotFound)
 	}
 	if err != nil {
-		return ledger.Cursor{}, fmt.Errorf("jetstream: set cursor %q/%q: %w", group, actor, err)
+		return ledger.Cursor{}, nil, fmt.Errorf("jetstream: %s %q/%q: %w", what, group, actor, err)
 	}
 	c := ledger.Cursor{GroupID: group, Actor: actor, EventID: eventID, Seq: ev.Seq}
 	b, _ := json.Marshal(c)
+	return c, b, nil
+}
+
+// SetCursor implements ledger.Store: one KV entry per (group, actor), last
+// write wins.
+func (s *Store) SetCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
+	c, b, err := s.cursorTo(ctx, "set cursor", group, actor, eventID)
+	if err != nil {
+		return ledger.Cursor{}, err
+	}
 	if _, err := s.cursors.Put(ctx, kvKey(group, actor), b); err != nil {
 		return ledger.Cursor{}, fmt.Errorf("jetstream: set cursor %q/%q: %w", group, actor, err)
 	}
@@ -53,21 +63,10 @@ func (s *Store) SetCursor(ctx context.Context, group, actor, eventID string) (le
 // conditional on the revision read, tried again when another writer
 // (another relay on the same stream) wrote in between.
 func (s *Store) AdvanceCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
-	if err := s.check("advance cursor"); err != nil {
+	c, b, err := s.cursorTo(ctx, "advance cursor", group, actor, eventID)
+	if err != nil {
 		return ledger.Cursor{}, err
 	}
-	if group == "" || actor == "" || eventID == "" {
-		return ledger.Cursor{}, fmt.Errorf("jetstream: advance cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
-	}
-	ev, err := s.Get(ctx, eventID)
-	if err == nil && ev.GroupID != group {
-		err = fmt.Errorf("jetstream: event %s is in group %q: %w", eventID, ev.GroupID, ledger.ErrNotFound)
-	}
-	if err != nil {
-		return ledger.Cursor{}, fmt.Errorf("jetstream: advance cursor %q/%q: %w", group, actor, err)
-	}
-	c := ledger.Cursor{GroupID: group, Actor: actor, EventID: eventID, Seq: ev.Seq}
-	b, _ := json.Marshal(c)
 	key := kvKey(group, actor)
 	for range claimRetries {
 		e, err := s.cursors.Get(ctx, key)

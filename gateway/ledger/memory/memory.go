@@ -328,37 +328,30 @@ func (s *Store) eventSeq(group, eventID string) (int64, error) {
 
 // SetCursor implements ledger.Store.
 func (s *Store) SetCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
-	if group == "" || actor == "" || eventID == "" {
-		return ledger.Cursor{}, fmt.Errorf("memory: set cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
-	}
-	if err := s.lock("set cursor"); err != nil {
-		return ledger.Cursor{}, err
-	}
-	defer s.mu.Unlock()
-	seq, err := s.eventSeq(group, eventID)
-	if err != nil {
-		return ledger.Cursor{}, fmt.Errorf("memory: set cursor %q/%q: %w", group, actor, err)
-	}
-	c := ledger.Cursor{GroupID: group, Actor: actor, EventID: eventID, Seq: seq}
-	s.cursors[[2]string{group, actor}] = c
-	return c, nil
+	return s.moveCursor("set cursor", false, group, actor, eventID)
 }
 
 // AdvanceCursor implements ledger.Store.
 func (s *Store) AdvanceCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
+	return s.moveCursor("advance cursor", true, group, actor, eventID)
+}
+
+// moveCursor sets the cursor to eventID — unless forward and it stands at
+// or past it — and returns the cursor as it then stands.
+func (s *Store) moveCursor(what string, forward bool, group, actor, eventID string) (ledger.Cursor, error) {
 	if group == "" || actor == "" || eventID == "" {
-		return ledger.Cursor{}, fmt.Errorf("memory: advance cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
+		return ledger.Cursor{}, fmt.Errorf("memory: %s: %w: empty group, actor or event id", what, ledger.ErrInvalid)
 	}
-	if err := s.lock("advance cursor"); err != nil {
+	if err := s.lock(what); err != nil {
 		return ledger.Cursor{}, err
 	}
 	defer s.mu.Unlock()
 	seq, err := s.eventSeq(group, eventID)
 	if err != nil {
-		return ledger.Cursor{}, fmt.Errorf("memory: advance cursor %q/%q: %w", group, actor, err)
+		return ledger.Cursor{}, fmt.Errorf("memory: %s %q/%q: %w", what, group, actor, err)
 	}
 	k := [2]string{group, actor}
-	if cur, ok := s.cursors[k]; ok && cur.Seq >= seq {
+	if cur, ok := s.cursors[k]; forward && ok && cur.Seq >= seq {
 		return cur, nil
 	}
 	c := ledger.Cursor{GroupID: group, Actor: actor, EventID: eventID, Seq: seq}

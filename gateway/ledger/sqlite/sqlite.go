@@ -754,31 +754,22 @@ func (s *Store) waiter(ctx context.Context, wake *wakeup, what string) func() er
 
 // SetCursor implements ledger.Store.
 func (s *Store) SetCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
-	if group == "" || actor == "" || eventID == "" {
-		return ledger.Cursor{}, fmt.Errorf("sqlite: set cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
-	}
-	c := ledger.Cursor{GroupID: group, Actor: actor, EventID: eventID}
-	err := s.submit(ctx, func(w *wtx) error {
-		seq, err := w.eventSeq(group, eventID)
-		if err != nil {
-			return err
-		}
-		c.Seq = seq
-		_, err = w.stmt(stUpsertCursor).Exec(group, actor, eventID, seq, ledger.FormatTime(w.s.now()))
-		return err
-	})
-	if err != nil {
-		return ledger.Cursor{}, fmt.Errorf("sqlite: set cursor %q/%q: %w", group, actor, err)
-	}
-	return c, nil
+	return s.moveCursor(ctx, "set cursor", stUpsertCursor, group, actor, eventID)
 }
 
 // AdvanceCursor implements ledger.Store: one conditional upsert in the
 // writer's transaction, which holds SQLite's write lock, so another Store
 // on the same file cannot write in between.
 func (s *Store) AdvanceCursor(ctx context.Context, group, actor, eventID string) (ledger.Cursor, error) {
+	return s.moveCursor(ctx, "advance cursor", stAdvanceCursor, group, actor, eventID)
+}
+
+// moveCursor writes the cursor with the upsert st (stUpsertCursor, or
+// stAdvanceCursor, which leaves a cursor at or past the event) and
+// returns the cursor as it then stands.
+func (s *Store) moveCursor(ctx context.Context, what string, st int, group, actor, eventID string) (ledger.Cursor, error) {
 	if group == "" || actor == "" || eventID == "" {
-		return ledger.Cursor{}, fmt.Errorf("sqlite: advance cursor: %w: empty group, actor or event id", ledger.ErrInvalid)
+		return ledger.Cursor{}, fmt.Errorf("sqlite: %s: %w: empty group, actor or event id", what, ledger.ErrInvalid)
 	}
 	c := ledger.Cursor{GroupID: group, Actor: actor}
 	err := s.submit(ctx, func(w *wtx) error {
@@ -786,13 +777,13 @@ func (s *Store) AdvanceCursor(ctx context.Context, group, actor, eventID string)
 		if err != nil {
 			return err
 		}
-		if _, err := w.stmt(stAdvanceCursor).Exec(group, actor, eventID, seq, ledger.FormatTime(w.s.now())); err != nil {
+		if _, err := w.stmt(st).Exec(group, actor, eventID, seq, ledger.FormatTime(w.s.now())); err != nil {
 			return err
 		}
 		return w.stmt(stGetCursor).QueryRow(group, actor).Scan(&c.EventID, &c.Seq)
 	})
 	if err != nil {
-		return ledger.Cursor{}, fmt.Errorf("sqlite: advance cursor %q/%q: %w", group, actor, err)
+		return ledger.Cursor{}, fmt.Errorf("sqlite: %s %q/%q: %w", what, group, actor, err)
 	}
 	return c, nil
 }
