@@ -70,8 +70,8 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 	data := indexData{Version: version, Queue: pending}
 	slices.SortFunc(gs, func(a, b ledger.Group) int { return strings.Compare(a.ID, b.ID) })
 	if after := r.URL.Query().Get("after"); after != "" {
-		i, _ := slices.BinarySearchFunc(gs, after, func(g ledger.Group, id string) int { return strings.Compare(g.ID, id) })
-		for i < len(gs) && gs[i].ID <= after {
+		i, found := slices.BinarySearchFunc(gs, after, func(g ledger.Group, id string) int { return strings.Compare(g.ID, id) })
+		if found {
 			i++
 		}
 		gs, data.First = gs[i:], "/"
