@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/oasisprotocol/curve25519-voi/curve"
+	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 )
 
 // Points whose encodings verifiers are known to disagree on: the
@@ -58,7 +61,30 @@ func sameAsStdlib(t testing.TB, pub, msg, sig []byte) bool {
 	if got := verifyEd25519(pub, msg, sig); got != want {
 		t.Fatalf("verifyEd25519(pub %x, msg %q, sig %x) = %v, crypto/ed25519 says %v", pub, msg, sig, got, want)
 	}
+	if len(pub) == ed25519.PublicKeySize && len(sig) == ed25519.SignatureSize {
+		if tbl := negTable(pub); tbl != nil {
+			if got := verifyWithTable(tbl, pub, msg, sig); got != want {
+				t.Fatalf("verifyWithTable(pub %x, msg %q, sig %x) = %v, crypto/ed25519 says %v", pub, msg, sig, got, want)
+			}
+		} else if want {
+			t.Fatalf("pub %x is not a point, and crypto/ed25519 accepted a signature under it", pub)
+		}
+	}
 	return want
+}
+
+// negTable is the fixed-base table of −A for pub's point A, decoded as
+// buildTable does, or nil when pub is not a point.
+func negTable(pub []byte) *curve.EdwardsBasepointTable {
+	var c curve.CompressedEdwardsY
+	if _, err := c.SetBytes(pub); err != nil {
+		return nil
+	}
+	var a curve.EdwardsPoint
+	if _, err := a.SetCompressedY(&c); err != nil {
+		return nil
+	}
+	return curve.NewEdwardsBasepointTable(a.Neg(&a))
 }
 
 // TestVerifyEd25519EdgeCases checks that verification accepts and refuses
@@ -199,6 +225,91 @@ func TestExpandedKeysBounded(t *testing.T) {
 	}
 }
 
+// TestTablesBounded makes every key busy at its first signature and
+// verifies, from several goroutines, more keys than the expanded-key cache
+// holds: at most maxTables tables exist, the count matches the entries
+// that hold one (eviction and building race here), and every verification
+// stays right, through a table or not.
+func TestTablesBounded(t *testing.T) {
+	defer func(n uint32) {
+		tableAfter = n
+		expandedKeys.Lock()
+		expandedKeys.m, expandedKeys.tables = nil, 0 // leave the slots to other tests
+		expandedKeys.Unlock()
+	}(tableAfter)
+	tableAfter = 1
+	n := maxExpanded + maxExpanded/4
+	keys := make([]ed25519.PrivateKey, n)
+	for i := range keys {
+		seed := make([]byte, ed25519.SeedSize)
+		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), 0x7b
+		keys[i] = ed25519.NewKeyFromSeed(seed)
+	}
+	msg := []byte("tables")
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := g; i < n; i += 4 {
+				k := keys[i]
+				pub := k.Public().(ed25519.PublicKey)
+				for range 2 { // the second through the table, if it got one
+					if !verifyEd25519(pub, msg, ed25519.Sign(k, msg)) {
+						t.Errorf("key %d: valid signature refused", i)
+					}
+					if verifyEd25519(pub, []byte("other"), ed25519.Sign(k, msg)) {
+						t.Errorf("key %d: signature accepted for another message", i)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	expandedKeys.RLock()
+	defer expandedKeys.RUnlock()
+	held := 0
+	for _, e := range expandedKeys.m {
+		if e.tbl.Load() != nil {
+			held++
+		}
+	}
+	if held != expandedKeys.tables || held > maxTables {
+		t.Fatalf("%d entries hold a table, the count says %d, the bound is %d", held, expandedKeys.tables, maxTables)
+	}
+	if held == 0 {
+		t.Fatal("no key got a table")
+	}
+}
+
+// TestBusyKeyUsesTable checks that a key gets its table after tableAfter
+// valid signatures, and that signatures under it are then still accepted
+// and refused as crypto/ed25519 does.
+func TestBusyKeyUsesTable(t *testing.T) {
+	k := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0x5d}, ed25519.SeedSize)) // used by no other test
+	pub := k.Public().(ed25519.PublicKey)
+	entry := func() *expandedKey {
+		expandedKeys.RLock()
+		defer expandedKeys.RUnlock()
+		return expandedKeys.m[[ed25519.PublicKeySize]byte(pub)]
+	}
+	for i := range tableAfter {
+		msg := []byte{byte(i)}
+		if !sameAsStdlib(t, pub, msg, ed25519.Sign(k, msg)) {
+			t.Fatal("valid signature refused")
+		}
+		sameAsStdlib(t, pub, []byte("other"), ed25519.Sign(k, msg)) // failures do not count
+	}
+	if e := entry(); e == nil || e.tbl.Load() == nil {
+		t.Fatalf("no table after %d valid signatures", tableAfter)
+	}
+	for i := range 50 {
+		msg := []byte{byte(i), 1}
+		sig := ed25519.Sign(k, msg)
+		sameAsStdlib(t, pub, msg, sig)
+		sig[i%64] ^= 1 << (i % 8)
+		sameAsStdlib(t, pub, msg, sig)
+	}
+}
+
 // FuzzVerifyEd25519 checks that verification accepts and refuses exactly
 // what crypto/ed25519 does, whatever the key, message and signature.
 // Seeded with a valid signature and the edge cases' points and scalars.
@@ -232,6 +343,31 @@ func BenchmarkEd25519(b *testing.B) {
 		}
 	}, "stdlib", func() {
 		if !ed25519.Verify(pub, msg, sig) {
+			b.Fatal("refused")
+		}
+	})
+}
+
+// BenchmarkEd25519Table verifies a signature of a 1 KiB message through a
+// busy key's table and through its expanded form alone (the path every
+// key takes before it is busy), interleaved in one loop, and reports the
+// ratio (docs/signing.md §10).
+func BenchmarkEd25519Table(b *testing.B) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	pub := priv.Public().(ed25519.PublicKey)
+	msg := bytes.Repeat([]byte("crosstalk "), 103)
+	sig := ed25519.Sign(priv, msg)
+	x, err := voi.NewExpandedPublicKey(voi.PublicKey(pub))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tbl := negTable(pub)
+	interleaved(b, "table", func() {
+		if !verifyWithTable(tbl, pub, msg, sig) {
+			b.Fatal("refused")
+		}
+	}, "expanded", func() {
+		if !voi.VerifyExpandedWithOptions(x, msg, sig, stdlibRules) {
 			b.Fatal("refused")
 		}
 	})
