@@ -1,6 +1,6 @@
 // Command crosstalk-bench measures the relay's ingest on this machine:
 //
-//	crosstalk-bench ingest [--clients N] [--duration D] [--runs N] [--memory] [--json] [--cpuprofile FILE]
+//	crosstalk-bench ingest [--clients N] [--duration D] [--runs N] [--memory] [--clients-in-process] [--json] [--cpuprofile FILE]
 //	crosstalk-bench scale  [--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]
 //	crosstalk-bench history [--sizes 10000,100000] [--ledgers sqlite,jetstream] [--runs N] [--json]
 //	crosstalk-bench import [--events N] [--file FILE] [--again] [--json] [--cpuprofile FILE]
@@ -71,6 +71,13 @@ Ingest measures, in one run and on this machine:
       per append;
   (d) the disk alone: one event-sized write appended to a file and
       fsynced at a time.
+
+The clients of (a) and (b) run in a process of their own (this program,
+started again as a load process), as real callers do; the CPU time per
+envelope counts both processes. --clients-in-process runs them in this
+process instead, beside the servers, where they share the servers' Go
+scheduler (how the figures before session 13 were taken; docs/performance.md,
+"Clients in their own process").
 
 Each runs for --duration in total, cut into 4 slices that take turns
 (a, b, c, d, a, b, c, d, …) so that other load on a shared machine weighs
@@ -148,6 +155,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runHistory(ctx, args[1:], stdout, stderr)
 	case "import":
 		err = runImport(ctx, args[1:], stdout, stderr)
+	case loadWorker:
+		err = bench.ServeLoad(ctx, os.Stdin, stdout)
 	default:
 		err = usagef("unknown command %q, want ingest, scale, history or import", args[0])
 	}
@@ -163,6 +172,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 }
+
+// loadWorker is the hidden command that ingest runs its clients in
+// (bench.ServeLoad): a process of their own, as real callers are.
+const loadWorker = "load-worker"
 
 // newFlags returns the flag set of a command: --help prints doc and the
 // flags to stdout, a mistake is one error line.
@@ -198,13 +211,14 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("ingest", "[--clients N] [--duration D] [--runs N] [--memory] [--json] [--cpuprofile FILE]", ingestDoc, stdout)
+	fs := newFlags("ingest", "[--clients N] [--duration D] [--runs N] [--memory] [--clients-in-process] [--json] [--cpuprofile FILE]", ingestDoc, stdout)
 	clients := fs.Int("clients", 64, "concurrent HTTP `clients`")
 	duration := fs.Duration("duration", 8*time.Second, "how long each of the four measurements runs, in each run")
 	runs := fs.Int("runs", 3, "how many whole `runs` to make in a row; with more than one, the goals are judged on their medians")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` (go tool pprof)")
 	memory := fs.Bool("memory", false, "keep the relay's ledger in memory: nothing durable, the bound of the durable relay's ratios")
+	inProcess := fs.Bool("clients-in-process", false, "run the clients in this process, beside the servers (as before session 13), not in a load process of their own")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -225,6 +239,13 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// GOMAXPROCS as crosstalk relay sets it, for every measurement alike.
 	defer procs.ForRelay()()
 	o := bench.IngestOptions{Clients: *clients, Duration: *duration, Progress: stderr, Memory: *memory}
+	if !*inProcess {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("ingest: finding this program to run the load process: %w", err)
+		}
+		o.LoadCommand = []string{self, loadWorker}
+	}
 	if *asJSON {
 		o.Progress = nil
 	}

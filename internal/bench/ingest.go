@@ -43,10 +43,13 @@ type IngestResult struct {
 	Duration string  `json:"duration"`
 	// Memory is IngestOptions.Memory: the relay of (b) kept its ledger in
 	// memory, with nothing durable.
-	Memory  bool  `json:"memory_ledger,omitempty"`
-	Ceiling Phase `json:"ceiling"`
-	Relay   Phase `json:"relay"`
-	Single  Phase `json:"single_fsync"`
+	Memory bool `json:"memory_ledger,omitempty"`
+	// ClientsInProcess is true when the clients of (a) and (b) ran in the
+	// servers' process (IngestOptions.LoadCommand empty).
+	ClientsInProcess bool  `json:"clients_in_process,omitempty"`
+	Ceiling          Phase `json:"ceiling"`
+	Relay            Phase `json:"relay"`
+	Single           Phase `json:"single_fsync"`
 	// Raw is the disk's own rate: one record-sized write appended to a
 	// file and fsynced at a time, no database.
 	Raw Phase `json:"raw_append_fsync"`
@@ -124,6 +127,12 @@ type IngestOptions struct {
 	// machine, the bound of the durable relay's (docs/performance.md,
 	// "Session 10"). The goals' verdicts are not about such a relay.
 	Memory bool
+	// LoadCommand, when set, runs the clients of (a) and (b) in a process
+	// of their own: the command (with its arguments) must serve ServeLoad
+	// on its stdin and stdout. Empty runs them in this process, beside
+	// the servers, sharing their Go scheduler. The CPU per envelope then
+	// counts both processes.
+	LoadCommand []string
 }
 
 // Ingest measures, in one run and on this machine, (a) the ceiling: a bare
@@ -174,7 +183,15 @@ func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 		return nil, err
 	}
 	defer stop()
-	if err := benchRun(ctx, res, tmp, key, clients, d, ceilingURL, fromPool, progress); err != nil {
+	var load *loadProc
+	if len(o.LoadCommand) > 0 {
+		if load, err = startLoad(ctx, o.LoadCommand, key); err != nil {
+			return nil, err
+		}
+		defer load.close()
+	}
+	res.ClientsInProcess = load == nil
+	if err := benchRun(ctx, res, tmp, key, clients, d, ceilingURL, fromPool, load, progress); err != nil {
 		return nil, err
 	}
 	if res.Ceiling.PerSec > 0 {
@@ -191,7 +208,7 @@ func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 
 // benchRun takes the measurements in turns once the ceiling server runs.
 func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.PrivateKey,
-	clients int, d time.Duration, ceilingURL string, fromPool func() ([]byte, error), progress io.Writer) error {
+	clients int, d time.Duration, ceilingURL string, fromPool func() ([]byte, error), load *loadProc, progress io.Writer) error {
 	slice := d / benchRounds
 	ceiling, relay, single, raw := &meter{}, &meter{}, &meter{}, &meter{}
 	ceilingClient := newBenchClient(clients)
@@ -201,6 +218,10 @@ func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.P
 
 	driveCeiling := func() (err error) {
 		labelled(ctx, "ceiling", func(ctx context.Context) {
+			if load != nil {
+				err = load.drive(ceilingURL, clients, slice, false, ceiling)
+				return
+			}
 			err = drive(ctx, ceilingClient, ceilingURL, clients, time.Now(), slice, fromPool, ceiling)
 		})
 		return err
@@ -214,7 +235,11 @@ func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.P
 	n := min(int(ceiling.perSec()*d.Seconds()*1.1), 200_000)
 	fmt.Fprintf(progress, "bench: signing %d distinct envelopes for the relay\n", n)
 	fresh := &source{key: key, groups: allGroups}
-	if err := fresh.grow(n); err != nil {
+	if load != nil {
+		if _, err := load.call(loadReq{Op: "grow", N: n}); err != nil {
+			return err
+		}
+	} else if err := fresh.grow(n); err != nil {
 		return err
 	}
 	ledgerSpec, relayName := "", "relay: HTTP + verify + SQLite"
@@ -255,6 +280,10 @@ func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.P
 		fmt.Fprintf(progress, "bench: round %d/%d: (b) relay\n", round+1, benchRounds)
 		before := sqliteStats(rr)
 		labelled(ctx, "relay", func(ctx context.Context) {
+			if load != nil {
+				err = load.drive(rr.URL()+"/crosstalk/receive", clients, slice, true, relay)
+				return
+			}
 			err = drive(ctx, relayClient, rr.URL()+"/crosstalk/receive", clients, time.Now(), slice, fresh.next, relay)
 		})
 		if err != nil {
@@ -384,7 +413,7 @@ func appendRaw(path string, d time.Duration, size int, m *meter) error {
 // disk's rate that lies above the ceiling's rate is marked out of reach
 // on this machine.
 func (r *IngestResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "crosstalk-bench ingest: %d clients, %s per measurement\n", r.Clients, r.Duration)
+	fmt.Fprintf(w, "crosstalk-bench ingest: %d clients %s, %s per measurement\n", r.Clients, r.clientsWhere(), r.Duration)
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s\n", r.Machine.CPU, r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Go, r.Machine.OS)
 	fmt.Fprintf(w, "disk: write+fsync of 4 KiB in %s: %.3f ms (median)\n\n", r.Machine.TempDir, r.Machine.FsyncMillis)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -406,6 +435,14 @@ func (r *IngestResult) Print(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	r.printVerdicts(w)
+}
+
+// clientsWhere says where the clients ran.
+func (r *IngestResult) clientsWhere() string {
+	if r.ClientsInProcess {
+		return "in the servers' process"
+	}
+	return "in a load process of their own"
 }
 
 // printVerdicts writes the ratios and p99 of r against the goals.
@@ -475,7 +512,7 @@ func IngestRuns(ctx context.Context, o IngestOptions, n int) (*IngestSeries, err
 // first run's.
 func medianResult(runs []*IngestResult) *IngestResult {
 	first := runs[0]
-	m := &IngestResult{Machine: first.Machine, Clients: first.Clients, Duration: first.Duration, Memory: first.Memory, Goals: first.Goals}
+	m := &IngestResult{Machine: first.Machine, Clients: first.Clients, Duration: first.Duration, Memory: first.Memory, ClientsInProcess: first.ClientsInProcess, Goals: first.Goals}
 	med := func(f func(r *IngestResult) float64) float64 {
 		v := make([]float64, len(runs))
 		for i, r := range runs {
@@ -515,7 +552,7 @@ func medianResult(runs []*IngestResult) *IngestResult {
 // the verdicts on the medians.
 func (s *IngestSeries) Print(w io.Writer) {
 	m := s.Median
-	fmt.Fprintf(w, "crosstalk-bench ingest: %d runs in a row, %d clients, %s per measurement in each\n", len(s.Runs), m.Clients, m.Duration)
+	fmt.Fprintf(w, "crosstalk-bench ingest: %d runs in a row, %d clients %s, %s per measurement in each\n", len(s.Runs), m.Clients, m.clientsWhere(), m.Duration)
 	fmt.Fprintf(w, "machine: %s, %d CPUs (GOMAXPROCS %d), %s %s; ledgers in %s\n\n", m.Machine.CPU, m.Machine.NumCPU, m.Machine.GOMAXPROCS, m.Machine.Go, m.Machine.OS, m.Machine.TempDir)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\tfsync ms\tceiling /s\trelay /s\traw /s\trelay/ceiling\trelay/raw\trelay p50 ms\trelay p99 ms\tceiling p99 ms\tCPU µs ceiling\tCPU µs relay\tsteal % ceiling\tsteal % relay\tsteal % raw\terrors\t")

@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosstalk-go/crosstalk/signing"
+)
+
+// asLoadProcess makes this test binary a load process (ServeLoad) when
+// started by TestIngestLoadProcess.
+const asLoadProcess = "CROSSTALK_BENCH_TEST_LOAD_PROCESS"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asLoadProcess) == "1" {
+		if err := ServeLoad(context.Background(), os.Stdin, os.Stdout); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestIngestLoadProcess runs a short Ingest with its clients in a load
+// process (this test binary, started again) and checks that every
+// measurement did work, that the result says where the clients ran, and
+// that the CPU per envelope was measured.
+func TestIngestLoadProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a short load measurement")
+	}
+	t.Setenv(asLoadProcess, "1")
+	res, err := Ingest(t.Context(), IngestOptions{Clients: 4, Duration: time.Second, LoadCommand: []string{os.Args[0]}})
+	if err != nil {
+		t.Fatalf("Ingest() = %v", err)
+	}
+	checkIngest(t, res)
+	if res.ClientsInProcess {
+		t.Error("ClientsInProcess = true with a load process")
+	}
+	var out strings.Builder
+	res.Print(&out)
+	if !strings.Contains(out.String(), "in a load process of their own") {
+		t.Errorf("Print() = %q, want it to say where the clients ran", out.String())
+	}
+}
+
+// TestLoadProcessErrors checks that a load process that is not one, or
+// that fails a command, is an error naming what went wrong, not a hang.
+func TestLoadProcessErrors(t *testing.T) {
+	key := testKey(t)
+	if _, err := startLoad(t.Context(), []string{"/bin/true"}, key); err == nil || !strings.Contains(err.Error(), "load process") {
+		t.Errorf("startLoad(/bin/true) = %v, want an error about the load process", err)
+	}
+	if _, err := startLoad(t.Context(), nil, key); err == nil {
+		t.Error("startLoad(no command) = nil error")
+	}
+	t.Setenv(asLoadProcess, "1")
+	p, err := startLoad(t.Context(), []string{os.Args[0]}, key)
+	if err != nil {
+		t.Fatalf("startLoad() = %v", err)
+	}
+	defer p.close()
+	if _, err := p.call(loadReq{Op: "bogus"}); err == nil || !strings.Contains(err.Error(), `unknown command "bogus"`) {
+		t.Errorf("call(bogus) = %v, want the load process's refusal", err)
+	}
+	m := &meter{}
+	if err := p.drive("http://127.0.0.1:1/crosstalk/receive", 1, 200*time.Millisecond, false, m); err != nil {
+		t.Fatalf("drive(nothing listening) = %v, want the failures counted", err)
+	}
+	if m.errors == 0 || m.count != 0 {
+		t.Errorf("drive(nothing listening) counted %d done, %d errors; want only errors", m.count, m.errors)
+	}
+}
+
+// testKey is a fresh bench signing key.
+func testKey(t *testing.T) *signing.PrivateKey {
+	t.Helper()
+	key, err := signing.GenerateKey(signing.Ed25519, benchKeyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
