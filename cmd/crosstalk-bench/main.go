@@ -101,8 +101,10 @@ the receipt) leaves of the ceiling's rate.
 
 Every measurement runs with GOMAXPROCS as crosstalk relay sets it (one
 more than the runtime's choice, unless the GOMAXPROCS environment variable
-is set). With --cpuprofile, every sample carries the label phase=ceiling,
-relay or single (go tool pprof -tagfocus phase=relay). Nothing is kept: the
+is set; the load process keeps the runtime's choice). With --cpuprofile,
+every sample of this process carries the label phase=ceiling, relay or
+single (go tool pprof -tagfocus phase=relay); the load process's clients
+are not in the profile unless --clients-in-process. Nothing is kept: the
 temporary directory is removed at the end. See docs/performance.md.`
 
 const scaleDoc = `
