@@ -116,14 +116,18 @@ func (s *Service) reserve(ctx context.Context, req Request, tries int) ([]Reserv
 	// an overlapping scope between our sync and our append.
 	var granted, got []Reservation
 	var lost []Conflict
-	for _, r := range res {
+	lapsed := false
+	for i, r := range res {
 		if cs, voided := s.t.Voided(r.Event.ID); voided {
 			lost = append(lost, cs...)
 		} else if rv, ok := s.t.Get(r.Event.ID); ok {
 			granted = append(granted, rv)
+		} else if i >= len(res)-len(plan.Grants) {
+			// A grant (they come last) that expired, and was pruned
+			// with what voided it, before this fold: decide again.
+			lapsed = true
 		}
 	}
-	lapsed := false
 	for _, r := range plan.Renewals {
 		// A renewal took when the reservation now lasts as planned
 		// (events keep milliseconds).

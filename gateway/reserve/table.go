@@ -129,13 +129,20 @@ type Table struct {
 	// the whole repository): only scopes sharing it, or covering the
 	// root, can overlap.
 	bySeg  map[string]map[string]bool
-	voided map[string][]Conflict // grants that lost to an earlier overlap
+	voided map[string]voidedGrant // grants that lost to an earlier overlap
 	// takeovers are the latest MaxTakeovers takeovers, oldest first.
 	takeovers []Takeover
 	// Seq is the seq of the last event applied.
 	Seq int64
 	// applied counts the reservation events applied, for pruning.
 	applied int
+}
+
+// voidedGrant is what voided a grant, kept until the grant would have
+// expired.
+type voidedGrant struct {
+	conflicts []Conflict
+	expiresAt time.Time
 }
 
 // Takeover is a reservation archived as expired because another agent
@@ -167,7 +174,7 @@ const pruneEvery = 1024
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{res: map[string]Reservation{}, bySeg: map[string]map[string]bool{}, voided: map[string][]Conflict{}}
+	return &Table{res: map[string]Reservation{}, bySeg: map[string]map[string]bool{}, voided: map[string]voidedGrant{}}
 }
 
 // seg is the index key of a canonical scope.
@@ -280,10 +287,14 @@ func (t *Table) Get(id string) (Reservation, bool) {
 
 // Voided returns the conflicts that voided the grant event id, and
 // whether it was voided: an earlier event in the ledger granted an
-// overlapping scope to another agent (two relays decided at once).
+// overlapping scope to another agent (two relays decided at once). A
+// voided grant is forgotten with the expired reservations, once the
+// time it asked for has passed, so that races do not grow the table for
+// ever; for such an old grant Voided reports false and Get finds nothing:
+// neither voided nor held, it has lapsed.
 func (t *Table) Voided(id string) ([]Conflict, bool) {
-	c, ok := t.voided[id]
-	return c, ok
+	v, ok := t.voided[id]
+	return v.conflicts, ok
 }
 
 // canonAll canonicalises and de-duplicates scopes, keeping order.
@@ -521,7 +532,7 @@ func (t *Table) Apply(ev ledger.Event) error {
 		})
 		if len(cs) > 0 {
 			sortConflicts(cs)
-			t.voided[ev.ID] = cs
+			t.voided[ev.ID] = voidedGrant{conflicts: cs, expiresAt: exp}
 			return nil
 		}
 		t.add(Reservation{ID: ev.ID, Agent: d.Agent, Scope: scope, Reason: d.Reason, GrantedAt: at, RenewedAt: at, ExpiresAt: exp})
@@ -561,11 +572,17 @@ func (t *Table) Apply(ev ledger.Event) error {
 }
 
 // prune drops reservations expired at now, so the table holds only live
-// ones (an expired reservation never conflicts nor renews).
+// ones (an expired reservation never conflicts nor renews), and the
+// voided grants that would have expired by now.
 func (t *Table) prune(now time.Time) {
 	for id, r := range t.res {
 		if !r.Live(now) {
 			t.remove(id)
+		}
+	}
+	for id, v := range t.voided {
+		if !now.Before(v.expiresAt) {
+			delete(t.voided, id)
 		}
 	}
 }

@@ -38,9 +38,9 @@ type Store struct {
 	cursors map[[2]string]ledger.Cursor
 	marks   map[string]ledger.Mark
 	claims  map[[2]string]ledger.Claim
-	wake    map[string]chan struct{} // closed on the next append to the group
-	order   []ledger.Event           // every event in append order: position i+1
-	wakeLog chan struct{}            // closed on the next append to any group
+	wake    map[string]*wakeup // the group's followers' wake-up
+	order   []ledger.Event     // every event in append order: position i+1
+	wakeLog chan struct{}      // closed on the next append to any group
 	lastTS  time.Time
 }
 
@@ -61,7 +61,7 @@ func New(now func() time.Time) *Store {
 		cursors: make(map[[2]string]ledger.Cursor),
 		marks:   make(map[string]ledger.Mark),
 		claims:  make(map[[2]string]ledger.Claim),
-		wake:    make(map[string]chan struct{}),
+		wake:    make(map[string]*wakeup),
 		wakeLog: make(chan struct{}),
 	}
 }
@@ -90,8 +90,8 @@ func (s *Store) add(ev ledger.Event) {
 	if ev.DedupeKey != "" {
 		s.byKey[ev.DedupeKey] = ev.ID
 	}
-	if ch, ok := s.wake[ev.GroupID]; ok {
-		close(ch)
+	if w, ok := s.wake[ev.GroupID]; ok {
+		close(w.ch)
 		delete(s.wake, ev.GroupID)
 	}
 	s.order = append(s.order, ev)
@@ -233,21 +233,57 @@ func (s *Store) Groups(ctx context.Context) ([]ledger.Group, error) {
 	return gs, nil
 }
 
+// wakeup is a group's wake channel, closed by the group's next append,
+// and the number of followers holding it. A follower holds it from the
+// arm of ledger.Pages until its next arm or its end, so a group is
+// registered exactly while someone follows it: a follower whose ctx
+// ends, whose range loop breaks or whose pull iterator is stopped lets
+// go at once, and a stream opened on a group that is never appended to
+// leaves nothing behind.
+type wakeup struct {
+	ch   chan struct{}
+	held int
+}
+
 // Follow implements ledger.Store.
 func (s *Store) Follow(ctx context.Context, group string, sinceSeq int64) iter.Seq2[ledger.Event, error] {
 	read := func(after int64) ([]ledger.Event, error) { return s.Range(ctx, group, after, nil, followPage) }
-	return ledger.Pages(ctx, sinceSeq, followPage, read, func(ev ledger.Event) int64 { return ev.Seq }, func() (func() error, error) {
-		if err := s.lock("follow"); err != nil {
-			return nil, err
-		}
-		wake, ok := s.wake[group]
-		if !ok {
-			wake = make(chan struct{})
-			s.wake[group] = wake
-		}
-		s.mu.Unlock()
-		return s.waiter(ctx, wake, "follow "+strconv.Quote(group)), nil
-	})
+	return func(yield func(ledger.Event, error) bool) {
+		var held *wakeup
+		defer func() {
+			s.mu.Lock()
+			s.release(group, held)
+			s.mu.Unlock()
+		}()
+		ledger.Pages(ctx, sinceSeq, followPage, read, func(ev ledger.Event) int64 { return ev.Seq }, func() (func() error, error) {
+			if err := s.lock("follow"); err != nil {
+				return nil, err
+			}
+			cur, ok := s.wake[group]
+			if !ok {
+				cur = &wakeup{ch: make(chan struct{})}
+				s.wake[group] = cur
+			}
+			if cur != held {
+				s.release(group, held)
+				cur.held++
+				held = cur
+			}
+			s.mu.Unlock()
+			return s.waiter(ctx, cur.ch, "follow "+strconv.Quote(group)), nil
+		})(yield)
+	}
+}
+
+// release lets go of w, a wake-up of group (nil: none), and drops it if
+// nobody else holds it; s.mu is held.
+func (s *Store) release(group string, w *wakeup) {
+	if w == nil {
+		return
+	}
+	if w.held--; w.held == 0 && s.wake[group] == w {
+		delete(s.wake, group)
+	}
 }
 
 // waiter returns the wait of ledger.Pages on wake: nil when it fires,
