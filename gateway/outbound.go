@@ -43,9 +43,10 @@ type OutboundOptions struct {
 	// one receiver gets at most half of them (at least one).
 	Workers int
 	// HorizonEvery is how often the dispatch horizon is saved in the
-	// ledger when it has moved (5 s when zero): a restart reads the
-	// ledger from there, and re-reads at most what came after the last
-	// save (docs/design.md §5.1).
+	// ledger when it has moved (5 s when zero); it is saved once more
+	// when the dispatcher stops. A restart reads the ledger from there,
+	// and after a crash re-reads at most what came after the last save
+	// (docs/design.md §5.1).
 	HorizonEvery time.Duration
 }
 
@@ -240,12 +241,27 @@ func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				o.saveHorizon(ctx)
+				if err := o.saveHorizon(ctx); err != nil && ctx.Err() == nil {
+					o.log.Warn("saving the dispatch horizon; trying again later", "err", err)
+				}
 			}
 		}
 	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// Once every send and the follower have stopped, the horizon as it
+	// stands is saved: a stop loses no progress (up to HorizonEvery of
+	// it), so the next start reads no more than it must. What stopped
+	// mid-send or mid-record is still pending, so the horizon stays
+	// before it. The save is bounded: a ledger that does not answer must
+	// not hold up a shutdown.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), horizonStopTimeout)
+		defer cancel()
+		if err := o.saveHorizon(sctx); err != nil {
+			o.log.Warn("saving the dispatch horizon at stop; the next start reads the ledger from the one saved before", "err", err)
+		}
+	}()
 	defer wg.Wait()
 	defer cancel()
 	for {
@@ -315,7 +331,8 @@ func (o *outbound) followAll(ctx context.Context) {
 // a delivery still pending (queued, waiting for its receiver, in flight,
 // in backoff, or its record being tried again), or while nothing is
 // pending the last event the follower passed. It is saved every
-// HorizonEvery, after the records it relies on are durable, so a crash
+// HorizonEvery and when the dispatcher stops, after the records it relies
+// on are durable, so a crash
 // loses at most the last moves: the restart reads more, sends nothing
 // twice (the records are read first) and skips nothing.
 //
@@ -407,24 +424,26 @@ func (o *outbound) horizon() ledger.Mark {
 	return h
 }
 
+// horizonStopTimeout bounds the save of the dispatch horizon when the
+// dispatcher stops.
+const horizonStopTimeout = 2 * time.Second
+
 // saveHorizon saves the dispatch horizon in the ledger if it has moved.
-func (o *outbound) saveHorizon(ctx context.Context) {
+func (o *outbound) saveHorizon(ctx context.Context) error {
 	h := o.horizon()
 	o.mu.Lock()
 	moved := h.Pos > o.saved.Pos
 	o.mu.Unlock()
 	if !moved {
-		return
+		return nil
 	}
 	if err := o.r.store.SetMark(ctx, o.horizonName, h); err != nil {
-		if ctx.Err() == nil {
-			o.log.Warn("saving the dispatch horizon; trying again later", "position", h.Pos, "err", err)
-		}
-		return
+		return fmt.Errorf("saving the dispatch horizon at position %d: %w", h.Pos, err)
 	}
 	o.mu.Lock()
 	o.saved = h
 	o.mu.Unlock()
+	return nil
 }
 
 // prefillGroups marks final every delivery recorded in the ledger, read

@@ -373,9 +373,11 @@ func TestOutboundHorizonNeverPassesPending(t *testing.T) {
 	}
 
 	// Run 2: claude is back; the horizon is never saved (a crash after
-	// the records and before the save).
+	// the records and before the save: a ledger that refuses the mark,
+	// since a stop would save it).
+	crashed := gateway.New(crashBeforeSave{r.Store()}, &gateway.Options{Book: r.Book()})
 	up := &recordingSender{}
-	stop = runDispatcher(t, r, &gateway.OutboundOptions{
+	stop = runDispatcher(t, crashed, &gateway.OutboundOptions{
 		Senders:      map[string]transports.Sender{"folder": up, "mail": gpt},
 		HorizonEvery: time.Hour,
 	})
@@ -418,6 +420,14 @@ func TestOutboundHorizonNeverPassesPending(t *testing.T) {
 	if got := gpt.count("gpt@example.test"); got != 22 {
 		t.Errorf("sends to chatgpt in runs 1 and 2 = %d, want 22 (each once)", got)
 	}
+}
+
+// crashBeforeSave is a ledger whose dispatcher never saves its
+// horizon, as one killed before each save: it refuses every mark.
+type crashBeforeSave struct{ ledger.Store }
+
+func (crashBeforeSave) SetMark(context.Context, string, ledger.Mark) error {
+	return errors.New("killed before the save")
 }
 
 // TestOutboundHorizonUpgrade checks a ledger written before there was a
