@@ -3,12 +3,14 @@ package signing
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha512"
 	"encoding/hex"
 	"math/rand/v2"
 	"sync"
 	"testing"
 
 	"github.com/oasisprotocol/curve25519-voi/curve"
+	"github.com/oasisprotocol/curve25519-voi/curve/scalar"
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 )
 
@@ -30,6 +32,9 @@ var edgePoints = []string{
 	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // y = p+1, sign bit set
 	"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // y = 2^255-1: not reduced
 	"0200000000000000000000000000000000000000000000000000000000000000", // y = 2
+	"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // y = -1, sign bit set (x = 0)
+	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // y = p (0), sign bit set: the other point of order 4
+	"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // y = 2^255-1, sign bit set
 }
 
 // Scalars S around the group order L, which crypto/ed25519 requires S
@@ -228,8 +233,9 @@ func TestExpandedKeysBounded(t *testing.T) {
 // TestTablesBounded makes every key busy at its first signature and
 // verifies, from several goroutines, more keys than the expanded-key cache
 // holds: at most maxTables tables exist, the count matches the entries
-// that hold one (eviction and building race here), and every verification
-// stays right, through a table or not.
+// that hold one (eviction and building race here), each of those tables
+// is of its own key's −A, and every verification stays right, through a
+// table or not.
 func TestTablesBounded(t *testing.T) {
 	defer func(n uint32) {
 		tableAfter = n
@@ -267,9 +273,12 @@ func TestTablesBounded(t *testing.T) {
 	expandedKeys.RLock()
 	defer expandedKeys.RUnlock()
 	held := 0
-	for _, e := range expandedKeys.m {
-		if e.tbl.Load() != nil {
+	for k, e := range expandedKeys.m {
+		if tbl := e.tbl.Load(); tbl != nil {
 			held++
+			if tbl.Basepoint().Equal(negTable(k[:]).Basepoint()) != 1 {
+				t.Errorf("key %x holds a table of another point", k)
+			}
 		}
 	}
 	if held != expandedKeys.tables || held > maxTables {
@@ -371,4 +380,118 @@ func BenchmarkEd25519Table(b *testing.B) {
 			b.Fatal("refused")
 		}
 	})
+}
+
+// TestVerifyEd25519MixedOrderKeys checks the keys that the small-order
+// cases leave out: A' = A + T for a key A with a known secret and each of
+// the eight torsion points T (orders 1, 2, 4 and 8), with R = [r]B + T_R
+// for each torsion point T_R and S = r + k·a. Such a signature holds under
+// the cofactored equation always, and under crypto/ed25519's cofactorless
+// one only when T_R = −[k]T, so about one in ord(T) is accepted: the test
+// checks both verdicts against that, through the expanded path, the table
+// path, and the cache (every key gets enough valid signatures to become
+// busy and verify through the table buildTable built).
+func TestVerifyEd25519MixedOrderKeys(t *testing.T) {
+	expandedKeys.Lock()
+	expandedKeys.m, expandedKeys.tables = nil, 0 // a table slot for each key
+	expandedKeys.Unlock()
+	var c curve.CompressedEdwardsY
+	copy(c[:], unhex(t, edgePoints[5])) // order 8
+	var t8 curve.EdwardsPoint
+	if _, err := t8.SetCompressedY(&c); err != nil {
+		t.Fatal(err)
+	}
+	torsion := make([]curve.EdwardsPoint, 8) // torsion[i] = [i]T8
+	torsion[0].Identity()
+	for i := 1; i < 8; i++ {
+		torsion[i].Add(&torsion[i-1], &t8)
+	}
+	if !torsion[7].Add(&torsion[7], &t8).IsIdentity() || torsion[4].IsIdentity() {
+		t.Fatal("T8 is not of order 8")
+	}
+	torsion[7].Sub(&torsion[0], &t8)
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	seed := random(ed25519.SeedSize)
+	h := sha512.Sum512(seed)
+	h[0] &= 248
+	h[31] &= 127
+	h[31] |= 64
+	var a scalar.Scalar
+	if _, err := a.SetBytesModOrder(h[:32]); err != nil {
+		t.Fatal(err)
+	}
+	var bigA curve.EdwardsPoint
+	bigA.MulBasepoint(curve.ED25519_BASEPOINT_TABLE, &a)
+	if pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey); !bytes.Equal(pub, curve.NewCompressedEdwardsY().SetEdwardsPoint(&bigA)[:]) {
+		t.Fatal("the secret scalar does not give the key's point")
+	}
+
+	accepted, refused := 0, 0
+	for i := range torsion {
+		var aMixed curve.EdwardsPoint
+		aMixed.Add(&bigA, &torsion[i])
+		pub := bytes.Clone(curve.NewCompressedEdwardsY().SetEdwardsPoint(&aMixed)[:])
+		valid := 0
+		for range 64 {
+			var r scalar.Scalar
+			if _, err := r.SetBytesModOrderWide(random(64)); err != nil {
+				t.Fatal(err)
+			}
+			msg := random(rng.IntN(64))
+			for j := range torsion {
+				var bigR curve.EdwardsPoint
+				bigR.MulBasepoint(curve.ED25519_BASEPOINT_TABLE, &r)
+				bigR.Add(&bigR, &torsion[j])
+				rb := curve.NewCompressedEdwardsY().SetEdwardsPoint(&bigR)[:]
+				d := sha512.New()
+				d.Write(rb)
+				d.Write(pub)
+				d.Write(msg)
+				var k, s scalar.Scalar
+				if _, err := k.SetBytesModOrderWide(d.Sum(nil)); err != nil {
+					t.Fatal(err)
+				}
+				s.Mul(&k, &a)
+				s.Add(&s, &r)
+				sig := make([]byte, ed25519.SignatureSize)
+				copy(sig, rb)
+				if err := s.ToBytes(sig[32:]); err != nil {
+					t.Fatal(err)
+				}
+				// Cofactorless: [S]B − [k]A' = R iff T_R + [k]T = 0.
+				var kT curve.EdwardsPoint
+				kT.Mul(&torsion[i], &k)
+				want := kT.Add(&kT, &torsion[j]).IsIdentity()
+				if got := sameAsStdlib(t, pub, msg, sig); got != want {
+					t.Fatalf("T%d, T_R%d: crypto/ed25519 says %v, the equation %v", i, j, got, want)
+				}
+				if want {
+					accepted++
+					valid++
+				} else {
+					refused++
+				}
+				sig[rng.IntN(len(sig))] ^= 1 << rng.IntN(8)
+				sameAsStdlib(t, pub, msg, sig)
+			}
+		}
+		expandedKeys.RLock()
+		e := expandedKeys.m[[ed25519.PublicKeySize]byte(pub)]
+		expandedKeys.RUnlock()
+		if valid > int(tableAfter) && (e == nil || e.tbl.Load() == nil) {
+			t.Fatalf("T%d: %d valid signatures and no table", i, valid)
+		}
+	}
+	if accepted == 0 || refused == 0 {
+		t.Fatalf("%d accepted, %d refused: both kinds are needed", accepted, refused)
+	}
+	t.Logf("%d accepted, %d refused", accepted, refused)
 }
