@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/oasisprotocol/curve25519-voi/curve"
 	"github.com/oasisprotocol/curve25519-voi/curve/scalar"
@@ -24,10 +25,17 @@ const maxExpanded = 1024
 // 40 KiB and 160 µs to build, after which a verification costs about two
 // thirds of the expanded key's. tableAfter is how many valid signatures a
 // key needs before it gets one (a variable so that tests can make every
-// key busy); maxTables bounds their memory to about 2.5 MiB.
+// key busy); maxTables bounds their memory to about 2.5 MiB. When every
+// table is taken, a busy key takes the table of the key whose table has
+// gone unused longest, if that is more than tableIdle; if none has, it
+// asks again after every tableRetry more valid signatures.
 var tableAfter uint32 = 32
 
-const maxTables = 64
+const (
+	maxTables  = 64
+	tableIdle  = time.Minute
+	tableRetry = 1024
+)
 
 // expandedKey is one cached key: its expanded form, and once it is busy
 // its table.
@@ -35,6 +43,9 @@ type expandedKey struct {
 	x    *voi.ExpandedPublicKey
 	uses atomic.Uint32
 	tbl  atomic.Pointer[curve.EdwardsBasepointTable]
+	// used is when the table last verified a signature (Unix
+	// nanoseconds): the idlest table is the one a busy key takes.
+	used atomic.Int64
 }
 
 // expandedKeys caches the precomputed form of the Ed25519 public keys
@@ -60,12 +71,13 @@ func verifyEd25519(key ed25519.PublicKey, msg, sig []byte) bool {
 	expandedKeys.RUnlock()
 	if e != nil {
 		if t := e.tbl.Load(); t != nil {
+			e.used.Store(time.Now().UnixNano())
 			return verifyWithTable(t, key, msg, sig)
 		}
 		if !voi.VerifyExpandedWithOptions(e.x, msg, sig, stdlibRules) {
 			return false
 		}
-		if e.uses.Add(1) == tableAfter {
+		if n := e.uses.Add(1); n == tableAfter || n > tableAfter && (n-tableAfter)%tableRetry == 0 {
 			e.buildTable(k)
 		}
 		return true
@@ -105,13 +117,17 @@ func verifyEd25519(key ed25519.PublicKey, msg, sig []byte) bool {
 }
 
 // buildTable gives e, cached under k, its table if fewer than maxTables
-// exist. The table is built outside the lock and kept only if e is still
-// cached: an entry evicted meanwhile gives its place back.
+// exist, or if one has gone unused for tableIdle (its key loses it). The
+// table is built outside the lock and kept only if e is still cached: an
+// entry evicted meanwhile gives its place back.
 func (e *expandedKey) buildTable(k [ed25519.PublicKeySize]byte) {
 	expandedKeys.Lock()
 	ok := expandedKeys.tables < maxTables
 	if ok {
 		expandedKeys.tables++
+	} else if idle := idlestTable(); idle != nil {
+		idle.tbl.Store(nil) // its place is e's now: the count stays
+		ok = true
 	}
 	expandedKeys.Unlock()
 	if !ok {
@@ -129,11 +145,27 @@ func (e *expandedKey) buildTable(k [ed25519.PublicKeySize]byte) {
 	}
 	expandedKeys.Lock()
 	if t != nil && expandedKeys.m[k] == e {
+		e.used.Store(time.Now().UnixNano())
 		e.tbl.Store(t)
 	} else {
 		expandedKeys.tables--
 	}
 	expandedKeys.Unlock()
+}
+
+// idlestTable returns the cached key whose table has gone unused longest,
+// if more than tableIdle, or nil. The caller holds expandedKeys' lock.
+func idlestTable() *expandedKey {
+	var idle *expandedKey
+	for _, o := range expandedKeys.m {
+		if o.tbl.Load() != nil && (idle == nil || o.used.Load() < idle.used.Load()) {
+			idle = o
+		}
+	}
+	if idle == nil || time.Since(time.Unix(0, idle.used.Load())) < tableIdle {
+		return nil
+	}
+	return idle
 }
 
 // verifyWithTable is crypto/ed25519's verification (RFC 8032 §5.1.7,

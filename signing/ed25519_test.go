@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/oasisprotocol/curve25519-voi/curve"
 	"github.com/oasisprotocol/curve25519-voi/curve/scalar"
@@ -494,4 +495,95 @@ func TestVerifyEd25519MixedOrderKeys(t *testing.T) {
 		t.Fatalf("%d accepted, %d refused: both kinds are needed", accepted, refused)
 	}
 	t.Logf("%d accepted, %d refused", accepted, refused)
+}
+
+// TestIdleTableTaken fills every table slot, then checks that a busy key
+// takes the table of a key idle for longer than tableIdle (and only
+// then), that one that finds none idle asks again after tableRetry more
+// signatures, and that the count of tables stays right throughout.
+func TestIdleTableTaken(t *testing.T) {
+	defer func(n uint32) {
+		tableAfter = n
+		expandedKeys.Lock()
+		expandedKeys.m, expandedKeys.tables = nil, 0 // leave the slots to other tests
+		expandedKeys.Unlock()
+	}(tableAfter)
+	expandedKeys.Lock()
+	expandedKeys.m, expandedKeys.tables = nil, 0
+	expandedKeys.Unlock()
+	tableAfter = 1
+	msg := []byte("idle")
+	newKey := func(i int) (ed25519.PublicKey, []byte, ed25519.PrivateKey) {
+		seed := make([]byte, ed25519.SeedSize)
+		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), 0x1d
+		k := ed25519.NewKeyFromSeed(seed)
+		return k.Public().(ed25519.PublicKey), ed25519.Sign(k, msg), k
+	}
+	entry := func(pub ed25519.PublicKey) *expandedKey {
+		expandedKeys.RLock()
+		defer expandedKeys.RUnlock()
+		return expandedKeys.m[[ed25519.PublicKeySize]byte(pub)]
+	}
+	check := func() {
+		t.Helper()
+		expandedKeys.RLock()
+		defer expandedKeys.RUnlock()
+		held := 0
+		for _, e := range expandedKeys.m {
+			if e.tbl.Load() != nil {
+				held++
+			}
+		}
+		if held != expandedKeys.tables || held > maxTables {
+			t.Fatalf("%d entries hold a table, the count says %d, the bound is %d", held, expandedKeys.tables, maxTables)
+		}
+	}
+	var first []ed25519.PublicKey
+	for i := range maxTables {
+		pub, sig, _ := newKey(i)
+		if !verifyEd25519(pub, msg, sig) || entry(pub).tbl.Load() == nil {
+			t.Fatalf("key %d: no table with slots free", i)
+		}
+		first = append(first, pub)
+	}
+	check()
+
+	// None idle: a new busy key gets none.
+	pub, sig, priv := newKey(maxTables)
+	if !verifyEd25519(pub, msg, sig) {
+		t.Fatal("valid signature refused")
+	}
+	if entry(pub).tbl.Load() != nil {
+		t.Fatal("a table was taken from a key that used it just now")
+	}
+	check()
+
+	// One goes idle: the new key takes it when it asks again, after
+	// tableRetry more valid signatures, and verifies through it.
+	idle := entry(first[7])
+	idle.used.Store(time.Now().Add(-2 * tableIdle).UnixNano())
+	for i := range tableRetry {
+		m := []byte{byte(i), byte(i >> 8)}
+		if !verifyEd25519(pub, m, ed25519.Sign(priv, m)) {
+			t.Fatal("valid signature refused")
+		}
+	}
+	if entry(pub).tbl.Load() == nil {
+		t.Fatalf("no table after %d more signatures with an idle one to take", tableRetry)
+	}
+	if idle.tbl.Load() != nil {
+		t.Fatal("the idle key kept its table")
+	}
+	check()
+	// Both still verify right, through a table or not.
+	for _, p := range []ed25519.PublicKey{pub, first[7]} {
+		e := entry(p)
+		if e == nil {
+			t.Fatal("entry gone")
+		}
+	}
+	sameAsStdlib(t, pub, msg, sig)
+	_, sig7, _ := newKey(7)
+	sameAsStdlib(t, first[7], msg, sig7)
+	sameAsStdlib(t, first[7], []byte("other"), sig7)
 }
