@@ -189,30 +189,8 @@ func TestVerifyEd25519WrongSizes(t *testing.T) {
 // entries make room, from many goroutines at once, and that a key whose
 // signature failed is not kept.
 func TestExpandedKeysBounded(t *testing.T) {
-	n := maxExpanded + maxExpanded/2
-	keys := make([]ed25519.PrivateKey, n)
-	for i := range keys {
-		seed := make([]byte, ed25519.SeedSize)
-		seed[0], seed[1] = byte(i), byte(i>>8)
-		keys[i] = ed25519.NewKeyFromSeed(seed)
-	}
 	msg := []byte("bounded")
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Go(func() {
-			for i := g; i < n; i += 4 {
-				k := keys[i]
-				pub := k.Public().(ed25519.PublicKey)
-				if !verifyEd25519(pub, msg, ed25519.Sign(k, msg)) {
-					t.Errorf("key %d: valid signature refused", i)
-				}
-				if verifyEd25519(pub, []byte("other"), ed25519.Sign(k, msg)) {
-					t.Errorf("key %d: signature accepted for another message", i)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	verifyMany(t, seededKeys(maxExpanded+maxExpanded/2, 0), msg, 1)
 	expandedKeys.RLock()
 	size := len(expandedKeys.m)
 	expandedKeys.RUnlock()
@@ -238,28 +216,38 @@ func TestExpandedKeysBounded(t *testing.T) {
 // is of its own key's −A, and every verification stays right, through a
 // table or not.
 func TestTablesBounded(t *testing.T) {
-	defer func(n uint32) {
-		tableAfter = n
-		expandedKeys.Lock()
-		expandedKeys.m, expandedKeys.tables = nil, 0 // leave the slots to other tests
-		expandedKeys.Unlock()
-	}(tableAfter)
-	tableAfter = 1
-	n := maxExpanded + maxExpanded/4
+	busyKeyCache(t)
+	// The second verification of each key goes through its table, if it
+	// got one.
+	verifyMany(t, seededKeys(maxExpanded+maxExpanded/4, 0x7b), []byte("tables"), 2)
+	if checkTables(t) == 0 {
+		t.Fatal("no key got a table")
+	}
+}
+
+// seededKeys returns n distinct keys, from seeds marked with tag.
+func seededKeys(n int, tag byte) []ed25519.PrivateKey {
 	keys := make([]ed25519.PrivateKey, n)
 	for i := range keys {
 		seed := make([]byte, ed25519.SeedSize)
-		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), 0x7b
+		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), tag
 		keys[i] = ed25519.NewKeyFromSeed(seed)
 	}
-	msg := []byte("tables")
+	return keys
+}
+
+// verifyMany verifies, from 4 goroutines, rounds valid signatures of msg
+// by each key, and as many of another message, and fails t unless every
+// verdict is right.
+func verifyMany(t *testing.T, keys []ed25519.PrivateKey, msg []byte, rounds int) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
-			for i := g; i < n; i += 4 {
+			for i := g; i < len(keys); i += 4 {
 				k := keys[i]
 				pub := k.Public().(ed25519.PublicKey)
-				for range 2 { // the second through the table, if it got one
+				for range rounds {
 					if !verifyEd25519(pub, msg, ed25519.Sign(k, msg)) {
 						t.Errorf("key %d: valid signature refused", i)
 					}
@@ -271,6 +259,31 @@ func TestTablesBounded(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// busyKeyCache empties the key cache and makes every key busy at its
+// first signature for the rest of t, then empties the cache again: the
+// table slots go back to other tests.
+func busyKeyCache(t *testing.T) {
+	reset := func() {
+		expandedKeys.Lock()
+		expandedKeys.m, expandedKeys.tables = nil, 0
+		expandedKeys.Unlock()
+	}
+	reset()
+	after := tableAfter
+	tableAfter = 1
+	t.Cleanup(func() {
+		tableAfter = after
+		reset()
+	})
+}
+
+// checkTables fails t unless the table count matches the cached entries
+// that hold a table, within maxTables, and each table is of its own
+// key's −A; it returns the count.
+func checkTables(t *testing.T) int {
+	t.Helper()
 	expandedKeys.RLock()
 	defer expandedKeys.RUnlock()
 	held := 0
@@ -285,9 +298,7 @@ func TestTablesBounded(t *testing.T) {
 	if held != expandedKeys.tables || held > maxTables {
 		t.Fatalf("%d entries hold a table, the count says %d, the bound is %d", held, expandedKeys.tables, maxTables)
 	}
-	if held == 0 {
-		t.Fatal("no key got a table")
-	}
+	return held
 }
 
 // TestBusyKeyUsesTable checks that a key gets its table after tableAfter
@@ -502,16 +513,7 @@ func TestVerifyEd25519MixedOrderKeys(t *testing.T) {
 // then), that one that finds none idle asks again after tableRetry more
 // signatures, and that the count of tables stays right throughout.
 func TestIdleTableTaken(t *testing.T) {
-	defer func(n uint32) {
-		tableAfter = n
-		expandedKeys.Lock()
-		expandedKeys.m, expandedKeys.tables = nil, 0 // leave the slots to other tests
-		expandedKeys.Unlock()
-	}(tableAfter)
-	expandedKeys.Lock()
-	expandedKeys.m, expandedKeys.tables = nil, 0
-	expandedKeys.Unlock()
-	tableAfter = 1
+	busyKeyCache(t)
 	msg := []byte("idle")
 	newKey := func(i int) (ed25519.PublicKey, []byte, ed25519.PrivateKey) {
 		seed := make([]byte, ed25519.SeedSize)
@@ -524,20 +526,6 @@ func TestIdleTableTaken(t *testing.T) {
 		defer expandedKeys.RUnlock()
 		return expandedKeys.m[[ed25519.PublicKeySize]byte(pub)]
 	}
-	check := func() {
-		t.Helper()
-		expandedKeys.RLock()
-		defer expandedKeys.RUnlock()
-		held := 0
-		for _, e := range expandedKeys.m {
-			if e.tbl.Load() != nil {
-				held++
-			}
-		}
-		if held != expandedKeys.tables || held > maxTables {
-			t.Fatalf("%d entries hold a table, the count says %d, the bound is %d", held, expandedKeys.tables, maxTables)
-		}
-	}
 	var first []ed25519.PublicKey
 	for i := range maxTables {
 		pub, sig, _ := newKey(i)
@@ -546,7 +534,7 @@ func TestIdleTableTaken(t *testing.T) {
 		}
 		first = append(first, pub)
 	}
-	check()
+	checkTables(t)
 
 	// None idle: a new busy key gets none.
 	pub, sig, priv := newKey(maxTables)
@@ -556,7 +544,7 @@ func TestIdleTableTaken(t *testing.T) {
 	if entry(pub).tbl.Load() != nil {
 		t.Fatal("a table was taken from a key that used it just now")
 	}
-	check()
+	checkTables(t)
 
 	// One goes idle: the new key takes it when it asks again, after
 	// tableRetry more valid signatures, and verifies through it.
@@ -574,14 +562,8 @@ func TestIdleTableTaken(t *testing.T) {
 	if idle.tbl.Load() != nil {
 		t.Fatal("the idle key kept its table")
 	}
-	check()
+	checkTables(t)
 	// Both still verify right, through a table or not.
-	for _, p := range []ed25519.PublicKey{pub, first[7]} {
-		e := entry(p)
-		if e == nil {
-			t.Fatal("entry gone")
-		}
-	}
 	sameAsStdlib(t, pub, msg, sig)
 	_, sig7, _ := newKey(7)
 	sameAsStdlib(t, first[7], msg, sig7)
