@@ -49,6 +49,10 @@ type Backend interface {
 	// channel resumes; gateway.ActionDelivered), 0 when it has none. It is
 	// not the read cursor: reading never moves it.
 	Cursor(ctx context.Context, agent, group string) (int64, error)
+	// Cursors returns agent's delivery cursors in every group that has
+	// one, by group, in one call: what a channel resumes from. A group
+	// missing from the map has none (0).
+	Cursors(ctx context.Context, agent string) (map[string]int64, error)
 	// Touch records agent's activity.
 	Touch(ctx context.Context, agent string) error
 	// Agents lists the agents the relay knows or has seen, with liveness.
@@ -237,6 +241,26 @@ func (l *Local) Cursor(ctx context.Context, agent, group string) (int64, error) 
 		return 0, fmt.Errorf("c2a: cursor of %s in %s: %w", agent, group, err)
 	}
 	return c.Seq, nil
+}
+
+// Cursors returns agent's delivery cursors by group: one store read per
+// group, in this process.
+func (l *Local) Cursors(ctx context.Context, agent string) (map[string]int64, error) {
+	gs, err := l.Relay.Groups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("c2a: listing groups: %w", err)
+	}
+	out := make(map[string]int64, len(gs))
+	for _, g := range gs {
+		seq, err := l.Cursor(ctx, agent, g.ID)
+		if err != nil {
+			return nil, err
+		}
+		if seq > 0 {
+			out[g.ID] = seq
+		}
+	}
+	return out, nil
 }
 
 // Touch records activity.

@@ -277,16 +277,9 @@ func (rm *Remote) Ingest(ctx context.Context, agent string, text []byte, idempot
 // and so does this; on a relay without the endpoint, it finds the agent's
 // last chat.read event of the group.
 func (rm *Remote) Cursor(ctx context.Context, agent, group string) (int64, error) {
-	var res struct {
-		Cursors   map[string]int64 `json:"cursors"`
-		Delivered map[string]int64 `json:"delivered"`
-	}
-	err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/cursors", Agent: agent, Retry: true}, &res)
+	cs, err := rm.cursors(ctx, agent)
 	if err == nil {
-		if res.Delivered == nil {
-			return res.Cursors[group], nil
-		}
-		return res.Delivered[group], nil
+		return cs[group], nil
 	}
 	if !errors.Is(err, errNotServed) {
 		return 0, err
@@ -314,6 +307,47 @@ func (rm *Remote) Cursor(ctx context.Context, agent, group string) (int64, error
 		}
 	}
 	return 0, nil
+}
+
+// Cursors reads GET /v1/agents/{agent}/cursors once: the delivery
+// cursors of every group. On a relay without that endpoint it reads each
+// group's as Cursor does.
+func (rm *Remote) Cursors(ctx context.Context, agent string) (map[string]int64, error) {
+	all, err := rm.cursors(ctx, agent)
+	if !errors.Is(err, errNotServed) {
+		return all, err
+	}
+	gs, err := rm.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all = make(map[string]int64, len(gs))
+	for _, g := range gs {
+		seq, err := rm.Cursor(ctx, agent, g.ID)
+		if err != nil {
+			return nil, err
+		}
+		if seq > 0 {
+			all[g.ID] = seq
+		}
+	}
+	return all, nil
+}
+
+// cursors reads GET /v1/agents/{agent}/cursors: the delivery cursors by
+// group, or, from a relay that predates them, the read cursors.
+func (rm *Remote) cursors(ctx context.Context, agent string) (map[string]int64, error) {
+	var res struct {
+		Cursors   map[string]int64 `json:"cursors"`
+		Delivered map[string]int64 `json:"delivered"`
+	}
+	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/cursors", Agent: agent, Retry: true}, &res); err != nil {
+		return nil, err
+	}
+	if res.Delivered == nil {
+		return res.Cursors, nil
+	}
+	return res.Delivered, nil
 }
 
 // Touch posts POST /v1/agents/{agent}/heartbeat; on a relay without it,

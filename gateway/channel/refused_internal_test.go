@@ -23,6 +23,11 @@ func (refusingBackend) Cursor(context.Context, string, string) (int64, error) {
 	return 0, &gateway.ActionError{Code: gateway.CodePermission, Reason: `principal "chatgpt" may not act as "claude"`}
 }
 
+func (b refusingBackend) Cursors(ctx context.Context, agent string) (map[string]int64, error) {
+	_, err := b.Cursor(ctx, agent, "")
+	return nil, err
+}
+
 // TestInitializeRefused: `crosstalk harness --relay` with another agent's
 // token: the relay refuses to read the agent's cursors, and initialize
 // answers -32003 permission denied with the relay's reason, not -32603 (an

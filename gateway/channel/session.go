@@ -467,11 +467,14 @@ func (s *session) initialize(raw json.RawMessage) (any, *Error) {
 	if err != nil {
 		return nil, backendErr(err, "listing groups: %v", err)
 	}
+	// Every group's resume point in one call: a call per group cost, over
+	// a remote relay, one read of every group's cursors each.
+	cursors, err := s.opts.Backend.Cursors(s.ctx, s.opts.Agent)
+	if err != nil {
+		return nil, backendErr(err, "reading the resume points: %v", err)
+	}
 	for _, g := range groups {
-		seq, err := s.opts.Backend.Cursor(s.ctx, s.opts.Agent, g)
-		if err != nil {
-			return nil, backendErr(err, "reading the resume point of %s: %v", g, err)
-		}
+		seq := cursors[g]
 		resume[g] = seq
 		s.groups[g] = &groupState{acked: map[string]bool{}, queued: seq}
 	}
