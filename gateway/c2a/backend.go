@@ -246,13 +246,19 @@ func (l *Local) Cursor(ctx context.Context, agent, group string) (int64, error) 
 // Cursors returns agent's delivery cursors by group: one store read per
 // group, in this process.
 func (l *Local) Cursors(ctx context.Context, agent string) (map[string]int64, error) {
-	gs, err := l.Relay.Groups(ctx)
+	return cursorPerGroup(ctx, l, agent)
+}
+
+// cursorPerGroup is Backend.Cursors from b's Groups and a Cursor call for
+// each.
+func cursorPerGroup(ctx context.Context, b Backend, agent string) (map[string]int64, error) {
+	gs, err := b.Groups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("c2a: listing groups: %w", err)
 	}
 	out := make(map[string]int64, len(gs))
 	for _, g := range gs {
-		seq, err := l.Cursor(ctx, agent, g.ID)
+		seq, err := b.Cursor(ctx, agent, g.ID)
 		if err != nil {
 			return nil, err
 		}

@@ -317,21 +317,7 @@ func (rm *Remote) Cursors(ctx context.Context, agent string) (map[string]int64, 
 	if !errors.Is(err, errNotServed) {
 		return all, err
 	}
-	gs, err := rm.Groups(ctx)
-	if err != nil {
-		return nil, err
-	}
-	all = make(map[string]int64, len(gs))
-	for _, g := range gs {
-		seq, err := rm.Cursor(ctx, agent, g.ID)
-		if err != nil {
-			return nil, err
-		}
-		if seq > 0 {
-			all[g.ID] = seq
-		}
-	}
-	return all, nil
+	return cursorPerGroup(ctx, rm, agent)
 }
 
 // cursors reads GET /v1/agents/{agent}/cursors: the delivery cursors by
