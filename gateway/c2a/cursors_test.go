@@ -1,0 +1,62 @@
+package c2a_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/c2a"
+	"github.com/crosstalk-go/crosstalk/internal/testrelay"
+)
+
+// TestCursors: Remote.Cursors answers what Local.Cursors does on the same
+// relay, every group's delivery cursor in one call; a relay without the
+// cursors endpoint is asked group by group; a refusal is the caller's
+// error, not a reason to ask again.
+func TestCursors(t *testing.T) {
+	r := testrelay.Start(t, nil)
+	for _, g := range []string{"alpha", "beta", "gamma"} {
+		ev := r.Send(t, "CHATGPT", "CLAUDE", "INFORM", "hello", g, "")
+		if g == "gamma" {
+			continue // no cursor here
+		}
+		if _, err := r.Relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionDelivered, Group: g, EventID: ev.ID, Actor: "claude"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local, err := (&c2a.Local{Relay: r.Relay}).Cursors(t.Context(), "claude")
+	if err != nil || len(local) != 2 || local["alpha"] == 0 || local["beta"] == 0 {
+		t.Fatalf("Local.Cursors = %v, %v; want alpha and beta", local, err)
+	}
+	remote, err := (&c2a.Remote{URL: r.URL, Retries: -1}).Cursors(t.Context(), "claude")
+	if err != nil || len(remote) != len(local) || remote["alpha"] != local["alpha"] || remote["beta"] != local["beta"] {
+		t.Fatalf("Remote.Cursors = %v, %v; want %v", remote, err, local)
+	}
+
+	// An old relay: no cursors endpoint, and (here) no groups.
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/v1/groups") {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"groups":[]}`))
+			return
+		}
+		http.NotFound(w, req)
+	}))
+	defer old.Close()
+	if got, err := (&c2a.Remote{URL: old.URL, Retries: -1}).Cursors(t.Context(), "claude"); err != nil || len(got) != 0 {
+		t.Errorf("Remote.Cursors on a relay without the endpoint = %v, %v; want none, no error", got, err)
+	}
+
+	// A refusal.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte(`{"error":{"code":"E-PERMISSION","message":"principal \"chatgpt\" may not act as \"claude\""}}`))
+	}))
+	defer refusing.Close()
+	if _, err := (&c2a.Remote{URL: refusing.URL, Retries: -1}).Cursors(t.Context(), "claude"); err == nil || !strings.Contains(err.Error(), "may not act as") {
+		t.Errorf("Remote.Cursors refused = %v, want the relay's reason", err)
+	}
+}
