@@ -53,7 +53,7 @@ func TestCursors(t *testing.T) {
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusForbidden)
-		w.Write([]byte(`{"error":{"code":"E-PERMISSION","message":"principal \"chatgpt\" may not act as \"claude\""}}`))
+		w.Write([]byte(`{"error":{"code":"permission_denied","message":"principal \"chatgpt\" may not act as \"claude\""}}`))
 	}))
 	defer refusing.Close()
 	if _, err := (&c2a.Remote{URL: refusing.URL, Retries: -1}).Cursors(t.Context(), "claude"); err == nil || !strings.Contains(err.Error(), "may not act as") {
