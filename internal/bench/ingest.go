@@ -165,13 +165,6 @@ func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := &source{key: key, groups: allGroups}
-	if err := pool.grow(4096); err != nil { // the ceiling keeps nothing: reusing envelopes is fine
-		return nil, err
-	}
-	var next atomic.Int64
-	fromPool := func() ([]byte, error) { return pool.stock[int(next.Add(1)-1)%len(pool.stock)], nil }
-
 	// The servers start under their measurement's profiler label, so
 	// that their goroutines carry it.
 	var (
@@ -183,12 +176,17 @@ func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 		return nil, err
 	}
 	defer stop()
-	var load *loadProc
+	var (
+		load     *loadProc
+		fromPool func() ([]byte, error) // the ceiling's envelopes, clients in this process
+	)
 	if len(o.LoadCommand) > 0 {
 		if load, err = startLoad(ctx, o.LoadCommand, key); err != nil {
 			return nil, err
 		}
 		defer load.close()
+	} else if fromPool, err = reusedPool(key); err != nil {
+		return nil, err
 	}
 	res.ClientsInProcess = load == nil
 	if err := benchRun(ctx, res, tmp, key, clients, d, ceilingURL, fromPool, load, progress); err != nil {
@@ -204,6 +202,17 @@ func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 		res.FsyncRatio = res.Relay.PerSec / res.Single.PerSec
 	}
 	return res, nil
+}
+
+// reusedPool signs 4096 envelopes and returns a function that hands
+// them out in turn: the ceiling keeps nothing, so reusing them is fine.
+func reusedPool(key *signing.PrivateKey) (func() ([]byte, error), error) {
+	pool := &source{key: key, groups: allGroups}
+	if err := pool.grow(4096); err != nil {
+		return nil, err
+	}
+	var next atomic.Int64
+	return func() ([]byte, error) { return pool.stock[int(next.Add(1)-1)%len(pool.stock)], nil }, nil
 }
 
 // benchRun takes the measurements in turns once the ceiling server runs.

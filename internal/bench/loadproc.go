@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/internal/cputime"
@@ -60,9 +59,9 @@ func ServeLoad(ctx context.Context, r io.Reader, w io.Writer) error {
 	dec := json.NewDecoder(bufio.NewReader(r))
 	enc := json.NewEncoder(w)
 	var (
-		stock, fresh *source
-		next         atomic.Int64
-		clients      = map[string]*http.Client{}
+		fromPool func() ([]byte, error)
+		fresh    *source
+		clients  = map[string]*http.Client{}
 	)
 	defer func() {
 		for _, hc := range clients {
@@ -85,9 +84,9 @@ func ServeLoad(ctx context.Context, r io.Reader, w io.Writer) error {
 				if err != nil {
 					return err
 				}
-				stock = &source{key: key, groups: allGroups}
 				fresh = &source{key: key, groups: allGroups}
-				return stock.grow(4096)
+				fromPool, err = reusedPool(key)
+				return err
 			case "grow":
 				if fresh == nil {
 					return errors.New("grow before init")
@@ -104,7 +103,7 @@ func ServeLoad(ctx context.Context, r io.Reader, w io.Writer) error {
 				}
 				nextBody := fresh.next
 				if !req.Fresh {
-					nextBody = func() ([]byte, error) { return stock.stock[int(next.Add(1)-1)%len(stock.stock)], nil }
+					nextBody = fromPool
 				}
 				m := &meter{}
 				if err := drive(ctx, hc, req.URL, req.Clients, time.Now(), req.Slice, nextBody, m); err != nil {
