@@ -103,14 +103,7 @@ func TestMailHoldsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
-	mail := func(text string) gateway.Outcome {
-		t.Helper()
-		outs, err := r.Ingest(t.Context(), gateway.Intake{Transport: "mail", Source: "imap://relay@mail/INBOX", Data: strings.NewReader(text)})
-		if err != nil || len(outs) != 1 {
-			t.Fatalf("mail intake = %d outcomes, %v", len(outs), err)
-		}
-		return outs[0]
-	}
+	mail := func(text string) gateway.Outcome { return mailIntake(t, r, text) }
 	revoke := func(from, pkid string) string {
 		return env(from, "ALL", "REVOKE", "t", "revoked", func(e *envelope.Envelope) {
 			e.Meta = []envelope.Meta{{Namespace: "revoke", Fields: []envelope.Field{{Key: "Pkid", Value: pkid}}}}
@@ -162,14 +155,7 @@ func TestMailPinsSpendNoHoldersQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
-	mail := func(text string) gateway.Outcome {
-		t.Helper()
-		outs, err := r.Ingest(t.Context(), gateway.Intake{Transport: "mail", Source: "imap://relay@mail/INBOX", Data: strings.NewReader(text)})
-		if err != nil || len(outs) != 1 {
-			t.Fatalf("mail intake = %d outcomes, %v", len(outs), err)
-		}
-		return outs[0]
-	}
+	mail := func(text string) gateway.Outcome { return mailIntake(t, r, text) }
 	for i := range signing.MaxFirstUsePins + 1 {
 		o := mail(signText(t, env("CLAUDE", "GEMINI", "REQUEST", "t", "spam"), newKey(t, fmt.Sprintf("spam%d@evil", i)), true))
 		if i < signing.MaxFirstUsePins && o.Reject != nil {
@@ -186,4 +172,15 @@ func TestMailPinsSpendNoHoldersQuota(t *testing.T) {
 	if e, ok, _ := store.Lookup("claude@test"); !ok || !strings.EqualFold(e.Sender, "claude") {
 		t.Errorf("claude@test = %+v, %v; want held by claude", e, ok)
 	}
+}
+
+// mailIntake runs text through r as the mail transport delivers it, and
+// returns the outcome of its one envelope.
+func mailIntake(t *testing.T, r *gateway.Relay, text string) gateway.Outcome {
+	t.Helper()
+	outs, err := r.Ingest(t.Context(), gateway.Intake{Transport: "mail", Source: "imap://relay@mail/INBOX", Data: strings.NewReader(text)})
+	if err != nil || len(outs) != 1 {
+		t.Fatalf("mail intake = %d outcomes, %v", len(outs), err)
+	}
+	return outs[0]
 }
