@@ -1,6 +1,6 @@
 // Command crosstalk-bench measures the relay's ingest on this machine:
 //
-//	crosstalk-bench ingest [--clients N] [--duration D] [--runs N] [--memory] [--clients-in-process] [--json] [--cpuprofile FILE]
+//	crosstalk-bench ingest [--clients N] [--duration D] [--runs N] [--memory] [--clients-in-process] [--streams N] [--json] [--cpuprofile FILE]
 //	crosstalk-bench scale  [--clients N] [--duration D] [--sync always|default] [--groups shared|disjoint] [--json]
 //	crosstalk-bench history [--sizes 10000,100000] [--ledgers sqlite,jetstream] [--runs N] [--json]
 //	crosstalk-bench import [--events N] [--file FILE] [--again] [--json] [--cpuprofile FILE]
@@ -98,6 +98,13 @@ nothing is written to disk or fsynced. Its ratios are then not verdicts
 on the relay but their bounds on this machine: what the relay's work
 other than durability (HTTP, verification, the event, the projections,
 the receipt) leaves of the ceiling's rate.
+
+--streams N keeps N streams of the addressee's deliveries over every group
+(GET /v1/agents/reader/stream) open on the relay of (b) for the whole run,
+read by the load process, as N harnesses following that agent would: a
+relay's tenth month, with its agents connected. Every envelope is then
+also decided, encoded and sent N times; the report says what share of the
+relay's envelopes each stream read.
 
 Every measurement runs with GOMAXPROCS as crosstalk relay sets it (one
 more than the runtime's choice, unless the GOMAXPROCS environment variable
@@ -213,7 +220,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("ingest", "[--clients N] [--duration D] [--runs N] [--memory] [--clients-in-process] [--json] [--cpuprofile FILE]", ingestDoc, stdout)
+	fs := newFlags("ingest", "[--clients N] [--duration D] [--runs N] [--memory] [--clients-in-process] [--streams N] [--json] [--cpuprofile FILE]", ingestDoc, stdout)
 	clients := fs.Int("clients", 64, "concurrent HTTP `clients`")
 	duration := fs.Duration("duration", 8*time.Second, "how long each of the four measurements runs, in each run")
 	runs := fs.Int("runs", 3, "how many whole `runs` to make in a row; with more than one, the goals are judged on their medians")
@@ -221,6 +228,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file` (go tool pprof)")
 	memory := fs.Bool("memory", false, "keep the relay's ledger in memory: nothing durable, the bound of the durable relay's ratios")
 	inProcess := fs.Bool("clients-in-process", false, "run the clients in this process, beside the servers (as before session 13), not in a load process of their own")
+	streams := fs.Int("streams", 0, "keep `N` streams of the addressee's deliveries open on the relay, as N harnesses following it would")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -233,6 +241,9 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *runs < 1 {
 		return usagef("ingest: --runs must be at least 1")
 	}
+	if *streams < 0 || *streams > bench.MaxStreams {
+		return usagef("ingest: --streams must be 0 to %d", bench.MaxStreams)
+	}
 	stop, err := startProfile(*cpuProfile)
 	if err != nil {
 		return err
@@ -240,7 +251,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer stop()
 	// GOMAXPROCS as crosstalk relay sets it, for every measurement alike.
 	defer procs.ForRelay()()
-	o := bench.IngestOptions{Clients: *clients, Duration: *duration, Progress: stderr, Memory: *memory}
+	o := bench.IngestOptions{Clients: *clients, Duration: *duration, Progress: stderr, Memory: *memory, Streams: *streams}
 	if !*inProcess {
 		self, err := os.Executable()
 		if err != nil {

@@ -60,6 +60,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"ingest", "--clients", "0"}, exitUsage, ""},
 		{[]string{"ingest", "--duration", "1ms"}, exitUsage, ""},
 		{[]string{"ingest", "--runs", "0"}, exitUsage, ""},
+		{[]string{"ingest", "--streams", "-1"}, exitUsage, ""},
+		{[]string{"ingest", "--streams", "257"}, exitUsage, ""},
 		{[]string{"ingest", "extra"}, exitUsage, ""},
 		{[]string{"ingest", "--bogus"}, exitUsage, ""},
 		{[]string{"scale", "--clients", "2"}, exitUsage, ""},

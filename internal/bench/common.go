@@ -42,6 +42,9 @@ type meter struct {
 	done int64
 	// host is the machine's CPU ticks during the slices.
 	host cputime.Ticks
+	// streamed is the deliveries the load process's streams have read
+	// (IngestOptions.Streams), as of the last slice.
+	streamed int64
 }
 
 func (m *meter) perSec() float64 {
@@ -231,6 +234,61 @@ func post(ctx context.Context, hc *http.Client, url string, body []byte) (int, e
 	return res.StatusCode, err
 }
 
+// MaxStreams bounds IngestOptions.Streams: the relay's default
+// max_streams.
+const MaxStreams = 256
+
+// streamAgent is the agent whose deliveries the bench's streams follow:
+// every envelope the clients post is addressed to it.
+const streamAgent = "reader"
+
+// openStreams opens n streams of streamAgent's deliveries over every group
+// (GET /v1/agents/reader/stream) on the relay at base, as n harnesses
+// following the agent would, and reads them until ctx ends, adding one to
+// got for every delivery. It returns once every stream has answered 200
+// and sent its first line, or with the first failure.
+func openStreams(ctx context.Context, base string, n int, got *atomic.Int64) error {
+	hc := &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: n}}
+	ready := make(chan error, n)
+	for range n {
+		go func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/agents/"+streamAgent+"/stream", nil)
+			if err != nil {
+				ready <- err
+				return
+			}
+			res, err := hc.Do(req)
+			if err != nil {
+				ready <- fmt.Errorf("bench: opening a stream: %w", err)
+				return
+			}
+			defer res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				ready <- fmt.Errorf("bench: opening a stream: %s", res.Status)
+				return
+			}
+			sc := bufio.NewScanner(res.Body)
+			sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+			if !sc.Scan() {
+				ready <- fmt.Errorf("bench: a stream ended before its first line: %v", sc.Err())
+				return
+			}
+			ready <- nil
+			for sc.Scan() {
+				if bytes.Equal(sc.Bytes(), []byte("event: delivery")) {
+					got.Add(1)
+				}
+			}
+		}()
+	}
+	for range n {
+		if err := <-ready; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // percentile returns the q-quantile of lats in milliseconds (sorting lats).
 func percentile(lats []time.Duration, q float64) float64 {
 	if len(lats) == 0 {
@@ -251,6 +309,9 @@ func startRelay(ctx context.Context, dataDir string, pub *signing.PublicKey, nat
 	o := &server.Options{
 		DataDir: dataDir, Ledger: natsURLs, LedgerReplicas: replicas,
 		RateLimit: 1e9, RateBurst: 1_000_000_000,
+		// The bench's streams (ingest --streams) are all one anonymous
+		// principal's.
+		StreamLimit: MaxStreams, MaxStreams: MaxStreams,
 		Agents: []gateway.Agent{{ID: "bench", Names: []string{"BENCH"}, Keys: []string{benchKeyID}}, {ID: "reader", Names: []string{"READER"}}},
 		Folder: &server.FolderOptions{}, // on, as by default in crosstalk relay
 	}

@@ -46,7 +46,13 @@ type IngestResult struct {
 	Memory bool `json:"memory_ledger,omitempty"`
 	// ClientsInProcess is true when the clients of (a) and (b) ran in the
 	// servers' process (IngestOptions.LoadCommand empty).
-	ClientsInProcess bool  `json:"clients_in_process,omitempty"`
+	ClientsInProcess bool `json:"clients_in_process,omitempty"`
+	// Streams is IngestOptions.Streams; StreamDeliveries the deliveries
+	// they read in all, and RelayEvents the envelopes the relay took in
+	// all (warm-ups included): a stream that keeps up reads all of them.
+	Streams          int   `json:"streams,omitempty"`
+	StreamDeliveries int64 `json:"stream_deliveries,omitempty"`
+	RelayEvents      int64 `json:"relay_events,omitempty"`
 	Ceiling          Phase `json:"ceiling"`
 	Relay            Phase `json:"relay"`
 	Single           Phase `json:"single_fsync"`
@@ -133,6 +139,12 @@ type IngestOptions struct {
 	// the servers, sharing their Go scheduler. The CPU per envelope then
 	// counts both processes.
 	LoadCommand []string
+	// Streams opens that many streams of the addressee's deliveries over
+	// every group on the relay of (b) before its first slice, read for
+	// the whole run (by the load process when there is one), as that many
+	// harnesses following one agent would: every envelope is then also
+	// decided and sent Streams times. At most MaxStreams.
+	Streams int
 }
 
 // Ingest measures, in one run and on this machine, (a) the ceiling: a bare
@@ -146,6 +158,9 @@ func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 	if clients < 1 {
 		return nil, errors.New("bench: want at least 1 client")
 	}
+	if o.Streams < 0 || o.Streams > MaxStreams {
+		return nil, fmt.Errorf("bench: want 0 to %d streams", MaxStreams)
+	}
 	if progress == nil {
 		progress = io.Discard
 	}
@@ -154,7 +169,7 @@ func Ingest(ctx context.Context, o IngestOptions) (*IngestResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	res := &IngestResult{Machine: machine(filepath.Dir(tmp)), Clients: clients, Duration: d.String(), Memory: o.Memory}
+	res := &IngestResult{Machine: machine(filepath.Dir(tmp)), Clients: clients, Duration: d.String(), Memory: o.Memory, Streams: o.Streams}
 	if res.Machine.FsyncMillis, err = fsyncCost(filepath.Join(tmp, "fsync-probe")); err != nil {
 		return nil, err
 	}
@@ -272,6 +287,20 @@ func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.P
 			shutdown(rr)
 		}
 	}()
+	var streamed atomic.Int64 // the streams' deliveries, when they run in this process
+	if res.Streams > 0 {
+		fmt.Fprintf(progress, "bench: opening %d streams of %s's deliveries on the relay\n", res.Streams, streamAgent)
+		if load != nil {
+			_, err = load.call(loadReq{Op: "streams", URL: rr.URL(), N: res.Streams})
+		} else {
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			labelled(sctx, "streams", func(ctx context.Context) { err = openStreams(ctx, rr.URL(), res.Streams, &streamed) })
+		}
+		if err != nil {
+			return err
+		}
+	}
 	labelled(ctx, "single", func(ctx context.Context) { store, err = sqlite.Open(ctx, filepath.Join(tmp, "single.db"), nil) })
 	if err != nil {
 		return err
@@ -328,6 +357,10 @@ func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.P
 	res.Relay = relay.phase(relayName)
 	res.Single = single.phase("single writer, fsync per append")
 	res.Raw = raw.phase("raw file append + fsync")
+	res.RelayEvents = relay.done
+	if res.StreamDeliveries = relay.streamed; load == nil {
+		res.StreamDeliveries = streamed.Load()
+	}
 	res.RelayCommits = stats.Commits
 	if stats.Commits > 0 {
 		res.RelayPerCommit = float64(stats.Ops) / float64(stats.Commits)
@@ -438,6 +471,10 @@ func (r *IngestResult) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t\n", p.Name, p.PerSec, p.P50ms, p.P99ms, p.Errors, cpu, busy, steal)
 	}
 	tw.Flush()
+	if r.Streams > 0 {
+		fmt.Fprintf(w, "\nstreams: %d open on the relay, %d deliveries read: %.1f%% of the %d envelopes it took, per stream\n",
+			r.Streams, r.StreamDeliveries, 100*float64(r.StreamDeliveries)/float64(r.Streams)/float64(max(r.RelayEvents, 1)), r.RelayEvents)
+	}
 	if !r.Memory {
 		fmt.Fprintf(w, "\nrelay group commit: %d commits, %.1f appends per commit\n", r.RelayCommits, r.RelayPerCommit)
 	} else {

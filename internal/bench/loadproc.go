@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/internal/cputime"
@@ -31,8 +32,10 @@ import (
 // loadReq is one command to the load process.
 type loadReq struct {
 	// Op is "init" (Key: the signing key, marshalled), "grow" (sign N
-	// more distinct envelopes) or "drive" (Clients clients POST to URL
-	// for Slice; Fresh: distinct envelopes, else the reused stock).
+	// more distinct envelopes), "drive" (Clients clients POST to URL
+	// for Slice; Fresh: distinct envelopes, else the reused stock) or
+	// "streams" (open N delivery streams on the relay at URL, read until
+	// the load process ends: openStreams).
 	Op      string        `json:"op"`
 	Key     []byte        `json:"key,omitempty"`
 	N       int           `json:"n,omitempty"`
@@ -51,6 +54,8 @@ type loadResp struct {
 	Errors int64           `json:"errors"`
 	Lats   []time.Duration `json:"lats,omitempty"`
 	CPU    time.Duration   `json:"cpu"`
+	// Streamed is the deliveries the streams have read so far.
+	Streamed int64 `json:"streamed,omitempty"`
 }
 
 // ServeLoad is the load process: it answers the commands on r on w until
@@ -62,6 +67,7 @@ func ServeLoad(ctx context.Context, r io.Reader, w io.Writer) error {
 		fromPool func() ([]byte, error)
 		fresh    *source
 		clients  = map[string]*http.Client{}
+		streamed atomic.Int64
 	)
 	defer func() {
 		for _, hc := range clients {
@@ -109,8 +115,10 @@ func ServeLoad(ctx context.Context, r io.Reader, w io.Writer) error {
 				if err := drive(ctx, hc, req.URL, req.Clients, time.Now(), req.Slice, nextBody, m); err != nil {
 					return err
 				}
-				resp = loadResp{Count: m.count, Done: m.done, Errors: m.errors, Lats: m.lats, CPU: m.cpu}
+				resp = loadResp{Count: m.count, Done: m.done, Errors: m.errors, Lats: m.lats, CPU: m.cpu, Streamed: streamed.Load()}
 				return nil
+			case "streams":
+				return openStreams(ctx, req.URL, req.N, &streamed)
 			}
 			return fmt.Errorf("unknown command %q", req.Op)
 		}()
@@ -199,6 +207,7 @@ func (p *loadProc) drive(url string, clients int, slice time.Duration, fresh boo
 	m.lats = append(m.lats, resp.Lats...)
 	m.cpu += resp.CPU + cputime.Process() - cpu0
 	m.measured += slice - slice/10
+	m.streamed = resp.Streamed
 	return nil
 }
 

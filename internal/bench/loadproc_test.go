@@ -86,3 +86,39 @@ func testKey(t *testing.T) *signing.PrivateKey {
 	}
 	return key
 }
+
+// TestIngestStreams checks --streams: the streams open on the relay, read
+// its envelopes' deliveries (all to the streams' agent) in the load
+// process and in this one, never more than one each per envelope, and the
+// report says so; a count out of range is refused.
+func TestIngestStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a short load measurement")
+	}
+	t.Setenv(asLoadProcess, "1")
+	for _, tc := range []struct {
+		name string
+		load []string
+	}{{"load process", []string{os.Args[0]}}, {"in process", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Ingest(t.Context(), IngestOptions{Clients: 4, Duration: time.Second, LoadCommand: tc.load, Streams: 3})
+			if err != nil {
+				t.Fatalf("Ingest() = %v", err)
+			}
+			if res.Streams != 3 || res.RelayEvents == 0 || res.StreamDeliveries == 0 || res.StreamDeliveries > 3*res.RelayEvents {
+				t.Errorf("Streams %d, RelayEvents %d, StreamDeliveries %d: want 3 streams reading up to one delivery per event each",
+					res.Streams, res.RelayEvents, res.StreamDeliveries)
+			}
+			var out strings.Builder
+			res.Print(&out)
+			if !strings.Contains(out.String(), "streams: 3 open on the relay") {
+				t.Errorf("Print() = %q, want the streams' line", out.String())
+			}
+		})
+	}
+	for _, n := range []int{-1, MaxStreams + 1} {
+		if _, err := Ingest(t.Context(), IngestOptions{Clients: 1, Duration: time.Second, Streams: n}); err == nil {
+			t.Errorf("Ingest(Streams %d) = nil error", n)
+		}
+	}
+}
