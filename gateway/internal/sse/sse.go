@@ -20,6 +20,8 @@ type Writer struct {
 	w  http.ResponseWriter
 	f  http.Flusher
 	rc *http.ResponseController
+	// held: Pump flushes, once what it has at hand is written.
+	held bool
 }
 
 // WriteTimeout bounds writing one event: a reader that stops reading
@@ -55,7 +57,8 @@ func (s *Writer) deadline() {
 }
 
 // Event writes one event with data, which must not contain a line break
-// (JSON does not), and flushes it. An empty id writes no id line.
+// (JSON does not), and flushes it (within Pump, Pump flushes). An empty id
+// writes no id line.
 func (s *Writer) Event(id, name string, data []byte) error {
 	s.deadline()
 	if id != "" {
@@ -66,7 +69,9 @@ func (s *Writer) Event(id, name string, data []byte) error {
 	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
 		return err
 	}
-	s.f.Flush()
+	if !s.held {
+		s.f.Flush()
+	}
 	return nil
 }
 
@@ -88,6 +93,9 @@ func (s *Writer) Comment(text string) error {
 	s.f.Flush()
 	return nil
 }
+
+// pumpAhead is how many elements Pump reads ahead of its writes.
+const pumpAhead = 32
 
 // Next is one element of a sequence handed over a channel by Forward.
 type Next[T any] struct {
@@ -117,8 +125,16 @@ func Forward[T any](ctx context.Context, seq iter.Seq2[T, error], out chan<- Nex
 // until seq ends, emit or a write fails, or ctx ends. An error from seq is
 // handed to fail, which writes the stream's error event; then Pump
 // returns. The API's and the web inbox's streams run on it.
+//
+// The elements are read up to pumpAhead ahead of the writes, and the
+// events emit writes are flushed when no further element is at hand: a
+// stream that has several deliveries to send (a page of the ledger's
+// tail, a catch-up) sends them in one write instead of one each, which
+// the relay and its client both pay for in system calls.
 func Pump[T any](ctx context.Context, w *Writer, beat time.Duration, seq iter.Seq2[T, error], emit func(T) error, fail func(error), onBeat func()) {
-	ch := make(chan Next[T])
+	ch := make(chan Next[T], pumpAhead)
+	w.held = true
+	defer func() { w.held = false }()
 	go func() {
 		defer close(ch)
 		Forward(ctx, seq, ch)
@@ -129,14 +145,19 @@ func Pump[T any](ctx context.Context, w *Writer, beat time.Duration, seq iter.Se
 		select {
 		case it, ok := <-ch:
 			if !ok {
+				w.f.Flush()
 				return
 			}
 			if it.Err != nil {
 				fail(it.Err)
+				w.f.Flush()
 				return
 			}
 			if emit(it.V) != nil {
 				return
+			}
+			if len(ch) == 0 {
+				w.f.Flush()
 			}
 		case <-tick.C:
 			if onBeat != nil {
