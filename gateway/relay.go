@@ -171,6 +171,8 @@ type Relay struct {
 	projLogs    atomic.Int64  // how many times a sync read the log
 	projQuiet   bool          // Quiesce was called: appends start no sync (projMu)
 
+	data *dataCache // decoded data of the events trackers decided last
+
 	protoMu    sync.Mutex                 // serialises OpenProtocol
 	outbound   atomic.Pointer[outbound]   // the running dispatcher (RunOutbound), for tests
 	protoWalks map[string]*obligationWalk // per group, see OpenProtocol
@@ -184,6 +186,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 	r := &Relay{
 		proj:      opts.Projection,
 		projEvery: projEvery,
+		data:      newDataCache(),
 		log:       opts.Logger,
 		book:      opts.Book,
 		verifier:  opts.Verifier,

@@ -374,3 +374,27 @@ func TestDeliveriesResume(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliveriesDoNotShareData checks that two reads of the same event's
+// delivery (two streams, an inbox page and a stream) get their own copies
+// of what the relay's cache of decoded events holds: one reader changing
+// its delivery changes nothing the next one gets.
+func TestDeliveriesDoNotShareData(t *testing.T) {
+	r := newRelay(t, nil)
+	ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "topic", "hello"))
+	read := func() gateway.Delivery {
+		ds, err := r.Deliveries(context.Background(), "claude", "topic", 0, 0)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("Deliveries = %+v, %v; want one", ds, err)
+		}
+		return ds[0]
+	}
+	first := read()
+	if len(first.To) != 1 || first.To[0] != "claude" {
+		t.Fatalf("To = %q, want [claude]", first.To)
+	}
+	first.To[0] = "changed"
+	if second := read(); second.To[0] != "claude" {
+		t.Errorf("second read's To = %q: the first reader's change reached it", second.To)
+	}
+}

@@ -1,0 +1,100 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+)
+
+// TestDataCache checks that the cache hands out what ParseData decodes
+// (without X.Raw), decodes again for an event it does not hold — another
+// id in the slot, or the same id with other data, as from a ledger
+// replaced under the relay — and that a nil cache decodes every time.
+func TestDataCache(t *testing.T) {
+	event := func(id, text string) ledger.Event {
+		d := EventData{Text: text, To: []string{"claude"}, X: &XCrosstalk{Raw: "[[A→B v1]]\n" + text, Verification: "verified"}}
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ledger.Event{ID: id, Kind: KindMessage, Data: b}
+	}
+	want := func(ev ledger.Event) EventData {
+		d, err := ParseData(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.X.Raw = ""
+		return d
+	}
+	c := newDataCache()
+	for _, tc := range []struct {
+		name string
+		ev   ledger.Event
+	}{
+		{"first", event("ev-1", "hello")},
+		{"again, from the slot", event("ev-1", "hello")},
+		{"same id, other data", event("ev-1", "hello, longer")},
+		{"other id", event("ev-2", "other")},
+	} {
+		got, err := c.parse(tc.ev)
+		if err != nil {
+			t.Fatalf("%s: parse = %v", tc.name, err)
+		}
+		if w := want(tc.ev); !reflect.DeepEqual(got, w) {
+			t.Errorf("%s: parse = %+v, want %+v", tc.name, got, w)
+		}
+	}
+	// Every id in every slot: a slot holds the last id hashed to it.
+	for i := range 3 * dataCacheSlots {
+		ev := event(fmt.Sprint("ev-", i), fmt.Sprint("text ", i))
+		if got, err := c.parse(ev); err != nil || got.Text != fmt.Sprint("text ", i) {
+			t.Fatalf("parse(%s) = %q, %v", ev.ID, got.Text, err)
+		}
+	}
+	if _, err := c.parse(ledger.Event{ID: "bad", Data: []byte("{")}); err == nil {
+		t.Error("parse(bad JSON) = nil error")
+	}
+	var none *dataCache
+	ev := event("ev-3", "no cache")
+	if got, err := none.parse(ev); err != nil || got.Text != "no cache" || got.X.Raw == "" {
+		t.Errorf("nil cache: parse = %+v, %v; want ParseData's, Raw kept", got, err)
+	}
+}
+
+// TestOwnDelivery checks that a delivery made from cached data owns its
+// To, Obligation and Protocol: changing them changes neither the cache
+// nor another delivery of the same event.
+func TestOwnDelivery(t *testing.T) {
+	d := EventData{To: []string{"claude", "gemini"}, Obligation: &attention.Obligation{Blocks: "work", Delegate: "x"}, Protocol: &Protocol{EventType: ProtocolHandoff, Subject: "s"}}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := ledger.Event{ID: "ev-1", Kind: KindMessage, Data: b}
+	c := newDataCache()
+	out := func() Delivery {
+		cd, err := c.parse(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Delivery{To: cd.To, Obligation: cd.Obligation, Protocol: cd.Protocol}
+		ownDelivery(&o)
+		return o
+	}
+	a := out()
+	a.To[0], a.Obligation.Delegate, a.Protocol.Subject = "changed", "changed", "changed"
+	bb := out()
+	if bb.To[0] != "claude" || bb.Obligation.Delegate != "x" || bb.Protocol.Subject != "s" {
+		t.Errorf("a second delivery of the event = %+v %+v %+v: the first one's changes leaked into the cache", bb.To, *bb.Obligation, *bb.Protocol)
+	}
+	var empty Delivery
+	ownDelivery(&empty) // nil members stay nil
+	if empty.To != nil || empty.Obligation != nil || empty.Protocol != nil {
+		t.Errorf("ownDelivery(empty) = %+v", empty)
+	}
+}
