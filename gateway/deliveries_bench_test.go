@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
@@ -134,4 +135,31 @@ func BenchmarkFollowAgent(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*bc.want), "ns/delivery")
 		})
 	}
+	// Sixteen streams of the agent at once, as sixteen connected
+	// harnesses read the ledger's tail: wall time per delivery and
+	// stream, on all the machine's CPUs.
+	b.Run("streams16", func(b *testing.B) {
+		const streams = 16
+		for b.Loop() {
+			var wg sync.WaitGroup
+			for range streams {
+				wg.Go(func() {
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					n := 0
+					for _, err := range r.FollowAgent(ctx, "claude", 0) {
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if n++; n == 2000 {
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2000*streams), "ns/delivery")
+	})
 }

@@ -153,6 +153,8 @@ type Store struct {
 	// half the read connections, so that many open streams never queue
 	// the other reads (a health check, a page) behind them.
 	followReads chan struct{}
+	// tail holds the rows FollowLog's followers read last.
+	tail tail
 
 	lastTS     time.Time // writer goroutine only
 	lastTSText string    // lastTS formatted (ledger.FormatTime)
@@ -703,10 +705,10 @@ type rowidScanner struct {
 func (r rowidScanner) Scan(dest ...any) error { return r.r.Scan(append([]any{r.pos}, dest...)...) }
 
 // FollowLog implements ledger.Store like Follow, woken by a commit to
-// any group.
+// any group. Its followers share the rows they read last (tail).
 func (s *Store) FollowLog(ctx context.Context, after int64) iter.Seq2[ledger.Logged, error] {
 	read := func(after int64) ([]ledger.Logged, error) {
-		page, err := followRead(ctx, s, func() ([]ledger.Logged, error) { return s.Log(ctx, after, followPage) })
+		page, err := s.followLogPage(ctx, after)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: follow log: %w", err)
 		}
