@@ -245,7 +245,7 @@ func (s *Server) heartbeatAgent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, "heartbeat: ledger failure")
 		return
 	}
-	writeJSON(w, http.StatusOK, gateway.AgentStatus{ID: agent, LastSeen: st.LastSeen, Liveness: st.Liveness})
+	writeJSON(w, http.StatusOK, gateway.Presence{ID: agent, LastSeen: st.LastSeen, Liveness: st.Liveness})
 }
 
 // notifyBody is the body of POST /v1/agents/{agent}/notify.
