@@ -106,7 +106,7 @@ func (s *Server) channel(w http.ResponseWriter, r *http.Request, tmpl channel.Op
 		return // Accept has answered
 	}
 	opts := tmpl
-	opts.Agent, opts.Logger = agent, s.log.With("component", "channel")
+	opts.Agent, opts.Logger = agent, s.logBase.With("component", "channel")
 	opts.Backend = &c2a.Local{Relay: s.relay, Transport: "channel"}
 	limit := opts.MaxMessage
 	if limit <= 0 {
