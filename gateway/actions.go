@@ -116,7 +116,7 @@ type ActionRequest struct {
 
 // ActionResult is what an action recorded.
 type ActionResult struct {
-	Event     ledger.Event   `json:"event"`
+	Event     ledger.Event   `json:"event,omitzero"` // none for delivered, which records no event
 	Duplicate bool           `json:"duplicate,omitempty"`
 	Claim     *ledger.Claim  `json:"claim,omitempty"`
 	Cursor    *ledger.Cursor `json:"cursor,omitempty"`

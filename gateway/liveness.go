@@ -35,6 +35,16 @@ type AgentStatus struct {
 	LastTS    string `json:"last_ts,omitempty"`
 }
 
+// Presence is what a heartbeat answers (the API's POST
+// /v1/agents/{agent}/heartbeat, MCP's agent.heartbeat): the agent's last
+// sighting and liveness, without the ledger counts of AgentStatus, which a
+// heartbeat does not read (GET /v1/agents has them).
+type Presence struct {
+	ID       string             `json:"agent"`
+	LastSeen time.Time          `json:"last_seen,omitzero"`
+	Liveness attention.Liveness `json:"liveness"`
+}
+
 // AgentLiveness returns an agent's last activity and its liveness now,
 // from what this relay has folded of the ledger (SyncLiveness first for
 // other relays' latest).

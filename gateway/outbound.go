@@ -125,7 +125,7 @@ type outbound struct {
 // for good records a failed delivery event, a system.notify and an ERROR
 // envelope (E-ROUTE or E-TIMEOUT) back to the sender.
 func (r *Relay) RunOutbound(ctx context.Context, opts *OutboundOptions) error {
-	o := &outbound{r: r, log: r.log.With("component", "outbound"), pending: map[string]*delivery{}, final: map[string]bool{}, wake: make(chan struct{}, 1)}
+	o := &outbound{r: r, log: r.component("outbound"), pending: map[string]*delivery{}, final: map[string]bool{}, wake: make(chan struct{}, 1)}
 	if opts != nil {
 		o.opts = *opts
 	}

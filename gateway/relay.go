@@ -71,7 +71,8 @@ func (f VerifierFunc) Verify(ctx context.Context, env *envelope.Envelope) Verifi
 // empty address book that does not check signatures.
 type Options struct {
 	// Logger receives the relay's logs; nil discards them. Bodies are never
-	// logged.
+	// logged. The relay adds component=relay to its lines, and its parts
+	// their own component (outbound, liveness, returns).
 	Logger *slog.Logger
 	// Book maps addresses, keys and roles to actors.
 	Book *AddressBook
@@ -139,8 +140,11 @@ const DefaultMaxEnvelopes = 1000
 
 // Relay is the relay core. It is safe for concurrent use.
 type Relay struct {
-	store    projectingStore
-	log      *slog.Logger
+	store projectingStore
+	log   *slog.Logger
+	// logBase is Options.Logger: the relay's parts name their own
+	// component on it (component), not beside log's.
+	logBase  *slog.Logger
 	book     *AddressBook
 	verifier Verifier
 	keeper   TrustKeeper // verifier, when it leaves pins to the relay
@@ -187,7 +191,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		proj:      opts.Projection,
 		projEvery: projEvery,
 		data:      newDataCache(),
-		log:       opts.Logger,
+		logBase:   opts.Logger,
 		book:      opts.Book,
 		verifier:  opts.Verifier,
 		groups:    normalizeGroups(opts.Groups),
@@ -208,9 +212,10 @@ func New(store ledger.Store, opts *Options) *Relay {
 	for _, a := range opts.Admins {
 		r.admins[strings.ToLower(a)] = true
 	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
+	if r.logBase == nil {
+		r.logBase = slog.New(slog.DiscardHandler)
 	}
+	r.log = r.component("relay")
 	if r.book == nil {
 		r.book, _ = NewAddressBook(nil)
 	}
@@ -223,7 +228,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	r.live = liveness.New(r.store, liveness.Options{Now: r.now, StaleAfter: opts.StaleAfter, Logger: r.log.With("component", "liveness")})
+	r.live = liveness.New(r.store, liveness.Options{Now: r.now, StaleAfter: opts.StaleAfter, Logger: r.component("liveness")})
 	if r.maxEnvs <= 0 {
 		r.maxEnvs = DefaultMaxEnvelopes
 	}
@@ -740,6 +745,12 @@ func (r *Relay) Group(context string) string {
 		return DefaultGroup
 	}
 	return context
+}
+
+// component returns the logger of one part of the relay: Options.Logger
+// with component=name, one component key per line (docs/operations.md).
+func (r *Relay) component(name string) *slog.Logger {
+	return r.logBase.With("component", name)
 }
 
 // Receipt returns the envelope a transport sends back for o: for an

@@ -135,7 +135,7 @@ type Returner struct {
 // NewReturner returns a Returner of r's obligations with options o (nil:
 // the defaults).
 func (r *Relay) NewReturner(o *ReturnsOptions) *Returner {
-	rt := &Returner{r: r, log: r.log.With("component", "returns"), pending: map[string]*pendingObligation{}}
+	rt := &Returner{r: r, log: r.component("returns"), pending: map[string]*pendingObligation{}}
 	if o != nil {
 		rt.o = *o
 	} else {

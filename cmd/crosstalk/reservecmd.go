@@ -180,10 +180,10 @@ var cmdHeartbeat = &command{
 // heartbeatAnswer is `crosstalk heartbeat --json`'s output, BeadBoard
 // §4.2's envelope: ok, command, data, error.
 type heartbeatAnswer struct {
-	OK      bool                 `json:"ok"`
-	Command string               `json:"command"`
-	Data    *gateway.AgentStatus `json:"data,omitempty"`
-	Error   string               `json:"error,omitempty"`
+	OK      bool              `json:"ok"`
+	Command string            `json:"command"`
+	Data    *gateway.Presence `json:"data,omitempty"`
+	Error   string            `json:"error,omitempty"`
 }
 
 func runHeartbeat(ctx context.Context, e *env, args []string) error {
@@ -202,7 +202,7 @@ the token's principal.`)
 	} else if len(rest) > 0 || *agent == "" {
 		return usagef("heartbeat: want --agent A")
 	}
-	var st gateway.AgentStatus
+	var st gateway.Presence
 	err := rf.do(ctx, "POST", "/v1/agents/"+url.PathEscape(*agent)+"/heartbeat", *agent, nil, &st)
 	if *asJSON {
 		ans := heartbeatAnswer{OK: err == nil, Command: "heartbeat"}

@@ -191,9 +191,7 @@ func (p *envelopePrinter) receipts(name string, envs []*envelope.Envelope) {
 			continue
 		}
 		if env.Intent == envelope.IntentError {
-			code, _ := env.MetaValue("error", "Code")
-			reason, _ := env.MetaValue("error", "Reason")
-			fmt.Fprintln(p.w, visible(fmt.Sprintf("%s: rejected %s: %s: %s", name, orNone(env.Parent), code, reason)))
+			fmt.Fprintln(p.w, visible(fmt.Sprintf("%s: rejected %s: %s", name, orNone(env.Parent), rejection(env))))
 			continue
 		}
 		group, _ := env.MetaValue("receipt", "Group")
@@ -208,6 +206,18 @@ func (p *envelopePrinter) receipts(name string, envs []*envelope.Envelope) {
 		}
 		fmt.Fprintln(p.w, visible(line))
 	}
+}
+
+// rejection is an ERROR envelope's error: its body when that is the code
+// with the line ("E-FORMAT: line 3: …", what the relay writes), else Code:
+// Reason, which has no line.
+func rejection(env *envelope.Envelope) string {
+	code, _ := env.MetaValue("error", "Code")
+	reason, _ := env.MetaValue("error", "Reason")
+	if body := strings.TrimSpace(env.Body); code != "" && strings.HasPrefix(body, code+": ") && !strings.Contains(body, "\n") {
+		return body
+	}
+	return code + ": " + reason
 }
 
 func orNone(s string) string {

@@ -214,6 +214,8 @@ func TestWatchRelay(t *testing.T) {
 	if msg, _ := os.ReadFile(filepath.Join(dir, "failed", "bad.crosstalk.error")); !strings.Contains(string(msg), "E-FORMAT") {
 		t.Errorf("failed/bad.crosstalk.error = %q, want the relay's E-FORMAT", msg)
 	}
+	// The printed rejection says where, as the relay's ERROR does.
+	w.waitFor(t, "bad.crosstalk: rejected (no message id): E-FORMAT: line 3: ", 5*time.Second)
 
 	// The relay failing: the file stays until it is recorded.
 	relay.down.Store(true)

@@ -106,7 +106,7 @@ func (s *Server) channel(w http.ResponseWriter, r *http.Request, tmpl channel.Op
 		return // Accept has answered
 	}
 	opts := tmpl
-	opts.Agent, opts.Logger = agent, s.log.With("component", "channel")
+	opts.Agent, opts.Logger = agent, s.logBase.With("component", "channel")
 	opts.Backend = &c2a.Local{Relay: s.relay, Transport: "channel"}
 	limit := opts.MaxMessage
 	if limit <= 0 {
@@ -245,7 +245,7 @@ func (s *Server) heartbeatAgent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, "heartbeat: ledger failure")
 		return
 	}
-	writeJSON(w, http.StatusOK, gateway.AgentStatus{ID: agent, LastSeen: st.LastSeen, Liveness: st.Liveness})
+	writeJSON(w, http.StatusOK, gateway.Presence{ID: agent, LastSeen: st.LastSeen, Liveness: st.Liveness})
 }
 
 // notifyBody is the body of POST /v1/agents/{agent}/notify.

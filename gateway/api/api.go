@@ -42,7 +42,9 @@ import (
 
 // Options configure the API. Nil means defaults.
 type Options struct {
-	// Logger receives request errors; nil discards them.
+	// Logger receives request errors; nil discards them. The server adds
+	// component=api to its lines, and the agents' delivery channel
+	// component=channel.
 	Logger *slog.Logger
 	// Tokens maps bearer tokens to principals (actor ids). When empty,
 	// every caller is the local user and the relay must listen on
@@ -104,7 +106,8 @@ const LocalUser = "user"
 // Server is the API handler.
 type Server struct {
 	relay     *gateway.Relay
-	log       *slog.Logger
+	log       *slog.Logger // component=api
+	logBase   *slog.Logger // Options.Logger, for the channel's component
 	tokens    map[string]string
 	minted    TokenLookup
 	hosts     map[string]bool
@@ -128,10 +131,11 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{relay: relay, log: opts.Logger, tokens: opts.Tokens, minted: opts.Minted, signer: opts.Signer, heartbeat: opts.Heartbeat}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	s := &Server{relay: relay, logBase: opts.Logger, tokens: opts.Tokens, minted: opts.Minted, signer: opts.Signer, heartbeat: opts.Heartbeat}
+	if s.logBase == nil {
+		s.logBase = slog.New(slog.DiscardHandler)
 	}
+	s.log = s.logBase.With("component", "api")
 	if s.heartbeat <= 0 {
 		s.heartbeat = DefaultHeartbeat
 	}

@@ -99,7 +99,7 @@ func TestStaleTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startLiveRelay(t, st, clk, stale)
-	var hb gateway.AgentStatus
+	var hb gateway.Presence
 	r.call("POST", "/v1/agents/claude/heartbeat", "", &hb)
 	if hb.Liveness != attention.Active || !hb.LastSeen.Equal(t0) {
 		t.Fatalf("heartbeat = %+v", hb)

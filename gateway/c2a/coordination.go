@@ -25,7 +25,7 @@ type Coordinator interface {
 	// when it is not "" ("who is touching this").
 	Reservations(ctx context.Context, path string) ([]gateway.HeldReservation, error)
 	// Heartbeat records that agent is alive and returns its liveness.
-	Heartbeat(ctx context.Context, agent string) (gateway.AgentStatus, error)
+	Heartbeat(ctx context.Context, agent string) (gateway.Presence, error)
 }
 
 // ErrNoReservations reports a Local backend without a reservation
@@ -82,12 +82,12 @@ func (l *Local) Reservations(ctx context.Context, path string) ([]gateway.HeldRe
 }
 
 // Heartbeat calls Relay.Heartbeat.
-func (l *Local) Heartbeat(ctx context.Context, agent string) (gateway.AgentStatus, error) {
+func (l *Local) Heartbeat(ctx context.Context, agent string) (gateway.Presence, error) {
 	st, err := l.Relay.Heartbeat(ctx, agent)
 	if err != nil {
-		return gateway.AgentStatus{}, err
+		return gateway.Presence{}, err
 	}
-	return gateway.AgentStatus{ID: l.Relay.Book().ActorID(agent), LastSeen: st.LastSeen, Liveness: st.Liveness}, nil
+	return gateway.Presence{ID: l.Relay.Book().ActorID(agent), LastSeen: st.LastSeen, Liveness: st.Liveness}, nil
 }
 
 // Reserve posts POST /v1/reservations.
@@ -126,8 +126,8 @@ func (rm *Remote) Reservations(ctx context.Context, path string) ([]gateway.Held
 }
 
 // Heartbeat posts POST /v1/agents/{agent}/heartbeat.
-func (rm *Remote) Heartbeat(ctx context.Context, agent string) (gateway.AgentStatus, error) {
-	var st gateway.AgentStatus
+func (rm *Remote) Heartbeat(ctx context.Context, agent string) (gateway.Presence, error) {
+	var st gateway.Presence
 	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/agents/" + esc(agent) + "/heartbeat", Agent: agent, Body: []byte("{}"), Retry: true}, &st)
 	return st, rm.notServed(err, "POST /v1/agents/{agent}/heartbeat")
 }

@@ -69,7 +69,7 @@ func (s *server) registerScopes(srv *mcp.Server) error {
 				"heartbeat or tool call, stale until twice that, then evicted; others may take over a stale agent's " +
 				"reservations and claims. Safe to call repeatedly."},
 			nil,
-			func(ctx context.Context, _ struct{}) (*mcp.CallToolResult, gateway.AgentStatus, error) {
+			func(ctx context.Context, _ struct{}) (*mcp.CallToolResult, gateway.Presence, error) {
 				st, err := co.Heartbeat(ctx, s.opts.Agent)
 				if err != nil {
 					return nil, st, err

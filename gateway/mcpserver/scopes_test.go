@@ -76,7 +76,7 @@ func TestScopeTools(t *testing.T) {
 	backend := &c2a.Local{Relay: relay, Transport: "mcp", Scopes: svc}
 	claude, gpt := session(t, backend, "claude"), session(t, backend, "chatgpt")
 
-	hb, _ := call[gateway.AgentStatus](t, claude, "agent.heartbeat", nil)
+	hb, _ := call[gateway.Presence](t, claude, "agent.heartbeat", nil)
 	if hb.Liveness != attention.Active || hb.ID != "claude" {
 		t.Fatalf("heartbeat = %+v", hb)
 	}

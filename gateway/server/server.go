@@ -236,7 +236,7 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 		}
 	}
 	gopts := &gateway.Options{
-		Logger: log.With("component", "relay"), Book: book, Verifier: verifier,
+		Logger: log, Book: book, Verifier: verifier, // it names its components
 		Groups: o.Groups, RequireSignature: o.RequireSignatures, Name: o.Name, Admins: o.Admins,
 		ClaimTTL: o.ClaimTTL, StaleAfter: o.StaleAfter, MaxIntake: o.MaxBody, MaxEnvelopes: o.MaxEnvelopes, Now: o.Now,
 		Projection: proj,
@@ -343,7 +343,7 @@ func serve(ctx context.Context, o *Options, core *Core, mx *metrics.Metrics, lis
 	}
 	minted := tokens.Open(filepath.Join(o.DataDir, tokens.FileName)) // crosstalk token new, the trust page's button
 	a := api.New(core.Relay, &api.Options{
-		Logger: log.With("component", "api"), Tokens: o.Tokens, Hosts: hosts, TrustedProxies: o.TrustedProxies,
+		Logger: log, Tokens: o.Tokens, Hosts: hosts, TrustedProxies: o.TrustedProxies,
 		Rate: o.RateLimit, Burst: o.RateBurst, Signer: keySigner(o.SigningKeys),
 		StreamLimit: o.StreamLimit, MaxStreams: o.MaxStreams, Minted: minted, Heartbeat: o.Heartbeat,
 	})

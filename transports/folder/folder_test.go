@@ -593,6 +593,12 @@ func TestOutcome(t *testing.T) {
 		b, _ := envelope.Marshal(e)
 		return string(b)
 	}
+	// gateway.Relay.Receipt: the line is in the body, not in Reason.
+	relayErr := func() string {
+		e := envelope.NewError(nil, envelope.CodeFormat, "malformed field: want `key: value`", "E-FORMAT: line 3: malformed field: want `key: value`")
+		b, _ := envelope.Marshal(e)
+		return string(b)
+	}()
 	ack := string(envText(t, "ack-ish"))
 	tests := []struct {
 		name    string
@@ -612,6 +618,9 @@ func TestOutcome(t *testing.T) {
 		{"reply one ERROR for two envelopes", good + good, errEnv(envelope.CodePerm), folder.ProcessedDir, true, "partly rejected"},
 		{"reply two ERRORs for two envelopes", good + good, errEnv(envelope.CodePerm) + errEnv(envelope.CodeFormat), folder.FailedDir, true, "E-FORMAT"},
 		{"no envelope, only [[END]]", "chat\n[[END]]\n", "", folder.FailedDir, true, "no envelope found"},
+		// The list of rejections names each one's line, as the relay's
+		// ERROR envelope does (its Reason has no line; its body has).
+		{"reply ERROR with a line", bad, relayErr, folder.FailedDir, true, "  - E-FORMAT: line 3: malformed field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

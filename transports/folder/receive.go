@@ -536,6 +536,11 @@ func judge(p parsed, reply []byte) (all bool, rejected []string) {
 		code, _ := env.MetaValue("error", "Code")
 		reason, _ := env.MetaValue("error", "Reason")
 		s := strings.TrimSpace(code + ": " + reason)
+		// The relay's body is the error with its line ("E-FORMAT: line
+		// 3: …"), which Reason lacks.
+		if body := strings.TrimSpace(env.Body); code != "" && strings.HasPrefix(body, code+": ") && !strings.Contains(body, "\n") {
+			s = body
+		}
 		if env.Parent != "" {
 			s = "message " + env.Parent + ": " + s
 		}
