@@ -27,35 +27,47 @@ type dataCache struct {
 	slots [dataCacheSlots]atomic.Pointer[cachedData]
 }
 
-// cachedData is one slot's content.
+// cachedData is one slot's content. The first reader of an event puts
+// it in the slot before decoding and closes ready when d and err are set:
+// the streams woken by the same append reach the same event at the same
+// time, and the others wait for that decoding instead of each doing it.
 type cachedData struct {
-	id   string
-	size int
-	d    EventData
+	id    string
+	size  int
+	ready chan struct{}
+	d     EventData
+	err   error
 }
 
 func newDataCache() *dataCache { return &dataCache{seed: maphash.MakeSeed()} }
 
-// parse returns ParseData(ev) without the envelope's raw text (X.Raw),
-// which a delivery does not carry, from the cache when it holds ev. A
-// nil cache decodes every time.
+// parse returns ParseData(ev), from the cache when it holds ev; what the
+// cache keeps lacks the envelope's raw text (X.Raw), which no delivery
+// carries. A nil cache decodes every time.
 func (c *dataCache) parse(ev ledger.Event) (EventData, error) {
 	if c == nil || ev.ID == "" || len(ev.Data) == 0 {
 		return ParseData(ev)
 	}
 	slot := &c.slots[maphash.String(c.seed, ev.ID)%dataCacheSlots]
-	if e := slot.Load(); e != nil && e.id == ev.ID && e.size == len(ev.Data) {
-		return e.d, nil
+	e := slot.Load()
+	if e == nil || e.id != ev.ID || e.size != len(ev.Data) {
+		n := &cachedData{id: ev.ID, size: len(ev.Data), ready: make(chan struct{})}
+		if slot.CompareAndSwap(e, n) {
+			n.d, n.err = ParseData(ev)
+			if n.err == nil && n.d.X != nil {
+				n.d.X.Raw = "" // the largest member, kept by no delivery
+			}
+			close(n.ready)
+			return n.d, n.err
+		}
+		// Another reader took the slot first: its entry is this event's
+		// or not at all.
+		if e = slot.Load(); e == nil || e.id != ev.ID || e.size != len(ev.Data) {
+			return ParseData(ev)
+		}
 	}
-	d, err := ParseData(ev)
-	if err != nil {
-		return d, err
-	}
-	if d.X != nil {
-		d.X.Raw = "" // the largest member, kept by no delivery
-	}
-	slot.Store(&cachedData{id: ev.ID, size: len(ev.Data), d: d})
-	return d, nil
+	<-e.ready
+	return e.d, e.err
 }
 
 // ownDelivery gives out copies of what d shares with a cached EventData

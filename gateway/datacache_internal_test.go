@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
@@ -59,6 +60,18 @@ func TestDataCache(t *testing.T) {
 	if _, err := c.parse(ledger.Event{ID: "bad", Data: []byte("{")}); err == nil {
 		t.Error("parse(bad JSON) = nil error")
 	}
+	// Many readers of one new event at once (the streams one append
+	// wakes): one decodes, the others wait for it; all get the same.
+	ev0 := event("ev-concurrent", "at once")
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if got, err := c.parse(ev0); err != nil || got.Text != "at once" || got.X.Verification != "verified" {
+				t.Errorf("concurrent parse = %+v, %v", got, err)
+			}
+		})
+	}
+	wg.Wait()
 	var none *dataCache
 	ev := event("ev-3", "no cache")
 	if got, err := none.parse(ev); err != nil || got.Text != "no cache" || got.X.Raw == "" {
