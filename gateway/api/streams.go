@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -101,6 +100,11 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 		seq = s.relay.FollowDeliveries(ctx, agent, only, since)
 		id = func(d gateway.Delivery) int64 { return d.Seq }
 	}
+	// Each delivery is encoded into buf, which the stream keeps: every
+	// connected harness encodes every envelope, so the encoding is
+	// Delivery.AppendJSON's (json.Marshal's bytes without its reflection),
+	// and out.Event copies buf before the next one.
+	var buf []byte
 	sse.Pump(ctx, out, s.heartbeat, seq,
 		func(d gateway.Delivery) error {
 			// Encoding is stream work too (Relay.StreamWork); the
@@ -109,16 +113,24 @@ func (s *Server) agentStream(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return err
 			}
-			b, err := json.Marshal(d)
+			buf, err = d.AppendJSON(buf[:0])
 			release()
 			if err != nil {
 				return err
 			}
-			return out.Event(strconv.FormatInt(id(d), 10), "delivery", b)
+			err = out.Event(strconv.FormatInt(id(d), 10), "delivery", buf)
+			if cap(buf) > maxStreamBuf {
+				buf = nil // one large delivery does not pin its buffer
+			}
+			return err
 		},
 		func(err error) { out.JSON("", "error", apiError{Code: gateway.CodeUnavailable, Message: err.Error()}) },
 		func() { s.relay.Touch(agent) })
 }
+
+// maxStreamBuf bounds the encoding buffer an agent stream keeps between
+// deliveries.
+const maxStreamBuf = 64 << 10
 
 // parseResume parses the Last-Event-ID of an agent stream: a position
 // (or, with ?group, a seq) — what must be named in what's error.
