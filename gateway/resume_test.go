@@ -431,3 +431,73 @@ func TestAgentResumeReadsTheTail(t *testing.T) {
 		t.Logf("the walk from position 0 read %d events", old)
 	}
 }
+
+// TestStreamResumesFromCheckpoint: a stream over every group that starts
+// in the middle of a group an earlier stream walked past (a channel
+// reconnecting from its first unconfirmed delivery) starts that group's
+// thread state from the earlier walk's last checkpoint before it, not
+// from the group's start, and decides every event as a walk from
+// position 0 does (thread participation included); further back than its
+// checkpoints reach, it walks the group from its start, as before.
+func TestStreamResumesFromCheckpoint(t *testing.T) {
+	ctx := t.Context()
+	st := &countingStore{Store: memory.New(nil)}
+	r := gateway.New(st, &gateway.Options{Book: projBook(t)})
+	const events = 600
+	var pos []int64
+	for n := 1; n <= events; n++ {
+		by, to, group := "bob", "chatgpt", "big"
+		if n%5 == 0 {
+			by = "claude" // joins the thread
+		}
+		if n%9 == 0 {
+			group = "other"
+		}
+		e := envelope.New(strings.ToUpper(by), strings.ToUpper(to), envelope.IntentRequest, fmt.Sprintf("event %d", n))
+		e.Thread = fmt.Sprintf("T%d", n%13)
+		b, err := json.Marshal(gateway.EventData{Text: e.Body, To: []string{to}, X: &gateway.XCrosstalk{Envelope: e, Transport: "test", Sender: by, Verification: gateway.StatusUnsigned}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := st.Append(ctx, []ledger.Record{{Kind: gateway.KindMessage, GroupID: group, By: by, Data: b}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos = append(pos, res[0].Pos)
+	}
+	marker := appendMarker(t, r, "end")
+	all := channelView(t, r, "claude", 0, nil, marker) // walks past everything, saves the state
+	participant := 0
+	for _, line := range all {
+		if strings.Contains(line, "thread_participant") {
+			participant++
+		}
+	}
+	if participant == 0 {
+		t.Fatal("no delivery to a thread participant: the test tests nothing")
+	}
+	for _, from := range []int64{pos[events-1-40], pos[events-1-150], pos[events-1-300]} {
+		st.read.Store(0)
+		got := channelView(t, r, "claude", from, nil, marker)
+		reads := st.read.Load()
+		var want []string
+		for _, line := range all {
+			var p int64
+			fmt.Sscan(line, &p)
+			if p > from {
+				want = append(want, line)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("from position %d:\n%s\nfrom 0:\n%s", from, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		// The log after from (events+1-from) and, per group, at most
+		// checkpointEvery events before it, when from is within the
+		// checkpoints kept (4 of them, 64 events apart); further back,
+		// the group's walk from its start.
+		if limit := int64(events+1) - from + 2*64; from >= pos[events-1-150] && reads > limit {
+			t.Errorf("from position %d: %d events read, want at most %d", from, reads, limit)
+		}
+		t.Logf("from position %d: %d deliveries, %d events read", from, len(got), reads)
+	}
+}
