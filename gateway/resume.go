@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
@@ -113,8 +114,11 @@ func (r *Relay) AgentResume(ctx context.Context, agent string) (map[string]int64
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := r.keepResume(ctx, agent, at, true); err != nil {
-		return nil, 0, err
+	// Saved only for an agent that confirmed something: a name that
+	// never did (any name, on a relay without tokens) leaves no mark.
+	if err := r.keepResume(ctx, agent, at, len(out) > 0); err != nil {
+		// A shortcut only: the position holds, it is not kept for later.
+		r.log.LogAttrs(ctx, slog.LevelWarn, "keeping the channel resume point", slog.String("agent", agent), slog.Any("err", err))
 	}
 	return out, at.Pos, nil
 }
