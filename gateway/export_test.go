@@ -54,3 +54,6 @@ func OutboundHorizonName(r *Relay) string { return r.horizonName() }
 
 // ResumeSaveEvery is resumeSaveEvery, for the resume tests' bounds.
 const ResumeSaveEvery = resumeSaveEvery
+
+// ResumeMarkName is resumeMarkName.
+func ResumeMarkName(agent string) string { return resumeMarkName(agent) }

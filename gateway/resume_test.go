@@ -413,6 +413,20 @@ func TestAgentResumeReadsTheTail(t *testing.T) {
 		t.Errorf("a relay started anew: %d deliveries, %d events read; want 8, at most %d", got, reads, bound)
 	}
 
+	// A saved point whose event the ledger does not hold there (a ledger
+	// restored or imported anew) is not trusted: the walk starts at 0
+	// and finds the same position.
+	_, warm, err := r.AgentResume(ctx, "claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetMark(ctx, gateway.ResumeMarkName("claude"), ledger.Mark{Pos: warm + 1000, EventID: "01ELSEWHERE"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, after, err := gateway.New(st, &gateway.Options{Book: projBook(t)}).AgentResume(ctx, "claude"); err != nil || after != warm {
+		t.Errorf("AgentResume with a foreign mark = %d, %v; want %d", after, err, warm)
+	}
+
 	// Today's walk from position 0, for comparison.
 	st.read.Store(0)
 	sctx, cancel = context.WithCancel(ctx)
