@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -175,6 +176,11 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 		}
 		c.Actor = req.Actor
 		res.Cursor = &c
+		// The channel's resume point follows; it is a shortcut only, so
+		// failing to move it is no failure of the action.
+		if err := r.extendResume(ctx, req.Actor); err != nil {
+			r.log.LogAttrs(ctx, slog.LevelWarn, "moving the channel resume point", slog.String("agent", req.Actor), slog.Any("err", err))
+		}
 		return res, nil
 	case ActionReact:
 		sig, err := attention.ParseSignal(req.Signal)

@@ -187,6 +187,38 @@ const streamPage = 256
 type trackerState struct {
 	lastSeq int64
 	threads *threadSet
+	// checkpoints are earlier states of the same walk, oldest first: a
+	// stream that resumes before lastSeq (a channel reconnecting from its
+	// first unconfirmed delivery, which the last stream passed) starts
+	// from the last one at or before where it resumes instead of walking
+	// the group from its start.
+	checkpoints []trackerCheckpoint
+}
+
+// trackerCheckpoint is the threads a tracker knew after the group's
+// event seq. It is never changed once taken.
+type trackerCheckpoint struct {
+	seq     int64
+	threads *threadSet
+}
+
+// checkpointEvery is how often (in a group's seqs) a stream's tracker
+// takes a checkpoint, and maxCheckpoints how many of the latest it keeps:
+// a stream resuming up to checkpointEvery×(maxCheckpoints-1) events of a
+// group before where the last one stopped walks at most checkpointEvery
+// of them again.
+const (
+	checkpointEvery = 64
+	maxCheckpoints  = 4
+)
+
+// addCheckpoint returns a copy of cks (which a saved state may share)
+// with a checkpoint of threads after seq, the oldest dropped past
+// maxCheckpoints.
+func addCheckpoint(cks []trackerCheckpoint, seq int64, threads *threadSet) []trackerCheckpoint {
+	out := make([]trackerCheckpoint, 0, maxCheckpoints)
+	out = append(out, cks[max(0, len(cks)-maxCheckpoints+1):]...)
+	return append(out, trackerCheckpoint{seq: seq, threads: threads.clone()})
 }
 
 // maxTrackerStates bounds the relay's cache of tracker states (one per
@@ -199,25 +231,36 @@ func trackerKey(a attention.Agent, group string) string {
 	return a.ID + "\x00" + strings.Join(a.Roles, ",") + "\x00" + group
 }
 
-// resumeTracker returns a tracker for agent in group and the seq to read
-// the group from: the state an earlier walk saved, when it ends at or
-// before sinceSeq (events up to it need no delivery, only their effect on
-// the state), else a fresh tracker and 0.
-func (r *Relay) resumeTracker(agent, group string, sinceSeq int64) (*tracker, int64) {
+// resumeTracker returns a tracker for agent in group, the seq to read
+// the group from and the checkpoints up to it: the state an earlier walk
+// saved, when it ends at or before sinceSeq (events up to it need no
+// delivery, only their effect on the state), else its last checkpoint at
+// or before sinceSeq, else a fresh tracker and 0.
+func (r *Relay) resumeTracker(agent, group string, sinceSeq int64) (*tracker, int64, []trackerCheckpoint) {
 	tr := r.newTracker(agent)
 	r.mu.Lock()
 	st, ok := r.trackers[trackerKey(tr.agent, group)]
 	r.mu.Unlock()
-	if !ok || st.lastSeq > sinceSeq {
-		return tr, 0
+	switch {
+	case !ok:
+		return tr, 0, nil
+	case st.lastSeq <= sinceSeq:
+		tr.threads = st.threads.clone()
+		return tr, st.lastSeq, st.checkpoints
 	}
-	tr.threads = st.threads.clone()
-	return tr, st.lastSeq
+	for i := len(st.checkpoints) - 1; i >= 0; i-- {
+		if ck := st.checkpoints[i]; ck.seq <= sinceSeq {
+			tr.threads = ck.threads.clone()
+			return tr, ck.seq, st.checkpoints[: i+1 : i+1]
+		}
+	}
+	return tr, 0, nil
 }
 
-// saveTracker keeps tr's state after the group's event lastSeq for the
-// next walk. tr must not be used to observe events afterwards.
-func (r *Relay) saveTracker(group string, lastSeq int64, tr *tracker) {
+// saveTracker keeps tr's state after the group's event lastSeq, and its
+// checkpoints, for the next walk. tr must not be used to observe events
+// afterwards.
+func (r *Relay) saveTracker(group string, lastSeq int64, tr *tracker, cks []trackerCheckpoint) {
 	key := trackerKey(tr.agent, group)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -227,7 +270,7 @@ func (r *Relay) saveTracker(group string, lastSeq int64, tr *tracker) {
 	if len(r.trackers) >= maxTrackerStates {
 		clear(r.trackers)
 	}
-	r.trackers[key] = &trackerState{lastSeq: lastSeq, threads: tr.threads}
+	r.trackers[key] = &trackerState{lastSeq: lastSeq, threads: tr.threads, checkpoints: cks}
 }
 
 // maxThreads bounds the threads a tracker remembers the agent taking part
@@ -403,7 +446,7 @@ func (r *Relay) FollowDeliveries(ctx context.Context, agent, group string, since
 
 func (r *Relay) followDeliveries(ctx context.Context, agent, group string, sinceSeq int64) iter.Seq2[Delivery, error] {
 	return func(yield func(Delivery, error) bool) {
-		tr, from := r.resumeTracker(r.book.ActorID(agent), group, sinceSeq)
+		tr, from, _ := r.resumeTracker(r.book.ActorID(agent), group, sinceSeq)
 		for ev, err := range r.store.Follow(ctx, group, from) {
 			if err != nil {
 				yield(Delivery{}, err)
@@ -522,11 +565,13 @@ type trackerLRU struct {
 	by    map[string]*list.Element
 }
 
-// streamTracker is a tracker and the seq of the last event it observed.
+// streamTracker is a tracker, the seq of the last event it observed and
+// its checkpoints.
 type streamTracker struct {
-	group   string
-	lastSeq int64
-	tr      *tracker
+	group       string
+	lastSeq     int64
+	tr          *tracker
+	checkpoints []trackerCheckpoint
 }
 
 func newTrackerLRU(r *Relay, max int) *trackerLRU {
@@ -542,7 +587,7 @@ func (l *trackerLRU) get(ctx context.Context, agent, group string, seq int64) (*
 	} else if ok { // cannot happen: the log yields each group in seq order
 		l.drop(e)
 	}
-	tr, last := l.r.resumeTracker(agent, group, seq-1)
+	tr, last, cks := l.r.resumeTracker(agent, group, seq-1)
 	for last < seq-1 {
 		evs, err := l.r.store.Range(ctx, group, last, nil, min(streamPage, int(seq-1-last)))
 		if err != nil {
@@ -556,19 +601,27 @@ func (l *trackerLRU) get(ctx context.Context, agent, group string, seq int64) (*
 				return nil, err
 			}
 			last = ev.Seq
+			if last%checkpointEvery == 0 {
+				cks = addCheckpoint(cks, last, tr.threads)
+			}
 		}
 	}
 	if l.order.Len() >= l.max {
 		l.drop(l.order.Back())
 	}
-	l.by[group] = l.order.PushFront(&streamTracker{group: group, lastSeq: last, tr: tr})
+	l.by[group] = l.order.PushFront(&streamTracker{group: group, lastSeq: last, tr: tr, checkpoints: cks})
 	return tr, nil
 }
 
-// seen notes that group's tracker has observed event seq.
+// seen notes that group's tracker has observed event seq, and takes a
+// checkpoint every checkpointEvery events.
 func (l *trackerLRU) seen(group string, seq int64) {
 	if e, ok := l.by[group]; ok {
-		e.Value.(*streamTracker).lastSeq = seq
+		st := e.Value.(*streamTracker)
+		st.lastSeq = seq
+		if seq%checkpointEvery == 0 {
+			st.checkpoints = addCheckpoint(st.checkpoints, seq, st.tr.threads)
+		}
 	}
 }
 
@@ -577,7 +630,7 @@ func (l *trackerLRU) drop(e *list.Element) {
 	st := l.order.Remove(e).(*streamTracker)
 	delete(l.by, st.group)
 	if st.lastSeq > 0 {
-		l.r.saveTracker(st.group, st.lastSeq, st.tr)
+		l.r.saveTracker(st.group, st.lastSeq, st.tr, st.checkpoints)
 	}
 }
 

@@ -51,3 +51,9 @@ func OutboundHorizon(r *Relay) (now, saved ledger.Mark) {
 // OutboundHorizonName returns the name of the ledger mark holding the
 // dispatch horizon of r's address book.
 func OutboundHorizonName(r *Relay) string { return r.horizonName() }
+
+// ResumeSaveEvery is resumeSaveEvery, for the resume tests' bounds.
+const ResumeSaveEvery = resumeSaveEvery
+
+// ResumeMarkName is resumeMarkName.
+func ResumeMarkName(agent string) string { return resumeMarkName(agent) }

@@ -163,6 +163,7 @@ type Relay struct {
 	mu       sync.Mutex
 	trackers map[string]*trackerState // see resumeTracker
 	digests  map[string]digestMark    // see WriteDigests
+	resume   map[string]resumePoint   // by agent, see AgentResume
 	work     chan struct{}            // see StreamWork
 
 	projMu      sync.Mutex // serialises SyncProjection
@@ -204,6 +205,7 @@ func New(store ledger.Store, opts *Options) *Relay {
 		obs:       opts.Observer,
 		trackers:  map[string]*trackerState{},
 		digests:   map[string]digestMark{},
+		resume:    map[string]resumePoint{},
 		work:      make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		admins:    map[string]bool{},
 	}

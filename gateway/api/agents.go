@@ -120,7 +120,10 @@ func (s *Server) channel(w http.ResponseWriter, r *http.Request, tmpl channel.Op
 // cursors is GET /v1/agents/{agent}/cursors: {"agent", "cursors":
 // {group: seq}, "delivered": {group: seq}} — the read cursors (CCCS §6.3,
 // what `clip copy` starts after) and the delivery cursors, where a channel
-// resumes (gateway.ActionDelivered). They move independently.
+// resumes (gateway.ActionDelivered). They move independently. With
+// resume=1 it adds "resume_after": the ledger position a channel over
+// every group follows from (gateway.Relay.AgentResume), computed from the
+// delivery cursors it returns.
 func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 	agent, err := s.agentOf(r, r.PathValue("agent"))
 	if err != nil {
@@ -152,7 +155,18 @@ func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "cursors": read, "delivered": delivered})
+	res := map[string]any{"agent": agent, "cursors": read, "delivered": delivered}
+	if r.URL.Query().Get("resume") == "1" {
+		// The delivery cursors again, with the position computed from
+		// them in the same read, so that the two agree.
+		cs, after, err := s.relay.AgentResume(r.Context(), agent)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+			return
+		}
+		res["delivered"], res["resume_after"] = cs, after
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 // owe is GET /v1/agents/{agent}/owe: {"agent", "owe": [gateway.Delivery],

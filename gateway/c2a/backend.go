@@ -80,7 +80,20 @@ type DeliveryPager interface {
 	DeliveryPage(ctx context.Context, agent string, cur gateway.LogCursor, limit int) (gateway.DeliveryPage, error)
 }
 
+// Resumer is a Backend that tells a channel over every group where to
+// follow from (gateway.Relay.AgentResume): agent's delivery cursors, as
+// Cursors gives them, and a ledger position after which FollowAll yields,
+// once what is at or below these cursors is dropped, exactly what it
+// yields from position 0, read in one step so that the two agree. Local
+// and Remote are Resumers; Remote answers position 0 from a relay that
+// does not compute one.
+type Resumer interface {
+	Resume(ctx context.Context, agent string) (cursors map[string]int64, afterPos int64, err error)
+}
+
 var (
+	_ Resumer        = (*Local)(nil)
+	_ Resumer        = (*Remote)(nil)
 	_ DeliveryFinder = (*Local)(nil)
 	_ DeliveryPager  = (*Local)(nil)
 	_ DeliveryFinder = (*Remote)(nil)
@@ -247,6 +260,15 @@ func (l *Local) Cursor(ctx context.Context, agent, group string) (int64, error) 
 // group, in this process.
 func (l *Local) Cursors(ctx context.Context, agent string) (map[string]int64, error) {
 	return cursorPerGroup(ctx, l, agent)
+}
+
+// Resume calls Relay.AgentResume.
+func (l *Local) Resume(ctx context.Context, agent string) (map[string]int64, int64, error) {
+	cs, pos, err := l.Relay.AgentResume(ctx, agent)
+	if err != nil {
+		return nil, 0, fmt.Errorf("c2a: resume point of %s: %w", agent, err)
+	}
+	return cs, pos, nil
 }
 
 // cursorPerGroup is Backend.Cursors from b's Groups and a Cursor call for

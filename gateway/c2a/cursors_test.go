@@ -60,3 +60,49 @@ func TestCursors(t *testing.T) {
 		t.Errorf("Remote.Cursors refused = %v, want the relay's reason", err)
 	}
 }
+
+// TestResume: Remote.Resume answers what Local.Resume does on the same
+// relay (the cursors and the position to follow from, past a confirmed
+// history); a relay that computes no position (no resume_after) and one
+// without the cursors endpoint give position 0, the whole log, as before.
+func TestResume(t *testing.T) {
+	r := testrelay.Start(t, nil)
+	for _, g := range []string{"alpha", "beta"} {
+		ev := r.Send(t, "CHATGPT", "CLAUDE", "INFORM", "hello", g, "")
+		if _, err := r.Relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionDelivered, Group: g, EventID: ev.ID, Actor: "claude"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Send(t, "CHATGPT", "CLAUDE", "INFORM", "new", "gamma", "")
+	lc, lpos, err := (&c2a.Local{Relay: r.Relay}).Resume(t.Context(), "claude")
+	if err != nil || len(lc) != 2 || lpos == 0 {
+		t.Fatalf("Local.Resume = %v, %d, %v; want two cursors and a position past them", lc, lpos, err)
+	}
+	rc, rpos, err := (&c2a.Remote{URL: r.URL, Retries: -1}).Resume(t.Context(), "CLAUDE")
+	if err != nil || rpos != lpos || len(rc) != 2 || rc["alpha"] != lc["alpha"] || rc["beta"] != lc["beta"] {
+		t.Fatalf("Remote.Resume = %v, %d, %v; want %v, %d", rc, rpos, err, lc, lpos)
+	}
+
+	// A relay from before resume_after.
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"agent":"claude","cursors":{},"delivered":{"alpha":1}}`))
+	}))
+	defer old.Close()
+	if cs, pos, err := (&c2a.Remote{URL: old.URL, Retries: -1}).Resume(t.Context(), "claude"); err != nil || pos != 0 || cs["alpha"] != 1 {
+		t.Errorf("Remote.Resume on a relay without resume_after = %v, %d, %v; want alpha:1, position 0", cs, pos, err)
+	}
+	// A relay without the endpoint, and no groups.
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/v1/groups") {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"groups":[]}`))
+			return
+		}
+		http.NotFound(w, req)
+	}))
+	defer older.Close()
+	if cs, pos, err := (&c2a.Remote{URL: older.URL, Retries: -1}).Resume(t.Context(), "claude"); err != nil || pos != 0 || len(cs) != 0 {
+		t.Errorf("Remote.Resume on a relay without the endpoint = %v, %d, %v; want none, position 0", cs, pos, err)
+	}
+}

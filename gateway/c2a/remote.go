@@ -320,20 +320,44 @@ func (rm *Remote) Cursors(ctx context.Context, agent string) (map[string]int64, 
 	return cursorPerGroup(ctx, rm, agent)
 }
 
+// Resume reads GET /v1/agents/{agent}/cursors?resume=1: the delivery
+// cursors and, from the same read, the position a channel over every
+// group follows from (resume_after). A relay that does not compute one
+// answers without it, and Resume returns position 0 (the whole log, as
+// before); on a relay without the endpoint it returns Cursors' answer and
+// position 0.
+func (rm *Remote) Resume(ctx context.Context, agent string) (map[string]int64, int64, error) {
+	cs, pos, err := rm.readCursors(ctx, agent, "?resume=1")
+	if errors.Is(err, errNotServed) {
+		cs, err = cursorPerGroup(ctx, rm, agent)
+		return cs, 0, err
+	}
+	return cs, pos, err
+}
+
 // cursors reads GET /v1/agents/{agent}/cursors: the delivery cursors by
 // group, or, from a relay that predates them, the read cursors.
 func (rm *Remote) cursors(ctx context.Context, agent string) (map[string]int64, error) {
+	cs, _, err := rm.readCursors(ctx, agent, "")
+	return cs, err
+}
+
+// readCursors reads GET /v1/agents/{agent}/cursors with query q: the
+// delivery cursors (the read cursors from a relay that predates them)
+// and resume_after (0 when absent).
+func (rm *Remote) readCursors(ctx context.Context, agent, q string) (map[string]int64, int64, error) {
 	var res struct {
-		Cursors   map[string]int64 `json:"cursors"`
-		Delivered map[string]int64 `json:"delivered"`
+		Cursors     map[string]int64 `json:"cursors"`
+		Delivered   map[string]int64 `json:"delivered"`
+		ResumeAfter int64            `json:"resume_after"`
 	}
-	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/cursors", Agent: agent, Retry: true}, &res); err != nil {
-		return nil, err
+	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/cursors" + q, Agent: agent, Retry: true}, &res); err != nil {
+		return nil, 0, err
 	}
 	if res.Delivered == nil {
-		return res.Cursors, nil
+		return res.Cursors, 0, nil
 	}
-	return res.Delivered, nil
+	return res.Delivered, max(res.ResumeAfter, 0), nil
 }
 
 // Touch posts POST /v1/agents/{agent}/heartbeat; on a relay without it,

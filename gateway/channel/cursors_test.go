@@ -2,11 +2,15 @@ package channel_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -88,5 +92,114 @@ func TestInitializeReadsCursorsOnce(t *testing.T) {
 	}
 	if n := count.n.Load(); n != 1 {
 		t.Errorf("initialize read /cursors %d times for %d groups, want once", n, groups)
+	}
+}
+
+// resumeBackend is a backend that tells where to follow from.
+type resumeBackend interface {
+	c2a.Backend
+	c2a.Resumer
+}
+
+// followRecorder records the positions FollowAll follows from.
+type followRecorder struct {
+	resumeBackend
+	mu     sync.Mutex
+	afters []int64
+}
+
+func (f *followRecorder) FollowAll(ctx context.Context, agent string, afterPos int64) iter.Seq2[gateway.Delivery, error] {
+	f.mu.Lock()
+	f.afters = append(f.afters, afterPos)
+	f.mu.Unlock()
+	return f.resumeBackend.FollowAll(ctx, agent, afterPos)
+}
+
+// TestChannelFollowsFromResumePoint: a channel over every group, local or
+// over a remote relay, whose agent confirmed every delivery of a history
+// in many groups follows the ledger from the end of that history (not
+// from position 0) and delivers exactly the new events, groups created
+// since included.
+func TestChannelFollowsFromResumePoint(t *testing.T) {
+	r := testrelay.Start(t, nil)
+	for i := range 40 {
+		g := fmt.Sprintf("g%d", i%8)
+		ev := r.Send(t, "CHATGPT", "CLAUDE", "INFORM", fmt.Sprintf("old %d", i), g, "")
+		r.Send(t, "CLAUDE", "CHATGPT", "INFORM", "own", "solo", "") // never a delivery for claude
+		if _, err := r.Relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionDelivered, Group: g, EventID: ev.ID, Actor: "claude"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end, err := r.Store.LogBefore(t.Context(), 0, 1)
+	if err != nil || len(end) != 1 {
+		t.Fatalf("LogBefore = %v, %v", end, err)
+	}
+	for name, b := range map[string]resumeBackend{
+		"local":  &c2a.Local{Relay: r.Relay},
+		"remote": &c2a.Remote{URL: r.URL, Retries: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var want []string
+			for _, g := range []string{"g3", "new-" + name, "g5"} {
+				want = append(want, r.Send(t, "GEMINI", "CLAUDE", "INFORM", "new in "+g, g, "").ID)
+			}
+			rec := &followRecorder{resumeBackend: b}
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			done := make(chan error, 1)
+			go func() {
+				done <- channel.Serve(t.Context(), channel.NewStreamConn(inR, outW, nil, 0), channel.Options{Agent: "claude", Backend: rec})
+				outW.Close()
+			}()
+			fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":%q}}`+"\n", c2a.ProtocolVersion)
+			// The session's output is read apart from the acks written:
+			// both pipes block.
+			lines := make(chan []byte, 64)
+			go func() {
+				defer close(lines)
+				out := bufio.NewReader(outR)
+				for {
+					line, err := out.ReadBytes('\n')
+					if err != nil {
+						return
+					}
+					lines <- line
+				}
+			}()
+			var got []string
+			for len(got) < len(want) {
+				line, ok := <-lines
+				if !ok {
+					t.Fatalf("the session ended after %d deliveries", len(got))
+				}
+				var m channel.Message
+				if err := json.Unmarshal(line, &m); err != nil {
+					t.Fatal(err)
+				}
+				if m.Method != "chat/deliver" {
+					continue
+				}
+				var ev c2a.Event
+				if err := json.Unmarshal(m.Params, &ev); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, ev.EventID)
+				fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%s,"result":{}}`+"\n", m.ID)
+			}
+			inW.Close()
+			go func() {
+				for range lines {
+				}
+			}()
+			<-done
+			if !slices.Equal(got, want) {
+				t.Errorf("delivered %v, want the new events %v", got, want)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.afters) == 0 || rec.afters[0] < end[0].Pos {
+				t.Errorf("FollowAll from positions %v, want from the history's end, %d, or after", rec.afters, end[0].Pos)
+			}
+		})
 	}
 }

@@ -113,7 +113,8 @@ type session struct {
 	done       recentSet           // events acknowledged in this session, the latest maxRememberedDone
 	groups     map[string]*groupState
 	inflight   int
-	backlog    int // deliveries stored before the session began, not yet acked
+	resumeAt   int64 // the ledger position followAll starts after (c2a.Resumer)
+	backlog    int   // deliveries stored before the session began, not yet acked
 	backlogAll int
 	feed       chan feedItem
 	pingSeq    int
@@ -468,8 +469,15 @@ func (s *session) initialize(raw json.RawMessage) (any, *Error) {
 		return nil, backendErr(err, "listing groups: %v", err)
 	}
 	// Every group's resume point in one call: a call per group cost, over
-	// a remote relay, one read of every group's cursors each.
-	cursors, err := s.opts.Backend.Cursors(s.ctx, s.opts.Agent)
+	// a remote relay, one read of every group's cursors each. A channel
+	// over every group learns, from the same read, the ledger position to
+	// follow from (followAll).
+	var cursors map[string]int64
+	if rs, ok := s.opts.Backend.(c2a.Resumer); ok && s.opts.Group == "" {
+		cursors, s.resumeAt, err = rs.Resume(s.ctx, s.opts.Agent)
+	} else {
+		cursors, err = s.opts.Backend.Cursors(s.ctx, s.opts.Agent)
+	}
 	if err != nil {
 		return nil, backendErr(err, "reading the resume points: %v", err)
 	}
@@ -607,15 +615,19 @@ func (s *session) discover() error {
 
 // followAll starts the one goroutine of a channel over every group: it
 // feeds the agent's deliveries of every group in ledger order
-// (Backend.FollowAll) from the start of the ledger, and the session drops
-// those at or below each group's cursor. One stream, read in pages,
+// (Backend.FollowAll) from the position the backend gave with the
+// cursors (c2a.Resumer; the start of the ledger from a backend that is
+// none), and the session drops those at or below each group's cursor.
+// Every delivery before that position is one it would drop: a (re)connect
+// reads the ledger from the agent's first unconfirmed delivery, not from
+// its start. One stream, read in pages,
 // whatever the number of groups: a follower per group held a page of
 // each group and, over a remote relay, one HTTP stream each (over the
 // relay's stream_limit beyond 32 groups). When the stream fails it
 // follows again from the last position it passed on, after a pause.
 func (s *session) followAll() {
+	pos := s.resumeAt
 	go func() {
-		var pos int64
 		for s.ctx.Err() == nil {
 			for d, err := range s.opts.Backend.FollowAll(s.ctx, s.opts.Agent, pos) {
 				if err != nil {
