@@ -211,18 +211,7 @@ func TestDeliveryJSONRandom(t *testing.T) {
 }
 
 func FuzzDeliveryJSON(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"))
-	f.Add(bytes.Repeat([]byte{1}, 300))
-	f.Add(bytes.Repeat([]byte{2, 3, 0xff, 0xe2, 0x80, 0xa8, '<'}, 100))
-	r := rand.New(rand.NewPCG(3, 4))
-	for range 8 {
-		b := make([]byte, 600)
-		for i := range b {
-			b[i] = byte(r.Uint32())
-		}
-		f.Add(b)
-	}
+	addFillSeeds(f, 3)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var d Delivery
 		fillRandom(t, reflect.ValueOf(&d).Elem(), &byteChooser{data: data})
