@@ -18,14 +18,7 @@ import (
 // that had written, been sent and owed messages (GET /v1/agents said so).
 func TestHeartbeatStatesNoFalseCounts(t *testing.T) {
 	t.Parallel()
-	clk := fakeclock.New(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	r := startLiveRelay(t, memory.New(nil), clk, time.Minute)
-	e := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "Is the deploy blocked?")
-	text, err := envelope.Marshal(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.call("POST", "/crosstalk/receive", string(text), nil)
+	r := relayWithRequest(t)
 	var list struct {
 		Agents []gateway.AgentStatus `json:"agents"`
 	}
@@ -57,14 +50,7 @@ func TestHeartbeatStatesNoFalseCounts(t *testing.T) {
 // no event; it held a zero event ("v":0,"id":"","data":null).
 func TestDeliveredStatesNoEvent(t *testing.T) {
 	t.Parallel()
-	clk := fakeclock.New(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	r := startLiveRelay(t, memory.New(nil), clk, time.Minute)
-	e := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "Is the deploy blocked?")
-	text, err := envelope.Marshal(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.call("POST", "/crosstalk/receive", string(text), nil)
+	r := relayWithRequest(t)
 	evs, err := r.relay.Store().Range(t.Context(), gateway.DefaultGroup, 0, nil, 1)
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("Range = %d events, %v", len(evs), err)
@@ -86,4 +72,19 @@ func TestDeliveredStatesNoEvent(t *testing.T) {
 	if _, ok := ans["cursor"]; !ok {
 		t.Errorf("delivered answered %v, want the cursor", ans)
 	}
+}
+
+// relayWithRequest starts a relay on a memory ledger that has recorded
+// one request, from CLAUDE to CHATGPT.
+func relayWithRequest(t *testing.T) *liveRelay {
+	t.Helper()
+	clk := fakeclock.New(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	r := startLiveRelay(t, memory.New(nil), clk, time.Minute)
+	e := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "Is the deploy blocked?")
+	text, err := envelope.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.call("POST", "/crosstalk/receive", string(text), nil)
+	return r
 }
