@@ -13,6 +13,14 @@ import (
 // page or two behind it.
 const dataCacheSlots = 1024
 
+// dataCacheMaxSize is the largest event data (ledger.Event.Data) whose
+// decoding the cache keeps: a slot holds its event until another takes
+// it, so without a bound the cache would hold 1 024 of the largest events
+// a sender can make (an envelope of 1 MiB decodes to its body twice) for
+// as long as the relay runs. Larger events are decoded by each reader, as
+// before the cache.
+const dataCacheMaxSize = 64 << 10
+
 // dataCache keeps the decoded data of the events the relay's trackers
 // decided last, so that the streams following the ledger's tail (every
 // connected harness, docs/agents.md) decode each new event once between
@@ -43,9 +51,10 @@ func newDataCache() *dataCache { return &dataCache{seed: maphash.MakeSeed()} }
 
 // parse returns ParseData(ev), from the cache when it holds ev; what the
 // cache keeps lacks the envelope's raw text (X.Raw), which no delivery
-// carries. A nil cache decodes every time.
+// carries. A nil cache, and an event over dataCacheMaxSize, decode every
+// time.
 func (c *dataCache) parse(ev ledger.Event) (EventData, error) {
-	if c == nil || ev.ID == "" || len(ev.Data) == 0 {
+	if c == nil || ev.ID == "" || len(ev.Data) == 0 || len(ev.Data) > dataCacheMaxSize {
 		return ParseData(ev)
 	}
 	slot := &c.slots[maphash.String(c.seed, ev.ID)%dataCacheSlots]

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -109,5 +110,35 @@ func TestOwnDelivery(t *testing.T) {
 	ownDelivery(&empty) // nil members stay nil
 	if empty.To != nil || empty.Obligation != nil || empty.Protocol != nil {
 		t.Errorf("ownDelivery(empty) = %+v", empty)
+	}
+}
+
+// TestDataCacheBoundsBytes: a slot holds its event's decoded data until
+// another event takes it, so the cache must not hold 1 024 of the largest
+// events a sender can make: after 16 events of 1 MiB of text are decoded,
+// it holds less than 1 MiB of their data, and each is still decoded
+// whole.
+func TestDataCacheBoundsBytes(t *testing.T) {
+	c := newDataCache()
+	for i := range 16 {
+		text := fmt.Sprint(i, " ", strings.Repeat("x", 1<<20))
+		b, err := json.Marshal(EventData{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if d, err := c.parse(ledger.Event{ID: fmt.Sprint("big-", i), Kind: KindMessage, Data: b}); err != nil || d.Text != text {
+				t.Fatalf("parse(big-%d) = %d bytes of text, %v", i, len(d.Text), err)
+			}
+		}
+	}
+	held := 0
+	for i := range c.slots {
+		if e := c.slots[i].Load(); e != nil {
+			held += len(e.d.Text)
+		}
+	}
+	if held >= 1<<20 {
+		t.Errorf("the cache holds %d bytes of text after 16 events of 1 MiB", held)
 	}
 }

@@ -98,10 +98,29 @@ func TestObligationRefused(t *testing.T) {
 		{"REQUEST", "stuck", "", "Blocks"},
 		{"REQUEST", "halted", "yesterday", "Deadline"},
 		{"BROADCAST", "halted", "", "only a message that asks"},
+		// A time JSON cannot write (year 10000 in UTC): its event data
+		// could not be encoded, and the intake panicked.
+		{"REQUEST", "halted", "9999-12-31T23:59:59-01:00", "Deadline"},
 	} {
 		outs := ingest(t, r, "", env("CHATGPT", "CLAUDE", tc.intent, "g", "x", obliged(tc.blocks, "", tc.deadline)))
 		if outs[0].Reject == nil || outs[0].Reject.Code != envelope.CodeFormat || !strings.Contains(outs[0].Reject.Reason, tc.want) {
 			t.Errorf("%s with Blocks %q Deadline %q = %+v, want E-FORMAT naming %s", tc.intent, tc.blocks, tc.deadline, outs[0].Reject, tc.want)
 		}
+	}
+}
+
+// TestFarDeadlineRefused: an X-Deadline JSON cannot write (a year past
+// 9999 in UTC) is refused at intake, as an obligation's Deadline is
+// (TestObligationRefused): every delivery of the message to its
+// addressee carries it, and one that cannot be encoded ended each agent
+// stream at that delivery, again at every reconnect.
+func TestFarDeadlineRefused(t *testing.T) {
+	r := newRelay(t, nil)
+	far := func(e *envelope.Envelope) {
+		e.Meta = append(e.Meta, envelope.Meta{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Deadline", Value: "9999-12-31T23:30:00-00:45"}}})
+	}
+	outs := ingest(t, r, "", env("CHATGPT", "CLAUDE", "REQUEST", "g", "x", far))
+	if outs[0].Reject == nil || outs[0].Reject.Code != envelope.CodeFormat || !strings.Contains(outs[0].Reject.Reason, "X-Deadline") {
+		t.Errorf("X-Deadline in year 10000 = %+v, want E-FORMAT naming X-Deadline", outs[0].Reject)
 	}
 }

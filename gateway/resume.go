@@ -84,6 +84,20 @@ func mayDeliver(ev ledger.Event, agent string) bool {
 // join events on both sides of any position.
 func (r *Relay) AgentResume(ctx context.Context, agent string) (map[string]int64, int64, error) {
 	agent = r.book.ActorID(agent)
+	buffered := r.injectorOf(agent).buf != nil
+	// The resume point is loaded before the cursors are read: it holds
+	// for the cursors of when it was kept, and they only advance, so it
+	// holds for those read after it. Loaded after them, it could come
+	// from a confirmation (extendResume) that landed in between, past
+	// deliveries above the cursors returned, which the channel would
+	// wait for and never receive.
+	var from ledger.Mark
+	if !buffered {
+		var err error
+		if from, err = r.loadResume(ctx, agent); err != nil {
+			return nil, 0, err
+		}
+	}
 	gs, err := r.Groups(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("gateway: listing groups: %w", err)
@@ -99,12 +113,8 @@ func (r *Relay) AgentResume(ctx context.Context, agent string) (map[string]int64
 		}
 		out[g.ID] = c.Seq
 	}
-	if r.injectorOf(agent).buf != nil {
+	if buffered {
 		return out, 0, nil
-	}
-	from, err := r.loadResume(ctx, agent)
-	if err != nil {
-		return nil, 0, err
 	}
 	// A group listed since, and a bookkeeping group (SystemGroup, whose
 	// cursor a remote channel does not learn: c2a.Remote.Cursor), count

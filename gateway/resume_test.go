@@ -515,3 +515,63 @@ func TestStreamResumesFromCheckpoint(t *testing.T) {
 		t.Logf("from position %d: %d deliveries, %d events read", from, len(got), reads)
 	}
 }
+
+// racingStore runs hook (once) inside the first GetCursor of actor in
+// group after it is armed, having read the cursor: a confirmation that
+// lands between a connect's read of the cursors and the rest of it.
+type racingStore struct {
+	ledger.Store
+	group, actor string
+	hook         atomic.Pointer[func()]
+}
+
+func (s *racingStore) GetCursor(ctx context.Context, group, actor string) (ledger.Cursor, error) {
+	c, err := s.Store.GetCursor(ctx, group, actor)
+	if group == s.group && actor == s.actor {
+		if h := s.hook.Swap(nil); h != nil {
+			(*h)()
+		}
+	}
+	return c, err
+}
+
+// TestAgentResumeRacingConfirmation: a delivery confirmation by another
+// channel of the same agent that lands while a channel connects, after
+// AgentResume read the cursor it returns, does not move the position past
+// deliveries above that cursor: following from the position still passes
+// on what following from 0 does, dropping what is at or below the cursors
+// returned. (The confirmation moved the resume point in memory, and the
+// connect walked on from it with the cursor read before: the channel
+// skipped the deliveries between, which its backlog count still waited
+// for.)
+func TestAgentResumeRacingConfirmation(t *testing.T) {
+	ctx := t.Context()
+	st := &racingStore{Store: memory.New(nil), group: "g", actor: "delivered to claude"}
+	r := gateway.New(st, &gateway.Options{Book: projBook(t)})
+	for range 5 {
+		if _, err := st.Append(ctx, []ledger.Record{{Kind: gateway.KindMessage, GroupID: "g", By: "bob", Data: json.RawMessage(`{"text":"hi","to":["claude"]}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver(t, r, "claude", "g", 1)
+	// A first connect: the resume point is in memory.
+	if _, after, err := r.AgentResume(ctx, "claude"); err != nil || after != 1 {
+		t.Fatalf("AgentResume = %d, %v; want position 1", after, err)
+	}
+	// The next connect races the other channel's confirmation of g/4.
+	hook := func() { deliver(t, r, "claude", "g", 4) }
+	st.hook.Store(&hook)
+	cursors, after, err := r.AgentResume(ctx, "claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.hook.Load() != nil {
+		t.Fatal("the confirmation did not race the connect: the test tests nothing")
+	}
+	marker := appendMarker(t, r, "end")
+	want := channelView(t, r, "claude", 0, cursors, marker)
+	got := channelView(t, r, "claude", after, cursors, marker)
+	if !slices.Equal(got, want) {
+		t.Fatalf("cursors %v, from position %d passes on\n%s\nfrom 0:\n%s", cursors, after, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

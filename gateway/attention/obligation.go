@@ -107,13 +107,22 @@ var ErrDeadline = errors.New("attention: deadline is neither an RFC 3339 time no
 // duration ("30m", "2h") counted from receivedAt. The result is in UTC.
 func ParseDeadline(v string, receivedAt time.Time) (time.Time, error) {
 	v = strings.TrimSpace(v)
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t.UTC(), nil
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		dur, derr := time.ParseDuration(v)
+		if derr != nil || dur <= 0 {
+			return time.Time{}, ErrDeadline
+		}
+		t = receivedAt.Add(dur)
 	}
-	if dur, err := time.ParseDuration(v); err == nil && dur > 0 {
-		return receivedAt.Add(dur).UTC(), nil
+	// JSON writes years 0 to 9999 only (time.Time.MarshalJSON): a
+	// deadline past them ("9999-12-31T23:59:59-01:00" is in year 10000
+	// in UTC) could be written neither in the event's data nor in a
+	// delivery.
+	if t = t.UTC(); t.Year() < 0 || t.Year() > 9999 {
+		return time.Time{}, ErrDeadline
 	}
-	return time.Time{}, ErrDeadline
+	return t, nil
 }
 
 // CanDischarge reports whether actor may discharge the obligation of an

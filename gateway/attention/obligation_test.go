@@ -85,3 +85,35 @@ func TestObligationPolicy(t *testing.T) {
 		t.Errorf("CanDischarge: the delegate may discharge")
 	}
 }
+
+// TestParseDeadlineWritable: every deadline ParseDeadline accepts can be
+// written as JSON (time.Time.MarshalJSON: years 0 to 9999 in UTC, which
+// it returns): a later one is refused, not left to fail where an event's
+// data or a delivery is encoded.
+func TestParseDeadlineWritable(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"30m", true},
+		{"2026-12-01T10:00:00+02:00", true},
+		{"9999-12-31T23:59:59Z", true},
+		{"9999-12-31T22:59:59-01:00", true},
+		{"9999-12-31T23:59:59-01:00", false},
+		{"9999-12-31T23:30:00-00:45", false},
+		{"0000-01-01T00:30:00+01:00", false},
+		{"0000-01-01T00:30:00Z", true},
+	} {
+		d, err := ParseDeadline(tc.in, now)
+		if (err == nil) != tc.ok {
+			t.Errorf("ParseDeadline(%q) = %v, %v; want ok %t", tc.in, d, err, tc.ok)
+			continue
+		}
+		if err == nil {
+			if _, err := d.MarshalJSON(); err != nil {
+				t.Errorf("ParseDeadline(%q) = %v, which JSON cannot write: %v", tc.in, d, err)
+			}
+		}
+	}
+}

@@ -13,6 +13,14 @@ import (
 // at about the same time, and a few pages behind it.
 const tailSlots = 1024
 
+// tailMaxData is the largest row data the tail keeps: a slot holds its
+// row until a row 1 024 positions on takes it, so without a bound the
+// tail would hold 1 024 of the largest rows a sender can make (an
+// envelope of 1 MiB is a row of over 2 MiB) for as long as the relay
+// runs. With it, the tail holds at most tailSlots×tailMaxData (64 MiB);
+// followers read a larger row from SQLite, as each did before.
+const tailMaxData = 64 << 10
+
 // tail holds the rows FollowLog's followers read last, so that a row
 // read by one follower is not read again from SQLite by every other: each
 // connected harness of a relay follows the log, and a page read cost each
@@ -42,9 +50,13 @@ func (t *tail) run(page []ledger.Logged, after int64, limit int) []ledger.Logged
 	return page
 }
 
-// keep puts rows read from SQLite in the tail.
+// keep puts rows read from SQLite in the tail, but those whose data is
+// over tailMaxData.
 func (t *tail) keep(rows []ledger.Logged) {
 	for _, l := range rows {
+		if len(l.Data) > tailMaxData {
+			continue // the slot's older row, at another position, stays
+		}
 		c := l
 		c.Data = bytes.Clone(l.Data) // the caller's copy is its own
 		t.slots[uint64(l.Pos)%tailSlots].Store(&c)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,5 +107,55 @@ func TestFollowLogTailConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestFollowLogTailBoundsBytes: the tail keeps 1 024 rows for as long as
+// no newer row takes their slot, so what it holds must not be 1 024 of the
+// largest rows a sender can make (an envelope of 1 MiB is a row of 2 MiB
+// and more): after followers read 16 rows of 1 MiB, it holds less than 1
+// MiB of their data, and followers still read each row whole, in order.
+func TestFollowLogTailBoundsBytes(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	text := func(i int) string {
+		if i%4 == 3 {
+			return fmt.Sprint(i)
+		}
+		return fmt.Sprint(i, " ", strings.Repeat("x", 1<<20))
+	}
+	const rows = 16
+	for i := range rows {
+		if _, err := s.Append(ctx, []ledger.Record{{Kind: ledger.KindMessage, GroupID: "g", By: "a", Data: []byte(fmt.Sprintf(`{"text":%q}`, text(i)))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for follower := range 2 {
+		var after int64
+		for after < rows {
+			page, err := s.followLogPage(ctx, after)
+			if err != nil || len(page) == 0 {
+				t.Fatalf("follower %d: read after %d = %d rows, %v", follower, after, len(page), err)
+			}
+			for _, l := range page {
+				if l.Pos != after+1 || string(l.Data) != fmt.Sprintf(`{"text":%q}`, text(int(after))) {
+					t.Fatalf("follower %d: row %d (%d bytes), want row %d as appended", follower, l.Pos, len(l.Data), after+1)
+				}
+				after = l.Pos
+			}
+		}
+	}
+	held := 0
+	for i := range s.tail.slots {
+		if l := s.tail.slots[i].Load(); l != nil {
+			held += len(l.Data)
+		}
+	}
+	if held >= 1<<20 {
+		t.Errorf("the tail holds %d bytes of row data after 16 rows of 1 MiB", held)
 	}
 }
