@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -57,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Cursors", testCursors},
 		{"Cursors/Advance", testAdvanceCursor},
 		{"Cursors/AdvanceConcurrent", testAdvanceCursorConcurrent},
+		{"Cursors/List", testCursorsOf},
 		{"Marks", testMarks},
 		{"Claims", testClaims},
 		{"Claims/Concurrent", testClaimsConcurrent},
@@ -978,6 +980,67 @@ func testCursors(t *testing.T, s ledger.Store) {
 	}
 	if _, err := s.GetCursor(ctx, "h", "bob"); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("GetCursor(h, bob) error = %v, want ErrNotFound", err)
+	}
+}
+
+// testCursorsOf checks that a CursorLister's CursorsOf, and CursorsIn on
+// any Store, give what GetCursor of each group gives: many groups,
+// actors whose names differ only by case or a space, an actor with no
+// cursor, and a mark named like an actor.
+func testCursorsOf(t *testing.T, s ledger.Store) {
+	ctx := testContext(t)
+	const groups = 60
+	var ids []string
+	for i := range groups {
+		id := fmt.Sprintf("g%02d", i)
+		ids = append(ids, id)
+		ev := appendOne(t, s, rec(id, "chat.message", "")).Event
+		// alice in every second group, Alice in every third, "alice "
+		// in group 7 only, bob in none.
+		for _, a := range []struct {
+			actor string
+			in    bool
+		}{{"alice", i%2 == 0}, {"Alice", i%3 == 0}, {"alice ", i == 7}} {
+			if !a.in {
+				continue
+			}
+			if _, err := s.SetCursor(ctx, id, a.actor, ev.ID); err != nil {
+				t.Fatalf("SetCursor(%s, %q): %v", id, a.actor, err)
+			}
+		}
+	}
+	if err := s.SetMark(ctx, "alice", ledger.Mark{EventID: "x", Pos: 1}); err != nil {
+		t.Fatalf("SetMark(alice): %v", err)
+	}
+	perGroup := func(actor string, groups []string) map[string]ledger.Cursor {
+		out := map[string]ledger.Cursor{}
+		for _, g := range groups {
+			c, err := s.GetCursor(ctx, g, actor)
+			if errors.Is(err, ledger.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("GetCursor(%s, %q): %v", g, actor, err)
+			}
+			out[g] = c
+		}
+		return out
+	}
+	cl, lister := s.(ledger.CursorLister)
+	for _, actor := range []string{"alice", "Alice", "alice ", "ALICE", "bob", ""} {
+		want := perGroup(actor, ids)
+		if lister {
+			got, err := cl.CursorsOf(ctx, actor)
+			if err != nil || !maps.Equal(got, want) {
+				t.Errorf("CursorsOf(%q) = %v, %v; want GetCursor's %v", actor, got, err, want)
+			}
+		}
+		// A subset of the groups, with one that does not exist.
+		some := append(slices.Clone(ids[:groups/2]), "nosuch")
+		got, err := ledger.CursorsIn(ctx, s, actor, some)
+		if want := perGroup(actor, some); err != nil || !maps.Equal(got, want) {
+			t.Errorf("CursorsIn(%q, first half) = %v, %v; want GetCursor's %v", actor, got, err, want)
+		}
 	}
 }
 

@@ -408,6 +408,21 @@ func (s *Store) GetCursor(ctx context.Context, group, actor string) (ledger.Curs
 	return c, nil
 }
 
+// CursorsOf implements ledger.CursorLister; it looks at every cursor.
+func (s *Store) CursorsOf(ctx context.Context, actor string) (map[string]ledger.Cursor, error) {
+	if err := s.lock("cursors of"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := map[string]ledger.Cursor{}
+	for k, c := range s.cursors {
+		if k[1] == actor {
+			out[k[0]] = c
+		}
+	}
+	return out, nil
+}
+
 // SetMark implements ledger.Store.
 func (s *Store) SetMark(ctx context.Context, name string, m ledger.Mark) error {
 	if name == "" || m.Pos < 0 {

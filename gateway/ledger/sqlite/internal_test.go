@@ -746,3 +746,36 @@ func TestMarksKeepSchema(t *testing.T) {
 		t.Errorf("after SetMark: user_version %d (this program's %d), %d mark rows naming %s; want this program's version, one row naming %s", version, schemaVersion, rows, event, res[0].Event.ID)
 	}
 }
+
+// TestCursorsOfPlan checks that CursorsOf looks cursors up by their key,
+// one group at a time, and does not scan the cursors table (every actor's
+// cursors: ~6 ms at 300 groups × 50 agents).
+func TestCursorsOfPlan(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	rows, err := s.rdb.QueryContext(ctx, "EXPLAIN QUERY PLAN "+cursorsOfQuery, "alice")
+	if err != nil {
+		t.Fatalf("EXPLAIN QUERY PLAN: %v", err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatalf("scanning the plan: %v", err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("reading the plan: %v", err)
+	}
+	want := []string{"SCAN g", "SEARCH c USING PRIMARY KEY (group_id=? AND actor=?)"}
+	if !slices.Equal(plan, want) {
+		t.Errorf("CursorsOf's plan = %q, want %q", plan, want)
+	}
+}
