@@ -82,6 +82,27 @@ func (r *Relay) DeliveryCursor(ctx context.Context, group, actor string) (ledger
 	return c, err
 }
 
+// DeliveryCursors returns actor's delivery cursors in groups (as
+// Relay.Groups lists them) by group id: the seq of each, leaving out the
+// groups where it has none. It reads them with one store call when the
+// ledger can (ledger.CursorLister), else one DeliveryCursor per group.
+func (r *Relay) DeliveryCursors(ctx context.Context, actor string, groups []ledger.Group) (map[string]int64, error) {
+	actor = r.book.ActorID(actor)
+	ids := make([]string, len(groups))
+	for i, g := range groups {
+		ids[i] = g.ID
+	}
+	cs, err := ledger.CursorsIn(ctx, r.store, deliveredActor(actor), ids)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: delivery cursors of %s: %w", actor, err)
+	}
+	out := make(map[string]int64, len(cs))
+	for g, c := range cs {
+		out[g] = c.Seq
+	}
+	return out, nil
+}
+
 // shownTo reports whether actor was shown ev (with data d): a message or
 // notice addressed to it (by id, role, @all or broadcast) or its own; the
 // human user is shown every one. Other kinds (reactions, acks, claims,

@@ -57,3 +57,6 @@ const ResumeSaveEvery = resumeSaveEvery
 
 // ResumeMarkName is resumeMarkName.
 func ResumeMarkName(agent string) string { return resumeMarkName(agent) }
+
+// DeliveredActor is the cursor key of actor's delivery cursor.
+func DeliveredActor(actor string) string { return deliveredActor(actor) }

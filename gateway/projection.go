@@ -45,6 +45,12 @@ func (s projectingStore) appendData(ctx context.Context, recs []ledger.Record, d
 	return res, err
 }
 
+// CursorsOf implements ledger.CursorLister: the ledger's own, or an
+// error wrapping errors.ErrUnsupported when it has none.
+func (s projectingStore) CursorsOf(ctx context.Context, actor string) (map[string]ledger.Cursor, error) {
+	return ledger.CursorsOf(ctx, s.Store, actor)
+}
+
 func (s projectingStore) ImportEvents(ctx context.Context, evs []ledger.Event) (int, error) {
 	n, err := s.Store.ImportEvents(ctx, evs)
 	if n > 0 {

@@ -102,16 +102,9 @@ func (r *Relay) AgentResume(ctx context.Context, agent string) (map[string]int64
 	if err != nil {
 		return nil, 0, fmt.Errorf("gateway: listing groups: %w", err)
 	}
-	out := make(map[string]int64, len(gs))
-	for _, g := range gs {
-		c, err := r.store.GetCursor(ctx, g.ID, deliveredActor(agent))
-		switch {
-		case errors.Is(err, ledger.ErrNotFound):
-			continue
-		case err != nil:
-			return nil, 0, fmt.Errorf("gateway: delivery cursor of %s in %s: %w", agent, g.ID, err)
-		}
-		out[g.ID] = c.Seq
+	out, err := r.DeliveryCursors(ctx, agent, gs)
+	if err != nil {
+		return nil, 0, err
 	}
 	if buffered {
 		return out, 0, nil

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -136,24 +135,25 @@ func (s *Server) cursors(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
 		return
 	}
-	read, delivered := map[string]int64{}, map[string]int64{}
-	for _, g := range gs {
-		for _, c := range []struct {
-			get func() (ledger.Cursor, error)
-			out map[string]int64
-		}{
-			{func() (ledger.Cursor, error) { return s.relay.Store().GetCursor(r.Context(), g.ID, agent) }, read},
-			{func() (ledger.Cursor, error) { return s.relay.DeliveryCursor(r.Context(), g.ID, agent) }, delivered},
-		} {
-			cur, err := c.get()
-			switch {
-			case err == nil:
-				c.out[g.ID] = cur.Seq
-			case !errors.Is(err, ledger.ErrNotFound):
-				writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
-				return
-			}
-		}
+	// One store call each when the ledger can (ledger.CursorLister),
+	// else one per group.
+	ids := make([]string, len(gs))
+	for i, g := range gs {
+		ids[i] = g.ID
+	}
+	cs, err := ledger.CursorsIn(r.Context(), s.relay.Store(), agent, ids)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+		return
+	}
+	read := make(map[string]int64, len(cs))
+	for g, c := range cs {
+		read[g] = c.Seq
+	}
+	delivered, err := s.relay.DeliveryCursors(r.Context(), agent, gs)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, gateway.CodeInternal, err.Error())
+		return
 	}
 	res := map[string]any{"agent": agent, "cursors": read, "delivered": delivered}
 	if r.URL.Query().Get("resume") == "1" {

@@ -256,10 +256,19 @@ func (l *Local) Cursor(ctx context.Context, agent, group string) (int64, error) 
 	return c.Seq, nil
 }
 
-// Cursors returns agent's delivery cursors by group: one store read per
-// group, in this process.
+// Cursors returns agent's delivery cursors by group
+// (gateway.Relay.DeliveryCursors): one store read in all when the ledger
+// can, else one per group, in this process.
 func (l *Local) Cursors(ctx context.Context, agent string) (map[string]int64, error) {
-	return cursorPerGroup(ctx, l, agent)
+	gs, err := l.Relay.Groups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("c2a: listing groups: %w", err)
+	}
+	cs, err := l.Relay.DeliveryCursors(ctx, agent, gs)
+	if err != nil {
+		return nil, fmt.Errorf("c2a: %w", err)
+	}
+	return cs, nil
 }
 
 // Resume calls Relay.AgentResume.

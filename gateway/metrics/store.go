@@ -40,5 +40,12 @@ func (s *store) Append(ctx context.Context, recs []ledger.Record) ([]ledger.Resu
 	return res, nil
 }
 
+// CursorsOf implements ledger.CursorLister: st's own, or an error
+// wrapping errors.ErrUnsupported when st has none (ledger.CursorsIn then
+// reads cursor by cursor).
+func (s *store) CursorsOf(ctx context.Context, actor string) (map[string]ledger.Cursor, error) {
+	return ledger.CursorsOf(ctx, s.Store, actor)
+}
+
 // Unwrap returns the measured store.
 func (s *store) Unwrap() ledger.Store { return s.Store }
