@@ -51,15 +51,16 @@ func newDataCache() *dataCache { return &dataCache{seed: maphash.MakeSeed()} }
 
 // parse returns ParseData(ev), from the cache when it holds ev; what the
 // cache keeps lacks the envelope's raw text (X.Raw), which no delivery
-// carries. A nil cache, and an event over dataCacheMaxSize, decode every
-// time.
+// carries. A nil cache decodes every time, and so does every cache for an
+// event over dataCacheMaxSize and for a digest (KindDigest), whose
+// delivery carries its Digest as decoded, which ownDelivery does not copy.
 func (c *dataCache) parse(ev ledger.Event) (EventData, error) {
-	if c == nil || ev.ID == "" || len(ev.Data) == 0 || len(ev.Data) > dataCacheMaxSize {
+	if c == nil || ev.ID == "" || len(ev.Data) == 0 || len(ev.Data) > dataCacheMaxSize || ev.Kind == KindDigest {
 		return ParseData(ev)
 	}
 	slot := &c.slots[maphash.String(c.seed, ev.ID)%dataCacheSlots]
 	e := slot.Load()
-	if e == nil || e.id != ev.ID || e.size != len(ev.Data) {
+	if !e.holds(ev) {
 		n := &cachedData{id: ev.ID, size: len(ev.Data), ready: make(chan struct{})}
 		if slot.CompareAndSwap(e, n) {
 			n.d, n.err = ParseData(ev)
@@ -71,12 +72,17 @@ func (c *dataCache) parse(ev ledger.Event) (EventData, error) {
 		}
 		// Another reader took the slot first: its entry is this event's
 		// or not at all.
-		if e = slot.Load(); e == nil || e.id != ev.ID || e.size != len(ev.Data) {
+		if e = slot.Load(); !e.holds(ev) {
 			return ParseData(ev)
 		}
 	}
 	<-e.ready
 	return e.d, e.err
+}
+
+// holds reports whether e (nil for an empty slot) is ev's entry.
+func (e *cachedData) holds(ev ledger.Event) bool {
+	return e != nil && e.id == ev.ID && e.size == len(ev.Data)
 }
 
 // ownDelivery gives out copies of what d shares with a cached EventData

@@ -73,6 +73,17 @@ func TestDataCache(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// A digest's delivery carries its Digest as decoded: never shared.
+	dg, merr := json.Marshal(EventData{Digest: &Digest{Since: 1, Through: 2}})
+	if merr != nil {
+		t.Fatal(merr)
+	}
+	dev := ledger.Event{ID: "digest-1", Kind: KindDigest, Data: dg}
+	d1, err1 := c.parse(dev)
+	d2, err2 := c.parse(dev)
+	if err1 != nil || err2 != nil || d1.Digest == nil || d1.Digest == d2.Digest {
+		t.Errorf("digest parses = %p, %p (%v, %v): want two decodings", d1.Digest, d2.Digest, err1, err2)
+	}
 	var none *dataCache
 	ev := event("ev-3", "no cache")
 	if got, err := none.parse(ev); err != nil || got.Text != "no cache" || got.X.Raw == "" {

@@ -353,15 +353,7 @@ func (t *tracker) liveness() attention.Liveness {
 // observe returns the delivery of ev to the tracker's agent, and whether
 // it is one to show (not silent).
 func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool, error) {
-	var (
-		d   EventData
-		err error
-	)
-	if ev.Kind == KindDigest {
-		d, err = ParseData(ev) // its delivery carries its Digest
-	} else {
-		d, err = t.r.data.parse(ev)
-	}
+	d, err := t.r.data.parse(ev)
 	if err != nil {
 		return Delivery{}, false, fmt.Errorf("gateway: event %s: bad data: %w", ev.ID, err)
 	}
