@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -10,30 +9,11 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/ledgertest"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
 	"github.com/crosstalk-go/crosstalk/gateway/metrics"
 )
-
-// cursorCounter counts the cursor reads of the store it wraps. It does
-// not pass CursorsOf on (a wrapper embedding ledger.Store alone);
-// cursorLister does.
-type cursorCounter struct {
-	ledger.Store
-	gets, lists int
-}
-
-func (s *cursorCounter) GetCursor(ctx context.Context, group, actor string) (ledger.Cursor, error) {
-	s.gets++
-	return s.Store.GetCursor(ctx, group, actor)
-}
-
-type cursorLister struct{ *cursorCounter }
-
-func (s cursorLister) CursorsOf(ctx context.Context, actor string) (map[string]ledger.Cursor, error) {
-	s.lists++
-	return ledger.CursorsOf(ctx, s.Store, actor)
-}
 
 // TestDeliveryCursorsInOneCall checks that AgentResume,
 // Relay.DeliveryCursors and c2a.Local.Cursors give what DeliveryCursor
@@ -89,10 +69,10 @@ func TestDeliveryCursorsInOneCall(t *testing.T) {
 						}
 					}
 				}
-				counter := &cursorCounter{Store: st}
+				counter := &ledgertest.CursorCounter{Store: st}
 				var wrapped ledger.Store = counter
 				if listing {
-					wrapped = cursorLister{counter}
+					wrapped = ledgertest.ListingCursors{CursorCounter: counter}
 				}
 				r := gateway.New(metrics.New(nil).Store(wrapped), &gateway.Options{Book: testBook(t)})
 				for _, agent := range []string{"claude", "CLAUDE", "gemini", "nobody"} {
@@ -118,13 +98,13 @@ func TestDeliveryCursorsInOneCall(t *testing.T) {
 						{"DeliveryCursors", func() (map[string]int64, error) { return r.DeliveryCursors(ctx, agent, gs) }},
 						{"Local.Cursors", func() (map[string]int64, error) { return (&c2a.Local{Relay: r}).Cursors(ctx, agent) }},
 					} {
-						counter.gets, counter.lists = 0, 0
+						counter.Gets, counter.Lists = 0, 0
 						got, err := read.f()
 						if err != nil || !maps.Equal(got, want) {
 							t.Errorf("%s(%s) = %v, %v; want DeliveryCursor's %v", read.name, agent, got, err, want)
 						}
-						if counter.gets != wantGets || counter.lists != wantLists {
-							t.Errorf("%s(%s) made %d GetCursor and %d CursorsOf calls, want %d and %d", read.name, agent, counter.gets, counter.lists, wantGets, wantLists)
+						if counter.Gets != wantGets || counter.Lists != wantLists {
+							t.Errorf("%s(%s) made %d GetCursor and %d CursorsOf calls, want %d and %d", read.name, agent, counter.Gets, counter.Lists, wantGets, wantLists)
 						}
 					}
 				}

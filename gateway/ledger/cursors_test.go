@@ -1,35 +1,15 @@
 package ledger_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/ledgertest"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 )
-
-// countingStore counts a Store's cursor reads; it does not
-// pass CursorsOf on, as a wrapper that embeds ledger.Store alone.
-type countingStore struct {
-	ledger.Store
-	gets, lists int
-}
-
-func (s *countingStore) GetCursor(ctx context.Context, group, actor string) (ledger.Cursor, error) {
-	s.gets++
-	return s.Store.GetCursor(ctx, group, actor)
-}
-
-// listingStore is countingStore passing CursorsOf on.
-type listingStore struct{ *countingStore }
-
-func (s listingStore) CursorsOf(ctx context.Context, actor string) (map[string]ledger.Cursor, error) {
-	s.lists++
-	return ledger.CursorsOf(ctx, s.Store, actor)
-}
 
 // TestCursorsIn checks that CursorsIn reads with one CursorsOf call when
 // the store has it, falls back to GetCursor per group when it has not or
@@ -60,19 +40,19 @@ func TestCursorsIn(t *testing.T) {
 			want[g] = c
 		}
 	}
-	hidden := &countingStore{Store: st}
-	listing := listingStore{&countingStore{Store: st}}
+	hidden := &ledgertest.CursorCounter{Store: st}
+	listing := ledgertest.ListingCursors{CursorCounter: &ledgertest.CursorCounter{Store: st}}
 	// A wrapper passing CursorsOf on to a store without it.
-	overHidden := listingStore{&countingStore{Store: &countingStore{Store: st}}}
+	overHidden := ledgertest.ListingCursors{CursorCounter: &ledgertest.CursorCounter{Store: &ledgertest.CursorCounter{Store: st}}}
 	tests := []struct {
 		name             string
 		st               ledger.Store
-		c                *countingStore
+		c                *ledgertest.CursorCounter
 		wantGets, wantLs int
 	}{
 		{"without CursorsOf", hidden, hidden, len(ask), 0},
-		{"with CursorsOf", listing, listing.countingStore, 0, 1},
-		{"passing on to one without", overHidden, overHidden.countingStore, len(ask), 1},
+		{"with CursorsOf", listing, listing.CursorCounter, 0, 1},
+		{"passing on to one without", overHidden, overHidden.CursorCounter, len(ask), 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,8 +60,8 @@ func TestCursorsIn(t *testing.T) {
 			if err != nil || !maps.Equal(got, want) {
 				t.Errorf("CursorsIn = %v, %v; want %v", got, err, want)
 			}
-			if tt.c.gets != tt.wantGets || tt.c.lists != tt.wantLs {
-				t.Errorf("CursorsIn made %d GetCursor and %d CursorsOf calls, want %d and %d", tt.c.gets, tt.c.lists, tt.wantGets, tt.wantLs)
+			if tt.c.Gets != tt.wantGets || tt.c.Lists != tt.wantLs {
+				t.Errorf("CursorsIn made %d GetCursor and %d CursorsOf calls, want %d and %d", tt.c.Gets, tt.c.Lists, tt.wantGets, tt.wantLs)
 			}
 		})
 	}
