@@ -483,7 +483,9 @@ FILE, the body may come from standard input.`)
 	}
 	var last *envelope.Envelope
 	var lastErr *envelope.SyntaxError
+	var name string
 	err = eachInput(e, files, func(in input) error {
+		name = in.name
 		return readEnvelopes(in, false, func(env *envelope.Envelope, se *envelope.SyntaxError) error {
 			last, lastErr = env, se
 			return nil
@@ -493,10 +495,12 @@ FILE, the body may come from standard input.`)
 		return err
 	}
 	if lastErr != nil {
-		return fmt.Errorf("the last envelope is malformed: %w", lastErr)
+		// FILE:LINE: CODE: message, as validate and fmt say it.
+		return fmt.Errorf("%s (the last envelope, the one to reply to, is malformed)",
+			visible(fmt.Sprintf("%s:%d: %s: %s", name, lastErr.Line, lastErr.Code, lastErr.Msg)))
 	}
 	if last == nil {
-		return errors.New("no envelope found to reply to")
+		return fmt.Errorf("%s: no envelope found to reply to", name)
 	}
 	body, err := bf.read(e, len(files) == 1 && files[0] != "-")
 	if err != nil {

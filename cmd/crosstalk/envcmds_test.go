@@ -217,3 +217,32 @@ func TestNewReplyValidateFmt(t *testing.T) {
 		t.Errorf("fmt --fence = %q", fenced)
 	}
 }
+
+// TestReplyNamesTheInput: when reply cannot reply, its error names the
+// file and, for a malformed envelope, the line, as validate does.
+func TestReplyNamesTheInput(t *testing.T) {
+	dir := t.TempDir()
+	good := "[[A→B v1]]\nintent: REQUEST\n\nbody: |\n  hi\nsig: none\n[[END]]\n"
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		path string
+		want string
+	}{
+		{"bad UTF-8", write("bad utf8.txt", strings.Replace(good, "hi", "h\xffi", 1)), "bad utf8.txt:5: E-FORMAT: "},
+		{"second malformed", write("two.txt", good+"\n"+strings.Replace(good, "intent: REQUEST", "intent REQUEST", 1)), "two.txt:10: E-FORMAT: "},
+		{"empty", write("empty.txt", ""), "empty.txt: no envelope found"},
+	}
+	for _, tt := range tests {
+		stdout, stderr, code := runCLI(t, "", "reply", "--intent", "RESPOND", "--body", "x", tt.path)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, tt.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%s: reply = %d, stdout %q, stderr %q; want 1 and one line with %q", tt.name, code, stdout, stderr, tt.want)
+		}
+	}
+}
