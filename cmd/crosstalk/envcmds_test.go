@@ -153,6 +153,9 @@ func TestRelayURLUsage(t *testing.T) {
 		{"inbox", "--agent", "claude", "--relay", "htp://127.0.0.1:7777"},
 		{"ack", "--agent", "claude", "--relay", "http://", "01M80ZE85N0YRPSJ6Z7H0NVPCX"},
 		{"watch", "--relay", "127.0.0.1:7777", t.TempDir()},
+		{"send", "--relay="},
+		{"log", "--relay", ""},
+		{"inbox", "--agent", "claude", "--relay="},
 	} {
 		stdout, stderr, code := runCLI(t, "[[A→B v1]]\nintent: REQUEST\n\nbody: |\n  hi\nsig: none\n[[END]]\n", args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, "--relay") || !strings.Contains(stderr, "http://127.0.0.1:7777") {

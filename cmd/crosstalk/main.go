@@ -286,10 +286,12 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 // checkRelayFlag refuses a --relay value (from the flag or
 // $CROSSTALK_RELAY) that is not an http or https URL with a host, such as
 // "127.0.0.1:7777": it could never be reached, and retrying it only delays
-// the error.
+// the error. An empty --relay is refused too where the flag has a default
+// (--relay= would otherwise post to the URL ""); where it has none (watch,
+// clip) empty means "print, do not forward".
 func checkRelayFlag(fs *flag.FlagSet) error {
 	f := fs.Lookup("relay")
-	if f == nil || f.Value.String() == "" {
+	if f == nil || f.Value.String() == "" && f.DefValue == "" {
 		return nil
 	}
 	u, err := url.Parse(f.Value.String())
