@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -108,7 +109,8 @@ func (c *composeFlags) write(e *env, env *envelope.Envelope) error {
 	}
 	env.User = u
 	env.Meta = c.meta.blocks
-	w := envelope.NewWriter(e.stdout)
+	var out bytes.Buffer
+	w := envelope.NewWriter(&out)
 	w.Fence = *c.fence
 	if c.v10() {
 		env, err = envelope.ToV10(env, envelope.V10Options{DropMeta: *c.lossy})
@@ -120,5 +122,25 @@ func (c *composeFlags) write(e *env, env *envelope.Envelope) error {
 		}
 		w.V10 = true
 	}
-	return w.Write(env)
+	if err := w.Write(env); err != nil {
+		return err
+	}
+	if err := readsBack(out.Bytes()); err != nil {
+		return err
+	}
+	_, err = e.stdout.Write(out.Bytes())
+	return err
+}
+
+// readsBack refuses a composed envelope that readers would refuse: one
+// over the limits of docs/format.md §8 (a body line over 64 KiB, more than
+// 1 MiB in all), which the Writer writes but no Reader, relay or
+// `crosstalk validate` reads.
+func readsBack(b []byte) error {
+	_, err := envelope.NewReader(bytes.NewReader(b)).Next()
+	var se *envelope.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("the envelope would be refused by its readers (docs/format.md §8): line %d of it: %s: %s", se.Line, se.Code, se.Msg)
+	}
+	return nil
 }

@@ -163,3 +163,48 @@ func TestV10PeerReadsOurOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestComposeWithinReaderLimits: new and reply refuse, with nothing on
+// stdout, a body that would make an envelope its readers refuse
+// (docs/format.md §8), and write one just within the limits.
+func TestComposeWithinReaderLimits(t *testing.T) {
+	dir := t.TempDir()
+	question := filepath.Join(dir, "q.txt")
+	if err := os.WriteFile(question, []byte("[[A→B v1]]\nintent: REQUEST\n\nbody: |\n  hi\nsig: none\n[[END]]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	longLine := strings.Repeat("x", envelope.MaxLineLength)                                 // 64 KiB + the indent
+	manyLines := strings.Repeat(strings.Repeat("y", 99)+"\n", envelope.MaxEnvelopeSize/101) // under 1 MiB; over it indented
+	fits := strings.Repeat("z", envelope.MaxLineLength-2)
+	tests := []struct {
+		name, body string
+		ok         bool
+	}{
+		{"line over 64 KiB", longLine, false},
+		{"envelope over 1 MiB", manyLines, false},
+		{"line of 64 KiB with its indent", fits, true},
+	}
+	for _, tt := range tests {
+		body := filepath.Join(dir, "body.txt")
+		if err := os.WriteFile(body, []byte(tt.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"new", "--from", "A", "--to", "B", "--intent", "REQUEST", "--body-file", body},
+			{"reply", "--intent", "RESPOND", "--body-file", body, question},
+		} {
+			stdout, stderr, code := runCLI(t, "", args...)
+			if tt.ok {
+				if code != 0 {
+					t.Errorf("%s: %s = %d %q, want 0", tt.name, args[0], code, stderr)
+				} else if _, _, vcode := runCLI(t, stdout, "validate"); vcode != 0 {
+					t.Errorf("%s: %s wrote an envelope validate refuses", tt.name, args[0])
+				}
+				continue
+			}
+			if code != 1 || stdout != "" || !strings.Contains(stderr, "E-TOO-LARGE") {
+				t.Errorf("%s: %s = %d, %d bytes on stdout, stderr %q; want 1, nothing, E-TOO-LARGE", tt.name, args[0], code, len(stdout), stderr)
+			}
+		}
+	}
+}
