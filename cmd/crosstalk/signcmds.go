@@ -236,6 +236,12 @@ errors.`)
 				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: %v", in.name, env.Line, err)))
 				return nil
 			}
+			if err := readsBack(out); err != nil {
+				// The signature's lines pushed it over the limits.
+				failed = true
+				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s:%d: signed, %v", in.name, env.Line, err)))
+				return nil
+			}
 			if v, ok := env.MetaValue("signing", "Public-Key"); ok && !opts.Announce {
 				if a, err := signing.ParsePublicKeyValue(k.Pkid, v); err != nil || !a.Equal(k.Public()) {
 					// The announced key must verify the signature

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/fixtures"
 )
 
@@ -562,5 +563,33 @@ func TestHelpDoesNotPrintToken(t *testing.T) {
 	}
 	if withToken < 5 {
 		t.Errorf("only %d commands have --token in their help; the check looked at the wrong output", withToken)
+	}
+}
+
+// TestCLISignOverReaderLimits: an envelope just within the 1 MiB limit
+// (docs/format.md §8) that the sig line and the announced key push over
+// it is not written (readers would refuse it as E-TOO-LARGE): exit 1, an
+// error naming the file and line; the others are signed.
+func TestCLISignOverReaderLimits(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "alice", "--out", c.path("a.key"))
+	head, tail := "[[A→B v1]]\nintent: REQUEST\n\nbody: |\n", "sig: none\n[[END]]\n"
+	n := envelope.MaxEnvelopeSize - 40 - len(head) - len(tail)
+	var body strings.Builder
+	for ; n > 102; n -= 102 {
+		body.WriteString("  " + strings.Repeat("y", 99) + "\n")
+	}
+	body.WriteString("  " + strings.Repeat("y", n-3) + "\n")
+	big := head + body.String() + tail
+	if code, _, _ := c.run(big, "validate"); code != 0 {
+		t.Fatalf("the unsigned envelope does not validate")
+	}
+	path := c.path("big envelope.txt")
+	if err := os.WriteFile(path, []byte(cliEnv+"\n"+big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := c.run("", "sign", "--announce", "--key", c.path("a.key"), path)
+	if code != 1 || strings.Count(out, "[[END]]") != 1 || !strings.Contains(errs, "big envelope.txt:13: ") || !strings.Contains(errs, "E-TOO-LARGE") {
+		t.Errorf("sign(over the limit once signed) = exit %d, %d envelopes, %q; want 1, the small one, an E-TOO-LARGE at big envelope.txt:13", code, strings.Count(out, "[[END]]"), errs)
 	}
 }
