@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/client"
@@ -138,7 +139,9 @@ func runSend(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, `
 Send posts the envelopes found in each FILE (or standard input) to the relay's
 POST /crosstalk/receive and prints the receipt envelopes. Transient failures are
-retried with the same Idempotency-Key, so sending twice records once.
+retried with the same Idempotency-Key, so sending twice records once. Each
+envelope the relay refuses is also one line on standard error: the FILE and
+the ERROR receipt's reason, with its line.
 
 Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 	rf := addRelayFlags(fs)
@@ -165,6 +168,15 @@ Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 		failed = failed || err != nil
 		if _, werr := e.stdout.Write(rc.Body); werr != nil {
 			return werr
+		}
+		// Each refusal on stderr too, naming the input: with stdout in a
+		// file or several inputs, exit 1 alone does not say which one
+		// failed or where.
+		for _, r := range rc.Envelopes {
+			if _, ok := r.MetaValue("error", "Code"); ok && r.Intent == envelope.IntentError {
+				first, _, _ := strings.Cut(r.Body, "\n")
+				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s: refused by the relay: %s", in.name, first)))
+			}
 		}
 		if unauthorized(err) {
 			// Nothing was read: every other input would be refused

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -145,7 +146,8 @@ func TestInboxOweWaiting(t *testing.T) {
 
 // TestSend runs `crosstalk send` against an in-process relay: the receipt
 // envelopes on stdout, exit 0 when every envelope was recorded, 1 with the
-// ERROR receipt when one was refused, and a relay that is not there an
+// ERROR receipt when one was refused (and on stderr, naming the input and
+// the line, for a terminal whose stdout goes to a file), and a relay that is not there an
 // error with the hint (no retries with --retries 0).
 func TestSend(t *testing.T) {
 	r := testrelay.Start(t, nil)
@@ -157,7 +159,8 @@ func TestSend(t *testing.T) {
 	}{
 		{"recorded", ok, r.URL, exitOK, "Event-ID", ""},
 		{"again, recorded once", ok, r.URL, exitOK, "Event-ID", ""},
-		{"refused", "[[CLAUDE→CHATGPT v1]]\nno header\n[[END]]\n", r.URL, exitFailure, "E-", ""},
+		{"refused", "[[CLAUDE→CHATGPT v1]]\nno header\n[[END]]\n", r.URL, exitFailure, "E-", "crosstalk: <stdin>: refused by the relay: E-FORMAT: line 2: "},
+		{"second refused", ok + "\n[[CLAUDE→CHATGPT v1]]\nintent REQUEST\n[[END]]\n", r.URL, exitFailure, "Event-ID", fmt.Sprintf("crosstalk: <stdin>: refused by the relay: E-FORMAT: line %d: ", strings.Count(ok, "\n")+3)},
 		{"no relay", ok, "http://127.0.0.1:1", exitFailure, "", "is the relay running?"},
 	} {
 		stdout, stderr, code := runCLI(t, tc.stdin, "send", "--relay", tc.relay, "--retries", "0")
