@@ -370,6 +370,8 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 	path := s.path
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		path = p
+	} else {
+		path = linkTarget(path) // a link to a file not written yet
 	}
 	unlock, err := filelock.Lock(path + ".lock")
 	if err != nil {
@@ -445,6 +447,30 @@ func (s *TrustStore) readLocked() (*storeFile, error) {
 		return nil, within(err, "%s", s.path)
 	}
 	return f, nil
+}
+
+// linkTarget follows path while it is a symlink, to the path it finally
+// names even when that does not exist yet (where filepath.EvalSymlinks
+// fails), so that the first pin through a user's link to the relay's
+// trust_file creates that file rather than replacing the link. A link
+// it cannot read, or a loop, leaves the path as it got it.
+func linkTarget(path string) string {
+	p := path
+	for range 40 { // as many links as Linux follows
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			return p
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			return path
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		p = t
+	}
+	return path
 }
 
 // writeAtomic replaces path with data: temporary file in the same

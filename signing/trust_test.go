@@ -697,6 +697,38 @@ func TestTrustStoreThroughSymlink(t *testing.T) {
 	}
 }
 
+// TestTrustStoreThroughDanglingSymlink: a link to a trust file that does
+// not exist yet (the relay has pinned nothing so far) is written through
+// too, the first pin creating the file it names; before, the rename
+// replaced the link with a file of its own, and the two stores parted.
+func TestTrustStoreThroughDanglingSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "relay", "known_keys")
+	os.MkdirAll(filepath.Dir(real), 0o700)
+	user := filepath.Join(dir, "user")
+	os.MkdirAll(user, 0o700)
+	for _, tc := range []struct{ name, target string }{
+		{"absolute", real},
+		{"relative", filepath.Join("..", "relay", "known_keys")},
+	} {
+		os.Remove(real)
+		link := filepath.Join(user, "known_keys-"+tc.name)
+		if err := os.Symlink(tc.target, link); err != nil {
+			t.Skip("no symlinks here:", err)
+		}
+		k := testKey(t, Ed25519, tc.name+"@x.org")
+		if err := NewTrustStore(link).Add(k.Public()); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s: the symlink was replaced: %v, %v", tc.name, fi.Mode(), err)
+		}
+		if _, ok, err := NewTrustStore(real).Lookup(tc.name + "@x.org"); err != nil || !ok {
+			t.Errorf("%s: the file the link names does not hold the pin: %v, %v", tc.name, ok, err)
+		}
+	}
+}
+
 // TestFirstUsePinsBounded: first use pins at most MaxFirstUsePins keys
 // held by one sender and as many seen in its name (seen=), each counted
 // apart — so pins seen by mail never use up the sender's own — revoked
