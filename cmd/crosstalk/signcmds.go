@@ -375,6 +375,10 @@ no envelope is found), 2 for usage errors.`)
 	if err != nil {
 		return err
 	}
+	if *keyPath != "" && *dns {
+		// With --key only that key is tried: DNS would never be asked.
+		return usagef("verify: --key and --dns exclude each other: --key tries only the key given")
+	}
 	v := &signing.Verifier{NoTOFU: *noTOFU}
 	if *trustPath != "" {
 		v.Store = signing.NewTrustStore(*trustPath)

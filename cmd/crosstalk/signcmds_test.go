@@ -249,7 +249,8 @@ func TestCLISignErrors(t *testing.T) {
 	if code, _, errs := c.run("no envelopes here", "sign", "--key", c.path("a.key")); code != 1 || !strings.Contains(errs, "no envelope found") {
 		t.Errorf("sign(no envelope) = exit %d, %q", code, errs)
 	}
-	for _, args := range [][]string{{"sign"}, {"sign", "--key", c.path("a.key"), "--form", "xml"}, {"keygen"}, {"keygen", "--pkid", "a b"}, {"keygen", "--pkid", "a", "--alg", "rsa"}} {
+	for _, args := range [][]string{{"sign"}, {"sign", "--key", c.path("a.key"), "--form", "xml"}, {"keygen"}, {"keygen", "--pkid", "a b"}, {"keygen", "--pkid", "a", "--alg", "rsa"},
+		{"verify", "--key", c.path("a.key.pub"), "--dns"}} {
 		if code, _, _ := c.run(cliEnv, args...); code != 2 {
 			t.Errorf("crosstalk %v = exit %d, want 2", args, code)
 		}
