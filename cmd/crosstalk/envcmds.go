@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 )
@@ -208,7 +209,11 @@ func printSummary(w io.Writer, name string, env *envelope.Envelope) error {
 	}
 	first, _, _ := strings.Cut(env.Body, "\n")
 	if len(first) > 60 {
-		first = first[:57] + "..."
+		cut := 57
+		for cut > 0 && !utf8.RuneStart(first[cut]) {
+			cut-- // not inside a character: "\xc3..." is not in the body
+		}
+		first = first[:cut] + "..."
 	}
 	row("body", fmt.Sprintf("%d line(s), %d bytes: %q", lines, len(env.Body), first))
 	sig := env.Sig

@@ -249,3 +249,20 @@ func TestReplyNamesTheInput(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSummaryCutsWholeCharacters: parse shortens a long first body
+// line at a character boundary, never printing part of one ("\xc3...").
+func TestParseSummaryCutsWholeCharacters(t *testing.T) {
+	for _, body := range []string{strings.Repeat("é", 40), "a" + strings.Repeat("€", 30), strings.Repeat("😀", 20)} {
+		text := "[[A→B v1]]\nintent: REQUEST\n\nbody: |\n  " + body + "\nsig: none\n[[END]]\n"
+		out, stderr, code := runCLI(t, text, "parse")
+		if code != 0 {
+			t.Fatalf("parse = %d %q", code, stderr)
+		}
+		_, line, _ := strings.Cut(out, "  body:")
+		line, _, _ = strings.Cut(line, "\n")
+		if strings.Contains(line, `\x`) || !strings.HasSuffix(line, `..."`) {
+			t.Errorf("parse body summary of %q = %q, want whole characters and ...", body, line)
+		}
+	}
+}
