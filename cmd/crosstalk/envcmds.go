@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -157,12 +158,30 @@ Exit status: 0 if every envelope parsed, 1 if any failed, 2 for usage errors.`)
 		return err
 	}
 	if n == 0 && !*asJSON {
-		fmt.Fprintln(e.stderr, "crosstalk: no envelope found")
+		fmt.Fprintln(e.stderr, "crosstalk: "+noEnvelope(files))
 	}
 	if failed {
 		return failedError{}
 	}
 	return nil
+}
+
+// noEnvelope says that the inputs named (none: standard input) held no
+// envelope, naming them, or counting them when they are many.
+func noEnvelope(files []string) string {
+	if len(files) > 3 {
+		return fmt.Sprintf("no envelope found in any of the %d inputs", len(files))
+	}
+	names := []string{"<stdin>"}
+	if len(files) > 0 {
+		names = slices.Clone(files)
+	}
+	for i, n := range names {
+		if n == "-" {
+			names[i] = "<stdin>"
+		}
+	}
+	return visible("no envelope found in " + strings.Join(names, ", "))
 }
 
 // visible returns s for a terminal: every control, bidi or invisible
@@ -265,7 +284,7 @@ Exit status: 0 if every envelope is valid, 1 if any is not or none was found,
 		return err
 	}
 	if n == 0 {
-		return errors.New("no envelope found")
+		return errors.New(noEnvelope(files))
 	}
 	if failed {
 		return failedError{}
@@ -304,7 +323,7 @@ Exit status: 0 if every envelope was printed, 1 if any was malformed.`)
 		return err
 	}
 	if n == 0 {
-		fmt.Fprintln(e.stderr, "crosstalk: no envelope found")
+		fmt.Fprintln(e.stderr, "crosstalk: "+noEnvelope(files))
 	}
 	if failed {
 		return failedError{}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -263,6 +264,34 @@ func TestParseSummaryCutsWholeCharacters(t *testing.T) {
 		line, _, _ = strings.Cut(line, "\n")
 		if strings.Contains(line, `\x`) || !strings.HasSuffix(line, `..."`) {
 			t.Errorf("parse body summary of %q = %q, want whole characters and ...", body, line)
+		}
+	}
+}
+
+// TestNoEnvelopeNamesInputs: every command that reads envelopes says
+// which input held none.
+func TestNoEnvelopeNamesInputs(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "alice", "--out", c.path("a.key"))
+	empty := c.path("empty file.txt")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"parse"}, {"fmt"}, {"validate"}, {"verify", "--trust", c.path("known_keys")}, {"sign", "--key", c.path("a.key")},
+	} {
+		for _, in := range []struct{ file, want string }{
+			{empty, "no envelope found in " + empty + "\n"},
+			{"", "no envelope found in <stdin>\n"},
+		} {
+			a := args
+			if in.file != "" {
+				a = append(slices.Clone(args), in.file)
+			}
+			_, _, stderr := c.run("", a...)
+			if !strings.HasSuffix(stderr, in.want) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("crosstalk %v: stderr %q, want one line ending %q", a, stderr, in.want)
+			}
 		}
 	}
 }

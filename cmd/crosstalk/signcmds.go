@@ -268,7 +268,7 @@ errors.`)
 		return err
 	}
 	if n == 0 && !failed {
-		return errors.New("no envelope found")
+		return errors.New(noEnvelope(files))
 	}
 	if failed {
 		return failedError{}
@@ -446,7 +446,7 @@ no envelope is found), 2 for usage errors.`)
 		return err
 	}
 	if n == 0 {
-		return errors.New("no envelope found")
+		return errors.New(noEnvelope(files))
 	}
 	seen := map[string]bool{}
 	for _, h := range hints {
