@@ -65,9 +65,18 @@ func trustFlag(fs interface {
 
 func openTrust(path string) (*signing.TrustStore, error) {
 	if path == "" {
-		return nil, usagef("no trust store: the user config directory is unknown; give --trust FILE")
+		return nil, usagef("no trust store: %s; give --trust FILE", noTrustReason())
 	}
 	return signing.NewTrustStore(path), nil
+}
+
+// noTrustReason says why the trust store path is empty: given so
+// (--trust=), or no default for it.
+func noTrustReason() string {
+	if defaultTrustFile() == "" {
+		return "the user config directory is unknown"
+	}
+	return "--trust is empty"
 }
 
 // cliPkid reads a key id given on the command line in NFC, as a sig
@@ -383,7 +392,7 @@ no envelope is found), 2 for usage errors.`)
 	if *trustPath != "" {
 		v.Store = signing.NewTrustStore(*trustPath)
 	} else if *keyPath == "" {
-		return usagef("verify: no trust store (the user config directory is unknown); give --trust FILE or --key FILE")
+		return usagef("verify: no trust store (%s); give --trust FILE or --key FILE", noTrustReason())
 	}
 	if *keyPath != "" {
 		k, err := loadVerifyKey(*keyPath)

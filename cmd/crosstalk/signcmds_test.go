@@ -567,6 +567,18 @@ func TestHelpDoesNotPrintToken(t *testing.T) {
 	}
 }
 
+// TestCLIEmptyTrustFlag: --trust= is a usage error that says so, not
+// that the user config directory is unknown (it is known here).
+func TestCLIEmptyTrustFlag(t *testing.T) {
+	c := newSignCLI(t)
+	for _, args := range [][]string{{"verify", "--trust="}, {"trust", "list", "--trust="}} {
+		code, _, errs := c.run(cliEnv, args...)
+		if code != 2 || !strings.Contains(errs, "--trust is empty") || strings.Contains(errs, "config directory") {
+			t.Errorf("crosstalk %v = exit %d, %q; want 2 and --trust is empty", args, code, errs)
+		}
+	}
+}
+
 // TestCLISignOverReaderLimits: an envelope just within the 1 MiB limit
 // (docs/format.md §8) that the sig line and the announced key push over
 // it is not written (readers would refuse it as E-TOO-LARGE): exit 1, an
