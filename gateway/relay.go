@@ -309,6 +309,12 @@ type Outcome struct {
 	Event ledger.Event
 	// Duplicate reports that the envelope was already in the ledger.
 	Duplicate bool
+	// Differs reports, for a duplicate, that the envelope recorded under
+	// its message id says something else: its signed part differs
+	// beyond trailing blanks (an edited body, another intent or
+	// receiver). The recorded one stands (docs/design.md §5.3); a change
+	// must be sent with a new message id.
+	Differs bool
 	// Verification is the signature check's result.
 	Verification Verification
 	// Actor is who speaks: the ledger's by, the author of the C2A
@@ -384,7 +390,7 @@ func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err erro
 	for i := range outs {
 		outs[i].Event, outs[i].Duplicate = res[i].Event, res[i].Duplicate
 	}
-	if err := r.refuseSquatters(ctx, in, outs); err != nil {
+	if err := r.checkDuplicates(ctx, in, outs); err != nil {
 		return nil, err
 	}
 	if err := r.closeBlockers(ctx, outs); err != nil {
@@ -404,11 +410,14 @@ func (r *Relay) Ingest(ctx context.Context, in Intake) (outs []Outcome, err erro
 	return outs, nil
 }
 
-// refuseSquatters turns a "duplicate" whose first event came from another
+// checkDuplicates turns a "duplicate" whose first event came from another
 // sender into an E-PERM rejection: a message id is the sender's, and an
 // envelope must not be acknowledged as recorded when another actor's event
-// holds its id (an id squatted first, or a forged retry).
-func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) error {
+// holds its id (an id squatted first, or a forged retry). A duplicate from
+// the same sender whose content differs from the recorded envelope is
+// marked (Outcome.Differs), so that an edited resend is not taken for
+// recorded.
+func (r *Relay) checkDuplicates(ctx context.Context, in Intake, outs []Outcome) error {
 	var recs []ledger.Record
 	var idx []int
 	for i := range outs {
@@ -427,6 +436,11 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 			rec, _ := r.rejectionRecord(in, o)
 			recs = append(recs, rec)
 			idx = append(idx, i)
+		} else if d.X.Raw != "" && !sameContent(o.Envelope, d.X.Raw) {
+			o.Differs = true
+			r.log.LogAttrs(ctx, slog.LevelWarn, "envelope differs from the one recorded under its message id; the recorded one stands",
+				slog.String("transport", in.Transport), slog.String("source", in.Source), slog.String("message", o.Envelope.Message),
+				slog.String("event", o.Event.ID))
 		}
 	}
 	if len(recs) == 0 {
@@ -440,6 +454,38 @@ func (r *Relay) refuseSquatters(ctx context.Context, in Intake, outs []Outcome) 
 		outs[i].Event = res[j].Event
 	}
 	return nil
+}
+
+// sameContent reports whether env says what the envelope recorded as raw
+// says: the same sender, receiver, intent, context, parent and body, the
+// body compared line by line without the blanks at the ends of lines
+// (which chat UIs add and strip). What an honest retry changes is not
+// compared: the session (composed anew), the user, the thread a relay
+// assigned, the signature and key announcements. A raw text that no
+// longer parses counts as the same: nothing to tell the sender.
+func sameContent(env *envelope.Envelope, raw string) bool {
+	rec, err := envelope.Unmarshal([]byte(raw))
+	if err != nil {
+		return true
+	}
+	return strings.EqualFold(env.From, rec.From) && strings.EqualFold(env.To, rec.To) &&
+		env.Intent == rec.Intent && env.Context == rec.Context && env.Parent == rec.Parent &&
+		sameLines(env.Body, rec.Body)
+}
+
+// sameLines compares a and b line by line, ignoring blanks at the ends of
+// lines and blank lines at the end.
+func sameLines(a, b string) bool {
+	a, b = strings.TrimRight(a, " \t\n"), strings.TrimRight(b, " \t\n")
+	for a != "" || b != "" {
+		var la, lb string
+		la, a, _ = strings.Cut(a, "\n")
+		lb, b, _ = strings.Cut(b, "\n")
+		if strings.TrimRight(la, " \t") != strings.TrimRight(lb, " \t") {
+			return false
+		}
+	}
+	return true
 }
 
 // readIntake parses data into at most limit outcomes, one per envelope or
@@ -778,6 +824,9 @@ func (r *Relay) Receipt(o Outcome) *envelope.Envelope {
 	if o.Duplicate {
 		e.Body = "already recorded"
 	}
+	if o.Differs {
+		e.Body = differsNote
+	}
 	// The block and its fields in one allocation: a receipt per envelope.
 	m := new(receiptMeta)
 	m.fields = [...]envelope.Field{
@@ -786,14 +835,23 @@ func (r *Relay) Receipt(o Outcome) *envelope.Envelope {
 		{Key: "Seq", Value: strconv.FormatInt(o.Event.Seq, 10)},
 		{Key: "Duplicate", Value: strconv.FormatBool(o.Duplicate)},
 		{Key: "Verification", Value: o.Verification.Status},
+		{Key: "Differs", Value: "true"},
 	}
-	m.meta[0] = envelope.Meta{Namespace: "receipt", Fields: m.fields[:]}
+	fields := m.fields[:5]
+	if o.Differs {
+		fields = m.fields[:]
+	}
+	m.meta[0] = envelope.Meta{Namespace: "receipt", Fields: fields}
 	e.Meta = m.meta[:]
 	return e
 }
 
+// differsNote is the body of a receipt for a duplicate that differs from
+// the recorded envelope (Outcome.Differs).
+const differsNote = "already recorded, with other content: this envelope differs from the one recorded under its message id, which stands; send a change with a new message id"
+
 // receiptMeta holds the `meta: receipt` block of a receipt.
 type receiptMeta struct {
 	meta   [1]envelope.Meta
-	fields [5]envelope.Field
+	fields [6]envelope.Field
 }

@@ -137,6 +137,71 @@ func TestIngestIdempotent(t *testing.T) {
 	}
 }
 
+// TestIngestDuplicateDiffers: a resend under a recorded message id is a
+// duplicate either way, and the recorded envelope stands; the outcome and
+// the receipt say when the resend says something else, so that an edited
+// envelope is not taken for recorded. What an honest retry changes (the
+// session, trailing blanks, line ends, a fence or quote) is not a
+// difference.
+func TestIngestDuplicateDiffers(t *testing.T) {
+	r := newRelay(t, nil)
+	e := envelope.New("CLAUDE", "CHATGPT", envelope.IntentRequest, "line one\nline two")
+	e.Context = "topic"
+	first, err := envelope.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := ingest(t, r, "", string(first))[0]
+	variant := func(mod func(*envelope.Envelope)) string {
+		c := *e
+		mod(&c)
+		b, err := envelope.Marshal(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	tests := []struct {
+		name    string
+		text    string
+		differs bool
+	}{
+		{"the same", string(first), false},
+		{"CRLF, fenced, quoted", "```\n> " + strings.ReplaceAll(strings.TrimSuffix(string(first), "\n"), "\n", "\r\n> ") + "\n```\n", false},
+		{"trailing blanks", strings.Replace(string(first), "  line one\n", "  line one  \t\n", 1), false},
+		{"another session", variant(func(c *envelope.Envelope) { c.Session = "2020-01-01T00Z abcdef" }), false},
+		{"edited body", variant(func(c *envelope.Envelope) { c.Body = "line one\nline 2" }), true},
+		{"body cut short", variant(func(c *envelope.Envelope) { c.Body = "line one" }), true},
+		{"another intent", variant(func(c *envelope.Envelope) { c.Intent = envelope.IntentRespond }), true},
+		{"another receiver", variant(func(c *envelope.Envelope) { c.To = "GEMINI" }), true},
+		{"another context", variant(func(c *envelope.Envelope) { c.Context = "elsewhere" }), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := ingest(t, r, "", tt.text)[0]
+			if !o.Accepted() || !o.Duplicate || o.Event.ID != rec.Event.ID || o.Differs != tt.differs {
+				t.Fatalf("outcome = accepted %v duplicate %v event %s differs %v, want a duplicate of %s, differs %v",
+					o.Accepted(), o.Duplicate, o.Event.ID, o.Differs, rec.Event.ID, tt.differs)
+			}
+			receipt := r.Receipt(o)
+			v, ok := receipt.MetaValue("receipt", "Differs")
+			if tt.differs != ok || ok && v != "true" {
+				t.Errorf("receipt Differs = %q, %v; want it only when the content differs", v, ok)
+			}
+			if tt.differs && !strings.Contains(receipt.Body, "other content") {
+				t.Errorf("receipt body = %q, want it to say the content differs", receipt.Body)
+			}
+		})
+	}
+	// The first one stands.
+	if got := data(t, rec.Event).Text; got != "line one\nline two" {
+		t.Errorf("recorded text = %q", got)
+	}
+	if g, _ := r.Store().Groups(context.Background()); len(g) != 1 || g[0].LastSeq != 1 {
+		t.Errorf("groups = %+v, want topic with its one event", g)
+	}
+}
+
 func TestIngestRejections(t *testing.T) {
 	r := newRelay(t, nil)
 	tests := []struct {

@@ -141,7 +141,9 @@ Send posts the envelopes found in each FILE (or standard input) to the relay's
 POST /crosstalk/receive and prints the receipt envelopes. Transient failures are
 retried with the same Idempotency-Key, so sending twice records once. Each
 envelope the relay refuses is also one line on standard error: the FILE and
-the ERROR receipt's reason, with its line.
+the ERROR receipt's reason, with its line; so is an envelope whose message id
+the relay had already recorded with other content (an edited resend: the
+receipt says Differs: true, and the first one stands).
 
 Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 	rf := addRelayFlags(fs)
@@ -176,6 +178,11 @@ Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 			if _, ok := r.MetaValue("error", "Code"); ok && r.Intent == envelope.IntentError {
 				first, _, _ := strings.Cut(r.Body, "\n")
 				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s: refused by the relay: %s", in.name, first)))
+			}
+			if v, _ := r.MetaValue("receipt", "Differs"); v == "true" {
+				// Recorded before with other content: this text was not.
+				failed = true
+				fmt.Fprintln(e.stderr, visible(fmt.Sprintf("crosstalk: %s: message %s was already recorded with other content; the relay kept the first (send a change with a new message id)", in.name, r.Parent)))
 			}
 		}
 		if unauthorized(err) {

@@ -147,11 +147,17 @@ func TestInboxOweWaiting(t *testing.T) {
 // TestSend runs `crosstalk send` against an in-process relay: the receipt
 // envelopes on stdout, exit 0 when every envelope was recorded, 1 with the
 // ERROR receipt when one was refused (and on stderr, naming the input and
-// the line, for a terminal whose stdout goes to a file), and a relay that is not there an
+// the line, for a terminal whose stdout goes to a file), 1 with a line on
+// stderr for an edited resend that the relay did not record (Differs), and a relay that is not there an
 // error with the hint (no retries with --retries 0).
 func TestSend(t *testing.T) {
 	r := testrelay.Start(t, nil)
 	ok := testrelay.Envelope("CLAUDE", "CHATGPT", envelope.IntentRequest, "deploy", "Is the deploy blocked?")
+	okEnv, err := envelope.Unmarshal([]byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	okID := okEnv.Message
 	for _, tc := range []struct {
 		name, stdin, relay string
 		code               int
@@ -159,6 +165,8 @@ func TestSend(t *testing.T) {
 	}{
 		{"recorded", ok, r.URL, exitOK, "Event-ID", ""},
 		{"again, recorded once", ok, r.URL, exitOK, "Event-ID", ""},
+		{"edited, not recorded", strings.Replace(ok, "Is the deploy blocked?", "Is the deploy done?", 1), r.URL, exitFailure, "Differs: true",
+			"crosstalk: <stdin>: message " + okID + " was already recorded with other content; the relay kept the first"},
 		{"refused", "[[CLAUDE→CHATGPT v1]]\nno header\n[[END]]\n", r.URL, exitFailure, "E-", "crosstalk: <stdin>: refused by the relay: E-FORMAT: line 2: "},
 		{"second refused", ok + "\n[[CLAUDE→CHATGPT v1]]\nintent REQUEST\n[[END]]\n", r.URL, exitFailure, "Event-ID", fmt.Sprintf("crosstalk: <stdin>: refused by the relay: E-FORMAT: line %d: ", strings.Count(ok, "\n")+3)},
 		{"no relay", ok, "http://127.0.0.1:1", exitFailure, "", "is the relay running?"},

@@ -17,13 +17,16 @@ import (
 // Result is one envelope's entry in the JSON answer of POST
 // /crosstalk/receive and POST /v1/send (docs/design.md §5.6).
 type Result struct {
-	Message   string    `json:"message,omitempty"`
-	EventID   string    `json:"event_id,omitempty"`
-	GroupID   string    `json:"group_id,omitempty"`
-	Seq       int64     `json:"seq,omitempty"`
-	Duplicate bool      `json:"duplicate"`
-	Status    string    `json:"status"` // the verification status, or "rejected"
-	Error     *apiError `json:"error,omitempty"`
+	Message   string `json:"message,omitempty"`
+	EventID   string `json:"event_id,omitempty"`
+	GroupID   string `json:"group_id,omitempty"`
+	Seq       int64  `json:"seq,omitempty"`
+	Duplicate bool   `json:"duplicate"`
+	// Differs: a duplicate whose recorded envelope says something else
+	// (gateway.Outcome.Differs).
+	Differs bool      `json:"differs,omitempty"`
+	Status  string    `json:"status"` // the verification status, or "rejected"
+	Error   *apiError `json:"error,omitempty"`
 }
 
 func wantsJSON(r *http.Request) bool {
@@ -71,7 +74,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, outs []gateway.O
 	if wantsJSON(r) {
 		results := make([]Result, len(outs))
 		for i, o := range outs {
-			res := Result{EventID: o.Event.ID, GroupID: o.Event.GroupID, Seq: o.Event.Seq, Duplicate: o.Duplicate, Status: o.Verification.Status}
+			res := Result{EventID: o.Event.ID, GroupID: o.Event.GroupID, Seq: o.Event.Seq, Duplicate: o.Duplicate, Differs: o.Differs, Status: o.Verification.Status}
 			if o.Envelope != nil {
 				res.Message = o.Envelope.Message
 			}

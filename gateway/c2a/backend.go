@@ -161,7 +161,10 @@ type SendResult struct {
 	Group     string `json:"group"`
 	Seq       int64  `json:"seq"`
 	Duplicate bool   `json:"duplicate"`
-	Status    string `json:"verification"`
+	// Differs: a duplicate whose recorded envelope says something else
+	// (gateway.Outcome.Differs); the recorded one stands.
+	Differs bool   `json:"differs,omitempty"`
+	Status  string `json:"verification"`
 }
 
 // Local is a Backend over an in-process relay.
@@ -241,7 +244,7 @@ func (l *Local) Ingest(ctx context.Context, agent string, text []byte, idempoten
 		return SendResult{}, o.Reject
 	}
 	return SendResult{Message: o.Envelope.Message, Thread: o.Envelope.Thread, EventID: o.Event.ID, Group: o.Event.GroupID,
-		Seq: o.Event.Seq, Duplicate: o.Duplicate, Status: o.Verification.Status}, nil
+		Seq: o.Event.Seq, Duplicate: o.Duplicate, Differs: o.Differs, Status: o.Verification.Status}, nil
 }
 
 // Cursor reads agent's delivery cursor.

@@ -257,6 +257,7 @@ func (rm *Remote) Ingest(ctx context.Context, agent string, text []byte, idempot
 			GroupID   string `json:"group_id"`
 			Seq       int64  `json:"seq"`
 			Duplicate bool   `json:"duplicate"`
+			Differs   bool   `json:"differs"`
 			Status    string `json:"status"`
 		} `json:"results"`
 	}
@@ -269,7 +270,7 @@ func (rm *Remote) Ingest(ctx context.Context, agent string, text []byte, idempot
 		return SendResult{}, errors.New("c2a: the relay returned no receipt")
 	}
 	r := res.Results[0]
-	return SendResult{Message: r.Message, EventID: r.EventID, Group: r.GroupID, Seq: r.Seq, Duplicate: r.Duplicate, Status: r.Status}, nil
+	return SendResult{Message: r.Message, EventID: r.EventID, Group: r.GroupID, Seq: r.Seq, Duplicate: r.Duplicate, Differs: r.Differs, Status: r.Status}, nil
 }
 
 // Cursor reads the delivery cursor of GET /v1/agents/{agent}/cursors; a

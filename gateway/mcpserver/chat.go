@@ -432,7 +432,10 @@ func (s *server) sendOutbound(ctx context.Context, o c2a.Outbound, unsigned bool
 	out.SendResult, out.IdempotencyKey, out.Directedness = res, o.IdempotencyKey, dir
 	msg := fmt.Sprintf("sent %s → %s %s: message %s, event %s (seq %d in %s), verification %s", s.opts.Agent, o.To, env.Intent,
 		res.Message, res.EventID, res.Seq, res.Group, res.Status)
-	if res.Duplicate {
+	switch {
+	case res.Differs:
+		msg += "; NOT sent: an earlier attempt with this idempotencyKey recorded other content, which stands (use a new idempotencyKey to send a change)"
+	case res.Duplicate:
 		msg += "; already recorded by an earlier attempt with this idempotencyKey (nothing sent twice)"
 	}
 	return textResult(msg), out, nil

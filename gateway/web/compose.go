@@ -42,6 +42,7 @@ type resultView struct {
 	From, To, Intent    string
 	Message             string
 	Accepted, Duplicate bool
+	Differs             bool // a duplicate that says something else (gateway.Outcome.Differs)
 	Status, StatusClass string
 	Group, Thread       string
 	Seq                 int64
@@ -143,7 +144,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, c *call, text stri
 	}
 	data.Sent = true
 	for _, o := range outs {
-		v := resultView{Accepted: o.Accepted(), Duplicate: o.Duplicate, Status: o.Verification.Status, StatusClass: statusClass(o.Verification.Status), Group: o.Event.GroupID, Seq: o.Event.Seq}
+		v := resultView{Accepted: o.Accepted(), Duplicate: o.Duplicate, Differs: o.Differs, Status: o.Verification.Status, StatusClass: statusClass(o.Verification.Status), Group: o.Event.GroupID, Seq: o.Event.Seq}
 		if o.Envelope != nil {
 			v.Line, v.From, v.To, v.Intent, v.Message = o.Envelope.Line, o.Envelope.From, o.Envelope.To, o.Envelope.Intent, o.Envelope.Message
 		}
