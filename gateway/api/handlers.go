@@ -293,7 +293,11 @@ func (s *Server) agentOf(r *http.Request, want string) (string, error) {
 	if want == "" {
 		return p, nil
 	}
-	if authenticated && !strings.EqualFold(s.relay.Book().ActorID(want), s.relay.Book().ActorID(p)) {
+	// Actor ids compare exactly: ActorID has already matched the address
+	// book's names without regard to case and lower-cased simple names,
+	// and what it leaves apart the ledger records apart (a case fold
+	// would let "sam" act as "ſam", another actor; docs/security.md).
+	if authenticated && s.relay.Book().ActorID(want) != s.relay.Book().ActorID(p) {
 		return "", fmt.Errorf("principal %q may not act as %q", p, want)
 	}
 	return want, nil
@@ -484,7 +488,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		badBody(w, err)
 		return
 	}
-	if _, authenticated := principal(r); authenticated && req.From != "" && !strings.EqualFold(s.relay.Book().ActorID(req.From), s.relay.Book().ActorID(agent)) {
+	if _, authenticated := principal(r); authenticated && req.From != "" && s.relay.Book().ActorID(req.From) != s.relay.Book().ActorID(agent) {
 		writeError(w, http.StatusForbidden, gateway.CodePermission, fmt.Sprintf("principal %q may not send as %q", agent, req.From))
 		return
 	}
