@@ -303,6 +303,12 @@ func (s *Server) notifyAgent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, string(envelope.CodeAddress), "group: "+err.Error())
 		return
 	}
+	if strings.TrimSpace(group) != group {
+		// No envelope's context has one (it is trimmed): "proj " would
+		// be a group listed as proj that only notices reach.
+		writeError(w, http.StatusBadRequest, string(envelope.CodeAddress), fmt.Sprintf("group %q has surrounding space", group))
+		return
+	}
 	if len(b.EventID) > maxAfter {
 		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, fmt.Sprintf("event_id is an event id, at most %d bytes", maxAfter))
 		return

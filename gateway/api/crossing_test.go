@@ -13,8 +13,9 @@ import (
 // TestNotifyGroupNames: POST /v1/agents/{agent}/notify names its group in
 // the body, and that name goes through the rule of path names
 // (docs/security.md, "Identifiers"): a group with an invisible, bidi or
-// control character is refused with 400 E-ADDRESS and nothing is
-// recorded — a harness host must not create a group "pr<ZWSP>oj" that
+// control character, or with surrounding space (which no envelope's
+// context has), is refused with 400 E-ADDRESS and nothing is recorded —
+// a harness host must not create a group "pr<ZWSP>oj" or "proj " that
 // lists as "proj" — and an NFD name records into the NFC group.
 func TestNotifyGroupNames(t *testing.T) {
 	const tok = "claude-token-0123456789"
@@ -29,6 +30,8 @@ func TestNotifyGroupNames(t *testing.T) {
 		{"right-to-left override", "\u202eproj", http.StatusBadRequest, ""},
 		{"newline", "pr\noj", http.StatusBadRequest, ""},
 		{"NUL", "proj\u0000", http.StatusBadRequest, ""},
+		{"trailing space", "proj ", http.StatusBadRequest, ""},
+		{"leading space", " proj", http.StatusBadRequest, ""},
 		{"NFD", "cafe\u0301", http.StatusOK, "caf\u00e9"},
 		{"plain", "proj", http.StatusOK, "proj"},
 	}
