@@ -627,7 +627,7 @@ func (r *Relay) speaker(ctx context.Context, in Intake, env *envelope.Envelope, 
 		// (mail) would speak as the sender with a fresh key, and pin that
 		// key as the sender's for every later envelope.
 		if a, ok := r.book.Agent(sender); ok && len(a.Keys) > 0 && !slices.Contains(a.Keys, v.Pkid) &&
-			(in.Principal == "" || !strings.EqualFold(r.book.ActorID(in.Principal), sender)) {
+			(in.Principal == "" || r.book.ActorID(in.Principal) != sender) {
 			return "", fmt.Sprintf("%s signs with key id %s (address book); key %q proves nothing about it", env.From, strings.Join(a.Keys, ", "), v.Pkid)
 		}
 	}
@@ -639,7 +639,10 @@ func (r *Relay) speaker(ctx context.Context, in Intake, env *envelope.Envelope, 
 			return sender, ""
 		}
 	}
-	if in.Principal != "" && !strings.EqualFold(r.book.ActorID(in.Principal), sender) {
+	// "S must be P" compares actor ids exactly: a case fold would let the
+	// principal "sam" speak as "ſam", which the ledger records as
+	// another actor.
+	if in.Principal != "" && r.book.ActorID(in.Principal) != sender {
 		switch v.Status {
 		case StatusFirstUse:
 			return "", fmt.Sprintf("principal %q may not send as %q: key %q is not pinned yet, so its signature proves nothing about the sender", in.Principal, env.From, v.Pkid)

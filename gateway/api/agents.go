@@ -8,6 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/channel"
@@ -218,7 +219,8 @@ func (s *Server) openSet(w http.ResponseWriter, r *http.Request, key string, que
 	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, key: items, "next": next})
 }
 
-// maxAfter bounds the after parameter of an open-set query.
+// maxAfter bounds an event id a client names: the after parameter of an
+// open-set query, the event_id of a notice.
 const maxAfter = 128
 
 // openSetQuery reads all (1, true, 0, false or empty), after and limit.
@@ -292,7 +294,26 @@ func (s *Server) notifyAgent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, "group is required")
 		return
 	}
-	if err := s.relay.NotifyAgent(r.Context(), agent, b.Group, b.EventID, b.Kind, b.Message); err != nil {
+	// The group is a name as a {group} path value is (docs/security.md,
+	// "Identifiers"): in NFC, and refused with an invisible, bidi or
+	// control character, so that no notice creates a group that looks
+	// like another.
+	group, err := normalizeGroup(r, s.relay.Store(), b.Group)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, string(envelope.CodeAddress), "group: "+err.Error())
+		return
+	}
+	if strings.TrimSpace(group) != group {
+		// No envelope's context has one (it is trimmed): "proj " would
+		// be a group listed as proj that only notices reach.
+		writeError(w, http.StatusBadRequest, string(envelope.CodeAddress), fmt.Sprintf("group %q has surrounding space", group))
+		return
+	}
+	if len(b.EventID) > maxAfter {
+		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, fmt.Sprintf("event_id is an event id, at most %d bytes", maxAfter))
+		return
+	}
+	if err := s.relay.NotifyAgent(r.Context(), agent, group, b.EventID, b.Kind, b.Message); err != nil {
 		writeError(w, http.StatusServiceUnavailable, gateway.CodeUnavailable, err.Error())
 		return
 	}

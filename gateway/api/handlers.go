@@ -296,7 +296,11 @@ func (s *Server) agentOf(r *http.Request, want string) (string, error) {
 	if want == "" {
 		return p, nil
 	}
-	if authenticated && !strings.EqualFold(s.relay.Book().ActorID(want), s.relay.Book().ActorID(p)) {
+	// Actor ids compare exactly: ActorID has already matched the address
+	// book's names without regard to case and lower-cased simple names,
+	// and what it leaves apart the ledger records apart (a case fold
+	// would let "sam" act as "ſam", another actor; docs/security.md).
+	if authenticated && s.relay.Book().ActorID(want) != s.relay.Book().ActorID(p) {
 		return "", fmt.Errorf("principal %q may not act as %q", p, want)
 	}
 	return want, nil
@@ -439,15 +443,22 @@ func badBody(w http.ResponseWriter, err error) {
 // readBody reads the request body, or its first limit+1 bytes when it is
 // longer than limit (the caller refuses it). A body whose length the
 // request declares is read into one buffer of that size, instead of one
-// grown and copied as it fills.
+// grown and copied as it fills — up to maxPrealloc: past it the buffer
+// grows as the bytes arrive, so that a client declaring max_body and
+// sending nothing (or one byte a second) does not hold that much of the
+// relay's memory per connection until the read timeout.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
-	if n := r.ContentLength; n >= 0 && n <= limit {
+	if n := r.ContentLength; n >= 0 && n <= min(limit, maxPrealloc) {
 		b := make([]byte, n)
 		_, err := io.ReadFull(r.Body, b) // net/http's body ends after n bytes
 		return b, err
 	}
 	return io.ReadAll(io.LimitReader(r.Body, limit+1))
 }
+
+// maxPrealloc bounds the buffer readBody makes for a declared body
+// length before the body's bytes arrive.
+const maxPrealloc = 64 << 10
 
 // readJSON decodes a JSON request body of at most maxJSONBody bytes: one
 // JSON value and nothing after it; optional allows an empty body.
@@ -487,7 +498,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		badBody(w, err)
 		return
 	}
-	if _, authenticated := principal(r); authenticated && req.From != "" && !strings.EqualFold(s.relay.Book().ActorID(req.From), s.relay.Book().ActorID(agent)) {
+	if _, authenticated := principal(r); authenticated && req.From != "" && s.relay.Book().ActorID(req.From) != s.relay.Book().ActorID(agent) {
 		writeError(w, http.StatusForbidden, gateway.CodePermission, fmt.Sprintf("principal %q may not send as %q", agent, req.From))
 		return
 	}

@@ -117,9 +117,11 @@ func (s *Store) New(principal string) (secret string, t Token, err error) {
 			return fmt.Errorf("tokens: the store holds %d tokens already; revoke some", len(f.Tokens))
 		}
 		for _, o := range f.Tokens {
-			// The relay tells actors apart with strings.EqualFold: sam
-			// and ſam (long s) would be one agent to it, each token
-			// acting as the other's holder.
+			// sam and ſam (long s) are two actors to the relay, which
+			// compares principals with actor ids exactly, but one to the
+			// attention rules, which match addressees with a case fold
+			// (an envelope to ſAM is delivered to sam as to_me): two
+			// principals there would read each other's mail.
 			if o.Principal != principal && strings.EqualFold(o.Principal, principal) {
 				return fmt.Errorf("%w %s: the relay takes it for %s, the principal of token %s; mint it under that spelling", ErrPrincipal, strconv.QuoteToASCII(principal), strconv.QuoteToASCII(o.Principal), o.ID)
 			}

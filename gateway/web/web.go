@@ -198,7 +198,7 @@ func (s *Server) mayActAs(c *call, agent string) bool {
 		return true
 	}
 	book := s.relay.Book()
-	return c.principal != "" && strings.EqualFold(book.ActorID(agent), book.ActorID(c.principal))
+	return c.principal != "" && book.ActorID(agent) == book.ActorID(c.principal) // exactly, as the API's agentOf
 }
 
 // wrap resolves the caller (gate principal, session cookie), checks the
