@@ -429,7 +429,7 @@ func (r *Relay) checkDuplicates(ctx context.Context, in Intake, outs []Outcome) 
 		if err != nil || d.X == nil {
 			continue
 		}
-		if sender := o.Actor; !strings.EqualFold(d.X.Sender, sender) {
+		if sender := o.Actor; d.X.Sender != sender { // actor ids, exactly: ſam is not sam
 			o.Reject = &Rejection{Code: envelope.CodePerm, Line: o.Envelope.Line,
 				Reason: fmt.Sprintf("message id %s is already recorded from %s, not %s", o.Envelope.Message, d.X.Sender, sender)}
 			o.Duplicate = false

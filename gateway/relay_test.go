@@ -193,12 +193,35 @@ func TestIngestDuplicateDiffers(t *testing.T) {
 			}
 		})
 	}
+	// Another sender under the same id is refused: a message id is its
+	// sender's.
+	if o := ingest(t, r, "", variant(func(c *envelope.Envelope) { c.From = "GEMINI" }))[0]; o.Reject == nil || o.Reject.Code != envelope.CodePerm || o.Duplicate {
+		t.Errorf("the same message id from GEMINI = rejection %v, duplicate %v; want E-PERM", o.Reject, o.Duplicate)
+	}
+	// So is a sender whose actor id only a case fold joins to the first
+	// one's: ΑΣ is the actor ασ, Ας the actor ας (final sigma), another.
+	sigma := envelope.New("ΑΣ", "CHATGPT", envelope.IntentRequest, "sigma")
+	first, err = envelope.Marshal(sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := ingest(t, r, "", string(first))[0]; o.Reject != nil || o.Duplicate || o.Actor != "ασ" {
+		t.Fatalf("envelope from ΑΣ = %+v, want recorded as ασ", o)
+	}
+	sigma.From = "Ας"
+	again, err := envelope.Marshal(sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := ingest(t, r, "", string(again))[0]; o.Reject == nil || o.Reject.Code != envelope.CodePerm || o.Duplicate {
+		t.Errorf("the same message id from Ας (actor %q) = rejection %v, duplicate %v; want E-PERM", o.Actor, o.Reject, o.Duplicate)
+	}
 	// The first one stands.
 	if got := data(t, rec.Event).Text; got != "line one\nline two" {
 		t.Errorf("recorded text = %q", got)
 	}
-	if g, _ := r.Store().Groups(context.Background()); len(g) != 1 || g[0].LastSeq != 1 {
-		t.Errorf("groups = %+v, want topic with its one event", g)
+	if ev, err := r.Store().GetByDedupeKey(context.Background(), "msg:"+e.Message); err != nil || ev.ID != rec.Event.ID {
+		t.Errorf("the message id's event = %s, %v; want the first, %s", ev.ID, err, rec.Event.ID)
 	}
 }
 
