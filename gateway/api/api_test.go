@@ -67,9 +67,9 @@ func newHarness(t *testing.T, opts *api.Options, mounts ...func(*api.Server, led
 	return &harness{t: t, srv: srv, relay: relay, store: st}
 }
 
-// do sends a request and returns the status and the body. Header pairs
-// are given as "Name", "value", ….
-func (h *harness) do(method, path, body string, header ...string) (int, []byte) {
+// send sends a request and returns the response, its body unread.
+// Header pairs are given as "Name", "value", ….
+func (h *harness) send(method, path, body string, header ...string) *http.Response {
 	h.t.Helper()
 	req, err := http.NewRequestWithContext(h.t.Context(), method, h.srv.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -82,6 +82,14 @@ func (h *harness) do(method, path, body string, header ...string) (int, []byte) 
 	if err != nil {
 		h.t.Fatalf("%s %s = %v", method, path, err)
 	}
+	return res
+}
+
+// do sends a request and returns the status and the body. Header pairs
+// are given as "Name", "value", ….
+func (h *harness) do(method, path, body string, header ...string) (int, []byte) {
+	h.t.Helper()
+	res := h.send(method, path, body, header...)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {

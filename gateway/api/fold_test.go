@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/gateway/api"
@@ -68,17 +67,7 @@ func TestPrincipalActsOnlyAsItsActor(t *testing.T) {
 // body, which a stream accepted by mistake would never end.
 func (h *harness) status(method, path, body string, header ...string) int {
 	h.t.Helper()
-	req, err := http.NewRequestWithContext(h.t.Context(), method, h.srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		h.t.Fatalf("NewRequest(%s %s) = %v", method, path, err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := h.srv.Client().Do(req)
-	if err != nil {
-		h.t.Fatalf("%s %s = %v", method, path, err)
-	}
+	res := h.send(method, path, body, header...)
 	res.Body.Close()
 	return res.StatusCode
 }
