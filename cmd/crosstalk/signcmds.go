@@ -116,6 +116,11 @@ add 'LINE', quoted), or sign with --announce so they pin it on first use.`)
 	if len(pos) > 0 {
 		return usagef("keygen: unexpected argument %q", pos[0])
 	}
+	if *out == "" && flagSet(fs, "out") {
+		// --out= is no file; writing the default one instead would put
+		// the key where it was not asked for.
+		return usagef("keygen: --out is empty; give a file, or leave --out out for <user config dir>/crosstalk/keys/<ID>.key")
+	}
 	if *pkid == "" {
 		return usagef("keygen: --pkid is required (e.g. --pkid alice@example.com)")
 	}

@@ -606,3 +606,30 @@ func TestCLISignOverReaderLimits(t *testing.T) {
 		t.Errorf("sign(over the limit once signed) = exit %d, %d envelopes, %q; want 1, the small one, an E-TOO-LARGE at big envelope.txt:13", code, strings.Count(out, "[[END]]"), errs)
 	}
 }
+
+// TestCLIFlagValuesRefused: flag values that cannot mean what they say are
+// usage errors (exit 2) before anything is done — send --retries -1 was
+// taken as 0, keygen --out= wrote the key to the default path — and send's
+// synopsis lists --retries, which README.md shows.
+func TestCLIFlagValuesRefused(t *testing.T) {
+	c := newSignCLI(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"send", "--relay", "http://127.0.0.1:1", "--retries", "-1"}, "--retries -1 is negative"},
+		{[]string{"keygen", "--pkid", "alice@example.com", "--out="}, "--out is empty"},
+		{[]string{"keygen", "--pkid", "alice@example.com", "--out", ""}, "--out is empty"},
+	} {
+		code, out, errs := c.run(cliEnv, tc.args...)
+		if code != exitUsage || !strings.Contains(errs, tc.want) || out != "" {
+			t.Errorf("crosstalk %q = exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "config", "crosstalk", "keys")); err == nil {
+		t.Error("keygen --out= wrote a key to the default directory")
+	}
+	if out := c.must("", "send", "--help"); !strings.Contains(strings.SplitN(out, "\n", 2)[0], "[--retries N]") {
+		t.Errorf("send --help synopsis %q lacks [--retries N]", strings.SplitN(out, "\n", 2)[0])
+	}
+}
