@@ -704,6 +704,7 @@ func announcedFrom(path, pkid string) (*signing.PublicKey, error) {
 	}
 	defer f.Close()
 	r := envelope.NewReader(f)
+	var malformed []string // what is wrong with the envelopes not read
 	for {
 		env, err := r.Next()
 		if err == io.EOF {
@@ -711,6 +712,7 @@ func announcedFrom(path, pkid string) (*signing.PublicKey, error) {
 		}
 		var se *envelope.SyntaxError
 		if errors.As(err, &se) {
+			malformed = append(malformed, visible(fmt.Sprintf("%s:%d: %s: %s", path, se.Line, se.Code, se.Msg)))
 			continue
 		}
 		if err != nil {
@@ -727,6 +729,12 @@ func announcedFrom(path, pkid string) (*signing.PublicKey, error) {
 		if res := signing.Verify(env, k); res.Status == signing.StatusVerified && res.Pkid == pkid {
 			return k, nil
 		}
+	}
+	if len(malformed) > 0 {
+		// The envelope meant may be among them: say why it was not read,
+		// not that it is unsigned.
+		return nil, withHint(fmt.Errorf("no envelope in %s is signed by %s with the key it announces; %d could not be read:\n%s", path, pkid, len(malformed), strings.Join(malformed, "\n")),
+			"fix the envelope (crosstalk parse "+path+" shows every error), or ask the sender for it again")
 	}
 	return nil, withHint(fmt.Errorf("no envelope in %s is signed by %s with the key it announces", path, pkid),
 		"ask the sender to sign with crosstalk sign --announce, or pin the key file: crosstalk trust pin "+pkid+" KEYFILE")

@@ -633,3 +633,32 @@ func TestCLIFlagValuesRefused(t *testing.T) {
 		t.Errorf("send --help synopsis %q lacks [--retries N]", strings.SplitN(out, "\n", 2)[0])
 	}
 }
+
+// TestCLITrustPinFromMalformed: trust pin --from a file whose envelope
+// cannot be read names the file, the line and what is wrong (it said only
+// that no envelope was signed); a good signed envelope in the same file
+// is still pinned.
+func TestCLITrustPinFromMalformed(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "alice", "--out", c.path("a.key"))
+	signed := c.must(cliEnv, "sign", "--key", c.path("a.key"), "--announce")
+	broken := strings.Replace(signed, "intent: REQUEST\n", "", 1) // still signed, no intent
+	for _, tc := range []struct {
+		name, text string
+		code       int
+		want       string
+	}{
+		{"malformed", broken, 1, "bad.txt:1: E-FORMAT: missing intent"},
+		{"malformed then good", broken + "\n" + signed, 0, "pinned alice to ed25519"},
+		{"unsigned", cliEnv, 1, "no envelope in"},
+	} {
+		file := c.path("bad.txt")
+		if err := os.WriteFile(file, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := c.run("", "trust", "pin", "alice", "--from", file, "--trust", c.path(tc.name+".keys"))
+		if code != tc.code || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("%s: trust pin --from = exit %d, %q, %q; want %d and %q", tc.name, code, out, errs, tc.code, tc.want)
+		}
+	}
+}
