@@ -379,7 +379,8 @@ bad-signature, and nothing is pinned. A verified REVOKE envelope (meta: revoke
 Pkid: …, signed by that key) marks the key revoked in the trust store.
 
 Exit status: 0 if every envelope is verified or first-use, 1 otherwise (or when
-no envelope is found), 2 for usage errors.`)
+no envelope is found, or the trust store cannot be read or parsed: then the
+error names the file and nothing is verified), 2 for usage errors.`)
 	trustPath := trustFlag(fs)
 	keyPath := fs.String("key", "", "public key `file`: the only key tried")
 	noTOFU := fs.Bool("no-tofu", false, "do not pin keys on first use (announced keys give unknown-key)")
@@ -396,6 +397,11 @@ no envelope is found), 2 for usage errors.`)
 	v := &signing.Verifier{NoTOFU: *noTOFU}
 	if *trustPath != "" {
 		v.Store = signing.NewTrustStore(*trustPath)
+		// A store that cannot be read is the fault, not the envelopes':
+		// every one would be unknown-key, with a hint to ask the sender.
+		if _, err := v.Store.Entries(); err != nil {
+			return badTrustStore(err)
+		}
 	} else if *keyPath == "" {
 		return usagef("verify: no trust store (%s); give --trust FILE or --key FILE", noTrustReason())
 	}
@@ -425,6 +431,9 @@ no envelope is found), 2 for usage errors.`)
 				return err
 			}
 			r := v.Verify(ctx, env)
+			if errors.Is(r.Err, signing.ErrTrustStore) {
+				return badTrustStore(r.Err) // it broke while we read
+			}
 			if !r.Status.OK() {
 				bad = true
 			}
@@ -473,6 +482,12 @@ no envelope is found), 2 for usage errors.`)
 		return failedError{}
 	}
 	return nil
+}
+
+// badTrustStore is the error of a trust store that cannot be read or
+// parsed (err names the file and, for a bad line, the line).
+func badTrustStore(err error) error {
+	return withHint(err, "fix or move the trust store file (a missing file is an empty store), or give another with --trust FILE")
 }
 
 // trustEntryJSON is trust list --json's line per entry.

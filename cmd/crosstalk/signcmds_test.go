@@ -662,3 +662,38 @@ func TestCLITrustPinFromMalformed(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIVerifyBadTrustStore: verify with a trust store it cannot read or
+// parse fails (exit 1) naming the file and what is wrong, and verifies
+// nothing — it reported every envelope unknown-key and told the user to
+// ask the sender for the key; also with --key, whose revocation check
+// reads the store, and with --json.
+func TestCLIVerifyBadTrustStore(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "alice", "--out", c.path("a.key"))
+	signed := c.must(cliEnv, "sign", "--key", c.path("a.key"), "--announce")
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+		want string
+	}{
+		{"garbage", func(p string) error { return os.WriteFile(p, []byte("\x00\xffgarbage\n"), 0o600) }, "line 1"},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o700) }, "is a directory"},
+	} {
+		trust := c.path(tc.name + ".keys")
+		if err := tc.make(trust); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"verify", "--trust", trust},
+			{"verify", "--trust", trust, "--key", c.path("a.key.pub")},
+			{"verify", "--trust", trust, "--json"},
+		} {
+			code, out, errs := c.run(signed, args...)
+			if code != exitFailure || !strings.Contains(errs, trust) || !strings.Contains(out+errs, tc.want) ||
+				strings.Contains(out+errs, "unknown-key") || strings.Contains(errs, "ask the sender") {
+				t.Errorf("%s: crosstalk %q = exit %d, stdout %q, stderr %q; want 1 and an error naming %s, %q", tc.name, args, code, out, errs, trust, tc.want)
+			}
+		}
+	}
+}
