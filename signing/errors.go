@@ -55,7 +55,8 @@ var (
 	// ErrDNSLookup: DNS could not answer (timeout, SERVFAIL, no server),
 	// which says nothing about whether a key is published.
 	ErrDNSLookup = errors.New("signing: DNS lookup failed")
-	// ErrTrustStore: the trust store file could not be parsed.
+	// ErrTrustStore: the trust store file could not be read (a
+	// directory, no permission) or parsed; the error names the file.
 	ErrTrustStore = errors.New("signing: bad trust store")
 )
 

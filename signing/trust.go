@@ -67,12 +67,24 @@ type TrustStore struct {
 	// Now returns the current time for first-seen stamps; nil means
 	// time.Now. Set it before first use.
 	Now func() time.Time
+	// OnBadFile, when set, makes readers (Entries, Lookup, a Verifier)
+	// go on with the last version of the file they read — an absent file
+	// reads as empty — when the file turns unreadable or malformed,
+	// instead of failing: a long-running process (the relay) keeps its
+	// pins and revocations while someone fixes a hand edit. OnBadFile is
+	// called with the error (ErrTrustStore, naming the file) once for
+	// each new error, and with nil once the file reads well again.
+	// Readers with no good read before fail as without it; writers
+	// always fail on a bad file. Set it before first use.
+	OnBadFile func(err error)
 
 	mu sync.Mutex // orders this process's writers before the file lock
 
 	cacheMu    sync.Mutex
 	cached     *storeFile  // last parse of the file, for readers
 	cachedInfo os.FileInfo // the file as it was when cached was parsed
+	lastGood   *storeFile  // last good read, for OnBadFile
+	badErr     string      // the error last given to OnBadFile, "" when none
 
 	mem *storeFile // the store's content when it lives in memory (NewMemoryTrustStore)
 }
@@ -388,7 +400,13 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 		}
 		return err
 	}
-	return writeAtomic(path, f.render())
+	if err := writeAtomic(path, f.render()); err != nil {
+		return err
+	}
+	s.cacheMu.Lock()
+	s.lastGood = f // what this store wrote is good, whatever readers saw
+	s.cacheMu.Unlock()
+	return nil
 }
 
 // read returns the parsed file for readers (Entries, Lookup), reusing the
@@ -408,12 +426,50 @@ func (s *TrustStore) read() (*storeFile, error) {
 	if mem != nil {
 		return mem, nil
 	}
+	f, err := s.readCached()
+	if s.OnBadFile == nil {
+		return f, err
+	}
+	return s.orLastGood(f, err)
+}
+
+// orLastGood is read's answer under OnBadFile: f when err is nil, else
+// the last good read, if any, after reporting err once.
+func (s *TrustStore) orLastGood(f *storeFile, err error) (*storeFile, error) {
+	s.cacheMu.Lock()
+	if err == nil {
+		s.lastGood = f
+		recovered := s.badErr != ""
+		s.badErr = ""
+		s.cacheMu.Unlock()
+		if recovered {
+			s.OnBadFile(nil)
+		}
+		return f, nil
+	}
+	good := s.lastGood
+	report := good != nil && err.Error() != s.badErr
+	if good != nil {
+		s.badErr = err.Error()
+	}
+	s.cacheMu.Unlock()
+	if good == nil {
+		return nil, err
+	}
+	if report {
+		s.OnBadFile(err)
+	}
+	return good, nil
+}
+
+// readCached is read without OnBadFile.
+func (s *TrustStore) readCached() (*storeFile, error) {
 	fi, err := os.Stat(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &storeFile{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("signing: trust store: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrTrustStore, err)
 	}
 	s.cacheMu.Lock()
 	if s.cached != nil && os.SameFile(fi, s.cachedInfo) && fi.Size() == s.cachedInfo.Size() && fi.ModTime().Equal(s.cachedInfo.ModTime()) {
@@ -440,7 +496,8 @@ func (s *TrustStore) readLocked() (*storeFile, error) {
 		return &storeFile{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("signing: trust store: %w", err)
+		// "read FILE: is a directory", "open FILE: permission denied"
+		return nil, fmt.Errorf("%w: %w", ErrTrustStore, err)
 	}
 	f, err := parseStore(data)
 	if err != nil {

@@ -825,3 +825,86 @@ func TestSeenPinsBoundedOverall(t *testing.T) {
 		t.Errorf("a seen pin after one was removed: %v", err)
 	}
 }
+
+// TestTrustStoreUnreadable: a store that cannot be read or parsed — a
+// directory, garbage — is ErrTrustStore naming the file, for readers and
+// for the Verifier's result, also with explicit keys (--key), where the
+// store says whether the key was revoked: that verified before, the
+// revocation unread.
+func TestTrustStoreUnreadable(t *testing.T) {
+	k := testKey(t, Ed25519, "a")
+	for _, tt := range []struct {
+		name string
+		make func(path string) error
+	}{
+		{"directory", func(p string) error { return os.Mkdir(p, 0o700) }},
+		{"garbage", func(p string) error { return os.WriteFile(p, []byte("\x00\x01garbage\xff\n"), 0o600) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t)
+			os.MkdirAll(filepath.Dir(s.Path()), 0o700)
+			if err := tt.make(s.Path()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Entries(); !errors.Is(err, ErrTrustStore) || !strings.Contains(err.Error(), s.Path()) {
+				t.Errorf("Entries = %v, want ErrTrustStore naming %s", err, s.Path())
+			}
+			env := signed(t, k, plainEnv, &SignOptions{Announce: true})
+			for _, v := range []*Verifier{{Store: s}, {Store: s, Keys: []*PublicKey{k.Public()}}} {
+				r := v.Verify(context.Background(), env)
+				if r.Status.OK() || !errors.Is(r.Err, ErrTrustStore) || !strings.Contains(r.Err.Error(), s.Path()) {
+					t.Errorf("Verify (%d explicit keys) = %s, %v; want a failure wrapping ErrTrustStore naming the file", len(v.Keys), r.Status, r.Err)
+				}
+			}
+		})
+	}
+}
+
+// TestTrustStoreOnBadFile: with OnBadFile, readers go on with the last
+// good version of a file that turns bad — what they read or the store
+// wrote — and report the error once per error, then nil when it is
+// fixed; writers fail meanwhile. Without a good read before, the error
+// stands.
+func TestTrustStoreOnBadFile(t *testing.T) {
+	s := newStore(t)
+	var reports []error
+	s.OnBadFile = func(err error) { reports = append(reports, err) }
+	a, b := testKey(t, Ed25519, "a"), testKey(t, Ed25519, "b")
+	if err := s.Add(a.Public()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Revoke("a", nil); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(s.Path(), append(append([]byte(nil), good...), "garbage\n"...), 0o644)
+	for range 2 {
+		e, ok, err := s.Lookup("a")
+		if err != nil || !ok || !e.Revoked {
+			t.Errorf("Lookup(a) on a bad file = %+v, %v, %v; want the last good entry, revoked", e, ok, err)
+		}
+	}
+	if len(reports) != 1 || !errors.Is(reports[0], ErrTrustStore) || !strings.Contains(reports[0].Error(), s.Path()) {
+		t.Errorf("OnBadFile got %v; want one ErrTrustStore naming %s", reports, s.Path())
+	}
+	if err := s.Add(b.Public()); !errors.Is(err, ErrTrustStore) {
+		t.Errorf("Add on a bad file = %v, want ErrTrustStore", err)
+	}
+	os.WriteFile(s.Path(), good, 0o644)
+	if _, ok, err := s.Lookup("a"); !ok || err != nil {
+		t.Errorf("Lookup(a) on the fixed file = %v, %v", ok, err)
+	}
+	if len(reports) != 2 || reports[1] != nil {
+		t.Errorf("OnBadFile got %v; want the error, then nil", reports)
+	}
+
+	fresh := NewTrustStore(s.Path())
+	fresh.OnBadFile = func(err error) { t.Errorf("OnBadFile(%v) without a good read", err) }
+	os.WriteFile(s.Path(), []byte("garbage\n"), 0o644)
+	if _, err := fresh.Entries(); !errors.Is(err, ErrTrustStore) {
+		t.Errorf("Entries of a bad file, never read good = %v, want ErrTrustStore", err)
+	}
+}

@@ -388,7 +388,13 @@ func (v *Verifier) verifyAnnounced(env *envelope.Envelope, c *check, res Result)
 // a REVOKE.
 func (v *Verifier) finish(env *envelope.Envelope, res Result) Result {
 	if v.Store != nil && (res.Source == SourceExplicit || res.Source == SourceDNS) {
-		if e, ok, err := v.Store.Lookup(res.Pkid); err == nil && ok && e.Revoked && e.Key.Equal(res.Key) {
+		e, ok, err := v.Store.Lookup(res.Pkid)
+		if err != nil {
+			// Whether the key was revoked is unknown: a broken store
+			// trusts nothing.
+			return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: %w", ErrUnknownKey, res.Pkid, err))
+		}
+		if ok && e.Revoked && e.Key.Equal(res.Key) {
 			return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, res.Pkid, res.Key.Fingerprint()))
 		}
 	}

@@ -25,7 +25,7 @@ import (
 
 var cmdSend = &command{
 	name:    "send",
-	args:    "[--relay URL] [--token T] [FILE...]",
+	args:    "[--relay URL] [--token T] [--retries N] [FILE...]",
 	summary: "post envelopes to a relay and print the receipts",
 	run:     runSend,
 }
@@ -152,8 +152,11 @@ Exit status: 0 if the relay recorded every envelope, 1 otherwise.`)
 	if err != nil {
 		return err
 	}
+	if *retries < 0 {
+		return usagef("send: --retries %d is negative; give 0 for no retries", *retries)
+	}
 	relay := rf.client()
-	relay.Retries = max(*retries, 0)
+	relay.Retries = *retries
 	if relay.Retries == 0 {
 		relay.Retries = -1 // client.Client reads 0 as its default
 	}

@@ -30,7 +30,8 @@ line, in group and seq order) to FILE or standard output; FILE (mode 0600) is
 replaced only by a whole export, never left half written. Ledger import reads
 such lines from FILE or standard input and stores them with their ids, times
 and seqs; events already present unchanged are skipped, so an import can be
-repeated or resumed.
+repeated or resumed. A failed import into a SQLite ledger that did not exist
+leaves no ledger behind.
 
 The ledger is a SQLite file (default: ledger.db in the data directory) or,
 with a nats:// URL (several separated by commas), a NATS JetStream ledger.
@@ -108,11 +109,16 @@ start; reindex after changing the agents' names or roles, or to check them
 		}
 		r = f
 	}
+	var created []string // what opening a new SQLite ledger creates, for an import that fails
+	if verb == "import" && !server.IsJetStream(*spec) {
+		created = newPaths(*spec)
+	}
 	s, err := server.OpenLedger(ctx, server.LedgerOptions{Spec: *spec, Stream: *stream, Replicas: *replicas, MustExist: verb != "import"})
 	if errors.Is(err, os.ErrNotExist) {
 		return withHint(err, "name the ledger with --ledger, or the data directory with --data")
 	}
 	if err != nil {
+		removeCreated(created)
 		return err
 	}
 	defer s.Close()
@@ -124,8 +130,42 @@ start; reindex after changing the agents' names or roles, or to check them
 		return ledger.Export(ctx, s, e.stdout)
 	}
 	n, err := ledger.Import(ctx, s, skipBOM(r))
+	if err != nil && len(created) > 0 {
+		// A ledger this import created holds only part of the export:
+		// nothing of it may remain. An existing one keeps what was
+		// imported (an import can be repeated or resumed).
+		s.Close()
+		removeCreated(created)
+		fmt.Fprintf(e.stderr, "crosstalk: import failed; removed the new ledger %s\n", *spec)
+		return err
+	}
 	fmt.Fprintf(e.stderr, "crosstalk: %d events imported or already present\n", n)
 	return err
+}
+
+// newPaths returns what opening the SQLite ledger at spec would create:
+// the file with its journal, WAL and shared-memory files, and the
+// missing directories above it, deepest first. Nothing when spec exists.
+func newPaths(spec string) []string {
+	if _, err := os.Lstat(spec); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	paths := []string{spec, spec + "-journal", spec + "-wal", spec + "-shm"}
+	for dir := filepath.Dir(spec); ; dir = filepath.Dir(dir) {
+		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) || dir == filepath.Dir(dir) {
+			break
+		}
+		paths = append(paths, dir)
+	}
+	return paths
+}
+
+// removeCreated removes paths (from newPaths), in order; a directory
+// something else was put in meanwhile stays.
+func removeCreated(paths []string) {
+	for _, p := range paths {
+		os.Remove(p)
+	}
 }
 
 // skipBOM returns r without the UTF-8 byte order mark an editor may have

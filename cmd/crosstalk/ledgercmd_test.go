@@ -124,3 +124,42 @@ func TestLedgerImportDirectory(t *testing.T) {
 		t.Error("ledger import DIR created the ledger")
 	}
 }
+
+// TestLedgerImportFailureLeavesNothing: an import that fails into a ledger
+// that did not exist removes the file (and its -wal, -shm) and the
+// directories it made — it left an empty or part-filled ledger, which the
+// relay would then start on; an existing ledger stays, with what it held.
+func TestLedgerImportFailureLeavesNothing(t *testing.T) {
+	good := `{"v":1,"id":"01A","ts":"2026-11-01T00:00:00.000Z","seq":1,"kind":"note","group_id":"a","scope_key":"","by":"x","data":{}}` + "\n"
+	for _, tc := range []struct {
+		name, input string
+	}{
+		{"garbage", "garbage\n"},
+		{"good line then garbage", good + "garbage\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "new", "deeper", "ledger.db")
+			var stdout, stderr bytes.Buffer
+			if code := run(t.Context(), []string{"ledger", "import", "--ledger", db}, strings.NewReader(tc.input), &stdout, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "line") {
+				t.Fatalf("failed import: exit %d, %q", code, stderr.String())
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+				t.Errorf("a failed import into a new ledger left %v", left)
+			}
+
+			// An existing ledger keeps its file and its events.
+			existing := filepath.Join(dir, "ledger.db")
+			if code := run(t.Context(), []string{"ledger", "import", "--ledger", existing}, strings.NewReader(good), &stdout, &stderr); code != exitOK {
+				t.Fatalf("import: exit %d, %q", code, stderr.String())
+			}
+			if code := run(t.Context(), []string{"ledger", "import", "--ledger", existing}, strings.NewReader(tc.input), &stdout, &stderr); code != exitFailure {
+				t.Fatalf("failed import into an existing ledger: exit %d", code)
+			}
+			stdout.Reset()
+			if code := run(t.Context(), []string{"ledger", "export", "--ledger", existing}, strings.NewReader(""), &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), `"id":"01A"`) {
+				t.Errorf("the existing ledger after a failed import: exit %d, export %q", code, stdout.String())
+			}
+		})
+	}
+}

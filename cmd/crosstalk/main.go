@@ -299,12 +299,18 @@ func checkRelayFlag(fs *flag.FlagSet) error {
 		return nil
 	}
 	from := "--relay"
-	set := false
-	fs.Visit(func(v *flag.Flag) { set = set || v.Name == "relay" })
-	if !set && os.Getenv("CROSSTALK_RELAY") == f.Value.String() {
+	if !flagSet(fs, "relay") && os.Getenv("CROSSTALK_RELAY") == f.Value.String() {
 		from = "$CROSSTALK_RELAY"
 	}
 	return usagef("%s: %s %q is not a relay URL; want one like http://%s", fs.Name(), from, f.Value.String(), DefaultListen)
+}
+
+// flagSet reports whether the flag name was given on the command line
+// (an empty value included).
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // input is one named input: a file or standard input.

@@ -116,6 +116,11 @@ add 'LINE', quoted), or sign with --announce so they pin it on first use.`)
 	if len(pos) > 0 {
 		return usagef("keygen: unexpected argument %q", pos[0])
 	}
+	if *out == "" && flagSet(fs, "out") {
+		// --out= is no file; writing the default one instead would put
+		// the key where it was not asked for.
+		return usagef("keygen: --out is empty; give a file, or leave --out out for <user config dir>/crosstalk/keys/<ID>.key")
+	}
 	if *pkid == "" {
 		return usagef("keygen: --pkid is required (e.g. --pkid alice@example.com)")
 	}
@@ -374,7 +379,8 @@ bad-signature, and nothing is pinned. A verified REVOKE envelope (meta: revoke
 Pkid: …, signed by that key) marks the key revoked in the trust store.
 
 Exit status: 0 if every envelope is verified or first-use, 1 otherwise (or when
-no envelope is found), 2 for usage errors.`)
+no envelope is found, or the trust store cannot be read or parsed: then the
+error names the file and nothing is verified), 2 for usage errors.`)
 	trustPath := trustFlag(fs)
 	keyPath := fs.String("key", "", "public key `file`: the only key tried")
 	noTOFU := fs.Bool("no-tofu", false, "do not pin keys on first use (announced keys give unknown-key)")
@@ -391,6 +397,11 @@ no envelope is found), 2 for usage errors.`)
 	v := &signing.Verifier{NoTOFU: *noTOFU}
 	if *trustPath != "" {
 		v.Store = signing.NewTrustStore(*trustPath)
+		// A store that cannot be read is the fault, not the envelopes':
+		// every one would be unknown-key, with a hint to ask the sender.
+		if _, err := v.Store.Entries(); err != nil {
+			return badTrustStore(err)
+		}
 	} else if *keyPath == "" {
 		return usagef("verify: no trust store (%s); give --trust FILE or --key FILE", noTrustReason())
 	}
@@ -420,6 +431,9 @@ no envelope is found), 2 for usage errors.`)
 				return err
 			}
 			r := v.Verify(ctx, env)
+			if errors.Is(r.Err, signing.ErrTrustStore) {
+				return badTrustStore(r.Err) // it broke while we read
+			}
 			if !r.Status.OK() {
 				bad = true
 			}
@@ -468,6 +482,12 @@ no envelope is found), 2 for usage errors.`)
 		return failedError{}
 	}
 	return nil
+}
+
+// badTrustStore is the error of a trust store that cannot be read or
+// parsed (err names the file and, for a bad line, the line).
+func badTrustStore(err error) error {
+	return withHint(err, "fix or move the trust store file (a missing file is an empty store), or give another with --trust FILE")
 }
 
 // trustEntryJSON is trust list --json's line per entry.
@@ -699,6 +719,7 @@ func announcedFrom(path, pkid string) (*signing.PublicKey, error) {
 	}
 	defer f.Close()
 	r := envelope.NewReader(f)
+	var malformed []string // what is wrong with the envelopes not read
 	for {
 		env, err := r.Next()
 		if err == io.EOF {
@@ -706,6 +727,7 @@ func announcedFrom(path, pkid string) (*signing.PublicKey, error) {
 		}
 		var se *envelope.SyntaxError
 		if errors.As(err, &se) {
+			malformed = append(malformed, visible(fmt.Sprintf("%s:%d: %s: %s", path, se.Line, se.Code, se.Msg)))
 			continue
 		}
 		if err != nil {
@@ -722,6 +744,12 @@ func announcedFrom(path, pkid string) (*signing.PublicKey, error) {
 		if res := signing.Verify(env, k); res.Status == signing.StatusVerified && res.Pkid == pkid {
 			return k, nil
 		}
+	}
+	if len(malformed) > 0 {
+		// The envelope meant may be among them: say why it was not read,
+		// not that it is unsigned.
+		return nil, withHint(fmt.Errorf("no envelope in %s is signed by %s with the key it announces; %d could not be read:\n%s", path, pkid, len(malformed), strings.Join(malformed, "\n")),
+			"fix the envelope (crosstalk parse "+path+" shows every error), or ask the sender for it again")
 	}
 	return nil, withHint(fmt.Errorf("no envelope in %s is signed by %s with the key it announces", path, pkid),
 		"ask the sender to sign with crosstalk sign --announce, or pin the key file: crosstalk trust pin "+pkid+" KEYFILE")

@@ -606,3 +606,94 @@ func TestCLISignOverReaderLimits(t *testing.T) {
 		t.Errorf("sign(over the limit once signed) = exit %d, %d envelopes, %q; want 1, the small one, an E-TOO-LARGE at big envelope.txt:13", code, strings.Count(out, "[[END]]"), errs)
 	}
 }
+
+// TestCLIFlagValuesRefused: flag values that cannot mean what they say are
+// usage errors (exit 2) before anything is done — send --retries -1 was
+// taken as 0, keygen --out= wrote the key to the default path — and send's
+// synopsis lists --retries, which README.md shows.
+func TestCLIFlagValuesRefused(t *testing.T) {
+	c := newSignCLI(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"send", "--relay", "http://127.0.0.1:1", "--retries", "-1"}, "--retries -1 is negative"},
+		{[]string{"keygen", "--pkid", "alice@example.com", "--out="}, "--out is empty"},
+		{[]string{"keygen", "--pkid", "alice@example.com", "--out", ""}, "--out is empty"},
+	} {
+		code, out, errs := c.run(cliEnv, tc.args...)
+		if code != exitUsage || !strings.Contains(errs, tc.want) || out != "" {
+			t.Errorf("crosstalk %q = exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "config", "crosstalk", "keys")); err == nil {
+		t.Error("keygen --out= wrote a key to the default directory")
+	}
+	if out := c.must("", "send", "--help"); !strings.Contains(strings.SplitN(out, "\n", 2)[0], "[--retries N]") {
+		t.Errorf("send --help synopsis %q lacks [--retries N]", strings.SplitN(out, "\n", 2)[0])
+	}
+}
+
+// TestCLITrustPinFromMalformed: trust pin --from a file whose envelope
+// cannot be read names the file, the line and what is wrong (it said only
+// that no envelope was signed); a good signed envelope in the same file
+// is still pinned.
+func TestCLITrustPinFromMalformed(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "alice", "--out", c.path("a.key"))
+	signed := c.must(cliEnv, "sign", "--key", c.path("a.key"), "--announce")
+	broken := strings.Replace(signed, "intent: REQUEST\n", "", 1) // still signed, no intent
+	for _, tc := range []struct {
+		name, text string
+		code       int
+		want       string
+	}{
+		{"malformed", broken, 1, "bad.txt:1: E-FORMAT: missing intent"},
+		{"malformed then good", broken + "\n" + signed, 0, "pinned alice to ed25519"},
+		{"unsigned", cliEnv, 1, "no envelope in"},
+	} {
+		file := c.path("bad.txt")
+		if err := os.WriteFile(file, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := c.run("", "trust", "pin", "alice", "--from", file, "--trust", c.path(tc.name+".keys"))
+		if code != tc.code || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("%s: trust pin --from = exit %d, %q, %q; want %d and %q", tc.name, code, out, errs, tc.code, tc.want)
+		}
+	}
+}
+
+// TestCLIVerifyBadTrustStore: verify with a trust store it cannot read or
+// parse fails (exit 1) naming the file and what is wrong, and verifies
+// nothing — it reported every envelope unknown-key and told the user to
+// ask the sender for the key; also with --key, whose revocation check
+// reads the store, and with --json.
+func TestCLIVerifyBadTrustStore(t *testing.T) {
+	c := newSignCLI(t)
+	c.must("", "keygen", "--pkid", "alice", "--out", c.path("a.key"))
+	signed := c.must(cliEnv, "sign", "--key", c.path("a.key"), "--announce")
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+		want string
+	}{
+		{"garbage", func(p string) error { return os.WriteFile(p, []byte("\x00\xffgarbage\n"), 0o600) }, "line 1"},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o700) }, "is a directory"},
+	} {
+		trust := c.path(tc.name + ".keys")
+		if err := tc.make(trust); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"verify", "--trust", trust},
+			{"verify", "--trust", trust, "--key", c.path("a.key.pub")},
+			{"verify", "--trust", trust, "--json"},
+		} {
+			code, out, errs := c.run(signed, args...)
+			if code != exitFailure || !strings.Contains(errs, trust) || !strings.Contains(out+errs, tc.want) ||
+				strings.Contains(out+errs, "unknown-key") || strings.Contains(errs, "ask the sender") {
+				t.Errorf("%s: crosstalk %q = exit %d, stdout %q, stderr %q; want 1 and an error naming %s, %q", tc.name, args, code, out, errs, trust, tc.want)
+			}
+		}
+	}
+}

@@ -213,6 +213,21 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 	}
 	log := o.logger()
 	trust := signing.NewTrustStore(o.trustFile())
+	// A trust file that turns bad while the relay runs (a hand edit) is
+	// an error in the log, and verification goes on with its last good
+	// version — pins and revocations stay in force — until it is fixed;
+	// one that is bad at start stops the start (docs/signing.md §5).
+	trustLog := log.With("component", "trust", "file", o.trustFile())
+	trust.OnBadFile = func(err error) {
+		if err != nil {
+			trustLog.Error("trust store unreadable: verifying with its last good version; pins and revocations fail until the file is fixed", "err", err)
+		} else {
+			trustLog.Info("trust store readable again")
+		}
+	}
+	if _, err := trust.Entries(); err != nil {
+		return nil, fmt.Errorf("trust store: %w", err)
+	}
 	verifier := o.Verifier
 	if verifier == nil {
 		v := &signing.Verifier{Store: trust, Logger: log.With("component", "trust")}

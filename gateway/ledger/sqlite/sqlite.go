@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -216,7 +217,9 @@ func (s *Store) Stats() Stats {
 var _ ledger.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the ledger database at path, a file
-// name. The directory must exist. ctx bounds only the opening itself.
+// name. The directory must exist. ctx bounds only the opening itself. A
+// file it creates has mode 0600 (its -wal and -shm files too); an
+// existing one keeps its mode.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -246,6 +249,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+	}
+	if err := createPrivate(abs); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", o.BusyTimeout.Milliseconds())
@@ -406,6 +412,21 @@ func (s *Store) Close() error {
 		s.log.Debug("sqlite: closed ledger", "path", s.path)
 	})
 	return s.closeErr
+}
+
+// createPrivate creates path, empty, with mode 0600 when it does not
+// exist: the ledger holds every message, and SQLite gives the -wal and
+// -shm files it creates the database file's mode. An existing file keeps
+// its mode.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func (s *Store) closeDBs() error {
