@@ -116,6 +116,7 @@ type Server struct {
 	signer    gateway.Signer
 	heartbeat time.Duration
 	slots     *streamSlots
+	bodies    *bodyBudget // request bodies in flight
 	proxies   []netip.Prefix
 	mux       *http.ServeMux
 	// agentsOnce and reserveOnce make MountAgents and MountReservations
@@ -142,6 +143,7 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	s.proxies = opts.TrustedProxies
 	s.refusals = &refusalLog{log: s.log, now: time.Now, reasons: map[string]*refusalWindow{}}
 	s.slots = &streamSlots{per: map[string]int{}, perMax: opts.StreamLimit, totalMax: opts.MaxStreams}
+	s.bodies = newBodyBudget(int64(relay.IntakeLimit()))
 	if s.slots.perMax <= 0 {
 		s.slots.perMax = DefaultStreamLimit
 	}
@@ -207,6 +209,10 @@ type authInfo struct {
 	// key is what the caller is counted as for rate and stream limits:
 	// the principal, or "anonymous ADDRESS" (an IPv6 /64) for a page request without one.
 	key string
+	// release ends the request's count against the bounds on bodies in
+	// flight (bodyBudget); the gate's caller calls it when the request
+	// is served.
+	release func()
 }
 
 // ServeHTTP applies the gate, then routes.
@@ -215,6 +221,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	defer info.release()
 	if info.token {
 		s.relay.Touch(info.principal)
 	}
@@ -304,6 +311,12 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 		return fail("rate", http.StatusTooManyRequests, envelope.CodeRate, "rate limit exceeded for "+key)
 	}
 	info.key = key
+	release, status, why := s.bodies.admit(r, key)
+	if release == nil {
+		w.Header().Set("Retry-After", "1")
+		return fail("bodies", status, envelope.CodeRate, why)
+	}
+	info.release = release
 	return info, true
 }
 

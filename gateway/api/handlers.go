@@ -38,6 +38,11 @@ func wantsJSON(r *http.Request) bool {
 // recorded, else the status of the first rejection with every receipt.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r, int64(s.relay.IntakeLimit()))
+	if status := bodiesStatus(err); status != 0 {
+		w.Header().Set("Retry-After", "1")
+		s.errorEnvelope(w, r, status, envelope.CodeRate, err.Error())
+		return
+	}
 	if err != nil {
 		s.errorEnvelope(w, r, http.StatusBadRequest, envelope.CodeFormat, "reading the request body: "+err.Error())
 		return
@@ -433,6 +438,11 @@ var errTooLarge = errors.New("too large")
 
 // badBody answers a body that readJSON refused.
 func badBody(w http.ResponseWriter, err error) {
+	if status := bodiesStatus(err); status != 0 {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, status, string(envelope.CodeRate), err.Error())
+		return
+	}
 	if errors.Is(err, errTooLarge) {
 		writeError(w, http.StatusRequestEntityTooLarge, string(envelope.CodeTooLarge), err.Error())
 		return

@@ -52,6 +52,7 @@ func (s *Server) servePage(pages http.Handler, w http.ResponseWriter, r *http.Re
 	if !ok {
 		return
 	}
+	defer info.release()
 	ctx := context.WithValue(r.Context(), principalKey, info)
 	ctx = context.WithValue(ctx, pageServerKey{}, s)
 	pages.ServeHTTP(w, r.WithContext(ctx))
