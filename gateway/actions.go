@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
@@ -279,7 +280,12 @@ func (r *Relay) advanceCursor(ctx context.Context, group, key string, target led
 func oneLineNote(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 1000 {
-		s = s[:1000]
+		// At a character's start: half a character is not text.
+		n := 1000
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
 	}
 	return s
 }

@@ -178,7 +178,8 @@ func (r *Relay) releaseClaim(ctx context.Context, group, eventID string, stale b
 // released claims.
 func (r *Relay) NotifyAgent(ctx context.Context, agent, group, eventID, kind, message string) error {
 	d := EventData{Kind: kind, Title: kind + " for " + agent, Message: oneLineNote(message),
-		TargetActorID: r.book.ActorID(agent), RelatedEventID: eventID, Priority: "normal", RequiresAck: true}
+		TargetActorID: r.book.ActorID(agent), RelatedEventID: eventID, Priority: "normal", RequiresAck: true,
+		ActorID: r.book.ActorID(agent)} // who reported it: the text is the agent's, not the relay's
 	if _, err := r.store.Append(ctx, []ledger.Record{{Kind: KindNotify, GroupID: group, By: "system", Data: mustJSON(d)}}); err != nil {
 		return fmt.Errorf("gateway: recording %s: %w", kind, err)
 	}
