@@ -1,10 +1,11 @@
 package gateway
 
 import (
-	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/crosstalk-go/crosstalk/gateway/ledger/memory"
 )
 
 // TestOneLineNote: a note is one line of at most 1000 bytes, cut at a
