@@ -12,6 +12,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
 
 // Result is one envelope's entry in the JSON answer of POST
@@ -37,11 +38,6 @@ func wantsJSON(r *http.Request) bool {
 // as text; 200 with receipt envelopes (or JSON) when every envelope was
 // recorded, else the status of the first rejection with every receipt.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
-	key, err := idempotencyKey(r)
-	if err != nil {
-		s.errorEnvelope(w, r, http.StatusBadRequest, envelope.CodeFormat, err.Error())
-		return
-	}
 	body, err := readBody(r, int64(s.relay.IntakeLimit()))
 	if status := bodiesStatus(err); status != 0 {
 		w.Header().Set("Retry-After", "1")
@@ -53,7 +49,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, authenticated := principal(r)
-	in := gateway.Intake{Transport: "http", Source: r.RemoteAddr, IdempotencyKey: key, Text: body}
+	in := gateway.Intake{Transport: "http", Source: r.RemoteAddr, IdempotencyKey: idempotencyKey(r), Text: body}
 	if authenticated {
 		in.Principal = p
 	}
@@ -455,24 +451,11 @@ func badBody(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
 }
 
-// maxIdempotencyKey bounds an Idempotency-Key header, which every event
-// of the request records.
-const maxIdempotencyKey = 255
-
-// idempotencyKey returns the request's Idempotency-Key header: at most
-// maxIdempotencyKey printable ASCII characters (a client's retry key,
-// such as a UUID), or an error saying what is wrong with it.
-func idempotencyKey(r *http.Request) (string, error) {
-	k := r.Header.Get("Idempotency-Key")
-	if len(k) > maxIdempotencyKey {
-		return "", fmt.Errorf("the Idempotency-Key header has %d bytes, at most %d", len(k), maxIdempotencyKey)
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < ' ' || k[i] > '~' {
-			return "", fmt.Errorf("the Idempotency-Key header has byte %#02x at %d: printable ASCII only", k[i], i)
-		}
-	}
-	return k, nil
+// idempotencyKey returns the request's Idempotency-Key header as the
+// events record it: in the form httpx.HeaderKey gives, so that a key of
+// any length or bytes is recorded in at most 71 printable characters.
+func idempotencyKey(r *http.Request) string {
+	return httpx.HeaderKey(r.Header.Get("Idempotency-Key"))
 }
 
 // readBody reads the request body, or its first limit+1 bytes when it is
@@ -574,18 +557,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 // composeAndIngest composes req as agent, ingests it and answers with the
 // outcome (send, forward).
 func (s *Server) composeAndIngest(w http.ResponseWriter, r *http.Request, agent string, req gateway.SendRequest) {
-	key, err := idempotencyKey(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, gateway.CodeInvalid, err.Error())
-		return
-	}
 	text, err := s.relay.Compose(r.Context(), agent, req, s.signer)
 	if err != nil {
 		status, code, msg := actionStatus(err)
 		writeError(w, status, code, msg)
 		return
 	}
-	in := gateway.Intake{Transport: "api", Source: r.RemoteAddr, Text: text, IdempotencyKey: key}
+	in := gateway.Intake{Transport: "api", Source: r.RemoteAddr, Text: text, IdempotencyKey: idempotencyKey(r)}
 	if _, authenticated := principal(r); authenticated {
 		in.Principal = agent
 	}

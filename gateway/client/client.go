@@ -13,8 +13,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +21,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/crosstalk-go/crosstalk/transports/httpx"
 )
 
 // Client talks to one relay. The zero value is not usable: set URL.
@@ -82,9 +82,8 @@ type Request struct {
 	// Body is sent with ContentType (application/json when empty).
 	Body        []byte
 	ContentType string
-	// IdempotencyKey is sent as Idempotency-Key: as it is when it is
-	// at most 255 printable ASCII characters (what the relay takes), else
-	// as "sha256:" and the hex of its SHA-256, the same for every retry.
+	// IdempotencyKey is sent as Idempotency-Key, in the form
+	// httpx.HeaderKey gives it.
 	IdempotencyKey string
 	// Accept is the media type asked for; application/json when empty.
 	Accept string
@@ -184,7 +183,7 @@ func (c *Client) once(ctx context.Context, rq Request) (int, []byte, error) {
 		req.Header.Set("Content-Type", ct)
 	}
 	if rq.IdempotencyKey != "" {
-		req.Header.Set("Idempotency-Key", headerKey(rq.IdempotencyKey))
+		req.Header.Set("Idempotency-Key", httpx.HeaderKey(rq.IdempotencyKey))
 	}
 	res, err := c.http().Do(req)
 	if err != nil {
@@ -241,18 +240,4 @@ func Backoff(n int, base, limit time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, limit)
-}
-
-// headerKey returns k as an Idempotency-Key header value the relay
-// takes (Request.IdempotencyKey).
-func headerKey(k string) string {
-	ok := len(k) <= 255
-	for i := 0; ok && i < len(k); i++ {
-		ok = k[i] >= ' ' && k[i] <= '~'
-	}
-	if ok {
-		return k
-	}
-	sum := sha256.Sum256([]byte(k))
-	return "sha256:" + hex.EncodeToString(sum[:])
 }

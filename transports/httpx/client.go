@@ -115,6 +115,27 @@ func IdempotencyKey(text []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:16])
 }
 
+// MaxKey bounds an Idempotency-Key that HeaderKey passes as it is.
+const MaxKey = 255
+
+// HeaderKey returns key as an Idempotency-Key header value: key itself
+// when it is at most MaxKey printable ASCII characters, else "sha256:"
+// and the hex of its SHA-256 (the same for every retry). A crosstalk relay
+// records the header with every event of the request, and records a key
+// that is not so in this form too; HTTP clients refuse to send some bytes
+// (control characters) at all.
+func HeaderKey(key string) string {
+	ok := len(key) <= MaxKey
+	for i := 0; ok && i < len(key); i++ {
+		ok = key[i] >= ' ' && key[i] <= '~'
+	}
+	if ok {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 // Post sends text (one or more envelopes) to url. It retries transient
 // failures with the same Idempotency-Key (key, or IdempotencyKey(text)
 // when empty). It returns the last Response and, for an answer that is
@@ -198,7 +219,7 @@ func (c *Client) try(ctx context.Context, hc *http.Client, url string, text []by
 	}
 	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	req.Header.Set("Accept", "text/plain")
-	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Idempotency-Key", HeaderKey(key))
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
