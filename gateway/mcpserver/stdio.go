@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,7 +34,16 @@ type StreamTransport struct {
 	Writer io.Writer
 	// MaxMessage bounds one incoming line; DefaultMaxMessage when 0.
 	MaxMessage int
+	// WriteTimeout bounds the write of one message; DefaultWriteTimeout
+	// when 0. A write that does not finish in time (a client that stopped
+	// reading) ends the session: the SDK answers requests concurrently and
+	// queues those it reads, so a client that writes requests and reads no
+	// answer would otherwise make the server hold more of them for ever.
+	WriteTimeout time.Duration
 }
+
+// DefaultWriteTimeout is a StreamTransport's WriteTimeout when 0.
+const DefaultWriteTimeout = 30 * time.Second
 
 var _ mcp.Transport = (*StreamTransport)(nil)
 
@@ -46,7 +56,12 @@ func (t *StreamTransport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = DefaultMaxMessage
 	}
-	c := &streamConn{conn: channel.NewStreamConn(t.Reader, t.Writer, nil, limit), lines: make(chan line), closed: make(chan struct{})}
+	wt := t.WriteTimeout
+	if wt <= 0 {
+		wt = DefaultWriteTimeout
+	}
+	c := &streamConn{conn: channel.NewStreamConn(t.Reader, t.Writer, nil, limit), lines: make(chan line), closed: make(chan struct{}),
+		writeTimeout: wt}
 	go c.readLoop()
 	return c, nil
 }
@@ -61,6 +76,8 @@ type streamConn struct {
 	lines  chan line
 	closed chan struct{}
 	once   sync.Once
+
+	writeTimeout time.Duration
 }
 
 // readLoop hands over the lines, one at a time, until the input ends or
@@ -139,6 +156,8 @@ func decode(b []byte) (jsonrpc.Message, int64, string) {
 // refuse writes a JSON-RPC error with a null id: the line it answers had
 // no id the server could read.
 func (c *streamConn) refuse(ctx context.Context, code int64, reason string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.writeTimeout)
+	defer cancel()
 	b, err := json.Marshal(struct {
 		JSONRPC string         `json:"jsonrpc"`
 		ID      *string        `json:"id"`
@@ -156,7 +175,15 @@ func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("mcpserver: encoding: %w", err)
 	}
-	return c.conn.Write(ctx, b)
+	wctx, cancel := context.WithTimeout(ctx, c.writeTimeout)
+	defer cancel()
+	if err := c.conn.Write(wctx, b); err != nil {
+		if ctx.Err() == nil { // not the caller giving up: the client reads nothing
+			c.Close()
+		}
+		return err
+	}
+	return nil
 }
 
 // Close stops handing over lines; a read of the input under way ends

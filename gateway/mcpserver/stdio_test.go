@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/mcpserver"
@@ -149,4 +151,30 @@ func TestStdioHostileLines(t *testing.T) {
 	if m := c.next(); string(m.ID) != `"slow"` || m.Error != nil {
 		t.Errorf("a ping written a byte at a time = %+v, want its result", m)
 	}
+}
+
+// TestStdioClientThatNeverReads: a client that writes requests and reads
+// no answer ends its session once a write has waited WriteTimeout: the
+// SDK queues what it reads and answers each request in a goroutine of its
+// own, so the server used to hold every request such a client sent, for
+// ever.
+func TestStdioClientThatNeverReads(t *testing.T) {
+	r := testrelay.Start(t, nil)
+	inR, inW := io.Pipe()
+	_, outW := io.Pipe() // never read
+	t.Cleanup(func() { inW.Close() })
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpserver.Run(t.Context(), mcpserver.Options{Agent: "claude", Backend: &c2a.Local{Relay: r.Relay}, Heartbeat: -1},
+			&mcpserver.StreamTransport{Reader: inR, Writer: outW, WriteTimeout: 50 * time.Millisecond})
+	}()
+	go func() {
+		io.WriteString(inW, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+		for i := 0; ; i++ {
+			if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"method":"ping"}`+"\n"); err != nil {
+				return // the server stopped reading
+			}
+		}
+	}()
+	<-done // the session ended
 }
