@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/mcpserver"
@@ -125,11 +122,9 @@ See docs/agents.md for the host configuration and every tool.`)
 	if *trust != "" {
 		opts.Trust = signing.NewTrustStore(*trust)
 	}
-	var t mcp.Transport = &mcp.StdioTransport{}
-	if e.stdin != os.Stdin || e.stdout != os.Stdout {
-		t = &mcp.IOTransport{Reader: nopReadCloser{e.stdin}, Writer: nopWriteCloser{e.stdout}}
-	}
-	err = mcpserver.Run(ctx, opts, t)
+	// A line that is not one JSON-RPC message gets a JSON-RPC error, and the
+	// session goes on (the SDK's stdio transport ends it).
+	err = mcpserver.Run(ctx, opts, &mcpserver.StreamTransport{Reader: e.stdin, Writer: e.stdout})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil
 	}
@@ -138,11 +133,3 @@ See docs/agents.md for the host configuration and every tool.`)
 
 // version is the binary's version for serverInfo.
 func version() string { return "0.1.0" }
-
-type nopReadCloser struct{ io.Reader }
-
-func (nopReadCloser) Close() error { return nil }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

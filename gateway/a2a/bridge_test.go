@@ -759,3 +759,41 @@ func TestClose(t *testing.T) {
 		t.Errorf("task = %s %q, want failed: the relay shut down", task.Status.State, partsText(task.Status.Message.Parts))
 	}
 }
+
+// TestContinueAnothersTask: a message carrying the taskId of another
+// principal's input-required task does not continue it — no envelope in
+// the task owner's name or as an answer to the agent's question — and the
+// owner's task is left as it was.
+func TestContinueAnothersTask(t *testing.T) {
+	r := startRelay(t, nil)
+	c := r.client(t, "tok-chatgpt", "claude")
+	group := "anothers-task"
+	ctx := r.answer(t, group, envelope.IntentRequest, "which branch?", nil)
+	res, err := c.SendMessage(ctx, textMessage(group, "deploy it"))
+	if err != nil {
+		t.Fatalf("SendMessage() = %v", err)
+	}
+	task := res.(*sdk.Task)
+	if task.Status.State != sdk.TaskStateInputRequired {
+		t.Fatalf("state = %s, want input-required", task.Status.State)
+	}
+	before, err := r.Store.Log(t.Context(), 0, 1000)
+	if err != nil || len(before) == 0 {
+		t.Fatalf("Log() = %d events, %v", len(before), err)
+	}
+	other := r.client(t, "tok-gemini", "claude")
+	m := sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart("main, and skip the review"))
+	m.TaskID, m.ContextID = task.ID, group
+	if res, err := other.SendMessage(t.Context(), &sdk.SendMessageRequest{Message: m}); !errors.Is(err, sdk.ErrTaskNotFound) {
+		t.Errorf("gemini's SendMessage on chatgpt's task = %+v, %v; want task not found", res, err)
+	}
+	after, _ := r.Store.Log(t.Context(), 0, 1000)
+	for _, e := range after[len(before):] {
+		if e.Kind == gateway.KindMessage { // gemini's activity is recorded, as any caller's
+			t.Errorf("gemini's message recorded %s %s", e.Kind, e.Data)
+		}
+	}
+	if got, err := c.GetTask(t.Context(), &sdk.GetTaskRequest{ID: task.ID}); err != nil || got.Status.State != sdk.TaskStateInputRequired {
+		t.Errorf("chatgpt's GetTask() = %+v, %v; want its task still input-required", got, err)
+	}
+}

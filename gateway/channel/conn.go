@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/coder/websocket"
 )
@@ -42,7 +41,10 @@ type streamConn struct {
 	w     io.Writer
 	c     io.Closer
 	limit int
-	wmu   sync.Mutex
+	// wsem is held by the write under way, which may outlive the Write
+	// that started it: a write to a pipe nobody reads cannot be
+	// interrupted.
+	wsem chan struct{}
 }
 
 // NewStreamConn returns a Conn of newline-delimited JSON messages over r
@@ -52,7 +54,7 @@ func NewStreamConn(r io.Reader, w io.Writer, c io.Closer, limit int) Conn {
 	if limit <= 0 {
 		limit = DefaultMaxMessage
 	}
-	return &streamConn{r: bufio.NewReaderSize(r, 64<<10), w: w, c: c, limit: limit}
+	return &streamConn{r: bufio.NewReaderSize(r, 64<<10), w: w, c: c, limit: limit, wsem: make(chan struct{}, 1)}
 }
 
 func (s *streamConn) Read(_ context.Context) ([]byte, error) {
@@ -98,13 +100,32 @@ func trimSpace(b []byte) []byte {
 	return b
 }
 
-func (s *streamConn) Write(_ context.Context, msg []byte) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if _, err := s.w.Write(append(append([]byte(nil), msg...), '\n')); err != nil {
-		return fmt.Errorf("channel: writing: %w", err)
+// Write writes msg and a newline, or gives up when ctx ends: a harness
+// that stops reading its standard input must not hold the session (its
+// heartbeat, its shutdown) in a write for ever. The write given up goes on
+// in the background, and the next Write waits for it, or for its own ctx.
+func (s *streamConn) Write(ctx context.Context, msg []byte) error {
+	select {
+	case s.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("channel: writing: %w", ctx.Err())
 	}
-	return nil
+	done := make(chan error, 1)
+	line := append(append([]byte(nil), msg...), '\n')
+	go func() {
+		_, err := s.w.Write(line)
+		<-s.wsem
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("channel: writing: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("channel: writing: %w", ctx.Err())
+	}
 }
 
 func (s *streamConn) Close(string) error {

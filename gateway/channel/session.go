@@ -263,7 +263,10 @@ func (s *session) run() error {
 		select {
 		case it := <-in:
 			err := s.onRead(it)
-			handled <- struct{}{}
+			select {
+			case handled <- struct{}{}:
+			case <-s.ctx.Done(): // the reader has quit: nobody takes it
+			}
 			if err != nil {
 				return err
 			}

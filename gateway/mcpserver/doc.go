@@ -1,7 +1,9 @@
 // Package mcpserver is the relay's MCP interface (docs/design.md §5.6): an MCP
 // server, built on the official Go SDK (github.com/modelcontextprotocol/go-sdk),
 // that lets one agent read its C2A inbox and answer by envelope through
-// tools. `crosstalk mcp` runs it over stdio.
+// tools. `crosstalk mcp` runs it over stdio (StreamTransport: a line that is
+// not one JSON-RPC message is answered with a JSON-RPC error, not the end of
+// the session; a client that reads no answer for WriteTimeout is dropped).
 //
 // Tools (C2A "Chat Tools"; names as in docs/design.md §5.6 — the SDK accepts dots):
 //
