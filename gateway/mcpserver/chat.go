@@ -432,6 +432,9 @@ func (s *server) sendOutbound(ctx context.Context, o c2a.Outbound, unsigned bool
 	out.SendResult, out.IdempotencyKey, out.Directedness = res, o.IdempotencyKey, dir
 	msg := fmt.Sprintf("sent %s → %s %s: message %s, event %s (seq %d in %s), verification %s", s.opts.Agent, o.To, env.Intent,
 		res.Message, res.EventID, res.Seq, res.Group, res.Status)
+	if to := strings.TrimSpace(o.To); !envelope.IsBroadcast(to) && !strings.HasPrefix(to, "@") && !s.knows(ctx, to) {
+		msg += fmt.Sprintf("; note: the relay knows no agent %q (a typo, or a look-alike letter?): the message waits for whoever takes that name", to)
+	}
 	switch {
 	case res.Differs:
 		msg += "; NOT sent: an earlier attempt with this idempotencyKey recorded other content, which stands (use a new idempotencyKey to send a change)"
@@ -439,6 +442,28 @@ func (s *server) sendOutbound(ctx context.Context, o c2a.Outbound, unsigned bool
 		msg += "; already recorded by an earlier attempt with this idempotencyKey (nothing sent twice)"
 	}
 	return textResult(msg), out, nil
+}
+
+// knows reports whether the relay knows an agent by the name to: one in
+// its address book, or one that has been seen or has written; an agent
+// only ever written to is not known. It reports true when it cannot tell.
+func (s *server) knows(ctx context.Context, to string) bool {
+	agents, err := s.opts.Backend.Agents(ctx)
+	if err != nil {
+		return true
+	}
+	entries := make([]gateway.Agent, 0, len(agents))
+	for _, a := range agents {
+		if len(a.Names) > 0 || !a.LastSeen.IsZero() || a.Events > 0 {
+			entries = append(entries, gateway.Agent{ID: a.ID, Names: a.Names})
+		}
+	}
+	b, err := gateway.NewAddressBook(entries)
+	if err != nil {
+		return true
+	}
+	_, ok := b.Agent(b.ActorID(to))
+	return ok
 }
 
 // book is the relay's address book as far as this server can see it:

@@ -33,3 +33,42 @@ func TestSendRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestSendUnknownReceiver: chat.send_message to a name the relay knows no
+// agent by (a typo, a look-alike letter) is recorded, and the answer says
+// that no such agent is known.
+func TestSendUnknownReceiver(t *testing.T) {
+	relay := gateway.New(memory.New(nil), &gateway.Options{Book: mustBook(t, []gateway.Agent{{ID: "claude", Names: []string{"CLAUDE"}}, {ID: "chatgpt", Names: []string{"CHATGPT"}}})})
+	cs := session(t, &c2a.Local{Relay: relay, Transport: "mcp"}, "claude")
+	for _, tc := range []struct {
+		to      string
+		unknown bool
+	}{
+		{"CHATGPT", false},
+		{"chatgpt", false},
+		{"СHATGPT", true}, // Cyrillic С
+		{"CHATGTP", true},
+		{"@reviewers", false},
+		{"ALL", false},
+	} {
+		args := map[string]any{"to": tc.to, "directedness": "to_me", "intent": "REQUEST", "body": "hello"}
+		if strings.HasPrefix(tc.to, "@") {
+			args["directedness"] = "to_my_role"
+		} else if tc.to == "ALL" {
+			args["directedness"], args["intent"] = "ambient", "BROADCAST"
+		}
+		out, res := call[c2a.SendResult](t, cs, "chat.send_message", args)
+		if res.IsError || out.EventID == "" || strings.Contains(text(res), "knows no agent") != tc.unknown {
+			t.Errorf("send to %s = %q; want it recorded, with a note only for an unknown name (%v)", tc.to, text(res), tc.unknown)
+		}
+	}
+}
+
+func mustBook(t *testing.T, agents []gateway.Agent) *gateway.AddressBook {
+	t.Helper()
+	b, err := gateway.NewAddressBook(agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
