@@ -23,15 +23,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
 	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/crosstalk-go/crosstalk/internal/privfile"
 )
 
 // Schema is the version of the tables; a DB of another version is reset
@@ -224,21 +224,6 @@ CREATE TABLE IF NOT EXISTS evidence(event TEXT, actor TEXT, reply INTEGER, ack I
 	PRIMARY KEY(event, actor, reply, ack)) WITHOUT ROWID;
 `
 
-// createPrivate creates path, empty, with mode 0600 when it does not
-// exist: the projections hold who wrote to whom in every thread, and
-// SQLite gives the -wal and -shm files it creates the database file's
-// mode. An existing file keeps its mode.
-func createPrivate(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
 // Open opens (creating it if needed) the projection DB in the file path,
 // or in memory when path is "". A DB of another Schema is emptied: its
 // high-water mark is then 0. A file it creates has mode 0600.
@@ -251,7 +236,8 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("projection: open %q: %w", path, err)
 		}
-		if err := createPrivate(abs); err != nil {
+		// 0600 when new, -wal and -shm alike: the projections hold who wrote to whom.
+		if err := privfile.Create(abs); err != nil {
 			return nil, fmt.Errorf("projection: open %q: %w", path, err)
 		}
 		// synchronous(NORMAL): in WAL mode a commit does not fsync

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/internal/privfile"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -250,7 +250,8 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
-	if err := createPrivate(abs); err != nil {
+	// 0600 when new, -wal and -shm alike: the ledger holds every message.
+	if err := privfile.Create(abs); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 
@@ -412,21 +413,6 @@ func (s *Store) Close() error {
 		s.log.Debug("sqlite: closed ledger", "path", s.path)
 	})
 	return s.closeErr
-}
-
-// createPrivate creates path, empty, with mode 0600 when it does not
-// exist: the ledger holds every message, and SQLite gives the -wal and
-// -shm files it creates the database file's mode. An existing file keeps
-// its mode.
-func createPrivate(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return f.Close()
 }
 
 func (s *Store) closeDBs() error {
