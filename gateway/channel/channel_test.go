@@ -437,6 +437,17 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s = %+v, want the error to say batches are not taken", raw, m.Error)
 		}
 	}
+	// An id that is neither a string, a number nor null: refused, and not
+	// echoed back (the answer's id is null).
+	for _, raw := range []string{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, `{"jsonrpc":"2.0","id":[1],"method":"ping"}`, `{"jsonrpc":"2.0","id":true,"method":"ping"}`} {
+		if err := h.c.Write(t.Context(), websocket.MessageText, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		m, ok := h.next(func(m channel.Message) bool { return m.Error != nil }, 3*time.Second)
+		if !ok || m.Error.Code != channel.CodeInvalidRequest || !strings.Contains(m.Error.Message, "an id is") || len(m.ID) > 0 && string(m.ID) != "null" {
+			t.Errorf("%s = id %s, %+v; want -32600 with a null id", raw, m.ID, m.Error)
+		}
+	}
 	big := `{"jsonrpc":"2.0","id":"big","method":"ping","params":{"x":"` + strings.Repeat("a", 5000) + `"}}`
 	if err := h.c.Write(t.Context(), websocket.MessageText, []byte(big)); err != nil {
 		t.Fatal(err)

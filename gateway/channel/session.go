@@ -366,6 +366,11 @@ func (s *session) onRead(it readItem) error {
 			return s.replyErr(nil, rpcErr(CodeInvalidRequest, "not one JSON-RPC message object: %v", err))
 		}
 	}
+	if !validID(m.ID) {
+		// JSON-RPC 2.0 §4: a string, a number or null. Another is not
+		// echoed back: the answer's id is null.
+		return s.replyErr(nil, rpcErr(CodeInvalidRequest, "an id is a string, a number or null"))
+	}
 	if m.JSONRPC != "2.0" {
 		return s.replyErr(m.ID, rpcErr(CodeInvalidRequest, `"jsonrpc" must be "2.0"`))
 	}
@@ -1022,4 +1027,18 @@ func (s *session) heartbeat() error {
 	s.pings[id] = true
 	raw, _ := json.Marshal(id)
 	return s.send(Message{ID: raw, Method: "ping"})
+}
+
+// validID reports whether id, as the message has it, is a JSON-RPC id:
+// absent, null, a string or a number.
+func validID(id json.RawMessage) bool {
+	t := trimSpace(id)
+	if len(t) == 0 {
+		return true
+	}
+	switch c := t[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9':
+		return true
+	}
+	return string(t) == "null"
 }
