@@ -200,6 +200,12 @@ func TestReplyNotToThirdParties(t *testing.T) {
 		// sender wrote comes below it.
 		{"the server's Return-Path counts, not the sender's below it", "Return-Path: <spammer@elsewhere.test>\r\nReturn-Path: <victim@example.test>\r\nFrom: victim@example.test\r\n", ""},
 		{"the first From address of several", "Return-Path: <a@evil.test>\r\nFrom: a@evil.test, victim@example.test\r\n", "a@evil.test"},
+		// net/mail unquotes a quoted local part: written into "RCPT
+		// TO:<…>" it would close the path early and name the victim.
+		{"a quoted local part that would close the RCPT path", "Return-Path: <\"victim@other.test> ORCPT=rfc822;x\"@evil.test>\r\nFrom: \"victim@other.test> ORCPT=rfc822;x\"@evil.test\r\n", ""},
+		{"a quoted local part with a blank", "Return-Path: <\"a b\"@example.test>\r\nFrom: \"a b\"@example.test\r\n", ""},
+		{"a UTF-8 local part", "Return-Path: <jürgen@example.test>\r\nFrom: jürgen@example.test\r\n", "jürgen@example.test"},
+		{"an address literal", "Return-Path: <k@[192.0.2.1]>\r\nFrom: k@[192.0.2.1]\r\n", "k@[192.0.2.1]"},
 		{"a display name naming another address", "Return-Path: <a@evil.test>\r\nFrom: \"victim@example.test\" <a@evil.test>\r\n", "a@evil.test"},
 	} {
 		m, err := netmail.ReadMessage(strings.NewReader(c.hdr + "Subject: [AI Crosstalk] x\r\n\r\nbody\r\n"))

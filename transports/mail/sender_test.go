@@ -274,6 +274,10 @@ func TestParseRecipient(t *testing.T) {
 		{"claude://session/abc", ""},
 		{"bob@example.test\r\nBcc: x@example.test", ""},
 		{"bob@example.test, eve@example.test", ""},
+		{`"victim@other.test> ORCPT=rfc822;x"@evil.test`, ""},
+		{`email:"a b"@example.test`, ""},
+		{"bob@[192.0.2.1]", "bob@[192.0.2.1]"},
+		{"jürgen@example.test", "jürgen@example.test"},
 	} {
 		a, err := parseRecipient(tc.in)
 		got := ""
