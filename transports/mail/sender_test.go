@@ -164,7 +164,8 @@ func checkHeaders(t *testing.T, raw []byte, delivered bool) {
 		t.Fatalf("no header end in %q", raw)
 	}
 	allowed := map[string]bool{"From": true, "To": true, "Subject": true, "Date": true, "Message-Id": true,
-		"In-Reply-To": true, "References": true, "Mime-Version": true, "Content-Type": true, "Content-Transfer-Encoding": true}
+		"In-Reply-To": true, "References": true, "Mime-Version": true, "Content-Type": true, "Content-Transfer-Encoding": true,
+		"Auto-Submitted": true} // a Receiver's reply
 	if delivered {
 		for _, k := range []string{"Return-Path", "Delivered-To", "Received"} {
 			allowed[k] = true
