@@ -59,8 +59,9 @@
 // NAME.error saying why — when it is a symbolic link (never followed,
 // wherever it points), not a regular file, has more than one hard link
 // (a way to smuggle in a file from outside the directory), is larger than
-// MaxFileSize, has an unsafe name (control characters, invalid UTF-8,
-// a backslash or ".."), or never completes. A name that already exists in
+// MaxFileSize, has an unsafe name (control characters — the Unicode line
+// separators and bidirectional overrides and isolates among them —
+// invalid UTF-8, a backslash or ".."), or never completes. A name that already exists in
 // processed/ or failed/ gets a numeric suffix ("a.crosstalk" becomes
 // "a-1.crosstalk"); nothing is ever overwritten there. A name too long to
 // take that suffix and the .error file within 255 bytes is shortened (its

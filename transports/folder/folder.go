@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -151,11 +152,22 @@ func unsafeName(name string) string {
 		return `the name contains ".."`
 	}
 	for _, r := range name {
-		if unicode.IsControl(r) {
-			return "the name contains a control character"
+		if unicode.IsControl(r) || displayControl(r) {
+			return fmt.Sprintf("the name contains a control character (%U)", r)
 		}
 	}
 	return ""
+}
+
+// displayControl reports the format characters that change how a name
+// is shown rather than adding to it: the Unicode line and paragraph
+// separators (a line break in the .error file, a log, a terminal) and
+// the bidirectional embeddings, overrides and isolates, which make
+// "\u202egnp.crosstalk" show as "klatssorc.png" (Trojan Source,
+// CVE-2021-42574). Marks such as U+200F, which right-to-left names use,
+// are not among them.
+func displayControl(r rune) bool {
+	return r == '\u2028' || r == '\u2029' || r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069'
 }
 
 // SafeName turns s (a receiver address or a message id) into a file name

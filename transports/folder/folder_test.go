@@ -379,6 +379,9 @@ func TestRefused(t *testing.T) {
 		}, "", "path separator"},
 		{"dot dot", func(t *testing.T, dir string, text []byte) string { return "a..b.crosstalk" }, "", `".."`},
 		{"newline", func(t *testing.T, dir string, text []byte) string { return "new\nline.crosstalk" }, "", "control character"},
+		{"line separator", func(t *testing.T, dir string, text []byte) string { return "line\u2028sep.crosstalk" }, "", "control character (U+2028)"},
+		{"bidi override", func(t *testing.T, dir string, text []byte) string { return "\u202egnp.crosstalk" }, "", "control character (U+202E)"},
+		{"bidi isolate", func(t *testing.T, dir string, text []byte) string { return "a\u2067b.aict" }, "", "control character (U+2067)"},
 		{"bad utf-8", func(t *testing.T, dir string, text []byte) string { return "bad\xff.AICT" }, "", "UTF-8"},
 		{"fifo", func(t *testing.T, dir string, text []byte) string {
 			if err := mkfifo(filepath.Join(dir, "pipe.crosstalk")); err != nil {

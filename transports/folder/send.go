@@ -64,10 +64,13 @@ func (f *Folder) Send(ctx context.Context, to, id string, text []byte) error {
 
 // writeAtomic writes data to path through a hidden temp file in the same
 // directory: write, fsync, close, chmod, rename, fsync the directory. A
-// reader sees the old file or the new one, never a part.
+// reader sees the old file or the new one, never a part. The temp name
+// keeps the start of the name, shortened (see shorten) so that with its
+// dot and random suffix it stays within maxName however long path's
+// name is: a .error beside a file of 250 bytes could not be written.
 func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 	dir, base := filepath.Split(path)
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := os.CreateTemp(dir, "."+shorten(base, maxTempBase)+".tmp-*")
 	if err != nil {
 		return err
 	}
@@ -95,6 +98,10 @@ func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 	syncDir(dir)
 	return nil
 }
+
+// maxTempBase bounds the part of a temp name taken from the final name:
+// "." before it and ".tmp-" and up to 10 digits after it fill maxName.
+const maxTempBase = maxName - len(".") - len(".tmp-") - 10
 
 // syncDir makes a rename in dir durable where the platform allows it.
 func syncDir(dir string) {

@@ -161,6 +161,15 @@ type walker struct {
 	notes []string
 	types []string
 	count int
+	full  bool // the note that maxParts was reached is written
+}
+
+// tooMany notes, once, that the mail has more than maxParts parts.
+func (w *walker) tooMany(path string) {
+	if !w.full {
+		w.full = true
+		w.note(path, "more than %d MIME parts: the rest is ignored", maxParts)
+	}
 }
 
 func (w *walker) note(path, format string, args ...any) {
@@ -172,9 +181,7 @@ func (w *walker) note(path, format string, args ...any) {
 func (w *walker) walk(h textproto.MIMEHeader, body io.Reader, path string, depth int, top bool) {
 	w.count++
 	if w.count > maxParts {
-		if w.count == maxParts+1 {
-			w.note(path, "more than %d MIME parts: the rest is ignored", maxParts)
-		}
+		w.tooMany(path)
 		return
 	}
 	if depth > maxPartDepth {
@@ -237,6 +244,13 @@ func (w *walker) multipart(mt string, params map[string]string, body io.Reader, 
 		}
 		if err != nil {
 			w.note(path, "broken %s: %v", mt, err)
+			break
+		}
+		if w.count+len(children) >= maxParts {
+			// Walked, it would be ignored: not read either. Reading
+			// every child first kept an 8 MiB mail of empty parts
+			// (each "--b" line one) in some hundreds of MiB.
+			w.tooMany(path)
 			break
 		}
 		data, err := io.ReadAll(p)

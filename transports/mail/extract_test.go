@@ -170,6 +170,32 @@ func TestUnflowLinear(t *testing.T) {
 	}
 }
 
+// TestManyPartsBounded: a multipart of some hundred thousand empty parts
+// (a boundary line each) was read whole, every part into its own buffer,
+// before the walk ignored all but the first maxParts: 2 MiB of mail took
+// some 250 MiB. Parts past the limit are not read; the bytes allocated
+// stay a small multiple of the input.
+func TestManyPartsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("From: a@example.test\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n")
+	for b.Len() < 2<<20 {
+		b.WriteString("--B\r\n\r\n\r\n")
+	}
+	b.WriteString("--B--\r\n")
+	raw := []byte(b.String())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	x := extract(raw)
+	runtime.ReadMemStats(&after)
+	if notes := strings.Join(x.Notes, "\n"); strings.Count(notes, "more than 256 MIME parts") != 1 {
+		t.Errorf("notes = %q, want one saying the parts past 256 are ignored", notes)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32*uint64(len(raw)) {
+		t.Errorf("extract of %d bytes allocated %d bytes: not bounded by the input", len(raw), got)
+	}
+}
+
 // TestReplyNotToThirdParties: the Handler's reply (an ERROR envelope, a
 // receipt) goes back to the mail's sender only. Reply-To is whatever the
 // mail says, checked by nobody, so answering it would let anyone make the
@@ -200,6 +226,12 @@ func TestReplyNotToThirdParties(t *testing.T) {
 		// sender wrote comes below it.
 		{"the server's Return-Path counts, not the sender's below it", "Return-Path: <spammer@elsewhere.test>\r\nReturn-Path: <victim@example.test>\r\nFrom: victim@example.test\r\n", ""},
 		{"the first From address of several", "Return-Path: <a@evil.test>\r\nFrom: a@evil.test, victim@example.test\r\n", "a@evil.test"},
+		// net/mail unquotes a quoted local part: written into "RCPT
+		// TO:<…>" it would close the path early and name the victim.
+		{"a quoted local part that would close the RCPT path", "Return-Path: <\"victim@other.test> ORCPT=rfc822;x\"@evil.test>\r\nFrom: \"victim@other.test> ORCPT=rfc822;x\"@evil.test\r\n", ""},
+		{"a quoted local part with a blank", "Return-Path: <\"a b\"@example.test>\r\nFrom: \"a b\"@example.test\r\n", ""},
+		{"a UTF-8 local part", "Return-Path: <jürgen@example.test>\r\nFrom: jürgen@example.test\r\n", "jürgen@example.test"},
+		{"an address literal", "Return-Path: <k@[192.0.2.1]>\r\nFrom: k@[192.0.2.1]\r\n", "k@[192.0.2.1]"},
 		{"a display name naming another address", "Return-Path: <a@evil.test>\r\nFrom: \"victim@example.test\" <a@evil.test>\r\n", "a@evil.test"},
 	} {
 		m, err := netmail.ReadMessage(strings.NewReader(c.hdr + "Subject: [AI Crosstalk] x\r\n\r\nbody\r\n"))

@@ -91,7 +91,62 @@ func parseRecipient(to string) (*netmail.Address, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mail: %w: address %q: %v", transports.ErrPermanent, to, err)
 	}
+	if err := checkPath(a.Address); err != nil {
+		return nil, fmt.Errorf("mail: %w: address %q: %v", transports.ErrPermanent, to, err)
+	}
 	return a, nil
+}
+
+// checkPath refuses an address that cannot be written as it is between
+// the angle brackets of an SMTP MAIL or RCPT command (RFC 5321 §4.1.2):
+// its local part must be a dot-atom (UTF-8 allowed, RFC 6531), its domain
+// a dot-atom or an address literal. net/mail unquotes a quoted local part,
+// so `"victim@other.test> ORCPT=rfc822;x"@evil.test` parses to an address
+// that, written into "RCPT TO:<…>", names victim@other.test as the
+// recipient and turns the rest into a parameter: a mail to a third party.
+func checkPath(addr string) error {
+	i := strings.LastIndexByte(addr, '@')
+	if i < 0 {
+		return errors.New("no @ in the address")
+	}
+	local, domain := addr[:i], addr[i+1:]
+	if !isDotAtomText(local) {
+		return errors.New("the local part is not a plain dot-atom (a quoted local part is not accepted)")
+	}
+	if isDotAtomText(domain) {
+		return nil
+	}
+	if len(domain) > 2 && domain[0] == '[' && domain[len(domain)-1] == ']' {
+		ok := true
+		for _, c := range []byte(domain[1 : len(domain)-1]) {
+			// dtext: printable ASCII but "[", "]" and "\".
+			if c < 33 || c > 126 || c == '[' || c == ']' || c == '\\' {
+				ok = false
+			}
+		}
+		if ok {
+			return nil
+		}
+	}
+	return errors.New("the domain is neither a dot-atom nor an address literal")
+}
+
+// isDotAtomText reports RFC 5322 dot-atom-text, where non-ASCII
+// UTF-8 characters count as atext (RFC 6532 §3.2).
+func isDotAtomText(s string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' || strings.Contains(s, "..") || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.':
+		case r < utf8.RuneSelf && strings.ContainsRune("!#$%&'*+-/=?^_`{|}~", r):
+		case r >= utf8.RuneSelf && !isControl(r) && unicode.IsGraphic(r):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // compose writes the mail: headers, a blank line, and the text verbatim

@@ -655,6 +655,11 @@ func replyAddress(h netmail.Header) (*netmail.Address, bool) {
 	if local, _, _ := strings.Cut(a.Address, "@"); strings.EqualFold(local, "mailer-daemon") {
 		return nil, false
 	}
+	if checkPath(a.Address) != nil {
+		// A quoted local part would leave the angle brackets of the
+		// RCPT command: the reply could go to a third party.
+		return nil, false
+	}
 	if rp := strings.TrimSpace(h.Get("Return-Path")); rp != "" {
 		ep, err := netmail.ParseAddress(rp)
 		if err != nil || !sameSender(ep.Address, a.Address) {

@@ -76,6 +76,9 @@ func (s *Sender) Send(ctx context.Context, to, id string, text []byte) error {
 
 // send composes and delivers one mail.
 func (s *Sender) send(ctx context.Context, o *outgoing) error {
+	if err := checkPath(o.to.Address); err != nil {
+		return fmt.Errorf("mail: %w: address %q: %v", transports.ErrPermanent, o.to.Address, err)
+	}
 	msg := compose(s.o.from, s.host, o)
 	start := time.Now()
 	if err := s.deliver(ctx, o.to.Address, msg); err != nil {

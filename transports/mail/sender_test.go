@@ -164,7 +164,8 @@ func checkHeaders(t *testing.T, raw []byte, delivered bool) {
 		t.Fatalf("no header end in %q", raw)
 	}
 	allowed := map[string]bool{"From": true, "To": true, "Subject": true, "Date": true, "Message-Id": true,
-		"In-Reply-To": true, "References": true, "Mime-Version": true, "Content-Type": true, "Content-Transfer-Encoding": true}
+		"In-Reply-To": true, "References": true, "Mime-Version": true, "Content-Type": true, "Content-Transfer-Encoding": true,
+		"Auto-Submitted": true} // a Receiver's reply
 	if delivered {
 		for _, k := range []string{"Return-Path", "Delivered-To", "Received"} {
 			allowed[k] = true
@@ -274,6 +275,10 @@ func TestParseRecipient(t *testing.T) {
 		{"claude://session/abc", ""},
 		{"bob@example.test\r\nBcc: x@example.test", ""},
 		{"bob@example.test, eve@example.test", ""},
+		{`"victim@other.test> ORCPT=rfc822;x"@evil.test`, ""},
+		{`email:"a b"@example.test`, ""},
+		{"bob@[192.0.2.1]", "bob@[192.0.2.1]"},
+		{"jürgen@example.test", "jürgen@example.test"},
 	} {
 		a, err := parseRecipient(tc.in)
 		got := ""
