@@ -140,7 +140,10 @@ async function post(msg) {
   try {
     res = await relayFetch('/crosstalk/receive', {
       method: 'POST',
-      headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Idempotency-Key': 'crosstalk-ext-' + msg.key },
+      // encodeURIComponent: a header value is Latin-1 (fetch throws on
+      // anything else, which read as an unreachable relay), and a message
+      // id read leniently may be any text. The relay hashes a long key.
+      headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Idempotency-Key': 'crosstalk-ext-' + encodeURIComponent(msg.key) },
       body: msg.text,
     });
   } catch (e) {
