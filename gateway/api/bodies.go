@@ -51,8 +51,13 @@ type bodyBudget struct {
 	totalMax int64
 }
 
+// newBodyBudget returns the bounds for an intake bound of maxBody bytes.
+// A caller's bound is at least twice the JSON bound, so that every route's
+// own bound (the intake's, JSON's, a web form's) is met first and answered
+// as its 413, whatever max_body is.
 func newBodyBudget(maxBody int64) *bodyBudget {
-	return &bodyBudget{per: map[string]int64{}, perMax: bodiesPerCaller * maxBody, totalMax: bodiesTotal * maxBody}
+	per := max(bodiesPerCaller*maxBody, 2*maxJSONBody)
+	return &bodyBudget{per: map[string]int64{}, perMax: per, totalMax: bodiesTotal / bodiesPerCaller * per}
 }
 
 // take reserves n bytes for key. It reports false, taking nothing, with

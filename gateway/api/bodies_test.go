@@ -20,10 +20,10 @@ import (
 
 // TestBodiesInFlight: a caller that declares request bodies and sends
 // them slowly holds at most four intake bounds of the relay's memory at
-// once (max_body 1 KiB here, so 4 KiB): the next body is refused at once
-// with 429 E-RATE, another caller is not affected, and a body the caller
-// gives up frees its share. A body sent without a declared length is
-// counted as it arrives.
+// once, and at least twice the JSON bound (4 MiB, here with max_body 1
+// KiB): the next body is refused at once with 429 E-RATE, another caller
+// is not affected, and a body the caller gives up frees its share. A body
+// sent without a declared length is counted as it arrives.
 func TestBodiesInFlight(t *testing.T) {
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), nil)
 	if err != nil {
@@ -36,7 +36,9 @@ func TestBodiesInFlight(t *testing.T) {
 	t.Cleanup(func() { a.Close(); srv.Close() })
 	addr := srv.Listener.Addr().String()
 
-	// hold sends a request's headers declaring a 1 KiB body, and 10 bytes of it.
+	// hold sends a request's headers declaring a 1 MiB body (over the
+	// intake's bound, which only its first 1025 bytes would show), and
+	// 10 bytes of it.
 	hold := func(token string) net.Conn {
 		t.Helper()
 		c, err := net.Dial("tcp", addr)
@@ -44,7 +46,7 @@ func TestBodiesInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		fmt.Fprintf(c, "POST /crosstalk/receive HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n0123456789", addr, token)
+		fmt.Fprintf(c, "POST /crosstalk/receive HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n0123456789", addr, token, 1<<20)
 		return c
 	}
 	post := func(token, body string, chunked bool) (int, string) {

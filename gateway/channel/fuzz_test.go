@@ -105,6 +105,7 @@ func FuzzSession(f *testing.F) {
 			var m channel.Message
 			switch {
 			case json.Unmarshal(l, &m) != nil:
+			case !plainID(m.ID): // an object, array or boolean id: answered with id null
 			case m.JSONRPC != "2.0", m.IsRequest():
 				want[compact(m.ID)]++
 			case m.IsResponse(), m.IsNotification():
@@ -156,4 +157,11 @@ func compact(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// plainID reports whether id is absent, null, a string or a number: the
+// ids JSON-RPC 2.0 allows, which an answer repeats.
+func plainID(id json.RawMessage) bool {
+	c := compact(id)
+	return c == "" || c == "null" || c[0] == '"' || c[0] == '-' || c[0] >= '0' && c[0] <= '9'
 }
