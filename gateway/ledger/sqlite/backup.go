@@ -107,7 +107,7 @@ func checkLedger(ctx context.Context, db *sql.DB, path string) error {
 	case version == 0:
 		return fmt.Errorf("sqlite: %s is not a crosstalk ledger (no schema)", path)
 	case version > schemaVersion:
-		return fmt.Errorf("sqlite: %s: schema version %d is newer than this program's %d", path, version, schemaVersion)
+		return fmt.Errorf("sqlite: %s: schema version %d is newer than this program's %d: %s", path, version, schemaVersion, newerHint)
 	}
 	return nil
 }
