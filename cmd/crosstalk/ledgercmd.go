@@ -185,6 +185,11 @@ func skipBOM(r io.Reader) io.Reader {
 // fails or is interrupted leaves no partial file an import would take for
 // a whole one.
 func exportFile(ctx context.Context, s ledger.Store, name string) error {
+	// A directory would fail only at the rename, after the whole export
+	// was written beside it, with "file exists".
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		return fmt.Errorf("ledger export: %s is a directory; name the export file in it", name)
+	}
 	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".partial-*")
 	if err != nil {
 		return fmt.Errorf("ledger export: %w", err)
