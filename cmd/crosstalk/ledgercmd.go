@@ -13,6 +13,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
+	"github.com/crosstalk-go/crosstalk/gateway/projection"
 	"github.com/crosstalk-go/crosstalk/gateway/server"
 )
 
@@ -249,10 +250,29 @@ func ledgerReindex(ctx context.Context, e *env, cfgPath, dataDir, spec, stream s
 	if err != nil {
 		return err
 	}
-	defer core.Close()
+	defer func() {
+		if core != nil {
+			core.Close()
+		}
+	}()
 	start := time.Now()
 	if !check {
-		if err := core.Relay.Reindex(ctx); err != nil {
+		err := core.Relay.Reindex(ctx)
+		if errors.Is(err, projection.ErrDamaged) {
+			// Damage SQLite met only when emptying the file: start it
+			// again instead (deleting it is always safe, docs/scaling.md).
+			path := server.ProjectionPath(opts.LedgerSpec(), opts.LedgerStream, opts.DataDir)
+			core.Close()
+			if err := projection.Remove(path); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "crosstalk: the projections file %s was damaged; removed it\n", path)
+			if core, err = server.OpenCore(ctx, opts); err != nil {
+				return err
+			}
+			err = core.Relay.Reindex(ctx)
+		}
+		if err != nil {
 			return err
 		}
 		pos, _, err := core.Relay.ProjectionHighWater(ctx)

@@ -40,7 +40,7 @@ import (
 // database or SQLite finds it malformed (a machine crash, a disk error, a
 // file copied over it). The DB is a cache of the ledger: the caller may
 // remove the file (Remove) and open it again, to be rebuilt.
-var ErrDamaged = errors.New("projection: the file is damaged")
+var ErrDamaged = errors.New("the projections file is damaged (deleting it is safe: it is rebuilt from the ledger)")
 
 // Schema is the version of the tables; a DB of another version is reset
 // on Open, to be rebuilt from the ledger.
@@ -375,7 +375,8 @@ func (p *DB) Close() error {
 	return p.db.Close()
 }
 
-// Reset empties every projection and sets the high-water mark to 0.
+// Reset empties every projection and sets the high-water mark to 0. Its
+// error wraps ErrDamaged when SQLite finds the file malformed on the way.
 func (p *DB) Reset(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -386,6 +387,9 @@ func (p *DB) Reset(ctx context.Context) error {
 	defer tx.Rollback()
 	for _, t := range []string{"meta", "joins", "marks", "actors", "owed", "owe", "owe_tokens", "waits", "evidence"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
+			if damaged(err) {
+				return fmt.Errorf("projection: reset %s: %w: %w", t, ErrDamaged, err)
+			}
 			return fmt.Errorf("projection: reset %s: %w", t, err)
 		}
 	}
