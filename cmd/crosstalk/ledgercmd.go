@@ -145,13 +145,19 @@ start; reindex after changing the agents' names or roles, or to check them
 }
 
 // newPaths returns what opening the SQLite ledger at spec would create:
-// the file with its journal, WAL and shared-memory files, and the
+// the file with those of its journal, WAL and shared-memory files that
+// are not there (an orphaned WAL is not the import's to remove), and the
 // missing directories above it, deepest first. Nothing when spec exists.
 func newPaths(spec string) []string {
 	if _, err := os.Lstat(spec); !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	paths := []string{spec, spec + "-journal", spec + "-wal", spec + "-shm"}
+	paths := []string{spec}
+	for _, p := range []string{spec + "-journal", spec + "-wal", spec + "-shm"} {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			paths = append(paths, p)
+		}
+	}
 	for dir := filepath.Dir(spec); ; dir = filepath.Dir(dir) {
 		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) || dir == filepath.Dir(dir) {
 			break

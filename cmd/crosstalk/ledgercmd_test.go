@@ -188,3 +188,23 @@ func TestLedgerExportToDirectory(t *testing.T) {
 		t.Errorf("export to a directory left %v", left)
 	}
 }
+
+// TestLedgerImportKeepsOrphanedWAL: an import into a ledger file that is
+// missing beside a WAL that is there (a ledger moved without it) fails,
+// and the WAL it did not create stays — the cleanup of a failed import
+// into a new ledger removed it.
+func TestLedgerImportKeepsOrphanedWAL(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ledger.db")
+	if err := os.WriteFile(db+"-wal", []byte("what is left of a ledger"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"v":1,"id":"01A","ts":"2026-11-01T00:00:00.000Z","seq":1,"kind":"note","group_id":"a","scope_key":"","by":"x","data":{}}` + "\n"
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"ledger", "import", "--ledger", db}, strings.NewReader(line), &stdout, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "write-ahead log") {
+		t.Fatalf("import beside an orphaned WAL: exit %d, %q; want %d naming the WAL", code, stderr.String(), exitFailure)
+	}
+	if b, err := os.ReadFile(db + "-wal"); string(b) != "what is left of a ledger" {
+		t.Errorf("after the failed import the WAL is %q, %v; want it kept", b, err)
+	}
+}

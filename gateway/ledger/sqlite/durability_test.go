@@ -465,3 +465,48 @@ func TestTwoStoresShareSeqs(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenOrphanedWAL: a ledger moved or deleted without its -wal (a
+// restore half done) is refused while its WAL is there, and neither the
+// WAL nor a new file is touched — before, Open created an empty file,
+// SQLite replayed the orphaned WAL into it, and the relay started on a
+// ledger of no events, consuming the WAL. An empty WAL is no ledger's.
+func TestOpenOrphanedWAL(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ledger.db")
+	s := openPath(t, path)
+	for i := range 50 {
+		if _, err := s.Append(t.Context(), []ledger.Record{msg("g", fmt.Sprintf("k%d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wal, err := os.ReadFile(path + "-wal")
+	if err != nil || len(wal) == 0 {
+		t.Fatalf("the open ledger's WAL: %d bytes, %v", len(wal), err)
+	}
+	s.Close()
+	orphan := filepath.Join(dir, "moved", "ledger.db")
+	if err := os.Mkdir(filepath.Dir(orphan), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(orphan+"-wal", wal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := sqlite.Open(t.Context(), orphan, nil); err == nil {
+		s.Close()
+		t.Fatal("Open(missing file beside its WAL) error = nil, want a refusal")
+	} else if !strings.Contains(err.Error(), "write-ahead log") || !strings.Contains(err.Error(), orphan+"-wal") {
+		t.Errorf("Open(missing file beside its WAL) error = %v, want it to name the WAL", err)
+	}
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused Open created %s (%v)", orphan, err)
+	}
+	if b, _ := os.ReadFile(orphan + "-wal"); len(b) != len(wal) {
+		t.Errorf("the refused Open left the WAL %d bytes, want %d untouched", len(b), len(wal))
+	}
+
+	if err := os.WriteFile(orphan+"-wal", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	openPath(t, orphan).Close()
+}

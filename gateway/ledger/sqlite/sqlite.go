@@ -288,6 +288,15 @@ func open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
+	// A write-ahead log without its database is what is left of a ledger
+	// moved or deleted without it (a restore half done): SQLite would
+	// replay it into the new empty file and the relay would start on
+	// that, with none of the ledger's events, consuming the log.
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+		if fi, err := os.Stat(abs + "-wal"); err == nil && fi.Size() > 0 {
+			return nil, fmt.Errorf("sqlite: open %s: the file is missing but its write-ahead log %s-wal (%d bytes) is there: put the ledger back beside it (or restore a backup, docs/operations.md \"Backup and restore\"), or remove %s-wal and %s-shm to start a new, empty ledger", abs, abs, fi.Size(), abs, abs)
+		}
+	}
 	// 0600 when new, -wal and -shm alike: the ledger holds every message.
 	if err := privfile.Create(abs); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
