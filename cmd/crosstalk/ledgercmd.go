@@ -13,6 +13,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
+	"github.com/crosstalk-go/crosstalk/gateway/projection"
 	"github.com/crosstalk-go/crosstalk/gateway/server"
 )
 
@@ -144,13 +145,19 @@ start; reindex after changing the agents' names or roles, or to check them
 }
 
 // newPaths returns what opening the SQLite ledger at spec would create:
-// the file with its journal, WAL and shared-memory files, and the
+// the file with those of its journal, WAL and shared-memory files that
+// are not there (an orphaned WAL is not the import's to remove), and the
 // missing directories above it, deepest first. Nothing when spec exists.
 func newPaths(spec string) []string {
 	if _, err := os.Lstat(spec); !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	paths := []string{spec, spec + "-journal", spec + "-wal", spec + "-shm"}
+	paths := []string{spec}
+	for _, p := range []string{spec + "-journal", spec + "-wal", spec + "-shm"} {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			paths = append(paths, p)
+		}
+	}
 	for dir := filepath.Dir(spec); ; dir = filepath.Dir(dir) {
 		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) || dir == filepath.Dir(dir) {
 			break
@@ -185,6 +192,11 @@ func skipBOM(r io.Reader) io.Reader {
 // fails or is interrupted leaves no partial file an import would take for
 // a whole one.
 func exportFile(ctx context.Context, s ledger.Store, name string) error {
+	// A directory would fail only at the rename, after the whole export
+	// was written beside it, with "file exists".
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		return fmt.Errorf("ledger export: %s is a directory; name the export file in it", name)
+	}
 	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".partial-*")
 	if err != nil {
 		return fmt.Errorf("ledger export: %w", err)
@@ -244,10 +256,29 @@ func ledgerReindex(ctx context.Context, e *env, cfgPath, dataDir, spec, stream s
 	if err != nil {
 		return err
 	}
-	defer core.Close()
+	defer func() {
+		if core != nil {
+			core.Close()
+		}
+	}()
 	start := time.Now()
 	if !check {
-		if err := core.Relay.Reindex(ctx); err != nil {
+		err := core.Relay.Reindex(ctx)
+		if errors.Is(err, projection.ErrDamaged) {
+			// Damage SQLite met only when emptying the file: start it
+			// again instead (deleting it is always safe, docs/scaling.md).
+			path := server.ProjectionPath(opts.LedgerSpec(), opts.LedgerStream, opts.DataDir)
+			core.Close()
+			if err := projection.Remove(path); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "crosstalk: the projections file %s was damaged; removed it\n", path)
+			if core, err = server.OpenCore(ctx, opts); err != nil {
+				return err
+			}
+			err = core.Relay.Reindex(ctx)
+		}
+		if err != nil {
 			return err
 		}
 		pos, _, err := core.Relay.ProjectionHighWater(ctx)

@@ -163,3 +163,48 @@ func TestLedgerImportFailureLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestLedgerExportToDirectory: an export named as a directory fails at
+// once, saying so, and leaves no partial file beside it — before, it
+// wrote the whole export into a temporary file beside the directory and
+// then failed to rename it with "file exists".
+func TestLedgerExportToDirectory(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ledger.db")
+	line := `{"v":1,"id":"01A","ts":"2026-11-01T00:00:00.000Z","seq":1,"kind":"note","group_id":"a","scope_key":"","by":"x","data":{}}` + "\n"
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"ledger", "import", "--ledger", db}, strings.NewReader(line), &stdout, &stderr); code != exitOK {
+		t.Fatalf("import: exit %d: %s", code, stderr.String())
+	}
+	target := filepath.Join(dir, "exports")
+	if err := os.Mkdir(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := run(t.Context(), []string{"ledger", "export", "--ledger", db, target}, strings.NewReader(""), &stdout, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "is a directory") {
+		t.Errorf("export to a directory: exit %d, %q; want %d and \"is a directory\"", code, stderr.String(), exitFailure)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*partial*")); len(left) > 0 {
+		t.Errorf("export to a directory left %v", left)
+	}
+}
+
+// TestLedgerImportKeepsOrphanedWAL: an import into a ledger file that is
+// missing beside a WAL that is there (a ledger moved without it) fails,
+// and the WAL it did not create stays — the cleanup of a failed import
+// into a new ledger removed it.
+func TestLedgerImportKeepsOrphanedWAL(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ledger.db")
+	if err := os.WriteFile(db+"-wal", []byte("what is left of a ledger"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"v":1,"id":"01A","ts":"2026-11-01T00:00:00.000Z","seq":1,"kind":"note","group_id":"a","scope_key":"","by":"x","data":{}}` + "\n"
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"ledger", "import", "--ledger", db}, strings.NewReader(line), &stdout, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "write-ahead log") {
+		t.Fatalf("import beside an orphaned WAL: exit %d, %q; want %d naming the WAL", code, stderr.String(), exitFailure)
+	}
+	if b, err := os.ReadFile(db + "-wal"); string(b) != "what is left of a ledger" {
+		t.Errorf("after the failed import the WAL is %q, %v; want it kept", b, err)
+	}
+}

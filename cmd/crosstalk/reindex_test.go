@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/server"
 )
 
 // TestLedgerReindex runs `crosstalk ledger reindex` on the data directory
@@ -54,5 +58,50 @@ func TestLedgerReindex(t *testing.T) {
 	}
 	if code, _, _ := reindex("--check", "extra"); code != exitUsage {
 		t.Errorf("reindex with an argument = exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestLedgerReindexDamaged: `crosstalk ledger reindex` rebuilds a
+// projections file whose damage SQLite meets only when emptying it
+// (garbage over pages inside a file that opens): before, it failed with
+// "database disk image is malformed" and the file had to be found and
+// deleted by hand.
+func TestLedgerReindexDamaged(t *testing.T) {
+	dir := t.TempDir()
+	c, err := server.OpenCore(t.Context(), &server.Options{DataDir: dir, DNSServer: server.DNSServerNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		b, err := envelope.Marshal(envelope.New("ALICE", "BOB", envelope.IntentRequest, fmt.Sprintf("question %d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Relay.Ingest(t.Context(), gateway.Intake{Transport: "test", Data: bytes.NewReader(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Relay.SyncProjection(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	path := filepath.Join(dir, "ledger.db.projection")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(b) / 2; i < len(b); i++ { // the second half's pages
+		b[i] = byte(i*7 + 3)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"ledger", "reindex", "--data", dir}, strings.NewReader(""), &stdout, &stderr); code != exitOK || !strings.Contains(stderr.String(), "rebuilt") {
+		t.Fatalf("reindex of a damaged projections file = exit %d: %s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run(t.Context(), []string{"ledger", "reindex", "--check", "--data", dir}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("reindex --check after reindex = exit %d: %s", code, stderr.String())
 	}
 }

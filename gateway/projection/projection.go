@@ -23,7 +23,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,6 +35,12 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/internal/privfile"
 )
+
+// ErrDamaged is wrapped by Open's error when the file is not a SQLite
+// database or SQLite finds it malformed (a machine crash, a disk error, a
+// file copied over it). The DB is a cache of the ledger: the caller may
+// remove the file (Remove) and open it again, to be rebuilt.
+var ErrDamaged = errors.New("the projections file is damaged (deleting it is safe: it is rebuilt from the ledger)")
 
 // Schema is the version of the tables; a DB of another version is reset
 // on Open, to be rebuilt from the ledger.
@@ -243,8 +251,8 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		// synchronous(NORMAL): in WAL mode a commit does not fsync
 		// (only checkpoints do), so OFF would save no CPU on the write
 		// path, and a machine crash under OFF may leave a corrupt file
-		// that Open rejects (the relay would not start until the file is
-		// deleted).
+		// that Open rejects (ErrDamaged; the relay then removes it and
+		// rebuilds it from the ledger, which takes a while on a large one).
 		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs),
 			RawQuery: "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"}
 		dsn = u.String()
@@ -265,6 +273,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	p := &DB{db: db}
 	if err := p.migrate(ctx); err != nil {
 		db.Close()
+		if damaged(err) {
+			return nil, fmt.Errorf("projection: open %q: %w: %w", path, ErrDamaged, err)
+		}
 		return nil, fmt.Errorf("projection: open %q: %w", path, err)
 	}
 	for i, q := range stmtText {
@@ -283,6 +294,42 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		}
 	}
 	return p, nil
+}
+
+// damaged reports whether err is SQLite's refusal of a file that is not
+// a database (SQLITE_NOTADB) or is malformed (SQLITE_CORRUPT).
+func damaged(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqliteCorrupt, sqliteNotADB:
+		return true
+	}
+	return false
+}
+
+// SQLite's primary result codes damaged looks for.
+const (
+	sqliteCorrupt = 11
+	sqliteNotADB  = 26
+)
+
+// Remove removes the projection file path with its -wal and -shm files,
+// so that Open starts it again empty (to be rebuilt from the ledger). A
+// file that is not there is no error.
+func Remove(path string) error {
+	var errs []error
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("projection: remove %q: %w", path, err)
+	}
+	return nil
 }
 
 func (p *DB) migrate(ctx context.Context) error {
@@ -328,7 +375,8 @@ func (p *DB) Close() error {
 	return p.db.Close()
 }
 
-// Reset empties every projection and sets the high-water mark to 0.
+// Reset empties every projection and sets the high-water mark to 0. Its
+// error wraps ErrDamaged when SQLite finds the file malformed on the way.
 func (p *DB) Reset(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -339,6 +387,9 @@ func (p *DB) Reset(ctx context.Context) error {
 	defer tx.Rollback()
 	for _, t := range []string{"meta", "joins", "marks", "actors", "owed", "owe", "owe_tokens", "waits", "evidence"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
+			if damaged(err) {
+				return fmt.Errorf("projection: reset %s: %w: %w", t, ErrDamaged, err)
+			}
 			return fmt.Errorf("projection: reset %s: %w", t, err)
 		}
 	}

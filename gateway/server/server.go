@@ -245,7 +245,7 @@ func openCore(ctx context.Context, o *Options, mx *metrics.Metrics) (*Core, erro
 		if store, err = OpenLedger(ctx, LedgerOptions{Spec: o.LedgerSpec(), Stream: o.LedgerStream, Replicas: o.LedgerReplicas, Logger: log.With("component", "ledger")}); err != nil {
 			return nil, err
 		}
-		if proj, err = projection.Open(ctx, ProjectionPath(o.LedgerSpec(), o.LedgerStream, o.DataDir)); err != nil {
+		if proj, err = openProjection(ctx, ProjectionPath(o.LedgerSpec(), o.LedgerStream, o.DataDir), log); err != nil {
 			store.Close()
 			return nil, err
 		}
@@ -525,4 +525,21 @@ func (s keySigner) Sign(ctx context.Context, principal string, text []byte) ([]b
 		}
 	}
 	return nil, false, nil
+}
+
+// openProjection opens the projection file at path. One SQLite cannot read
+// (projection.ErrDamaged: a crash, a disk error, garbage copied over it)
+// is a cache of the ledger, which deleting is always safe for
+// (docs/scaling.md "Projections"): it is removed, with a warning, and
+// started again empty, to be rebuilt from the ledger.
+func openProjection(ctx context.Context, path string, log *slog.Logger) (*projection.DB, error) {
+	proj, err := projection.Open(ctx, path)
+	if !errors.Is(err, projection.ErrDamaged) {
+		return proj, err
+	}
+	log.Warn("projections file damaged: removing it to rebuild it from the ledger", "file", path, "err", err)
+	if rerr := projection.Remove(path); rerr != nil {
+		return nil, errors.Join(err, rerr)
+	}
+	return projection.Open(ctx, path)
 }

@@ -47,7 +47,10 @@ func Backup(ctx context.Context, src, dest string) (BackupInfo, error) {
 	if info.Path, err = filepath.Abs(dest); err != nil {
 		return info, fmt.Errorf("sqlite: backup to %q: %w", dest, err)
 	}
-	if _, err := os.Lstat(info.Path); err == nil {
+	if fi, err := os.Lstat(info.Path); err == nil && fi.IsDir() {
+		// `backup /backups/` meant a file in it: say so, not "exists".
+		return info, fmt.Errorf("sqlite: backup to %s: is a directory; name the new backup file in it", info.Path)
+	} else if err == nil {
 		return info, fmt.Errorf("%w: %s", ErrBackupExists, info.Path)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return info, fmt.Errorf("sqlite: backup to %s: %w", info.Path, err)
@@ -107,7 +110,7 @@ func checkLedger(ctx context.Context, db *sql.DB, path string) error {
 	case version == 0:
 		return fmt.Errorf("sqlite: %s is not a crosstalk ledger (no schema)", path)
 	case version > schemaVersion:
-		return fmt.Errorf("sqlite: %s: schema version %d is newer than this program's %d", path, version, schemaVersion)
+		return fmt.Errorf("sqlite: %s: schema version %d is newer than this program's %d: %s", path, version, schemaVersion, newerHint)
 	}
 	return nil
 }

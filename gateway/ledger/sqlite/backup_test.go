@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,18 +118,25 @@ func TestBackupRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, dest string
 		is              error
+		say             string // in the error
 	}{
-		{"destination exists", src, exists, sqlite.ErrBackupExists},
-		{"source missing", filepath.Join(dir, "missing.db"), filepath.Join(dir, "b1.db"), os.ErrNotExist},
-		{"source not a ledger", notLedger, filepath.Join(dir, "b2.db"), nil},
-		{"destination directory missing", src, filepath.Join(dir, "no", "b3.db"), os.ErrNotExist},
+		{"destination exists", src, exists, sqlite.ErrBackupExists, "exists"},
+		{"source missing", filepath.Join(dir, "missing.db"), filepath.Join(dir, "b1.db"), os.ErrNotExist, ""},
+		{"source not a ledger", notLedger, filepath.Join(dir, "b2.db"), nil, "not a crosstalk ledger"},
+		{"destination directory missing", src, filepath.Join(dir, "no", "b3.db"), os.ErrNotExist, ""},
+		// Not "exists", whose hint is to name a new file: the directory
+		// was meant to hold it.
+		{"destination a directory", src, dir, nil, "is a directory; name the new backup file in it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := sqlite.Backup(t.Context(), tc.src, tc.dest)
-			if err == nil || tc.is != nil && !errors.Is(err, tc.is) {
-				t.Fatalf("Backup = %v, want an error wrapping %v", err, tc.is)
+			if err == nil || tc.is != nil && !errors.Is(err, tc.is) || tc.is == nil && errors.Is(err, sqlite.ErrBackupExists) || !strings.Contains(err.Error(), tc.say) {
+				t.Fatalf("Backup = %v, want an error wrapping %v, saying %q", err, tc.is, tc.say)
 			}
 		})
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*partial*")); len(left) > 0 {
+		t.Errorf("failed backups left %v", left)
 	}
 	if b, _ := os.ReadFile(exists); string(b) != "keep me" {
 		t.Errorf("Backup changed an existing file: %q", b)

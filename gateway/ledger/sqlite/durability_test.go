@@ -252,12 +252,14 @@ func TestOpenErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		path string
+		want string // in the error
 	}{
-		{"empty", ""},
-		{"memory", ":memory:"},
-		{"uri", "file:x.db"},
-		{"missing dir", filepath.Join(dir, "no", "such", "ledger.db")},
-		{"directory", dir},
+		{"empty", "", "want a file name"},
+		{"memory", ":memory:", "want a file name"},
+		{"uri", "file:x.db", "want a file name"},
+		{"missing dir", filepath.Join(dir, "no", "such", "ledger.db"), "no such file or directory"},
+		// SQLite's own "unable to open database file" said not why.
+		{"directory", dir, "is a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,8 +268,8 @@ func TestOpenErrors(t *testing.T) {
 				s.Close()
 				t.Fatalf("Open(%q) error = nil, want an error", tt.path)
 			}
-			if !strings.HasPrefix(err.Error(), "sqlite: ") {
-				t.Errorf("Open(%q) error = %q, want prefix \"sqlite: \"", tt.path, err)
+			if !strings.HasPrefix(err.Error(), "sqlite: ") || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Open(%q) error = %q, want prefix \"sqlite: \" and %q", tt.path, err, tt.want)
 			}
 		})
 	}
@@ -286,7 +288,7 @@ func TestOpenNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if s, err := sqlite.Open(t.Context(), path, nil); err == nil || !strings.Contains(err.Error(), "schema version 99") {
+	if s, err := sqlite.Open(t.Context(), path, nil); err == nil || !strings.Contains(err.Error(), "schema version 99") || !strings.Contains(err.Error(), "restore the backup") {
 		if s != nil {
 			s.Close()
 		}
@@ -334,8 +336,9 @@ func TestOpenForeignDatabase(t *testing.T) {
 }
 
 // TestOpenTruncated checks that Open refuses a ledger cut short (a copy
-// interrupted half way, restored in place of ledger.db), as
-// docs/operations.md says, rather than run on what is left of it.
+// interrupted half way, restored in place of ledger.db) or with garbage
+// over its header, as docs/operations.md says, rather than run on what is
+// left of it, with an error that says to restore a backup (ErrDamaged).
 func TestOpenTruncated(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ledger.db")
@@ -358,7 +361,23 @@ func TestOpenTruncated(t *testing.T) {
 		if s, err := sqlite.Open(t.Context(), cut, nil); err == nil {
 			s.Close()
 			t.Errorf("Open(ledger cut to %d of %d bytes) error = nil, want an error", n, len(whole))
+		} else if !errors.Is(err, sqlite.ErrDamaged) || !strings.Contains(err.Error(), "restore it from a backup") {
+			t.Errorf("Open(ledger cut to %d of %d bytes) error = %v, want ErrDamaged", n, len(whole), err)
 		}
+	}
+	garbled := append([]byte(nil), whole...)
+	for i := range 100 {
+		garbled[i] = byte(i*7 + 1)
+	}
+	bad := filepath.Join(dir, "garbled.db")
+	if err := os.WriteFile(bad, garbled, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := sqlite.Open(t.Context(), bad, nil); err == nil {
+		s.Close()
+		t.Errorf("Open(ledger with garbage over its header) error = nil, want an error")
+	} else if !errors.Is(err, sqlite.ErrDamaged) || !strings.Contains(err.Error(), bad) {
+		t.Errorf("Open(ledger with garbage over its header) error = %v, want ErrDamaged naming the file", err)
 	}
 }
 
@@ -445,4 +464,49 @@ func TestTwoStoresShareSeqs(t *testing.T) {
 			t.Errorf("Groups() = %+v, %v, want g at %d, h at %d", gs, err, want["g"], want["h"])
 		}
 	}
+}
+
+// TestOpenOrphanedWAL: a ledger moved or deleted without its -wal (a
+// restore half done) is refused while its WAL is there, and neither the
+// WAL nor a new file is touched — before, Open created an empty file,
+// SQLite replayed the orphaned WAL into it, and the relay started on a
+// ledger of no events, consuming the WAL. An empty WAL is no ledger's.
+func TestOpenOrphanedWAL(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ledger.db")
+	s := openPath(t, path)
+	for i := range 50 {
+		if _, err := s.Append(t.Context(), []ledger.Record{msg("g", fmt.Sprintf("k%d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wal, err := os.ReadFile(path + "-wal")
+	if err != nil || len(wal) == 0 {
+		t.Fatalf("the open ledger's WAL: %d bytes, %v", len(wal), err)
+	}
+	s.Close()
+	orphan := filepath.Join(dir, "moved", "ledger.db")
+	if err := os.Mkdir(filepath.Dir(orphan), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(orphan+"-wal", wal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := sqlite.Open(t.Context(), orphan, nil); err == nil {
+		s.Close()
+		t.Fatal("Open(missing file beside its WAL) error = nil, want a refusal")
+	} else if !strings.Contains(err.Error(), "write-ahead log") || !strings.Contains(err.Error(), orphan+"-wal") {
+		t.Errorf("Open(missing file beside its WAL) error = %v, want it to name the WAL", err)
+	}
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused Open created %s (%v)", orphan, err)
+	}
+	if b, _ := os.ReadFile(orphan + "-wal"); len(b) != len(wal) {
+		t.Errorf("the refused Open left the WAL %d bytes, want %d untouched", len(b), len(wal))
+	}
+
+	if err := os.WriteFile(orphan+"-wal", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	openPath(t, orphan).Close()
 }

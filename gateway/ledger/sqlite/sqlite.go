@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -21,7 +22,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/internal/privfile"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 // schemaVersion is stored in PRAGMA user_version. Version 2 is version 1
@@ -221,6 +222,43 @@ var _ ledger.Store = (*Store)(nil)
 // file it creates has mode 0600 (its -wal and -shm files too); an
 // existing one keeps its mode.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+	s, err := open(ctx, path, opts)
+	if damaged(err) {
+		err = fmt.Errorf("%w: %w", err, ErrDamaged)
+	}
+	return s, err
+}
+
+// ErrDamaged is wrapped by Open's error when SQLite finds the file is not
+// a database or is malformed: a copy cut short, a disk error, garbage
+// over it. The error says what to do.
+var ErrDamaged = errors.New(`the ledger file is damaged; restore it from a backup (docs/operations.md "Backup and restore")`)
+
+// damaged reports whether err is SQLite's refusal of a file that is not
+// a database (SQLITE_NOTADB) or is malformed (SQLITE_CORRUPT).
+func damaged(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqliteCorrupt, sqliteNotADB:
+		return true
+	}
+	return false
+}
+
+// SQLite's primary result codes damaged looks for.
+const (
+	sqliteCorrupt = 11
+	sqliteNotADB  = 26
+)
+
+// newerHint says what to do about a ledger of a newer schema.
+const newerHint = `run the newer crosstalk, or restore the backup taken before the upgrade (docs/operations.md "Upgrading")`
+
+// open is Open.
+func open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -250,9 +288,25 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
+	// A write-ahead log without its database is what is left of a ledger
+	// moved or deleted without it (a restore half done): SQLite would
+	// replay it into the new empty file and the relay would start on
+	// that, with none of the ledger's events, consuming the log.
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+		if fi, err := os.Stat(abs + "-wal"); err == nil && fi.Size() > 0 {
+			return nil, fmt.Errorf("sqlite: open %s: the file is missing but its write-ahead log %s-wal (%d bytes) is there: put the ledger back beside it (or restore a backup, docs/operations.md \"Backup and restore\"), or remove %s-wal and %s-shm to start a new, empty ledger", abs, abs, fi.Size(), abs, abs)
+		}
+	}
 	// 0600 when new, -wal and -shm alike: the ledger holds every message.
 	if err := privfile.Create(abs); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	// SQLite says only "unable to open database file" of a directory or
+	// a file it may not read and write; the system's error says which.
+	if f, err := os.OpenFile(abs, os.O_RDWR, 0); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	} else {
+		f.Close()
 	}
 
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", o.BusyTimeout.Milliseconds())
@@ -356,7 +410,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
 	}
 	if version > schemaVersion {
-		return fmt.Errorf("sqlite: open %s: schema version %d is newer than this program's %d", s.path, version, schemaVersion)
+		return fmt.Errorf("sqlite: open %s: schema version %d is newer than this program's %d: %s", s.path, version, schemaVersion, newerHint)
 	}
 	if version == schemaVersion {
 		return nil
