@@ -4,16 +4,19 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -173,5 +176,48 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 		t.Errorf("compose = %d\n%s", res.StatusCode, body)
 	} else {
 		check("POST /ui/compose", res.StatusCode, body)
+	}
+}
+
+// TestLoginGuessesBounded: the login form checks tokens as the gate does,
+// counting unknown ones against the caller's address, so it cannot be
+// used to guess tokens at the pages' rate (1000 at once, then 500/s):
+// past api.TokenGuessBurst every login, with the right token too, is 429
+// with the same message and no session, until the bucket refills. A
+// wrong token's error never says whether a token exists.
+func TestLoginGuessesBounded(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	var clockMu sync.Mutex
+	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+	toks := map[string]string{"claude-token-0123456789": "claude"}
+	h := newHarness(t, &harnessOptions{tokens: toks, now: clock})
+	login := func(token string) (int, string) {
+		res, body := h.post("/ui/login", url.Values{"token": {token}, "next": {"/"}})
+		return res.StatusCode, body
+	}
+	for i := range api.TokenGuessBurst {
+		if code, body := login(fmt.Sprintf("guess-%d-0123456789", i)); code != http.StatusUnauthorized || !strings.Contains(body, "unknown token") {
+			t.Fatalf("guess %d = %d, want 401 unknown token\n%s", i, code, body)
+		}
+	}
+	var shown []string
+	for _, token := range []string{"guess-x-0123456789", "claude-token-0123456789"} {
+		code, body := login(token)
+		if code != http.StatusTooManyRequests {
+			t.Fatalf("login with %s past the bound = %d, want 429\n%s", token, code, body)
+		}
+		shown = append(shown, between(t, body, `<p class="error" role="alert">`, `</p>`))
+	}
+	if shown[0] != shown[1] || shown[0] == "unknown token" {
+		t.Errorf("past the bound a wrong token shows %q, the right one %q: want the same, saying nothing of the token", shown[0], shown[1])
+	}
+	if code, _ := h.get("/ui/agents/claude"); code != http.StatusUnauthorized {
+		t.Errorf("GET after a refused login = %d, want 401 (no session)", code)
+	}
+	clockMu.Lock()
+	now = now.Add(time.Duration(float64(time.Second) / api.TokenGuessRate))
+	clockMu.Unlock()
+	if code, body := login("claude-token-0123456789"); code != http.StatusSeeOther {
+		t.Errorf("login after the refill = %d, want 303\n%s", code, body)
 	}
 }
