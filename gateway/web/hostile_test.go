@@ -18,6 +18,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/crosstalk-go/crosstalk/signing"
 )
 
 // Characters an envelope author may put in the values the parser does not
@@ -96,6 +97,27 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 		t.Fatalf("reply to the old message refused: %v", o.Reject)
 	}
 
+	// A first use and a key change by a sender whose name is HTML, under
+	// a key id holding HTML, for the trust page and its confirmations.
+	const pkid = `k<i>"@example.com`
+	k1, err := signing.GenerateKey(signing.Ed25519, pkid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, _ := signing.GenerateKey(signing.Ed25519, pkid)
+	var changed string
+	for i, k := range []*signing.PrivateKey{k1, k2} {
+		signed, err := signing.Sign([]byte(envText(t, "<B>EVIL</B>", "CLAUDE", envelope.IntentRequest, group, "signed")), k, &signing.SignOptions{Announce: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := h.ingest(string(signed))[0]
+		if want := []string{gateway.StatusFirstUse, gateway.StatusKeyChanged}[i]; o.Verification.Status != want {
+			t.Fatalf("signed envelope %d: %+v, want %s", i, o.Verification, want)
+		}
+		changed = o.Event.ID
+	}
+
 	groupPath := "/ui/groups/" + url.PathEscape(group)
 	threadPath := groupPath + "/threads/" + url.PathEscape(thread)
 	pages := []string{"/", groupPath, threadPath, "/ui/agents", "/ui/agents/claude", "/ui/agents/chatgpt", "/ui/handoffs", "/ui/trust",
@@ -163,6 +185,20 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 		t.Fatalf("stream ended at item %q: %v", last, sc.Err())
 	}
 	cancel()
+
+	for _, tc := range []struct {
+		path string
+		form url.Values
+	}{
+		{"/ui/trust/pin", url.Values{"event": {changed}}},
+		{"/ui/trust/revoke", url.Values{"pkid": {pkid}}},
+	} {
+		res, body := h.post(tc.path, tc.form)
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("POST %s = %d, want the confirmation", tc.path, res.StatusCode)
+		}
+		check("POST "+tc.path, res.StatusCode, body)
+	}
 
 	chat := "pasted:\n" + envText(t, "CHATGPT", "CLAUDE", envelope.IntentRequest, group, "<script>alert(5)</script>", func(e *envelope.Envelope) {
 		e.Thread, e.Parent, e.Message = "t"+rlo+zwsp, "p"+rlo, "m2"+zwsp
