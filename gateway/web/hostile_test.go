@@ -73,6 +73,12 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 			t.Fatalf("reply refused: %v", o.Reject)
 		}
 	}
+	// An intent of the author's own (the lenient reader takes X- intents)
+	// with a bidi override, owed by claude.
+	ask := "[[CHATGPT→CLAUDE v1]]\nintent: X-AS" + rlo + "K<b>\ncontext: " + group + "\nmeta: obligation\nBlocks: halted\nDefault-Action: proceed<i>\nbody: |\n  an intent of my own\n[[END]]\n"
+	if o := h.ingest(ask)[0]; !o.Accepted() {
+		t.Fatalf("X- intent refused: %v", o.Reject)
+	}
 	// A note with a bidi override, by claude about the first envelope.
 	if _, err := h.relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionDefer, Group: group, EventID: first.Event.ID, Actor: "claude", Note: "later" + rlo + "now"}); err != nil {
 		t.Fatal(err)
@@ -203,7 +209,7 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 	chat := "pasted:\n" + envText(t, "CHATGPT", "CLAUDE", envelope.IntentRequest, group, "<script>alert(5)</script>", func(e *envelope.Envelope) {
 		e.Thread, e.Parent, e.Message = "t"+rlo+zwsp, "p"+rlo, "m2"+zwsp
 		e.Meta = []envelope.Meta{{Namespace: "x-note", Fields: []envelope.Field{{Key: "K", Value: "v" + rlo}}}}
-	})
+	}) + strings.ReplaceAll(ask, "context: "+group, "context: pasted")
 	for _, op := range []string{"preview", "send"} {
 		res, body := h.post("/ui/paste", url.Values{"op": {op}, "text": {chat}})
 		check("POST /ui/paste op="+op, res.StatusCode, body)
