@@ -22,9 +22,10 @@ import (
 )
 
 // Characters an envelope author may put in the values the parser does not
-// hold to the identifier rule (thread, message and parent ids, META
-// values, notes): a right-to-left override and a zero-width space.
-const rlo, zwsp = "\u202e", "\u200b"
+// hold to the identifier rule (intents, thread, message and parent ids,
+// META values, notes): a right-to-left override and a zero-width space.
+// Free text keeps emoji sequences, made of invisible characters too.
+const rlo, zwsp, emoji = "\u202e", "\u200b", "\u26a0\ufe0f \U0001f469\u200d\U0001f4bb"
 
 var (
 	rawBlocks = regexp.MustCompile(`(?s)<(pre|textarea)\b[^>]*>.*?</(pre|textarea)>`)
@@ -54,8 +55,8 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 		e.Message = "m" + rlo + "sg" + zwsp
 		e.Meta = []envelope.Meta{
 			{Namespace: "routing", Fields: []envelope.Field{{Key: "X-Priority", Value: "urgent"}}},
-			{Namespace: "handoff", Fields: []envelope.Field{{Key: "Subject", Value: "sub<i>ject"}, {Key: "Summary", Value: "s" + zwsp + "ummary"}, {Key: "Next-Action", Value: "go" + zwsp}}},
-			{Namespace: "x-note", Fields: []envelope.Field{{Key: "K", Value: "v" + rlo + "alue<script>alert(4)</script>"}}},
+			{Namespace: "handoff", Fields: []envelope.Field{{Key: "Subject", Value: "sub<i>ject"}, {Key: "Summary", Value: emoji}, {Key: "Next-Action", Value: "go"}}},
+			{Namespace: "x-note", Fields: []envelope.Field{{Key: "K", Value: "v" + rlo + "alue<script>alert(4)</script>"}, {Key: "E", Value: emoji}}},
 		}
 	}))[0]
 	if !first.Accepted() {
@@ -80,7 +81,7 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 		t.Fatalf("X- intent refused: %v", o.Reject)
 	}
 	// A note with a bidi override, by claude about the first envelope.
-	if _, err := h.relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionDefer, Group: group, EventID: first.Event.ID, Actor: "claude", Note: "later" + rlo + "now"}); err != nil {
+	if _, err := h.relay.Act(t.Context(), gateway.ActionRequest{Action: gateway.ActionDefer, Group: group, EventID: first.Event.ID, Actor: "claude", Note: "later" + rlo + "now " + emoji}); err != nil {
 		t.Fatal(err)
 	}
 	// A claim and a message by a name recorded before the identifier rule.
@@ -130,8 +131,11 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 		"/ui/compose?reply=" + url.QueryEscape(first.Event.ID),
 		"/ui/groups/" + url.PathEscape(group) + "/threads/" + url.PathEscape("no"+rlo+"such"),
 	}
-	check := func(what string, code int, body string) {
+	check := func(what string, code int, body string, emojis bool) {
 		t.Helper()
+		if emojis && !strings.Contains(shownText(body), emoji) {
+			t.Errorf("%s does not show the emoji sequence %q intact", what, emoji)
+		}
 		if code >= 500 {
 			t.Errorf("%s = %d", what, code)
 		}
@@ -152,7 +156,7 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 	}
 	for _, p := range pages {
 		code, body := h.get(p)
-		check("GET "+p, code, body)
+		check("GET "+p, code, body, p == groupPath || p == threadPath || p == "/ui/handoffs" || strings.HasPrefix(p, "/ui/compose"))
 	}
 	// The live stream, at the URL the page's script builds
 	// (encodeURIComponent, which leaves ' ( ) unescaped): every item as
@@ -184,7 +188,7 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 			if err := json.Unmarshal([]byte(data), &it); err != nil {
 				t.Fatalf("stream data %q: %v", data, err)
 			}
-			check("stream item "+last, 200, it.HTML)
+			check("stream item "+last, 200, it.HTML, false)
 		}
 	}
 	if last != strconv.FormatInt(evs[len(evs)-1].Seq, 10) {
@@ -203,7 +207,7 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 		if res.StatusCode != http.StatusOK {
 			t.Errorf("POST %s = %d, want the confirmation", tc.path, res.StatusCode)
 		}
-		check("POST "+tc.path, res.StatusCode, body)
+		check("POST "+tc.path, res.StatusCode, body, false)
 	}
 
 	chat := "pasted:\n" + envText(t, "CHATGPT", "CLAUDE", envelope.IntentRequest, group, "<script>alert(5)</script>", func(e *envelope.Envelope) {
@@ -212,12 +216,12 @@ func TestHostileContentOnEveryPage(t *testing.T) {
 	}) + strings.ReplaceAll(ask, "context: "+group, "context: pasted")
 	for _, op := range []string{"preview", "send"} {
 		res, body := h.post("/ui/paste", url.Values{"op": {op}, "text": {chat}})
-		check("POST /ui/paste op="+op, res.StatusCode, body)
+		check("POST /ui/paste op="+op, res.StatusCode, body, false)
 	}
 	if res, body := h.post("/ui/compose", url.Values{"from": {"CLAUDE"}, "to": {"CHATGPT"}, "intent": {"REQUEST"}, "context": {group}, "thread": {"t" + rlo}, "body": {"<script>alert(6)</script>"}}); res.StatusCode != http.StatusOK {
 		t.Errorf("compose = %d\n%s", res.StatusCode, body)
 	} else {
-		check("POST /ui/compose", res.StatusCode, body)
+		check("POST /ui/compose", res.StatusCode, body, false)
 	}
 }
 
