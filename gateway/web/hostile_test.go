@@ -43,9 +43,10 @@ func shownText(body string) string {
 // controls — HTML and script in every field, javascript: and data: URLs,
 // bidi overrides and zero-width characters in ids, META values and notes,
 // names recorded before the identifier rule — and renders every page that
-// shows it. Nothing is HTML, no link leaves the relay or runs script, and
-// no invisible or bidi character reaches the shown text raw: the raw
-// envelope text alone keeps its bytes.
+// shows it, the live stream included. Nothing is HTML, no link leaves the
+// relay or runs script, no bidi control reaches the shown text raw, nor
+// an invisible character of an identifier; free text keeps its emoji
+// sequences; the raw envelope text alone keeps every byte.
 func TestHostileContentOnEveryPage(t *testing.T) {
 	h := newHarness(t, nil)
 	const group = `<img src=x onerror=alert(1)>"'`
