@@ -100,6 +100,21 @@ const (
 	maxJSONBody      = 2 << 20
 )
 
+// Bounds on guessing tokens: a remote address (an IPv6 /64) may present
+// TokenGuessBurst unknown bearer tokens — on the API or the pages' login
+// form — and then one more each 1/TokenGuessRate seconds; past that every
+// token it presents, known or not, is answered 429 E-RATE unchecked, so
+// that the answers tell a guesser nothing. Unlike Rate they cannot be
+// turned off.
+const (
+	TokenGuessBurst = 20
+	TokenGuessRate  = 1.0
+)
+
+// ErrTokenGuesses is LoginToken's error for an address past the bounds
+// on unknown tokens (TokenGuessBurst).
+var ErrTokenGuesses = errors.New("too many unknown tokens from this address: wait a few seconds and try again")
+
 // LocalUser is the principal of callers when no tokens are configured.
 const LocalUser = "user"
 
@@ -125,6 +140,11 @@ type Server struct {
 
 	streams context.Context // canceled by Close, ending SSE streams
 	stop    context.CancelFunc
+
+	// guesses bounds the unknown bearer tokens each remote address may
+	// present (TokenGuessBurst, TokenGuessRate), on the API and the
+	// pages' login form alike.
+	guesses *limiter
 }
 
 // New returns the API for relay.
@@ -166,6 +186,7 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 	if rate > 0 {
 		s.limiter = &limiter{rate: rate, burst: float64(burst), buckets: map[string]*bucket{}}
 	}
+	s.guesses = &limiter{rate: TokenGuessRate, burst: TokenGuessBurst, buckets: map[string]*bucket{}}
 	s.streams, s.stop = context.WithCancel(context.Background())
 	m := http.NewServeMux()
 	m.HandleFunc("POST /crosstalk/receive", s.receive)
@@ -259,7 +280,17 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	}
 	h := r.Header.Get("Authorization")
 	tok, bearer := strings.CutPrefix(h, "Bearer ")
-	p, known := s.TokenPrincipal(tok)
+	var p string
+	var known bool
+	if bearer && r.URL.Path != "/healthz" {
+		var err error
+		if p, known, err = s.checkToken(r, tok); err != nil {
+			w.Header().Set("Retry-After", "1")
+			return fail("token", http.StatusTooManyRequests, envelope.CodeRate, err.Error())
+		}
+	} else {
+		p, known = s.TokenPrincipal(tok)
+	}
 	// A browser extension's background has no same origin; its valid
 	// bearer token stands in for it. Without one it is refused, whatever
 	// the method (docs/web.md, "Browser extension").
@@ -318,6 +349,31 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	}
 	info.release = release
 	return info, true
+}
+
+// checkToken checks a token r presents, counting an unknown one against
+// r's remote address; past the bounds on unknown tokens it checks nothing
+// and returns ErrTokenGuesses.
+func (s *Server) checkToken(r *http.Request, token string) (principal string, ok bool, err error) {
+	key := anonymousKey + s.remotePrefix(r)
+	now := s.relay.Now()
+	if s.guesses.spent(key, now) {
+		return "", false, ErrTokenGuesses
+	}
+	principal, ok = s.TokenPrincipal(token)
+	if !ok {
+		s.guesses.allow(key, now)
+	}
+	return principal, ok, nil
+}
+
+// LoginToken checks a token typed into a login form, as the gate checks
+// a bearer token: the principal of a known token; ok false for an unknown
+// one, which counts against r's remote address; ErrTokenGuesses, with the
+// token unchecked, for an address past the bounds on unknown tokens
+// (TokenGuessBurst, TokenGuessRate).
+func (s *Server) LoginToken(r *http.Request, token string) (principal string, ok bool, err error) {
+	return s.checkToken(r, token)
 }
 
 func (s *Server) hostAllowed(host string) bool {
@@ -420,6 +476,15 @@ func (l *limiter) allow(key string, now time.Time) bool {
 	}
 	b.tokens--
 	return true
+}
+
+// spent reports whether key's bucket holds less than one token at now,
+// taking nothing.
+func (l *limiter) spent(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[key]
+	return ok && math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate) < 1
 }
 
 // evictLocked makes room for new buckets: it drops those that have

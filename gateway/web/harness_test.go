@@ -41,6 +41,7 @@ type harnessOptions struct {
 	minted *tokens.Store // crosstalk token new; also the trust page's mint button
 	admins []string
 	tls    bool
+	secure bool             // web.Options.Secure: behind a TLS-terminating proxy
 	now    func() time.Time // the relay's and ledger's clock; nil is time.Now
 	stale  time.Duration    // liveness threshold; 0 is the default
 	// wrap, when set, wraps the ledger the relay and the pages read
@@ -78,7 +79,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	}
 	a := api.New(relay, opts)
 	a.MountReservations(resv)
-	site, err := web.New(relay, a, &web.Options{Trust: trust, Admins: o.admins, Heartbeat: 200 * time.Millisecond, Tokens: o.minted, Reservations: resv})
+	site, err := web.New(relay, a, &web.Options{Trust: trust, Admins: o.admins, Heartbeat: 200 * time.Millisecond, Tokens: o.minted, Reservations: resv, Secure: o.secure})
 	if err != nil {
 		t.Fatalf("web.New() = %v", err)
 	}

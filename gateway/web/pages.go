@@ -606,11 +606,19 @@ type loginData struct {
 
 // login exchanges a bearer token for a logged-in session. The session id
 // changes on login (no fixation); the token itself is not kept in the
-// cookie.
+// cookie. Unknown tokens count against the caller's address as on the
+// API (api.TokenGuessBurst), so the form cannot be used to guess tokens.
 func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) {
 	next := localPath(r.PostFormValue("next"))
 	token := r.PostFormValue("token")
-	p, ok := s.api.TokenPrincipal(token)
+	p, ok, err := s.api.LoginToken(r, token)
+	if err != nil {
+		// Past the bounds on unknown tokens from this address: the token
+		// was not checked, so the answer says nothing about it.
+		w.Header().Set("Retry-After", "1")
+		s.render(w, r, c, http.StatusTooManyRequests, "login", "Log in", loginData{Next: next, Error: err.Error()})
+		return
+	}
 	if !ok {
 		s.render(w, r, c, http.StatusUnauthorized, "login", "Log in", loginData{Next: next, Error: "unknown token"})
 		return

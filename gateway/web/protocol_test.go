@@ -48,7 +48,7 @@ func TestHandoffsPage(t *testing.T) {
 	_, body = h.get("/ui/agents/claude")
 	mustContain(t, "claude's page", body, `<span class="badge attn">Passed to</span>`, `value="ack" class="primary">Accept</button>`) // BeadBoard §6.3 "Accepted"
 	_, body = h.get("/ui/groups/ops")
-	mustContain(t, "group page", body, "<strong>Passed to</strong> <bdi>CLAUDE</bdi>", "<strong>Needs input</strong> <bdi>GEMINI</bdi>", "<dt>next action</dt><dd>finish it</dd>")
+	mustContain(t, "group page", body, "<strong>Passed to</strong> <bdi>CLAUDE</bdi>", "<strong>Needs input</strong> <bdi>GEMINI</bdi>", "<dt>next action</dt><dd><bdi>finish it</bdi></dd>")
 
 	// The addressee acks the handoff and accepts the blocker.
 	for _, a := range []struct{ agent, event string }{{"claude", ho.ID}, {"gemini", bl.ID}} {

@@ -237,6 +237,7 @@ func (t *timeline) add(ev ledger.Event) (item, bool) {
 	if who == "" {
 		who = ev.By
 	}
+	who = envelope.ShowInvisible(who) // a name recorded before the identifier rule
 	switch ev.Kind {
 	case gateway.KindAck:
 		it.Note = who + " acknowledged " + ref

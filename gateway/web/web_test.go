@@ -215,7 +215,7 @@ func TestLogin(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("GET after login = %d\n%s", code, body)
 	}
-	mustContain(t, "agent page", body, "Signed in as <strong>claude</strong>", `value="ack"`)
+	mustContain(t, "agent page", body, "Signed in as <strong><bdi>claude</bdi></strong>", `value="ack"`)
 	mustNotContain(t, "agent page", body, "Viewing as")
 
 	// Another agent's queue is not ours to read, as on the API.
