@@ -34,6 +34,7 @@ import (
 	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/crosstalk-go/crosstalk/internal/privfile"
+	"github.com/crosstalk-go/crosstalk/internal/sqliterr"
 )
 
 // ErrDamaged is wrapped by Open's error when the file is not a SQLite
@@ -273,7 +274,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	p := &DB{db: db}
 	if err := p.migrate(ctx); err != nil {
 		db.Close()
-		if damaged(err) {
+		if sqliterr.Damaged(err) {
 			return nil, fmt.Errorf("projection: open %q: %w: %w", path, ErrDamaged, err)
 		}
 		return nil, fmt.Errorf("projection: open %q: %w", path, err)
@@ -295,26 +296,6 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	return p, nil
 }
-
-// damaged reports whether err is SQLite's refusal of a file that is not
-// a database (SQLITE_NOTADB) or is malformed (SQLITE_CORRUPT).
-func damaged(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Code() & 0xff {
-	case sqliteCorrupt, sqliteNotADB:
-		return true
-	}
-	return false
-}
-
-// SQLite's primary result codes damaged looks for.
-const (
-	sqliteCorrupt = 11
-	sqliteNotADB  = 26
-)
 
 // Remove removes the projection file path with its -wal and -shm files,
 // so that Open starts it again empty (to be rebuilt from the ledger). A
@@ -387,7 +368,7 @@ func (p *DB) Reset(ctx context.Context) error {
 	defer tx.Rollback()
 	for _, t := range []string{"meta", "joins", "marks", "actors", "owed", "owe", "owe_tokens", "waits", "evidence"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t); err != nil {
-			if damaged(err) {
+			if sqliterr.Damaged(err) {
 				return fmt.Errorf("projection: reset %s: %w: %w", t, ErrDamaged, err)
 			}
 			return fmt.Errorf("projection: reset %s: %w", t, err)

@@ -21,8 +21,9 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/internal/privfile"
+	"github.com/crosstalk-go/crosstalk/internal/sqliterr"
 
-	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 // schemaVersion is stored in PRAGMA user_version. Version 2 is version 1
@@ -223,7 +224,7 @@ var _ ledger.Store = (*Store)(nil)
 // existing one keeps its mode.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	s, err := open(ctx, path, opts)
-	if damaged(err) {
+	if sqliterr.Damaged(err) {
 		err = fmt.Errorf("%w: %w", err, ErrDamaged)
 	}
 	return s, err
@@ -233,26 +234,6 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 // a database or is malformed: a copy cut short, a disk error, garbage
 // over it. The error says what to do.
 var ErrDamaged = errors.New(`the ledger file is damaged; restore it from a backup (docs/operations.md "Backup and restore")`)
-
-// damaged reports whether err is SQLite's refusal of a file that is not
-// a database (SQLITE_NOTADB) or is malformed (SQLITE_CORRUPT).
-func damaged(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Code() & 0xff {
-	case sqliteCorrupt, sqliteNotADB:
-		return true
-	}
-	return false
-}
-
-// SQLite's primary result codes damaged looks for.
-const (
-	sqliteCorrupt = 11
-	sqliteNotADB  = 26
-)
 
 // newerHint says what to do about a ledger of a newer schema.
 const newerHint = `run the newer crosstalk, or restore the backup taken before the upgrade (docs/operations.md "Upgrading")`
