@@ -34,18 +34,7 @@ func TestReplyToHostileHeaders(t *testing.T) {
 	b.Write(bytes.ReplaceAll(text, []byte("\n"), []byte("\r\n")))
 	deliver(t, s, user, b.Bytes())
 
-	rec := newRecorder()
-	rec.reply = func(in transports.Inbound) []byte {
-		envs := readAll(t, in.Data)
-		if len(envs) == 0 {
-			return nil
-		}
-		out, err := envelope.Marshal(envelope.NewReply(envs[0], envelope.IntentAck, "recorded"))
-		if err != nil {
-			t.Error(err)
-		}
-		return out
-	}
+	rec := ackingRecorder(t)
 	run(t, receiver(t, s, user, filepath.Join(t.TempDir(), "state"), submission(t, s, user, nil), nil), rec.handle)
 	rec.wait(t, 2, 10*time.Second) // the mail, then our reply to it
 	got, _ := rec.snapshot()
@@ -77,6 +66,23 @@ func TestNoReplyThroughQuotedLocalPart(t *testing.T) {
 	if err := s.Deliver(t.Context(), from, addr, plainMail(from, addr, SubjectPrefix+" x", text)); err != nil {
 		t.Fatal(err)
 	}
+	rec := ackingRecorder(t)
+	run(t, receiver(t, s, user, filepath.Join(t.TempDir(), "state"), submission(t, s, user, nil), nil), rec.handle)
+	got := rec.wait(t, 1, 10*time.Second)
+	if got[0].CanReply {
+		t.Errorf("the mail from %s was offered with CanReply", from)
+	}
+	waitFlags(t, s, user, "", 1)
+	time.Sleep(time.Second) // a reply would have been delivered by now
+	if msgs, err := s.Messages(victim, ""); err != nil || len(msgs) != 0 {
+		t.Errorf("the victim's mailbox holds %d mails (%v), want none", len(msgs), err)
+	}
+}
+
+// ackingRecorder is a recorder that answers every mail with an envelope
+// with an ACK of its first envelope.
+func ackingRecorder(t *testing.T) *recorder {
+	t.Helper()
 	rec := newRecorder()
 	rec.reply = func(in transports.Inbound) []byte {
 		envs := readAll(t, in.Data)
@@ -89,14 +95,5 @@ func TestNoReplyThroughQuotedLocalPart(t *testing.T) {
 		}
 		return out
 	}
-	run(t, receiver(t, s, user, filepath.Join(t.TempDir(), "state"), submission(t, s, user, nil), nil), rec.handle)
-	got := rec.wait(t, 1, 10*time.Second)
-	if got[0].CanReply {
-		t.Errorf("the mail from %s was offered with CanReply", from)
-	}
-	waitFlags(t, s, user, "", 1)
-	time.Sleep(time.Second) // a reply would have been delivered by now
-	if msgs, err := s.Messages(victim, ""); err != nil || len(msgs) != 0 {
-		t.Errorf("the victim's mailbox holds %d mails (%v), want none", len(msgs), err)
-	}
+	return rec
 }
