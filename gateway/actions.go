@@ -123,6 +123,38 @@ func (r *Relay) shownTo(ev ledger.Event, d EventData, actor string) bool {
 	return r.addressedTo(d.To, actor)
 }
 
+// LastShown returns the latest event of group at or before seq last that
+// actor was shown (the events a read watermark may name, CCCS §6.3), or
+// ok false when none of the latest maxLastShown is. A "mark all read"
+// names it: the group's last event may be a message aimed only at others.
+func (r *Relay) LastShown(ctx context.Context, group, actor string, last int64) (ev ledger.Event, ok bool, err error) {
+	actor = r.book.ActorID(actor)
+	for end := last; end > 0 && last-end < maxLastShown; {
+		since := max(0, end-lastShownPage)
+		evs, err := r.store.Range(ctx, group, since, nil, int(end-since))
+		if err != nil {
+			return ledger.Event{}, false, fmt.Errorf("gateway: reading group %q: %w", group, err)
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Seq > end {
+				continue
+			}
+			d, err := ParseData(evs[i])
+			if err == nil && r.shownTo(evs[i], d, actor) {
+				return evs[i], true, nil
+			}
+		}
+		end = since
+	}
+	return ledger.Event{}, false, nil
+}
+
+// How far LastShown looks back, and in pages of how many events.
+const (
+	maxLastShown  = 4096
+	lastShownPage = 256
+)
+
 // ActionRequest is an action by Actor (the calling principal) on the event
 // EventID of Group.
 type ActionRequest struct {

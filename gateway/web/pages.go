@@ -258,7 +258,8 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request, c *call) {
 	s.render(w, r, c, http.StatusOK, "thread", "Thread "+th, data)
 }
 
-// markRead moves the viewer's read cursor to the group's last event.
+// markRead moves the viewer's read cursor to the group's last event shown
+// to the viewer (Relay.LastShown).
 func (s *Server) markRead(w http.ResponseWriter, r *http.Request, c *call) {
 	g := r.PathValue("group")
 	back := "/ui/groups/" + url.PathEscape(g)
@@ -267,12 +268,17 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request, c *call) {
 		s.internal(w, r, c, err)
 		return
 	}
-	evs, err := s.relay.Store().Range(r.Context(), g, max(0, last-1), nil, 1)
-	if err != nil || len(evs) == 0 {
-		s.redirect(w, r, c, back, "nothing to mark read")
+	// The latest event shown to the viewer: the last one may be a
+	// message aimed only at others, which no read watermark names.
+	ev, ok, err := s.relay.LastShown(r.Context(), g, c.viewer, last)
+	if err != nil {
+		s.internal(w, r, c, err)
 		return
 	}
-	ev := evs[len(evs)-1]
+	if !ok {
+		s.redirect(w, r, c, back, "nothing to mark read for "+c.viewer)
+		return
+	}
 	if _, err := s.relay.Act(r.Context(), gateway.ActionRequest{Action: gateway.ActionRead, Group: g, EventID: ev.ID, Actor: c.viewer}); err != nil {
 		s.actionFailed(w, r, c, err)
 		return
