@@ -182,3 +182,55 @@ func TestFirstUsePinsPerSenderBounded(t *testing.T) {
 		t.Errorf("trust store holds %d keys of gemini, want %d", n, signing.MaxFirstUsePins)
 	}
 }
+
+// TestKeyHolderComparedExactly: a key id held by the actor "ſam" (its
+// first use over the token of ſam) speaks for ſam only. "ſam" folds to
+// "sam" (strings.EqualFold) but the ledger records them as two actors
+// (docs/security.md "Who speaks": actor ids are compared exactly), so
+// ſam's key does not make an envelope sam's — not sent by ſam's token,
+// not forwarded by another principal — and ſam may not revoke sam's key.
+func TestKeyHolderComparedExactly(t *testing.T) {
+	book, err := gateway.NewAddressBook([]gateway.Agent{{ID: "gemini", Names: []string{"GEMINI"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
+	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+	longS, samKey := newKey(t, "longs@test"), newKey(t, "sam@test")
+	revoke := func(from, pkid string) string {
+		return env(from, "ALL", "REVOKE", "t", "revoked", func(e *envelope.Envelope) {
+			e.Meta = []envelope.Meta{{Namespace: "revoke", Fields: []envelope.Field{{Key: "Pkid", Value: pkid}}}}
+		})
+	}
+	steps := []struct {
+		name, principal, text string
+		ok                    bool
+		by                    string
+	}{
+		{"ſam's first use pins for ſam", "ſam", signText(t, env("ſam", "GEMINI", "REQUEST", "t1", "x"), longS, true), true, "ſam"},
+		{"sam's first use pins for sam", "sam", signText(t, env("sam", "GEMINI", "REQUEST", "t2", "x"), samKey, true), true, "sam"},
+		{"ſam's key, sent by ſam as sam", "ſam", signText(t, env("sam", "GEMINI", "REQUEST", "t3", "x"), longS, false), false, ""},
+		{"ſam's key, forwarded by mallory as SAM", "mallory", signText(t, env("SAM", "GEMINI", "REQUEST", "t4", "x"), longS, false), false, ""},
+		{"ſam's key, sent by ſam as ſam", "ſam", signText(t, env("ſam", "GEMINI", "REQUEST", "t5", "x"), longS, false), true, "ſam"},
+		{"sam revokes ſam's key, unsigned", "sam", revoke("sam", "longs@test"), false, ""},
+		{"ſam revokes sam's key, unsigned", "ſam", revoke("ſam", "sam@test"), false, ""},
+	}
+	for _, s := range steps {
+		outs := ingest(t, r, s.principal, s.text)
+		if len(outs) != 1 {
+			t.Fatalf("%s: %d outcomes", s.name, len(outs))
+		}
+		o := outs[0]
+		switch {
+		case s.ok && (o.Reject != nil || o.Event.By != s.by):
+			t.Errorf("%s: %+v by %q, want accepted by %q", s.name, o.Reject, o.Event.By, s.by)
+		case !s.ok && (o.Reject == nil || o.Reject.Code != envelope.CodePerm):
+			t.Errorf("%s: accepted by %q (%+v), want E-PERM", s.name, o.Event.By, o.Reject)
+		}
+	}
+	for _, pkid := range []string{"longs@test", "sam@test"} {
+		if e, ok, _ := store.Lookup(pkid); !ok || e.Revoked {
+			t.Errorf("%s = %+v, %v; want pinned, not revoked", pkid, e, ok)
+		}
+	}
+}
