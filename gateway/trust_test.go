@@ -234,3 +234,23 @@ func TestKeyHolderComparedExactly(t *testing.T) {
 		}
 	}
 }
+
+// TestSignedReplayWithKelvinSign: a signature covers the NFC form of the
+// text, where KELVIN SIGN (U+212A) is K. The same signed envelope with
+// the K of its message id swapped for it verified and was recorded as a
+// new message from the signer, with require_signatures on: a replay the
+// message id did not stop. It is now the duplicate it is.
+func TestSignedReplayWithKelvinSign(t *testing.T) {
+	store, book := claudeKeyedBook(t)
+	r := newRelay(t, &gateway.Options{Book: book, RequireSignature: true, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+	text := signText(t, env("CLAUDE", "GEMINI", "REQUEST", "t", "pay 100", func(e *envelope.Envelope) { e.Message = "01J9ZQ3K8Y5V4W3X2Z1A0B9C8D" }), newKey(t, "claude@test"), true)
+	first := ingest(t, r, "", text)[0]
+	if first.Reject != nil || first.Duplicate {
+		t.Fatalf("first: %+v duplicate %v", first.Reject, first.Duplicate)
+	}
+	replay := strings.Replace(text, "message: 01J9ZQ3K8Y", "message: 01J9ZQ3\u212a8Y", 1)
+	o := ingest(t, r, "", replay)[0]
+	if o.Reject != nil || !o.Duplicate || o.Event.ID != first.Event.ID || o.Verification.Status != gateway.StatusVerified {
+		t.Errorf("replay: %+v duplicate %v event %s status %s; want verified, a duplicate of %s", o.Reject, o.Duplicate, o.Event.ID, o.Verification.Status, first.Event.ID)
+	}
+}
