@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"crypto/elliptic"
+	"encoding/base64"
 	"fmt"
+	"math/big"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -252,5 +255,41 @@ func TestSignedReplayWithKelvinSign(t *testing.T) {
 	o := ingest(t, r, "", replay)[0]
 	if o.Reject != nil || !o.Duplicate || o.Event.ID != first.Event.ID || o.Verification.Status != gateway.StatusVerified {
 		t.Errorf("replay: %+v duplicate %v event %s status %s; want verified, a duplicate of %s", o.Reject, o.Duplicate, o.Event.ID, o.Verification.Status, first.Event.ID)
+	}
+}
+
+// TestES256SecondSignatureIsDuplicate: ECDSA is malleable — (r, n−s) is a
+// second valid signature of the same payload, made without the key — and
+// any valid ES256 signature is accepted (docs/signing.md §2). The sig:
+// line is outside the signed bytes, so the second spelling is the same
+// envelope: a duplicate of the first event, with a message id and
+// without one (de-duplicated by the payload's hash, docs/design.md §5.3).
+func TestES256SecondSignatureIsDuplicate(t *testing.T) {
+	for _, withID := range []bool{true, false} {
+		store, book := claudeKeyedBook(t)
+		r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+		k, err := signing.GenerateKey(signing.SECP256R1, "claude@test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := signText(t, env("CLAUDE", "GEMINI", "REQUEST", "t", "x", func(e *envelope.Envelope) {
+			if !withID {
+				e.Message = ""
+			}
+		}), k, true)
+		i := strings.Index(text, ";sig=") + len(";sig=")
+		j := i + strings.Index(text[i:], "\n")
+		sig, err := base64.RawURLEncoding.DecodeString(text[i:j])
+		if err != nil || len(sig) != 64 {
+			t.Fatalf("signature %q: %v", text[i:j], err)
+		}
+		s := new(big.Int).Sub(elliptic.P256().Params().N, new(big.Int).SetBytes(sig[32:]))
+		second := text[:i] + base64.RawURLEncoding.EncodeToString(append(sig[:32:32], s.FillBytes(make([]byte, 32))...)) + text[j:]
+		first := ingest(t, r, "claude", text)[0]
+		o := ingest(t, r, "claude", second)[0]
+		if first.Reject != nil || o.Reject != nil || o.Verification.Status != gateway.StatusVerified || !o.Duplicate || o.Event.ID != first.Event.ID {
+			t.Errorf("message id %v: first %+v; second %+v %s duplicate %v event %s, want verified and a duplicate of %s",
+				withID, first.Reject, o.Reject, o.Verification.Status, o.Duplicate, o.Event.ID, first.Event.ID)
+		}
 	}
 }

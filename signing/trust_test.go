@@ -978,3 +978,51 @@ func TestRevokedUnderAnyKeyID(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentFirstUsesOfOneKeyID: eight verifiers, each with its own
+// TrustStore on one file, verify at once eight envelopes that announce
+// eight different keys for the same new key id. Exactly one is a first
+// use and pinned; every other is key-changed (never a second pin, never
+// a first use reported for a key the store does not hold). Run with -race.
+func TestConcurrentFirstUsesOfOneKeyID(t *testing.T) {
+	for round := range 5 {
+		path := newStore(t).Path()
+		const n = 8
+		envs := make([]*envelope.Envelope, n)
+		keys := make([]*PrivateKey, n)
+		for i := range envs {
+			keys[i] = testKey(t, Ed25519, "new@example.com")
+			envs[i] = signed(t, keys[i], plainEnv, &SignOptions{Announce: true})
+		}
+		results := make([]Result, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = (&Verifier{Store: NewTrustStore(path)}).Verify(context.Background(), envs[i])
+			}()
+		}
+		wg.Wait()
+		es, err := NewTrustStore(path).Entries()
+		if err != nil || len(es) != 1 {
+			t.Fatalf("round %d: store = %v, %v; want one pin", round, es, err)
+		}
+		firstUses := 0
+		for i, r := range results {
+			switch r.Status {
+			case StatusFirstUse:
+				firstUses++
+				if !es[0].Key.Equal(keys[i].Public()) {
+					t.Errorf("round %d: first use of key %d, but the store holds another", round, i)
+				}
+			case StatusKeyChanged:
+			default:
+				t.Errorf("round %d: key %d: %s (%v), want first-use or key-changed", round, i, r.Status, r.Err)
+			}
+		}
+		if firstUses != 1 {
+			t.Errorf("round %d: %d first uses, want 1", round, firstUses)
+		}
+	}
+}
