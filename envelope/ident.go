@@ -65,6 +65,18 @@ func NormalizeIdentifier(s string) (string, error) {
 	return norm.NFC.String(s), nil
 }
 
+// nfc returns s in NFC: printable ASCII at once, unchanged. Signatures
+// cover the NFC form of the source (docs/signing.md §1), so a value the
+// Reader interprets — an id, the intent — is read in that form too:
+// otherwise two texts with one signature (a KELVIN SIGN U+212A for a K,
+// which NFC maps to K) would be two messages.
+func nfc(s string) string {
+	if printableASCII(s) || norm.NFC.IsNormalString(s) {
+		return s
+	}
+	return norm.NFC.String(s)
+}
+
 // IsBidiControl reports whether r is a bidirectional formatting control
 // (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069): a character
 // that reorders the text around it as displayed.
@@ -104,7 +116,8 @@ func refusedRune(r rune) string {
 // *SyntaxError with CodeAddress and the identifier's input line when one
 // holds a refused character (NormalizeIdentifier). The body, field values
 // and the source text keep their bytes; signatures cover the NFC form of
-// the source anyway (docs/signing.md §2).
+// the source anyway (docs/signing.md §2). (The Reader also reads the ids
+// and the intent in NFC, without refusals: docs/format.md §12.)
 func (e *Envelope) NormalizeIdentifiers() error {
 	if printableASCII(e.From) && printableASCII(e.To) && printableASCII(e.Context) && e.namespacesASCII() {
 		return nil // what NormalizeIdentifier returns unchanged: the usual case, without its calls

@@ -95,6 +95,38 @@ func TestReaderNormalizesIdentifiers(t *testing.T) {
 	}
 }
 
+// TestReaderIDsAndIntentInNFC: the ids and the intent are read in NFC,
+// the form a signature covers (docs/signing.md §1). KELVIN SIGN (U+212A)
+// is K in NFC, so a K of a signed ULID or of ACK swapped for it keeps the
+// signature valid; read verbatim, the relay recorded the same signed
+// envelope again under "another" message id, and took the ACK for an
+// unknown intent. The source keeps its bytes; no warning is left for a
+// value that is valid in NFC.
+func TestReaderIDsAndIntentInNFC(t *testing.T) {
+	const k = "\u212a"
+	text := "[[A→B v1]]\nmessage: 01J9ZQ3" + k + "8Y5V4W3X2Z1A0B9C8D\nthread: 01J9ZQ3" + k + "8Y5V4W3X2Z1A0B9C8E\nparent: 01J9ZQ3" + k + "8Y5V4W3X2Z1A0B9C8F\nintent: AC" + k + "\nbody: |\n  ok\n[[END]]\n"
+	env, err := envelope.NewReader(strings.NewReader(text)).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ what, got, want string }{
+		{"message", env.Message, "01J9ZQ3K8Y5V4W3X2Z1A0B9C8D"},
+		{"thread", env.Thread, "01J9ZQ3K8Y5V4W3X2Z1A0B9C8E"},
+		{"parent", env.Parent, "01J9ZQ3K8Y5V4W3X2Z1A0B9C8F"},
+		{"intent", env.Intent, envelope.IntentAck},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %+q, want %q", c.what, c.got, c.want)
+		}
+	}
+	if w := env.Warnings(); len(w) > 0 {
+		t.Errorf("warnings %q, want none", w)
+	}
+	if string(env.Source()) != text {
+		t.Error("source changed; want the bytes as read")
+	}
+}
+
 func TestShowInvisible(t *testing.T) {
 	for in, want := range map[string]string{
 		"CLAUDE":         "CLAUDE",

@@ -644,7 +644,7 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 	ids := [...]int{keyThread, keyParent, keyMessage}
 	var badID [len(ids)]bool
 	for i, k := range ids {
-		if v := sc.arena[st.vals[k].off:st.vals[k].end]; len(v) > 0 && !isIDBytes(v) {
+		if v := sc.arena[st.vals[k].off:st.vals[k].end]; len(v) > 0 && !isIDBytes(v) && !isIDBytes([]byte(nfc(string(v)))) {
 			if st.r.Strict {
 				return nil, syntaxErr(CodeFormat, st.seen[k], 0, "%s", badIDMsg(k, string(v)))
 			}
@@ -695,13 +695,16 @@ func (st *envState) finish(complete bool) (*Envelope, error) {
 	// would be built on the stack and copied over it whole.
 	env.From, env.To, env.Version, env.Line, env.Complete = get(st.from), get(st.to), 1, line, complete
 	env.User, env.Session = get(st.vals[keyUser]), get(st.vals[keySession])
-	env.Thread, env.Parent, env.Message = get(st.vals[keyThread]), get(st.vals[keyParent]), get(st.vals[keyMessage])
+	// Ids and the intent in NFC, as they are signed (docs/signing.md §1):
+	// a KELVIN SIGN for the K of a signed ULID must not make the same
+	// signed envelope another message.
+	env.Thread, env.Parent, env.Message = nfc(get(st.vals[keyThread])), nfc(get(st.vals[keyParent])), nfc(get(st.vals[keyMessage]))
 	env.Context, env.Sig = get(st.vals[keyContext]), get(st.vals[keySig])
 	env.ResponseForm, env.Body, env.source = st.response, body, src
 	if len(intent) == 0 {
 		env.Intent = IntentRespond // v1.0 answer form (docs/design.md §3.1)
 	} else {
-		in, legacy, known := NormalizeIntent(get(st.vals[keyIntent]))
+		in, legacy, known := NormalizeIntent(nfc(get(st.vals[keyIntent])))
 		if !known {
 			env.warnings = append(env.warnings, "unknown intent "+quote(in))
 		}

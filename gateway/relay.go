@@ -633,7 +633,10 @@ func (r *Relay) speaker(ctx context.Context, in Intake, env *envelope.Envelope, 
 	}
 	if v.Status == StatusVerified {
 		if holder := r.keyHolder(ctx, v.Pkid); holder != "" {
-			if !strings.EqualFold(holder, sender) {
+			// Exactly, as "S must be P" compares below: both are actor
+			// ids, and a case fold would let the holder "ſam" speak as
+			// "sam", which the ledger records as another actor.
+			if holder != sender {
 				return "", fmt.Sprintf("signed with %s's key %q but sent as %q", holder, v.Pkid, env.From)
 			}
 			return sender, ""
@@ -714,7 +717,7 @@ func (r *Relay) mayRevoke(ctx context.Context, in Intake, env *envelope.Envelope
 		// The owner may revoke unsigned because its token authenticates
 		// it; mail authenticates nobody.
 		why = fmt.Sprintf("a REVOKE by mail revokes only the key that signs it: mail does not authenticate %s, and key %q did not sign this one", actor, target)
-	case holder != "" && strings.EqualFold(holder, actor):
+	case holder != "" && holder == actor: // actor ids, exactly (speaker)
 		return &revocation{pkid: target}, ""
 	default:
 		if holder == "" {

@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"crypto/elliptic"
+	"encoding/base64"
 	"fmt"
+	"math/big"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,5 +183,113 @@ func TestFirstUsePinsPerSenderBounded(t *testing.T) {
 	}
 	if n != signing.MaxFirstUsePins {
 		t.Errorf("trust store holds %d keys of gemini, want %d", n, signing.MaxFirstUsePins)
+	}
+}
+
+// TestKeyHolderComparedExactly: a key id held by the actor "ſam" (its
+// first use over the token of ſam) speaks for ſam only. "ſam" folds to
+// "sam" (strings.EqualFold) but the ledger records them as two actors
+// (docs/security.md "Who speaks": actor ids are compared exactly), so
+// ſam's key does not make an envelope sam's — not sent by ſam's token,
+// not forwarded by another principal — and ſam may not revoke sam's key.
+func TestKeyHolderComparedExactly(t *testing.T) {
+	book, err := gateway.NewAddressBook([]gateway.Agent{{ID: "gemini", Names: []string{"GEMINI"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := signing.NewTrustStore(filepath.Join(t.TempDir(), "known_keys"))
+	r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+	longS, samKey := newKey(t, "longs@test"), newKey(t, "sam@test")
+	revoke := func(from, pkid string) string {
+		return env(from, "ALL", "REVOKE", "t", "revoked", func(e *envelope.Envelope) {
+			e.Meta = []envelope.Meta{{Namespace: "revoke", Fields: []envelope.Field{{Key: "Pkid", Value: pkid}}}}
+		})
+	}
+	steps := []struct {
+		name, principal, text string
+		ok                    bool
+		by                    string
+	}{
+		{"ſam's first use pins for ſam", "ſam", signText(t, env("ſam", "GEMINI", "REQUEST", "t1", "x"), longS, true), true, "ſam"},
+		{"sam's first use pins for sam", "sam", signText(t, env("sam", "GEMINI", "REQUEST", "t2", "x"), samKey, true), true, "sam"},
+		{"ſam's key, sent by ſam as sam", "ſam", signText(t, env("sam", "GEMINI", "REQUEST", "t3", "x"), longS, false), false, ""},
+		{"ſam's key, forwarded by mallory as SAM", "mallory", signText(t, env("SAM", "GEMINI", "REQUEST", "t4", "x"), longS, false), false, ""},
+		{"ſam's key, sent by ſam as ſam", "ſam", signText(t, env("ſam", "GEMINI", "REQUEST", "t5", "x"), longS, false), true, "ſam"},
+		{"sam revokes ſam's key, unsigned", "sam", revoke("sam", "longs@test"), false, ""},
+		{"ſam revokes sam's key, unsigned", "ſam", revoke("ſam", "sam@test"), false, ""},
+	}
+	for _, s := range steps {
+		outs := ingest(t, r, s.principal, s.text)
+		if len(outs) != 1 {
+			t.Fatalf("%s: %d outcomes", s.name, len(outs))
+		}
+		o := outs[0]
+		switch {
+		case s.ok && (o.Reject != nil || o.Event.By != s.by):
+			t.Errorf("%s: %+v by %q, want accepted by %q", s.name, o.Reject, o.Event.By, s.by)
+		case !s.ok && (o.Reject == nil || o.Reject.Code != envelope.CodePerm):
+			t.Errorf("%s: accepted by %q (%+v), want E-PERM", s.name, o.Event.By, o.Reject)
+		}
+	}
+	for _, pkid := range []string{"longs@test", "sam@test"} {
+		if e, ok, _ := store.Lookup(pkid); !ok || e.Revoked {
+			t.Errorf("%s = %+v, %v; want pinned, not revoked", pkid, e, ok)
+		}
+	}
+}
+
+// TestSignedReplayWithKelvinSign: a signature covers the NFC form of the
+// text, where KELVIN SIGN (U+212A) is K. The same signed envelope with
+// the K of its message id swapped for it verified and was recorded as a
+// new message from the signer, with require_signatures on: a replay the
+// message id did not stop. It is now the duplicate it is.
+func TestSignedReplayWithKelvinSign(t *testing.T) {
+	store, book := claudeKeyedBook(t)
+	r := newRelay(t, &gateway.Options{Book: book, RequireSignature: true, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+	text := signText(t, env("CLAUDE", "GEMINI", "REQUEST", "t", "pay 100", func(e *envelope.Envelope) { e.Message = "01J9ZQ3K8Y5V4W3X2Z1A0B9C8D" }), newKey(t, "claude@test"), true)
+	first := ingest(t, r, "", text)[0]
+	if first.Reject != nil || first.Duplicate {
+		t.Fatalf("first: %+v duplicate %v", first.Reject, first.Duplicate)
+	}
+	replay := strings.Replace(text, "message: 01J9ZQ3K8Y", "message: 01J9ZQ3\u212a8Y", 1)
+	o := ingest(t, r, "", replay)[0]
+	if o.Reject != nil || !o.Duplicate || o.Event.ID != first.Event.ID || o.Verification.Status != gateway.StatusVerified {
+		t.Errorf("replay: %+v duplicate %v event %s status %s; want verified, a duplicate of %s", o.Reject, o.Duplicate, o.Event.ID, o.Verification.Status, first.Event.ID)
+	}
+}
+
+// TestES256SecondSignatureIsDuplicate: ECDSA is malleable — (r, n−s) is a
+// second valid signature of the same payload, made without the key — and
+// any valid ES256 signature is accepted (docs/signing.md §2). The sig:
+// line is outside the signed bytes, so the second spelling is the same
+// envelope: a duplicate of the first event, with a message id and
+// without one (de-duplicated by the payload's hash, docs/design.md §5.3).
+func TestES256SecondSignatureIsDuplicate(t *testing.T) {
+	for _, withID := range []bool{true, false} {
+		store, book := claudeKeyedBook(t)
+		r := newRelay(t, &gateway.Options{Book: book, Verifier: gateway.NewTrustVerifier(&signing.Verifier{Store: store})})
+		k, err := signing.GenerateKey(signing.SECP256R1, "claude@test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := signText(t, env("CLAUDE", "GEMINI", "REQUEST", "t", "x", func(e *envelope.Envelope) {
+			if !withID {
+				e.Message = ""
+			}
+		}), k, true)
+		i := strings.Index(text, ";sig=") + len(";sig=")
+		j := i + strings.Index(text[i:], "\n")
+		sig, err := base64.RawURLEncoding.DecodeString(text[i:j])
+		if err != nil || len(sig) != 64 {
+			t.Fatalf("signature %q: %v", text[i:j], err)
+		}
+		s := new(big.Int).Sub(elliptic.P256().Params().N, new(big.Int).SetBytes(sig[32:]))
+		second := text[:i] + base64.RawURLEncoding.EncodeToString(append(sig[:32:32], s.FillBytes(make([]byte, 32))...)) + text[j:]
+		first := ingest(t, r, "claude", text)[0]
+		o := ingest(t, r, "claude", second)[0]
+		if first.Reject != nil || o.Reject != nil || o.Verification.Status != gateway.StatusVerified || !o.Duplicate || o.Event.ID != first.Event.ID {
+			t.Errorf("message id %v: first %+v; second %+v %s duplicate %v event %s, want verified and a duplicate of %s",
+				withID, first.Reject, o.Reject, o.Verification.Status, o.Duplicate, o.Event.ID, first.Event.ID)
+		}
 	}
 }

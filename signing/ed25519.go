@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha512"
 	"crypto/subtle"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,30 @@ var expandedKeys struct {
 	sync.RWMutex
 	m      map[[ed25519.PublicKeySize]byte]*expandedKey
 	tables int
+}
+
+// checkEd25519Point refuses an Ed25519 public key that is no point, or a
+// point of small order (the identity and the seven other torsion points,
+// in any encoding). Verification follows crypto/ed25519 (docs/signing.md
+// §10), which accepts signatures under such a key: under a small-order A
+// the signature R = [S]B is valid for every message, so it can be made
+// without any secret, and a pin of that key would let anyone sign as its
+// key id. No key generator makes one; refusing it as a key (announced, in
+// DNS, in a key file or the trust store) leaves the verification rules
+// as they are.
+func checkEd25519Point(k ed25519.PublicKey) error {
+	c, err := curve.NewCompressedEdwardsYFromBytes(k)
+	if err != nil {
+		return fmt.Errorf("%w: ed25519 public key: %v", ErrKeyFile, err)
+	}
+	var p curve.EdwardsPoint
+	if _, err := p.SetCompressedY(c); err != nil {
+		return fmt.Errorf("%w: ed25519 public key is not a curve point", ErrKeyFile)
+	}
+	if p.IsSmallOrder() {
+		return fmt.Errorf("%w: ed25519 public key is a point of small order: any signature under it can be made without a private key", ErrKeyFile)
+	}
+	return nil
 }
 
 // verifyEd25519 reports whether sig is a valid Ed25519 signature of msg by

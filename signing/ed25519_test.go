@@ -2,10 +2,14 @@ package signing
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/sha512"
+	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -568,4 +572,57 @@ func TestIdleTableTaken(t *testing.T) {
 	_, sig7, _ := newKey(7)
 	sameAsStdlib(t, first[7], msg, sig7)
 	sameAsStdlib(t, first[7], []byte("other"), sig7)
+}
+
+// TestSmallOrderKeysRefused: under a small-order public key A the
+// signature (R, S) = ([S]B, S) — S = 0 and R the identity, say — is valid
+// for every message under crypto/ed25519's rules, which verification
+// keeps (docs/signing.md §10). So such a key must never be a key: else
+// anyone announces it for a fresh key id, gets it pinned on first use,
+// and from then on anyone at all can sign as that key id. Every
+// small-order encoding (and every encoding that is no point) is refused
+// where keys come in: an announcement, DNS, a key file, the trust store.
+// (y = 2^255-1 is y = 18 unreduced, a point of large order: a signature
+// under it still needs its secret, so it stays a key, as crypto/ed25519
+// has it.)
+func TestSmallOrderKeysRefused(t *testing.T) {
+	for _, h := range edgePoints {
+		if strings.HasPrefix(h, "ffffffff") {
+			if _, err := NewPublicKey("big@example.com", ed25519.PublicKey(unhex(t, h))); err != nil {
+				t.Errorf("NewPublicKey(%s) = %v; want the key (large order)", h, err)
+			}
+			continue
+		}
+		raw := unhex(t, h)
+		b64 := base64.RawURLEncoding.EncodeToString(raw)
+		if k, err := ParsePublicKeyValue("weak@example.com", "ed25519:"+b64); !errors.Is(err, ErrKeyFile) {
+			t.Errorf("ParsePublicKeyValue(%s) = %v, %v; want ErrKeyFile", h, k, err)
+		}
+		if k, err := ParsePublicKey([]byte("ed25519 weak@example.com "+b64+"\n"), ""); !errors.Is(err, ErrKeyFile) {
+			t.Errorf("ParsePublicKey(%s) = %v, %v; want ErrKeyFile", h, k, err)
+		}
+		if k, err := NewPublicKey("weak@example.com", ed25519.PublicKey(raw)); !errors.Is(err, ErrKeyFile) {
+			t.Errorf("NewPublicKey(%s) = %v, %v; want ErrKeyFile", h, k, err)
+		}
+		line := "weak@example.com ed25519 " + b64 + " tofu 2025-10-09T17:00:00Z active\n"
+		if _, err := NewMemoryTrustStore([]byte(line)); !errors.Is(err, ErrTrustStore) {
+			t.Errorf("trust store with %s: %v, want ErrTrustStore", h, err)
+		}
+	}
+	// The attack: the identity announced, and one signature for every body.
+	store := newStore(t)
+	v := &Verifier{Store: store}
+	sig := make([]byte, 64)
+	sig[0] = 1 // R = the identity, S = 0
+	for _, body := range []string{"  Pin me.\n", "  Anything at all, by anyone.\n"} {
+		text := strings.Replace(plainEnv, "  Hello Bob.\n", body, 1)
+		text = strings.Replace(text, "\nbody:", "meta: signing\nPublic-Key: ed25519:AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n\nbody:", 1)
+		text += "sig: ed25519:pkid=weak@example.com;sig=" + base64.RawURLEncoding.EncodeToString(sig) + "\n[[END]]\n"
+		if r := v.Verify(context.Background(), readEnv(t, text)); r.Status.OK() || !errors.Is(r.Err, ErrKeyFile) {
+			t.Errorf("%q: Verify = %s (%v), want refused for the announced key", body, r.Status, r.Err)
+		}
+	}
+	if es, err := store.Entries(); err != nil || len(es) != 0 {
+		t.Errorf("store = %v, %v; want nothing pinned", es, err)
+	}
 }

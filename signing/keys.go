@@ -82,6 +82,9 @@ func NewPublicKey(pkid string, key crypto.PublicKey) (*PublicKey, error) {
 		if len(k) != ed25519.PublicKeySize {
 			return nil, fmt.Errorf("%w: ed25519 public key is %d bytes, want %d", ErrKeyFile, len(k), ed25519.PublicKeySize)
 		}
+		if err := checkEd25519Point(k); err != nil {
+			return nil, err
+		}
 		return &PublicKey{Pkid: pkid, Key: k}, nil
 	case *ecdsa.PublicKey:
 		if k == nil || k.Curve != elliptic.P256() {

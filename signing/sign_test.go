@@ -3,10 +3,12 @@ package signing
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"golang.org/x/text/unicode/norm"
 )
 
 func testKey(t testing.TB, alg Alg, pkid string) *PrivateKey {
@@ -288,4 +290,78 @@ func FuzzSignVerify(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestVerifiedMeansSameReading: whatever is done to a signed envelope —
+// plain, quoted, fenced, or both — by inserting, replacing, prefixing or
+// suffixing a line with one that the Reader treats specially (sig:,
+// [[END]], META, fields, a header, fences, quote prefixes, line ends,
+// invisible characters), or by changing or inserting one byte anywhere:
+// if an envelope read from the result still verifies under the key, it
+// reads as the signed one did (every field, META and the body, compared
+// in NFC). A signature never vouches for text it does not cover.
+func TestVerifiedMeansSameReading(t *testing.T) {
+	k := testKey(t, Ed25519, "alice@example.com")
+	signed, err := Sign([]byte(signedSample+"[[END]]\n"), k, &SignOptions{Announce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reading := func(e *envelope.Envelope) string {
+		return norm.NFC.String(fmt.Sprintf("%q|%q|%q|%q|%q|%q|%q|%q|%q|%q|%q|%v|%q|%q", e.From, e.To, e.User, e.Session, e.Thread,
+			e.Parent, e.Message, e.Context, e.Intent, e.LegacyIntent, e.Body, e.ResponseForm, e.Fields, e.Meta))
+	}
+	want := reading(readEnv(t, string(signed)))
+	var sigLine string
+	for _, l := range strings.SplitAfter(string(signed), "\n") {
+		if strings.HasPrefix(l, "sig:") {
+			sigLine = l
+		}
+	}
+	quote := func(s string) string {
+		return "> " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n> ") + "\n"
+	}
+	special := []string{"sig: none\n", "sig: x\n", "sig:\n", sigLine, "> " + sigLine, "[[END]]\n", "[[END]] x\n", "> [[END]]\n",
+		"meta: routing\n", "X-Priority: low\n", "meta: signing\n", "Public-Key: ed25519:AAAA\n", "intent: ACK\n", "user: mallory\n",
+		"body: |\n", "response: |\n", "  extra\n", "[[MALLORY→BOB v1]]\n", "```\n", "~~~\n", "> \n", ">\n", "> > x\n",
+		"> intent: ACK\n", "\n", " \n", "\t\n", "\r\n", "\r", "\u00a0\n", "\ufeff\n", "\u2028\n"}
+	check := func(what, text string) {
+		r := envelope.NewReader(strings.NewReader(text))
+		for {
+			env, err := r.Next()
+			var se *envelope.SyntaxError
+			if errors.As(err, &se) {
+				continue
+			}
+			if env == nil {
+				return
+			}
+			if Verify(env, k.Public()).Status == StatusVerified {
+				if got := reading(env); got != want {
+					t.Fatalf("%s: verifies but reads\n%s\nnot\n%s\ntext: %q", what, got, want, text)
+				}
+			}
+		}
+	}
+	for _, form := range []string{string(signed), quote(string(signed)), "```\n" + string(signed) + "```\n", quote("```\n" + string(signed) + "```\n")} {
+		lines := strings.SplitAfter(form, "\n")
+		for i := 0; i <= len(lines); i++ {
+			for _, s := range special {
+				with := func(mid ...string) string {
+					return strings.Join(lines[:i], "") + strings.Join(mid, "") + strings.Join(lines[min(i+1, len(lines)):], "")
+				}
+				check(fmt.Sprintf("insert %q before line %d", s, i), strings.Join(lines[:i], "")+s+strings.Join(lines[i:], ""))
+				if i < len(lines) {
+					check(fmt.Sprintf("line %d replaced by %q", i, s), with(s))
+					check(fmt.Sprintf("line %d prefixed with %q", i, s), with(strings.TrimSuffix(s, "\n"), lines[i]))
+					check(fmt.Sprintf("line %d suffixed with %q", i, s), with(strings.TrimSuffix(lines[i], "\n"), s))
+				}
+			}
+		}
+		for i := 0; i < len(form); i++ {
+			for _, b := range []string{" ", "\n", "\r", ">", "`", "x", ":", ";", "="} {
+				check(fmt.Sprintf("byte %d set to %q", i, b), form[:i]+b+form[i+1:])
+				check(fmt.Sprintf("%q inserted at %d", b, i), form[:i]+b+form[i:])
+			}
+		}
+	}
 }

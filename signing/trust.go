@@ -139,13 +139,18 @@ func (s *TrustStore) matching(keep func(*TrustEntry) bool) ([]TrustEntry, error)
 	if err != nil {
 		return nil, err
 	}
+	return f.matching(keep), nil
+}
+
+// matching is TrustStore.matching on a parsed file.
+func (f *storeFile) matching(keep func(*TrustEntry) bool) []TrustEntry {
 	var out []TrustEntry
 	for _, l := range f.lines {
 		if l.entry != nil && keep(l.entry) {
 			out = append(out, l.entry.clone())
 		}
 	}
-	return out, nil
+	return out
 }
 
 // pinnedFor returns a copy of the entry for key id pkid, if there is one.
@@ -154,10 +159,27 @@ func (s *TrustStore) pinnedFor(pkid string) ([]TrustEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return f.pinnedFor(pkid), nil
+}
+
+// pinnedFor is TrustStore.pinnedFor on a parsed file.
+func (f *storeFile) pinnedFor(pkid string) []TrustEntry {
 	if e := f.withPkid(pkid); e != nil {
-		return []TrustEntry{e.clone()}, nil
+		return []TrustEntry{e.clone()}
 	}
-	return nil, nil
+	return nil
+}
+
+// revokedKey returns the entry that revokes k under any key id, if any.
+func (s *TrustStore) revokedKey(k *PublicKey) (TrustEntry, bool, error) {
+	f, err := s.read()
+	if err != nil {
+		return TrustEntry{}, false, err
+	}
+	if e := f.revokedKey(k); e != nil {
+		return e.clone(), true, nil
+	}
+	return TrustEntry{}, false, nil
 }
 
 // Lookup returns the entry for pkid and whether there is one.
@@ -197,7 +219,8 @@ var seenPinsLimit = MaxSeenPins
 // PinFirstUse pins key for key.Pkid unless a key is already pinned for it
 // (trust on first use). It returns the entry now in the store: the new
 // one, or the existing one when it holds the same key. A different pinned
-// key gives ErrKeyChanged.
+// key gives ErrKeyChanged. A key revoked under another key id is pinned
+// nowhere: the entry returned is that revocation (Revoked set).
 func (s *TrustStore) PinFirstUse(key *PublicKey, source KeySource, sender string) (TrustEntry, error) {
 	return s.pinFirstUse(key, source, sender, "")
 }
@@ -228,6 +251,12 @@ func (s *TrustStore) pinFirstUse(key *PublicKey, source KeySource, sender, seen 
 				return fmt.Errorf("%w: %s is pinned to %s, not %s", ErrKeyChanged, key.Pkid, e.Key.Fingerprint(), key.Fingerprint())
 			}
 			got = e.clone()
+			return errNoChange
+		}
+		if r := f.revokedKeyScan(key); r != nil {
+			// Revoked under another key id: pinned nowhere, reported
+			// revoked (the caller's entry.Revoked).
+			got = r.clone()
 			return errNoChange
 		}
 		if who := cmp.Or(sender, seen); who != "" && f.firstUsePins(who, sender == "") >= MaxFirstUsePins {
@@ -572,26 +601,64 @@ func writeAtomic(path string, data []byte) error {
 type storeFile struct {
 	lines []storeLine
 
-	// byPkid indexes the entries by key id (unique in a file), for
-	// readers (built on first use: a parsed file readers see is never
-	// changed).
+	// byPkid indexes the entries by key id (unique in a file), and
+	// revoked the revoked entries by key (rawKey), for readers (built on
+	// first use: a parsed file readers see is never changed).
 	byPkidOnce sync.Once
 	byPkid     map[string]*TrustEntry
+	revoked    map[string]*TrustEntry
+}
+
+// rawKey identifies a key whatever its key id: its algorithm and bytes.
+func rawKey(k *PublicKey) string { return string(k.Alg()) + ":" + string(k.Bytes()) }
+
+// revokedKey returns an entry that revokes k, under any key id, or nil.
+// A key revoked under one key id is revoked under all: a sig line's
+// pkid= is not signed, so anyone can re-label an envelope the revoked key
+// signed with a key id that names no revocation (docs/signing.md §7).
+// Readers only; a writer inside update scans (revokedKeyScan).
+func (f *storeFile) revokedKey(k *PublicKey) *TrustEntry {
+	f.index()
+	if len(f.revoked) == 0 || k == nil {
+		return nil
+	}
+	return f.revoked[rawKey(k)]
+}
+
+// revokedKeyScan is revokedKey for a file being changed (no index).
+func (f *storeFile) revokedKeyScan(k *PublicKey) *TrustEntry {
+	for _, l := range f.lines {
+		if l.entry != nil && l.entry.Revoked && l.entry.Key.Equal(k) {
+			return l.entry
+		}
+	}
+	return nil
 }
 
 // withPkid returns the entry for pkid, or nil. The relay asks this for
 // every envelope it verifies, so it is a map lookup, not a scan of a
 // store that may hold thousands of pins.
 func (f *storeFile) withPkid(pkid string) *TrustEntry {
+	f.index()
+	return f.byPkid[pkid]
+}
+
+// index builds byPkid and revoked once.
+func (f *storeFile) index() {
 	f.byPkidOnce.Do(func() {
 		f.byPkid = make(map[string]*TrustEntry)
 		for _, l := range f.lines {
 			if l.entry != nil {
 				f.byPkid[l.entry.Key.Pkid] = l.entry
+				if l.entry.Revoked {
+					if f.revoked == nil {
+						f.revoked = make(map[string]*TrustEntry)
+					}
+					f.revoked[rawKey(l.entry.Key)] = l.entry
+				}
 			}
 		}
 	})
-	return f.byPkid[pkid]
 }
 
 type storeLine struct {

@@ -908,3 +908,121 @@ func TestTrustStoreOnBadFile(t *testing.T) {
 		t.Errorf("Entries of a bad file, never read good = %v, want ErrTrustStore", err)
 	}
 }
+
+// TestRevokedUnderAnyKeyID: the sig line's pkid= is outside the signed
+// bytes, so anyone can take an old envelope the revoked key signed and
+// name another key id in it — a Cyrillic lookalike, a fresh one. The key
+// is revoked all the same: not verified with the key given, not pinned on
+// first use (the envelope announces it), not verified under another key
+// id it was pinned to before (docs/signing.md §7).
+func TestRevokedUnderAnyKeyID(t *testing.T) {
+	ctx := context.Background()
+	k := testKey(t, Ed25519, "alice@example.com")
+	old, err := Sign([]byte(plainEnv), k, &SignOptions{Announce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relabel := func(pkid string) *envelope.Envelope {
+		return readEnv(t, strings.Replace(string(old), "pkid=alice@example.com;", "pkid="+pkid+";", 1))
+	}
+	// setup returns a store where alice@example.com's key is revoked.
+	setup := func(t *testing.T) *TrustStore {
+		store := newStore(t)
+		wantStatus(t, "first use", (&Verifier{Store: store}).Verify(ctx, relabel("alice@example.com")), StatusFirstUse)
+		if err := store.Revoke("alice@example.com", nil); err != nil {
+			t.Fatal(err)
+		}
+		return store
+	}
+	for _, pkid := range []string{"alice@example.com", "\u0430lice@example.com", "Alice@example.com", "mallory@example.net"} {
+		t.Run(pkid, func(t *testing.T) {
+			store := setup(t)
+			before, _ := store.Bytes()
+			for name, v := range map[string]*Verifier{
+				"first use": {Store: store},
+				"no TOFU":   {Store: store, NoTOFU: true},
+				"--key":     {Store: store, Keys: []*PublicKey{k.Public()}},
+			} {
+				r := v.Verify(ctx, relabel(pkid))
+				wantStatus(t, name, r, StatusRevoked)
+				if !errors.Is(r.Err, ErrRevoked) {
+					t.Errorf("%s: Err = %v, want ErrRevoked", name, r.Err)
+				}
+			}
+			if after, _ := store.Bytes(); !bytes.Equal(before, after) {
+				t.Errorf("the store changed:\n%s", after)
+			}
+		})
+	}
+	t.Run("pinned under another key id first", func(t *testing.T) {
+		store := newStore(t)
+		v := &Verifier{Store: store}
+		wantStatus(t, "first use as bob", v.Verify(ctx, relabel("bob@example.com")), StatusFirstUse)
+		wantStatus(t, "first use as alice", v.Verify(ctx, relabel("alice@example.com")), StatusFirstUse)
+		wantStatus(t, "as bob", v.Verify(ctx, relabel("bob@example.com")), StatusVerified)
+		if err := store.Revoke("alice@example.com", nil); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, "as bob after alice's revocation", v.Verify(ctx, relabel("bob@example.com")), StatusRevoked)
+	})
+	t.Run("PinFirstUse", func(t *testing.T) {
+		store := setup(t)
+		pub := *k.Public()
+		pub.Pkid = "\u0430lice@example.com"
+		e, err := store.PinFirstUse(&pub, SourceTOFU, "mallory")
+		if err != nil || !e.Revoked {
+			t.Errorf("PinFirstUse(revoked key, other key id) = %+v, %v; want the revoked entry", e, err)
+		}
+		if _, ok, _ := store.Lookup(pub.Pkid); ok {
+			t.Errorf("%s pinned", pub.Pkid)
+		}
+	})
+}
+
+// TestConcurrentFirstUsesOfOneKeyID: eight verifiers, each with its own
+// TrustStore on one file, verify at once eight envelopes that announce
+// eight different keys for the same new key id. Exactly one is a first
+// use and pinned; every other is key-changed (never a second pin, never
+// a first use reported for a key the store does not hold). Run with -race.
+func TestConcurrentFirstUsesOfOneKeyID(t *testing.T) {
+	for round := range 5 {
+		path := newStore(t).Path()
+		const n = 8
+		envs := make([]*envelope.Envelope, n)
+		keys := make([]*PrivateKey, n)
+		for i := range envs {
+			keys[i] = testKey(t, Ed25519, "new@example.com")
+			envs[i] = signed(t, keys[i], plainEnv, &SignOptions{Announce: true})
+		}
+		results := make([]Result, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = (&Verifier{Store: NewTrustStore(path)}).Verify(context.Background(), envs[i])
+			}()
+		}
+		wg.Wait()
+		es, err := NewTrustStore(path).Entries()
+		if err != nil || len(es) != 1 {
+			t.Fatalf("round %d: store = %v, %v; want one pin", round, es, err)
+		}
+		firstUses := 0
+		for i, r := range results {
+			switch r.Status {
+			case StatusFirstUse:
+				firstUses++
+				if !es[0].Key.Equal(keys[i].Public()) {
+					t.Errorf("round %d: first use of key %d, but the store holds another", round, i)
+				}
+			case StatusKeyChanged:
+			default:
+				t.Errorf("round %d: key %d: %s (%v), want first-use or key-changed", round, i, r.Status, r.Err)
+			}
+		}
+		if firstUses != 1 {
+			t.Errorf("round %d: %d first uses, want 1", round, firstUses)
+		}
+	}
+}

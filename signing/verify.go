@@ -169,6 +169,9 @@ type check struct {
 	input     []byte
 	announced *PublicKey
 	annErr    error
+	// store is the trust store as pinned read it (nil without one): its
+	// revocations count for every key id (storeFile.revokedKey).
+	store *storeFile
 }
 
 // prepare parses env's signature and builds the signing input. Without
@@ -232,16 +235,38 @@ func (v *Verifier) pinned(env *envelope.Envelope, c *check, pkid string) ([]Trus
 	if v.Store == nil {
 		return nil, nil
 	}
+	f, err := v.Store.read()
+	if err != nil {
+		return nil, err
+	}
+	c.store = f
 	if c.sig.Form != FormBareJWS {
 		if pkid == "" {
 			return nil, nil
 		}
-		return v.Store.pinnedFor(pkid)
+		return f.pinnedFor(pkid), nil
 	}
-	return v.Store.matching(func(e *TrustEntry) bool {
+	return f.matching(func(e *TrustEntry) bool {
 		return pkid != "" && e.Key.Pkid == pkid || pkid == "" && e.Key.Pkid == env.From ||
 			c.sig.Form == FormBareJWS && (e.Sender != "" && strings.EqualFold(e.Sender, env.From) || e.Seen != "" && strings.EqualFold(e.Seen, env.From))
-	})
+	}), nil
+}
+
+// revokedKey returns the entry that revokes k under any key id, if any
+// (storeFile.revokedKey), from the store pinned read.
+func (c *check) revokedKey(k *PublicKey) *TrustEntry {
+	if c.store == nil {
+		return nil
+	}
+	return c.store.revokedKey(k)
+}
+
+// revoked is the failure for a signature by k, revoked by entry r.
+func (res Result) revoked(k *PublicKey, r *TrustEntry) Result {
+	if r.Key.Pkid != res.Pkid {
+		return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s), revoked as %s", ErrRevoked, res.Pkid, k.Fingerprint(), r.Key.Pkid))
+	}
+	return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, res.Pkid, k.Fingerprint()))
 }
 
 // verifyPinned decides for a key id the store has a pin for: the pin
@@ -258,6 +283,9 @@ func (v *Verifier) verifyPinned(ctx context.Context, env *envelope.Envelope, c *
 			res.Pkid, res.Key, res.Source = e.Key.Pkid, e.Key, e.Source
 			if e.Revoked {
 				return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, e.Key.Pkid, e.Key.Fingerprint())), true
+			}
+			if r := c.revokedKey(e.Key); r != nil {
+				return res.revoked(e.Key, r), true
 			}
 			return v.finish(env, res), true
 		}
@@ -364,6 +392,11 @@ func (v *Verifier) verifyAnnounced(env *envelope.Envelope, c *check, res Result)
 		return res.fail(StatusBadSignature, fmt.Errorf("%w under the key the envelope announces (%s)", ErrBadSignature, a.Fingerprint()))
 	}
 	res.Key = a
+	if r := c.revokedKey(a); r != nil {
+		// Revoked under another key id: an old envelope of the key,
+		// its unsigned pkid= changed, is no first use.
+		return res.revoked(a, r)
+	}
 	if v.Store == nil || v.NoTOFU {
 		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: the envelope announces %s, but first-use pinning is off", ErrUnknownKey, res.Pkid, a.Fingerprint()))
 	}
@@ -376,7 +409,7 @@ func (v *Verifier) verifyAnnounced(env *envelope.Envelope, c *check, res Result)
 	case err != nil:
 		return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: %w", ErrUnknownKey, res.Pkid, err))
 	case entry.Revoked:
-		return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, res.Pkid, a.Fingerprint()))
+		return res.revoked(a, &entry)
 	}
 	v.log(slog.LevelInfo, "pinned key on first use", "pkid", res.Pkid, "fingerprint", a.Fingerprint(), "sender", env.From)
 	res.Status, res.Source = StatusFirstUse, SourceTOFU
@@ -388,14 +421,15 @@ func (v *Verifier) verifyAnnounced(env *envelope.Envelope, c *check, res Result)
 // a REVOKE.
 func (v *Verifier) finish(env *envelope.Envelope, res Result) Result {
 	if v.Store != nil && (res.Source == SourceExplicit || res.Source == SourceDNS) {
-		e, ok, err := v.Store.Lookup(res.Pkid)
+		// Under any key id: the sig line's pkid= is not signed.
+		e, ok, err := v.Store.revokedKey(res.Key)
 		if err != nil {
 			// Whether the key was revoked is unknown: a broken store
 			// trusts nothing.
 			return res.fail(StatusUnknownKey, fmt.Errorf("%w %s: %w", ErrUnknownKey, res.Pkid, err))
 		}
-		if ok && e.Revoked && e.Key.Equal(res.Key) {
-			return res.fail(StatusRevoked, fmt.Errorf("%w: %s (%s)", ErrRevoked, res.Pkid, res.Key.Fingerprint()))
+		if ok {
+			return res.revoked(res.Key, &e)
 		}
 	}
 	res.Status = StatusVerified
