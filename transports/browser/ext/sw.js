@@ -247,13 +247,17 @@ const handlers = {
   async check(msg) { return { envelopes: await check(String(msg.text).slice(0, MAX_TEXT + 1)) }; },
   async send(msg) { return send(msg); },
   async fence(msg) { return { text: (await wasmReady).fence(msg.text) }; },
-  async site(msg) {
+  async site(msg, sender) {
     const s = await settings();
     const site = siteFor(s.sites, msg.url);
     // The relay's own pages, also by its other loopback name.
     const loop = (h) => String(h).toLowerCase().replace(/^localhost(?=:|$)/, '127.0.0.1');
     const isRelay = loop(hostOf(s.relay)) === loop(msg.host);
-    return { agent: site ? site.agent : '', auto: !!(site && site.auto), relay: s.relay, isRelay };
+    const out = { agent: site ? site.agent : '', auto: !!(site && site.auto), isRelay };
+    // The relay's URL for the popup only: a content script has no use for
+    // it, and its page's renderer must not learn where the relay is.
+    if (fromExtension(sender)) { out.relay = s.relay; }
+    return out;
   },
   async waiting(msg, sender) {
     try {

@@ -200,6 +200,7 @@ try {
     check('exchanges: refused to a page', !!r.exchanges.error && !r.exchanges.items, JSON.stringify(r.exchanges));
     check('test: refused to a page', !!r.test.error && r.test.ok === undefined, JSON.stringify(r.test));
     check('the relay by its other loopback name is the relay', r.relayPage.isRelay === true, JSON.stringify(r.relayPage));
+    check('site: a page is not told the relay URL', r.site.relay === undefined && r.relayPage.relay === undefined, JSON.stringify(r.site));
   });
 
   await step('copy the last envelope of the page, fenced (command)', async () => {
