@@ -251,7 +251,9 @@ func TestExtensionFirefox(t *testing.T) {
 // malformed envelopes; send → ledger event, then duplicate; a page with a
 // strict CSP; a streaming message; insert into a textarea and a
 // ProseMirror-like contenteditable and delivery; the badge; a keyboard
-// command; auto mode sending each envelope once; the clipboard fallback.
+// command; auto mode sending each envelope once; a hostile page that hides
+// envelopes or lines of them, and resends another text under a recorded
+// message id; the clipboard fallback.
 // The tests fail, not skip, when CI=true and the browser, node or
 // playwright-core is missing. The driver prints its checks as JSON; each
 // becomes a subtest, and the relay's ledger and request counts are checked
