@@ -137,7 +137,9 @@
     const range = document.createRange();
     for (let n = walker.nextNode(); n; n = walker.nextNode()) {
       const el = n.parentElement;
-      if (!el || !n.nodeValue.trim() || isOurs(el)) { continue; }
+      // No isOurs: the page can wear our attributes, and our controls hold
+      // no text outside their shadow roots.
+      if (!el || !n.nodeValue.trim()) { continue; }
       // Not rendered at all (display: none, visibility: hidden): not in
       // innerText either.
       if (typeof el.checkVisibility === 'function' ? !el.checkVisibility({ visibilityProperty: true }) : !el.getClientRects().length) { continue; }

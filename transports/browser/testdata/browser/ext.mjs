@@ -359,7 +359,7 @@ try {
     // shows, and only that.
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES_AUTO + '/hostile.html');
-    const sentIn = (m) => page.$$eval('[data-message-id="' + m + '"] [data-crosstalk-envelope]', (els) => els.map((e) => e.getAttribute('data-crosstalk-status') + '/' + e.getAttribute('data-crosstalk-sent')));
+    const sentIn = (m) => page.$$eval('[data-message-id="' + m + '"] [data-crosstalk-envelope]', (els) => els.filter((e) => e.shadowRoot).map((e) => e.getAttribute('data-crosstalk-status') + '/' + e.getAttribute('data-crosstalk-sent')));
     const settled = (ms) => page.waitForFunction((ms) => ms.every((m) => {
       const c = document.querySelector('[data-message-id="' + m + '"] [data-crosstalk-envelope]');
       return c && c.getAttribute('data-crosstalk-sent') !== '';
@@ -378,10 +378,10 @@ try {
     for (const m of ['h-none', 'h-faded']) {
       check('an envelope the page hides (' + m + ') gets no control', (await sentIn(m)).length === 0, await sentIn(m));
     }
-    for (const m of ['h-tiny', 'h-clear', 'h-away']) {
+    for (const m of ['h-tiny', 'h-clear', 'h-away', 'h-ours']) {
       const got = await sentIn(m);
       check('an envelope with a line the user cannot see (' + m + ') is marked hidden, not sent', got.join() === 'hidden/', got);
-      const disabled = await page.locator('[data-message-id="' + m + '"] [data-crosstalk-envelope]').evaluateAll((els) => els.map((e) => e.shadowRoot.querySelector('[data-crosstalk-action="send"]').disabled));
+      const disabled = await page.locator('[data-message-id="' + m + '"] [data-crosstalk-envelope]').evaluateAll((els) => els.filter((e) => e.shadowRoot).map((e) => e.shadowRoot.querySelector('[data-crosstalk-action="send"]').disabled));
       check('no Send for ' + m, disabled.length === 1 && disabled[0] === true, JSON.stringify(disabled));
     }
     check('a resend under a held message id with another body says differs', (await sentIn('h-differs')).join() === 'unsigned/differs', await sentIn('h-differs'));

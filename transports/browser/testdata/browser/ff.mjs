@@ -296,7 +296,7 @@ try {
   await step('a hostile page: what it hides is not sent, a differing resend is not "already in the ledger"', async () => {
     await go(env.PAGES_AUTO + '/hostile.html');
     const got = (msg) => m.script('return [...document.querySelectorAll(\'[data-message-id="\' + arguments[0] + \'"] [data-crosstalk-envelope]\')]' +
-      '.map((e) => e.getAttribute("data-crosstalk-status") + "/" + e.getAttribute("data-crosstalk-sent") + (e.shadowRoot.querySelector("[data-crosstalk-action=send]").disabled ? "/disabled" : ""));', [msg])
+      '.filter((e) => e.shadowRoot).map((e) => e.getAttribute("data-crosstalk-status") + "/" + e.getAttribute("data-crosstalk-sent") + (e.shadowRoot.querySelector("[data-crosstalk-action=send]").disabled ? "/disabled" : ""));', [msg])
       .then((r) => (r && 'value' in r ? r.value : r));
     await m.waitFor('return ["h-ok", "h-differs"].every((m) => { const c = document.querySelector(\'[data-message-id="\' + m + \'"] [data-crosstalk-envelope]\');' +
       'return c && c.getAttribute("data-crosstalk-sent") !== ""; })', [], 15000, 'hostile page sent');
@@ -304,7 +304,7 @@ try {
     for (const id of ['h-none', 'h-faded']) {
       check('an envelope the page hides (' + id + ') gets no control', (await got(id)).length === 0, await got(id));
     }
-    for (const id of ['h-tiny', 'h-clear', 'h-away']) {
+    for (const id of ['h-tiny', 'h-clear', 'h-away', 'h-ours']) {
       check('an envelope with a line the user cannot see (' + id + ') is marked hidden, not sent', (await got(id)).join() === 'hidden//disabled', await got(id));
     }
     check('a resend under a held message id with another body says differs', (await got('h-differs')).join() === 'unsigned/differs', await got('h-differs'));
