@@ -349,6 +349,7 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		t.Fatal(err)
 	}
 	eVisible, tVisible := compose("CLAUDE", "GEMINI", "ext-hostile", "Shown plainly.")
+	_, tLazy := compose("CLAUDE", "GEMINI", "ext-hostile", "Drawn when scrolled to (content-visibility: auto).")
 
 	// What waits for CHATGPT (the agent of the 127.0.0.1 pages).
 	var waiting []map[string]string
@@ -402,6 +403,7 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 		"Differs":       string(bDiffers),
 		"TwiceFirst":    tTwiceFirst,
 		"Visible":       tVisible,
+		"Lazy":          tLazy,
 	})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 	seed := map[string]any{

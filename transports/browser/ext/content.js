@@ -119,7 +119,7 @@
   // copied: the user cannot see what they say.
   function shown(el) {
     if (typeof el.checkVisibility === 'function') {
-      return el.checkVisibility({ opacityProperty: true, visibilityProperty: true, contentVisibilityAuto: true });
+      return el.checkVisibility({ opacityProperty: true, visibilityProperty: true });
     }
     return el.getClientRects().length > 0;
   }
@@ -488,6 +488,10 @@
       if (state.pending) { watchPending(); }
     }).observe(document.body, { childList: true, subtree: true, characterData: true });
     document.addEventListener('input', () => { if (state.pending) { watchPending(); } }, true);
+    // A message off screen in a content-visibility: auto list has no
+    // layout, hence no innerText, until it is drawn, which changes no DOM:
+    // look again when it is.
+    document.addEventListener('contentvisibilityautostatechange', (e) => { if (!e.skipped) { schedule(100); } }, true);
     scan();
     refreshWaiting();
     setInterval(refreshWaiting, 15000);

@@ -385,6 +385,10 @@ try {
       check('no Send for ' + m, disabled.length === 1 && disabled[0] === true, JSON.stringify(disabled));
     }
     check('a resend under a held message id with another body says differs', (await sentIn('h-differs')).join() === 'unsigned/differs', await sentIn('h-differs'));
+    // Not hiding: a message of a content-visibility: auto list, sent once scrolled to.
+    await page.locator('[data-message-id="h-lazy"]').scrollIntoViewIfNeeded();
+    await page.waitForFunction(() => { const c = document.querySelector('[data-message-id="h-lazy"] [data-crosstalk-envelope]'); return c && c.getAttribute('data-crosstalk-sent') !== ''; }, null, { timeout: 10000 });
+    check('a message drawn when scrolled to (content-visibility: auto) is not hidden', (await sentIn('h-lazy')).join() === 'unsigned/ok', await sentIn('h-lazy'));
     const twice = [...await sentIn('h-twice-1'), ...await sentIn('h-twice-2')];
     check('another envelope under a message id auto mode sent is posted, and differs', twice.join() === 'unsigned/ok,unsigned/differs', JSON.stringify(twice));
     await page.close();
