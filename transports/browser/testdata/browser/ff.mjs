@@ -3,8 +3,10 @@
 // installed as a temporary add-on. It is run by transports/browser's
 // TestExtensionFirefox (node ff.mjs), never by hand, with the environment
 // of ext.mjs plus FIREFOX (the binary), and prints the same JSON object:
-// {"checks":[{name, ok, detail}]}. The toolbar badge and the long
-// conversation are checked in Chromium only.
+// {"checks":[{name, ok, detail}]}. The toolbar badge, the long
+// conversation and the hostile page's later envelopes (a second text under
+// a sent message id, a line hidden after the check, a content-visibility
+// list) are checked in Chromium only.
 import crypto from 'node:crypto';
 import { Marionette } from './marionette.mjs';
 
