@@ -110,6 +110,59 @@
     return [...found].filter((b) => ![...found].some((o) => o !== b && o.contains(b)));
   }
 
+  // ---- what the user sees ---------------------------------------------------
+  // A page may show an envelope other than the one its text holds: a block
+  // it does not render (display: none, opacity: 0) still has its text in
+  // the DOM, and a line in a visible block can be drawn invisibly (a tiny
+  // font, a transparent colour, moved off the block) while innerText, what
+  // is checked and sent, keeps it. Such envelopes are neither sent nor
+  // copied: the user cannot see what they say.
+  function shown(el) {
+    if (typeof el.checkVisibility === 'function') {
+      return el.checkVisibility({ opacityProperty: true, visibilityProperty: true });
+    }
+    return el.getClientRects().length > 0;
+  }
+
+  const clear = (c) => !c || c === 'transparent' || /^rgba\(.*[,/]\s*0(\.0*)?\)$/.test(c);
+
+  // hiddenLines returns the lines of text in block that innerText keeps but
+  // the page draws so that nobody sees them.
+  function hiddenLines(block) {
+    const out = [];
+    const b = block.getBoundingClientRect();
+    const left = b.left - block.scrollLeft, top = b.top - block.scrollTop;
+    const right = left + Math.max(b.width, block.scrollWidth), bottom = top + Math.max(b.height, block.scrollHeight);
+    const walker = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const el = n.parentElement;
+      // No isOurs: the page can wear our attributes, and our controls hold
+      // no text outside their shadow roots.
+      if (!el || !n.nodeValue.trim()) { continue; }
+      // Not rendered at all (display: none, visibility: hidden): not in
+      // innerText either.
+      if (typeof el.checkVisibility === 'function' ? !el.checkVisibility({ visibilityProperty: true }) : !el.getClientRects().length) { continue; }
+      const cs = getComputedStyle(el);
+      range.selectNodeContents(n);
+      const rects = [...range.getClientRects()].filter((r) => r.width > 0 && r.height > 0);
+      const hidden = !shown(el) || parseFloat(cs.fontSize) < 4 || clear(cs.color) || clear(cs.webkitTextFillColor || cs.color) || !rects.length ||
+        rects.some((r) => r.right <= left || r.left >= right || r.bottom <= top || r.top >= bottom);
+      if (hidden) { out.push(...n.nodeValue.split('\n').map((l) => l.trim()).filter(Boolean)); }
+    }
+    return out;
+  }
+
+  // hiddenIn returns what the page hides of an envelope's text in block:
+  // the block itself, or a line of it; '' when the user sees it all.
+  function hiddenIn(block, text) {
+    if (!block.isConnected || !shown(block)) { return 'the page does not show this envelope'; }
+    const line = hiddenLines(block).find((l) => text.includes(l));
+    return line ? 'the page hides a line of it from view: "' + line.slice(0, 80) + '"' : '';
+  }
+
+  const sendable = (c) => c.__env.status !== 'error' && c.__env.status !== 'hidden';
+
   function messageOf(block) {
     return block.closest(MESSAGES[location.hostname] || GENERIC_MESSAGES) || block.parentElement || block;
   }
@@ -143,6 +196,13 @@
     let again = false;
     prune();
     for (const block of findBlocks()) {
+      if (!shown(block)) {
+        // A block the page hides (or hid since): no control beside it.
+        for (const old of block.__crosstalkControls || []) { old.remove(); }
+        block.__crosstalkControls = [];
+        state.blocks.delete(block);
+        continue;
+      }
       const text = (block.innerText || '').slice(0, MAX_TEXT + 1);
       let b = state.blocks.get(block);
       if (!b || b.text !== text) {
@@ -176,10 +236,11 @@
   const LABELS = {
     verified: '✓ verified', 'first-use': '✓ first use', unsigned: 'unsigned', 'unknown-key': '? unknown key',
     invalid: '✗ invalid signature', 'key-changed': '✗ key changed', revoked: '✗ revoked', error: '✗ not parsed',
+    hidden: '✗ hidden text',
   };
   const COLORS = {
     verified: '#15803d', 'first-use': '#b45309', unsigned: '#4b5563', 'unknown-key': '#b91c1c',
-    invalid: '#b91c1c', 'key-changed': '#b91c1c', revoked: '#b91c1c', error: '#b91c1c',
+    invalid: '#b91c1c', 'key-changed': '#b91c1c', revoked: '#b91c1c', error: '#b91c1c', hidden: '#b91c1c',
   };
 
   async function process(block, text) {
@@ -189,8 +250,12 @@
     const made = [];
     let after = block;
     const message = messageOf(block);
-    for (const env of res.envelopes) {
+    const hidden = hiddenLines(block);
+    for (let env of res.envelopes) {
+      const line = env.status === 'error' ? '' : hidden.find((l) => env.text.includes(l));
+      if (line) { env = Object.assign({}, env, { status: 'hidden', reason: 'the page hides a line of it from view: "' + line.slice(0, 80) + '"' }); }
       const c = control(env);
+      c.__block = block;
       if (block === message || !block.parentNode) {
         block.appendChild(c);
       } else {
@@ -203,7 +268,7 @@
     state.controls.push(...made);
     if (state.site.auto) {
       for (const c of made) {
-        if (c.__env.status !== 'error') { doSend(c, true); }
+        if (sendable(c)) { doSend(c, true); }
       }
     }
   }
@@ -217,7 +282,7 @@
     host.setAttribute('data-crosstalk-envelope', env.message || String(state.keys.get(key)));
     host.setAttribute('data-crosstalk-status', env.status);
     host.setAttribute('data-crosstalk-sent', '');
-    host.title = env.status === 'error' ? 'Not an envelope: ' + env.reason
+    host.title = env.status === 'error' ? 'Not an envelope: ' + env.reason : env.status === 'hidden' ? 'Not sent: ' + env.reason
       : env.from + ' → ' + env.to + ' ' + (env.intent || '') + (env.pkid ? ' · key ' + env.pkid : '') +
         (env.fingerprint ? ' (' + env.fingerprint + ')' : '') + (env.reason ? ' · ' + env.reason : '');
     host.style.cssText = 'display:block;margin:4px 0';
@@ -238,7 +303,7 @@
     st.style.color = COLORS[env.status] || '#111';
     const sendB = root.querySelector('[data-crosstalk-action="send"]');
     const copyB = root.querySelector('[data-crosstalk-action="copy"]');
-    if (env.status === 'error') {
+    if (env.status === 'error' || env.status === 'hidden') {
       sendB.disabled = copyB.disabled = true;
     }
     // Only the user's own clicks count: the page's scripts can reach an
@@ -246,6 +311,8 @@
     sendB.addEventListener('click', (e) => { if (e.isTrusted) { doSend(host, false); } });
     copyB.addEventListener('click', async (e) => {
       if (!e.isTrusted) { return; }
+      const why = hiddenIn(host.__block, env.text);
+      if (why) { toast('Not copied: ' + why, true); return; }
       const { text } = await ask({ type: 'fence', text: env.text });
       toast((await copy(text)) ? 'Copied ✓' : 'Could not copy', false);
     });
@@ -254,12 +321,20 @@
 
   function showSent(host, sent) {
     host.setAttribute('data-crosstalk-sent', sent);
-    const words = { ok: 'sent ✓', duplicate: 'already in the ledger', offline: 'copied (relay unreachable)' };
+    const words = { hidden: 'not sent: hidden text', ok: 'sent ✓', duplicate: 'already in the ledger', offline: 'copied (relay unreachable)', differs: 'not sent: the relay holds another envelope under its id' };
     host.shadowRoot.querySelector('.sent').textContent = words[sent] || sent;
   }
 
   async function doSend(host, auto) {
     const env = host.__env;
+    // Again now: the page may have hidden the envelope, or a line of it,
+    // since it was checked.
+    const why = hiddenIn(host.__block, env.text);
+    if (why) {
+      showSent(host, 'hidden');
+      toast('Not sent: ' + why, true);
+      return;
+    }
     let r;
     try {
       r = await ask({ type: 'send', text: env.text, key: host.__key, auto });
@@ -387,12 +462,12 @@
     if (!msg || msg.type !== 'command') { return false; }
     if (msg.command === 'insert-next') { insertNext(true); }
     if (msg.command === 'copy-last') {
-      const last = state.controls.filter((c) => c.isConnected && c.__env.status !== 'error').pop();
+      const last = state.controls.filter((c) => c.isConnected && sendable(c) && !hiddenIn(c.__block, c.__env.text)).pop();
       if (!last) { toast('No envelope on this page', true); return false; }
       ask({ type: 'fence', text: last.__env.text }).then(async (r) => toast((await copy(r.text)) ? 'Copied ✓' : 'Could not copy', false));
     }
     if (msg.command === 'send-all') {
-      for (const c of state.controls) { if (c.isConnected && c.__env.status !== 'error') { doSend(c, false); } }
+      for (const c of state.controls) { if (c.isConnected && sendable(c)) { doSend(c, false); } }
     }
     return false;
   });
@@ -413,6 +488,10 @@
       if (state.pending) { watchPending(); }
     }).observe(document.body, { childList: true, subtree: true, characterData: true });
     document.addEventListener('input', () => { if (state.pending) { watchPending(); } }, true);
+    // A message off screen in a content-visibility: auto list has no
+    // layout, hence no innerText, until it is drawn, which changes no DOM:
+    // look again when it is.
+    document.addEventListener('contentvisibilityautostatechange', (e) => { if (!e.skipped) { schedule(100); } }, true);
     scan();
     refreshWaiting();
     setInterval(refreshWaiting, 15000);

@@ -118,24 +118,38 @@ function remember(key, out) {
   return run;
 }
 
+// sentKey is what a send is remembered under: the page's key for the
+// envelope (its message id, when it has one) and the SHA-256 of its text.
+// Another envelope under the same message id is another send: the relay
+// answers it "differs", never the first one's "sent".
+async function sentKey(msg) {
+  const d = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(String(msg.text))));
+  return String(msg.key) + ' ' + Array.from(d.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
 // send posts one envelope to the relay. auto: skip it when it was sent
 // before, or is being sent now (auto mode sends each envelope once, even
 // with the page open in two tabs).
-const inflight = new Map(); // key → the auto send under way
+const inflight = new Map(); // sentKey → the auto send under way
 async function send(msg) {
+  const key = await sentKey(msg);
   if (msg.auto) {
-    if (inflight.has(msg.key)) { return Object.assign({ skipped: true }, await inflight.get(msg.key)); }
-    await remembering;
-    const { sent = {} } = await chrome.storage.local.get('sent');
-    if (sent[msg.key]) { return Object.assign({ skipped: true }, sent[msg.key]); }
-    const p = post(msg);
-    inflight.set(msg.key, p);
-    try { return await p; } finally { inflight.delete(msg.key); }
+    if (inflight.has(key)) { return Object.assign({ skipped: true }, await inflight.get(key)); }
+    // In inflight before the first await: a second tab's send of the same
+    // envelope, arriving meanwhile, waits for this one.
+    const p = (async () => {
+      await remembering;
+      const { sent = {} } = await chrome.storage.local.get('sent');
+      if (sent[key]) { return Object.assign({ skipped: true }, sent[key]); }
+      return post(msg, key);
+    })();
+    inflight.set(key, p);
+    try { return await p; } finally { inflight.delete(key); }
   }
-  return post(msg);
+  return post(msg, key);
 }
 
-async function post(msg) {
+async function post(msg, key) {
   let res;
   try {
     res = await relayFetch('/crosstalk/receive', {
@@ -154,11 +168,17 @@ async function post(msg) {
   if (res.status === 200 && res.body && Array.isArray(res.body.results)) {
     const r0 = res.body.results[0] || {};
     out = { sent: r0.duplicate ? 'duplicate' : 'ok', event_id: r0.event_id, group: r0.group_id, seq: r0.seq, status: r0.status };
+    if (r0.differs) {
+      // The relay holds another envelope under this message id: this one
+      // was not recorded (docs/design.md §5.3), which "already in the
+      // ledger" would hide.
+      out = { sent: 'differs', error: 'the relay holds another envelope under message id ' + (r0.message || '') + '; this one was not recorded and needs a new message id' };
+    }
   } else {
     const e = relayError(res);
     out = { sent: e.code, error: e.message };
   }
-  if (out.sent === 'ok' || out.sent === 'duplicate') { await remember(msg.key, out); }
+  if (out.sent === 'ok' || out.sent === 'duplicate') { await remember(key, out); }
   return out;
 }
 
@@ -227,13 +247,17 @@ const handlers = {
   async check(msg) { return { envelopes: await check(String(msg.text).slice(0, MAX_TEXT + 1)) }; },
   async send(msg) { return send(msg); },
   async fence(msg) { return { text: (await wasmReady).fence(msg.text) }; },
-  async site(msg) {
+  async site(msg, sender) {
     const s = await settings();
     const site = siteFor(s.sites, msg.url);
     // The relay's own pages, also by its other loopback name.
     const loop = (h) => String(h).toLowerCase().replace(/^localhost(?=:|$)/, '127.0.0.1');
     const isRelay = loop(hostOf(s.relay)) === loop(msg.host);
-    return { agent: site ? site.agent : '', auto: !!(site && site.auto), relay: s.relay, isRelay };
+    const out = { agent: site ? site.agent : '', auto: !!(site && site.auto), isRelay };
+    // The relay's URL for the popup only: a content script has no use for
+    // it, and its page's renderer must not learn where the relay is.
+    if (fromExtension(sender)) { out.relay = s.relay; }
+    return out;
   },
   async waiting(msg, sender) {
     try {

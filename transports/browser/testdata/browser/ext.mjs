@@ -200,6 +200,7 @@ try {
     check('exchanges: refused to a page', !!r.exchanges.error && !r.exchanges.items, JSON.stringify(r.exchanges));
     check('test: refused to a page', !!r.test.error && r.test.ok === undefined, JSON.stringify(r.test));
     check('the relay by its other loopback name is the relay', r.relayPage.isRelay === true, JSON.stringify(r.relayPage));
+    check('site: a page is not told the relay URL', r.site.relay === undefined && r.relayPage.relay === undefined, JSON.stringify(r.site));
   });
 
   await step('copy the last envelope of the page, fenced (command)', async () => {
@@ -351,6 +352,69 @@ try {
       [...document.querySelectorAll('[data-crosstalk-envelope]')].every((e) => e.getAttribute('data-crosstalk-sent') === 'ok'), n, { timeout: 15000 });
     check('auto mode', true, '');
     await page.close();
+  });
+
+  await step('a hostile page: what it hides is not sent, a differing resend is not "already in the ledger"', async () => {
+    // hostile.html, on the auto-mode site: auto mode sends what the page
+    // shows, and only that.
+    const page = current = await ctx.newPage();
+    await page.goto(env.PAGES_AUTO + '/hostile.html');
+    const sentIn = (m) => page.$$eval('[data-message-id="' + m + '"] [data-crosstalk-envelope]', (els) => els.filter((e) => e.shadowRoot).map((e) => e.getAttribute('data-crosstalk-status') + '/' + e.getAttribute('data-crosstalk-sent')));
+    const settled = (ms) => page.waitForFunction((ms) => ms.every((m) => {
+      const c = document.querySelector('[data-message-id="' + m + '"] [data-crosstalk-envelope]');
+      return c && c.getAttribute('data-crosstalk-sent') !== '';
+    }), ms, { timeout: 15000 });
+    await settled(['h-ok', 'h-differs', 'h-twice-1']);
+    // Then the page shows another envelope under the message id it sent.
+    await page.evaluate((text) => {
+      const m = document.createElement('div');
+      m.className = 'message';
+      m.dataset.messageId = 'h-twice-2';
+      m.appendChild(document.createElement('pre')).textContent = text;
+      document.querySelector('.thread').appendChild(m);
+    }, seed.twiceSecond);
+    await settled(['h-twice-2']);
+    check('the envelope the page shows is sent', (await sentIn('h-ok')).join() === 'unsigned/ok', await sentIn('h-ok'));
+    for (const m of ['h-none', 'h-faded']) {
+      check('an envelope the page hides (' + m + ') gets no control', (await sentIn(m)).length === 0, await sentIn(m));
+    }
+    for (const m of ['h-tiny', 'h-clear', 'h-away', 'h-ours']) {
+      const got = await sentIn(m);
+      check('an envelope with a line the user cannot see (' + m + ') is marked hidden, not sent', got.join() === 'hidden/', got);
+      const disabled = await page.locator('[data-message-id="' + m + '"] [data-crosstalk-envelope]').evaluateAll((els) => els.filter((e) => e.shadowRoot).map((e) => e.shadowRoot.querySelector('[data-crosstalk-action="send"]').disabled));
+      check('no Send for ' + m, disabled.length === 1 && disabled[0] === true, JSON.stringify(disabled));
+    }
+    check('a resend under a held message id with another body says differs', (await sentIn('h-differs')).join() === 'unsigned/differs', await sentIn('h-differs'));
+    // Not hiding: a message of a content-visibility: auto list, sent once scrolled to.
+    await page.locator('[data-message-id="h-lazy"]').scrollIntoViewIfNeeded();
+    await page.waitForFunction(() => { const c = document.querySelector('[data-message-id="h-lazy"] [data-crosstalk-envelope]'); return c && c.getAttribute('data-crosstalk-sent') !== ''; }, null, { timeout: 10000 });
+    check('a message drawn when scrolled to (content-visibility: auto) is not hidden', (await sentIn('h-lazy')).join() === 'unsigned/ok', await sentIn('h-lazy'));
+    const twice = [...await sentIn('h-twice-1'), ...await sentIn('h-twice-2')];
+    check('another envelope under a message id auto mode sent is posted, and differs', twice.join() === 'unsigned/ok,unsigned/differs', JSON.stringify(twice));
+    await page.close();
+
+    // Without auto mode: the page hides a line, or the whole envelope,
+    // after the check placed the controls; the user's click sends nothing.
+    const manual = current = await ctx.newPage();
+    await manual.goto(env.PAGES + '/hostile.html');
+    await manual.waitForSelector('[data-message-id="h-ok"] [data-crosstalk-envelope]', { timeout: 15000 });
+    await manual.waitForSelector('[data-message-id="h-differs"] [data-crosstalk-envelope]', { timeout: 15000 });
+    const hide = {
+      // A class only: no mutation the content script watches, so the control stays.
+      'h-differs': () => document.querySelector('[data-message-id="h-differs"] pre').classList.add('gone'),
+      'h-ok': () => {
+        const code = document.querySelector('[data-message-id="h-ok"] code');
+        code.innerHTML = code.innerHTML.replace('Shown plainly.', '<span class="tiny">Shown plainly.</span>');
+      },
+    };
+    for (const m of ['h-differs', 'h-ok']) {
+      await manual.evaluate(hide[m]);
+      const c = manual.locator('[data-message-id="' + m + '"] [data-crosstalk-envelope]');
+      await c.locator('[data-crosstalk-action="send"]').click();
+      await manual.waitForFunction((m) => document.querySelector('[data-message-id="' + m + '"] [data-crosstalk-envelope]').getAttribute('data-crosstalk-sent') !== '', m, { timeout: 5000 });
+      check('hidden after the check (' + m + '): the click sends nothing', await c.getAttribute('data-crosstalk-sent') === 'hidden', await c.getAttribute('data-crosstalk-sent'));
+    }
+    await manual.close();
   });
 
   await step('a long conversation: every envelope found', async () => {

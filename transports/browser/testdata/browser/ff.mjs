@@ -3,8 +3,10 @@
 // installed as a temporary add-on. It is run by transports/browser's
 // TestExtensionFirefox (node ff.mjs), never by hand, with the environment
 // of ext.mjs plus FIREFOX (the binary), and prints the same JSON object:
-// {"checks":[{name, ok, detail}]}. The toolbar badge and the long
-// conversation are checked in Chromium only.
+// {"checks":[{name, ok, detail}]}. The toolbar badge, the long
+// conversation and the hostile page's later envelopes (a second text under
+// a sent message id, a line hidden after the check, a content-visibility
+// list) are checked in Chromium only.
 import crypto from 'node:crypto';
 import { Marionette } from './marionette.mjs';
 
@@ -292,6 +294,22 @@ try {
     await m.cmd('WebDriver:Refresh');
     await m.waitFor('const c = [...document.querySelectorAll("[data-crosstalk-envelope]")]; return c.length === arguments[0] && c.every((e) => e.getAttribute("data-crosstalk-sent") === "ok")', [n], 15000, 'auto after reload');
     check('auto mode', true, '');
+  });
+  await step('a hostile page: what it hides is not sent, a differing resend is not "already in the ledger"', async () => {
+    await go(env.PAGES_AUTO + '/hostile.html');
+    const got = (msg) => m.script('return [...document.querySelectorAll(\'[data-message-id="\' + arguments[0] + \'"] [data-crosstalk-envelope]\')]' +
+      '.filter((e) => e.shadowRoot).map((e) => e.getAttribute("data-crosstalk-status") + "/" + e.getAttribute("data-crosstalk-sent") + (e.shadowRoot.querySelector("[data-crosstalk-action=send]").disabled ? "/disabled" : ""));', [msg])
+      .then((r) => (r && 'value' in r ? r.value : r));
+    await m.waitFor('return ["h-ok", "h-differs"].every((m) => { const c = document.querySelector(\'[data-message-id="\' + m + \'"] [data-crosstalk-envelope]\');' +
+      'return c && c.getAttribute("data-crosstalk-sent") !== ""; })', [], 15000, 'hostile page sent');
+    check('the envelope the page shows is sent', (await got('h-ok')).join() === 'unsigned/ok', await got('h-ok'));
+    for (const id of ['h-none', 'h-faded']) {
+      check('an envelope the page hides (' + id + ') gets no control', (await got(id)).length === 0, await got(id));
+    }
+    for (const id of ['h-tiny', 'h-clear', 'h-away', 'h-ours']) {
+      check('an envelope with a line the user cannot see (' + id + ') is marked hidden, not sent', (await got(id)).join() === 'hidden//disabled', await got(id));
+    }
+    check('a resend under a held message id with another body says differs', (await got('h-differs')).join() === 'unsigned/differs', await got('h-differs'));
   });
 } catch (e) {
   check('driver', false, (e && e.stack) || e);
