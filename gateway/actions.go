@@ -123,6 +123,20 @@ func (r *Relay) shownTo(ev ledger.Event, d EventData, actor string) bool {
 	return r.addressedTo(d.To, actor)
 }
 
+// ShownTo reports whether actor was shown ev: a message or notice
+// addressed to it (by id, role, @all or broadcast) or its own, every
+// other kind, and everything for the human user (the events a read
+// watermark may name, CCCS §6.3). An event whose data does not decode is
+// not shown.
+func (r *Relay) ShownTo(ev ledger.Event, actor string) bool {
+	actor = r.book.ActorID(actor)
+	if actor == "user" || ev.Kind != KindMessage && ev.Kind != KindNotify || ev.By == actor {
+		return true // without decoding the data
+	}
+	d, err := ParseData(ev)
+	return err == nil && r.shownTo(ev, d, actor)
+}
+
 // LastShown returns the latest event of group at or before seq last that
 // actor was shown (the events a read watermark may name, CCCS §6.3), or
 // ok false when none of the latest maxLastShown is. A "mark all read"
@@ -136,11 +150,7 @@ func (r *Relay) LastShown(ctx context.Context, group, actor string, last int64) 
 			return ledger.Event{}, false, fmt.Errorf("gateway: reading group %q: %w", group, err)
 		}
 		for i := len(evs) - 1; i >= 0; i-- {
-			if evs[i].Seq > end {
-				continue
-			}
-			d, err := ParseData(evs[i])
-			if err == nil && r.shownTo(evs[i], d, actor) {
+			if evs[i].Seq <= end && r.ShownTo(evs[i], actor) {
 				return evs[i], true, nil
 			}
 		}

@@ -92,8 +92,10 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 // unread counts the chat messages of group after viewer's read cursor
-// that viewer did not write, up to unreadCap (the viewer's own messages
-// are skipped for at most four reads of unreadCap events). last is the
+// that viewer did not write and was shown (Relay.ShownTo: a message aimed
+// only at others is no read watermark's, so it would never leave the
+// count), up to unreadCap (the others are skipped for at most four reads
+// of unreadCap events). last is the
 // group's last seq when the caller knows it (else 0): a cursor there
 // leaves nothing to read.
 func (s *Server) unread(ctx context.Context, group, viewer string, last int64) (int, error) {
@@ -116,7 +118,7 @@ func (s *Server) unread(ctx context.Context, group, viewer string, last int64) (
 			return 0, err
 		}
 		for _, ev := range evs {
-			if !strings.EqualFold(ev.By, viewer) {
+			if !strings.EqualFold(ev.By, viewer) && s.relay.ShownTo(ev, viewer) {
 				n++
 			}
 		}
