@@ -448,6 +448,12 @@ error names the file and nothing is verified), 2 for usage errors.`)
 				}
 			}
 			msg := statusMessage(r)
+			if r.Status == signing.StatusVerified && r.Source == signing.SourceExplicit && r.Key != nil &&
+				r.Key.Pkid != "pem-key" && r.Key.Pkid != r.Pkid {
+				// The sig line's key id is not signed: anyone can write
+				// another over a signature. Say whose key verified it.
+				msg += fmt.Sprintf("; the given key is %s's, and the sig line's key id %s is not signed", r.Key.Pkid, r.Pkid)
+			}
 			if *asJSON {
 				return enc.Encode(verifyJSON{Status: string(r.Status), Pkid: r.Pkid, Alg: string(r.Alg), Message: msg})
 			}

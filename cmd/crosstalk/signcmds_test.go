@@ -150,6 +150,17 @@ func TestCLIVerifyKeyNeverSeen(t *testing.T) {
 	if code, out, _ := c.run(signed, "verify", "--key", c.path("other.key.pub")); code != 1 || !strings.Contains(out, "bad-signature") {
 		t.Errorf("verify --key other = exit %d, %q", code, out)
 	}
+	// A sig line relabelled with another key id still verifies with the
+	// given key (the key id is not signed), and the answer says whose
+	// key that is.
+	relabelled := strings.Replace(signed, "pkid=bob@example.org", "pkid=carol@example.org", 1)
+	out = c.must(relabelled, "verify", "--key", c.path("bob.key.pub"))
+	if !strings.Contains(out, "verified") || !strings.Contains(out, "the given key is bob@example.org's") {
+		t.Errorf("verify --key of a relabelled sig line = %q; want it to name the given key's id", out)
+	}
+	if out := c.must(signed, "verify", "--key", c.path("bob.key.pub")); strings.Contains(out, "is not signed") {
+		t.Errorf("verify --key with the key's own id = %q; want no note", out)
+	}
 	// Nothing was pinned by --key.
 	if out := c.must("", "trust", "list", "--json"); out != "" {
 		t.Errorf("trust list after verify --key = %q, want nothing", out)
