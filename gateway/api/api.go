@@ -284,7 +284,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	var known bool
 	if bearer && r.URL.Path != "/healthz" {
 		var err error
-		if p, known, err = s.checkToken(r, tok); err != nil {
+		if p, known, err = s.LoginToken(r, tok); err != nil {
 			w.Header().Set("Retry-After", "1")
 			return fail("token", http.StatusTooManyRequests, envelope.CodeRate, err.Error())
 		}
@@ -351,10 +351,12 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 	return info, true
 }
 
-// checkToken checks a token r presents, counting an unknown one against
-// r's remote address; past the bounds on unknown tokens it checks nothing
-// and returns ErrTokenGuesses.
-func (s *Server) checkToken(r *http.Request, token string) (principal string, ok bool, err error) {
+// LoginToken checks a token r presents, a bearer token (the gate) or one
+// typed into a login form: the principal of a known token; ok false for
+// an unknown one, which counts against r's remote address; and
+// ErrTokenGuesses, with the token unchecked, for an address past the
+// bounds on unknown tokens (TokenGuessBurst, TokenGuessRate).
+func (s *Server) LoginToken(r *http.Request, token string) (principal string, ok bool, err error) {
 	key := anonymousKey + s.remotePrefix(r)
 	now := s.relay.Now()
 	if s.guesses.spent(key, now) {
@@ -365,15 +367,6 @@ func (s *Server) checkToken(r *http.Request, token string) (principal string, ok
 		s.guesses.allow(key, now)
 	}
 	return principal, ok, nil
-}
-
-// LoginToken checks a token typed into a login form, as the gate checks
-// a bearer token: the principal of a known token; ok false for an unknown
-// one, which counts against r's remote address; ErrTokenGuesses, with the
-// token unchecked, for an address past the bounds on unknown tokens
-// (TokenGuessBurst, TokenGuessRate).
-func (s *Server) LoginToken(r *http.Request, token string) (principal string, ok bool, err error) {
-	return s.checkToken(r, token)
 }
 
 func (s *Server) hostAllowed(host string) bool {
@@ -469,8 +462,7 @@ func (l *limiter) allow(key string, now time.Time) bool {
 		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[key] = b
 	}
-	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	b.last = now
+	b.tokens, b.last = l.level(b, now), now
 	if b.tokens < 1 {
 		return false
 	}
@@ -484,7 +476,13 @@ func (l *limiter) spent(key string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
-	return ok && math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate) < 1
+	return ok && l.level(b, now) < 1
+}
+
+// level returns what b holds at now: refilled at l's rate since it was
+// last taken from, up to l's burst.
+func (l *limiter) level(b *bucket, now time.Time) float64 {
+	return math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
 }
 
 // evictLocked makes room for new buckets: it drops those that have
@@ -496,7 +494,7 @@ func (l *limiter) spent(key string, now time.Time) bool {
 // new bucket.
 func (l *limiter) evictLocked(now time.Time) {
 	for k, b := range l.buckets {
-		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+		if l.level(b, now) >= l.burst {
 			delete(l.buckets, k)
 		}
 	}
