@@ -310,10 +310,9 @@ type Outcome struct {
 	// Duplicate reports that the envelope was already in the ledger.
 	Duplicate bool
 	// Differs reports, for a duplicate, that the envelope recorded under
-	// its message id says something else: its signed part differs
-	// beyond trailing blanks (an edited body, another intent or
-	// receiver). The recorded one stands (docs/design.md §5.3); a change
-	// must be sent with a new message id.
+	// its message id says something else: another receiver, intent,
+	// context, parent or body (sameContent). The recorded one stands
+	// (docs/design.md §5.3); a change must be sent with a new message id.
 	Differs bool
 	// Verification is the signature check's result.
 	Verification Verification
@@ -461,14 +460,16 @@ func (r *Relay) checkDuplicates(ctx context.Context, in Intake, outs []Outcome) 
 // body compared line by line without the blanks at the ends of lines
 // (which chat UIs add and strip). What an honest retry changes is not
 // compared: the session (composed anew), the user, the thread a relay
-// assigned, the signature and key announcements. A raw text that no
-// longer parses counts as the same: nothing to tell the sender.
+// assigned, the signature and key announcements. The sender is the same
+// actor already (checkDuplicates). raw is read as the intake read it,
+// leniently; a raw text that no longer parses counts as the same: nothing
+// to tell the sender.
 func sameContent(env *envelope.Envelope, raw string) bool {
-	rec, err := envelope.Unmarshal([]byte(raw))
+	rec, err := envelope.NewBytesReader([]byte(raw)).Next()
 	if err != nil {
 		return true
 	}
-	return strings.EqualFold(env.From, rec.From) && strings.EqualFold(env.To, rec.To) &&
+	return strings.EqualFold(env.To, rec.To) &&
 		env.Intent == rec.Intent && env.Context == rec.Context && env.Parent == rec.Parent &&
 		sameLines(env.Body, rec.Body)
 }

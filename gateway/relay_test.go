@@ -216,6 +216,14 @@ func TestIngestDuplicateDiffers(t *testing.T) {
 	if o := ingest(t, r, "", string(again))[0]; o.Reject == nil || o.Reject.Code != envelope.CodePerm || o.Duplicate {
 		t.Errorf("the same message id from Ας (actor %q) = rejection %v, duplicate %v; want E-PERM", o.Actor, o.Reject, o.Duplicate)
 	}
+	// Read leniently, as the intake reads it: an id that is no ULID.
+	lenient := "[[CLAUDE→CHATGPT v1]]\nmessage: msg-7\nintent: REQUEST\n\nbody: |\n  first\nsig: none\n[[END]]\n"
+	if o := ingest(t, r, "", lenient)[0]; !o.Accepted() || o.Duplicate {
+		t.Fatalf("lenient envelope = %+v", o)
+	}
+	if o := ingest(t, r, "", strings.Replace(lenient, "  first", "  edited", 1))[0]; !o.Duplicate || !o.Differs {
+		t.Errorf("edited lenient envelope = duplicate %v differs %v, want both", o.Duplicate, o.Differs)
+	}
 	// The first one stands.
 	if got := data(t, rec.Event).Text; got != "line one\nline two" {
 		t.Errorf("recorded text = %q", got)
