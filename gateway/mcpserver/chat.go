@@ -448,18 +448,8 @@ func (s *server) sendOutbound(ctx context.Context, o c2a.Outbound, unsigned bool
 // its address book, or one that has been seen or has written; an agent
 // only ever written to is not known. It reports true when it cannot tell.
 func (s *server) knows(ctx context.Context, to string) bool {
-	agents, err := s.opts.Backend.Agents(ctx)
-	if err != nil {
-		return true
-	}
-	entries := make([]gateway.Agent, 0, len(agents))
-	for _, a := range agents {
-		if len(a.Names) > 0 || !a.LastSeen.IsZero() || a.Events > 0 {
-			entries = append(entries, gateway.Agent{ID: a.ID, Names: a.Names})
-		}
-	}
-	b, err := gateway.NewAddressBook(entries)
-	if err != nil {
+	b := s.bookOf(ctx, func(a gateway.AgentStatus) bool { return len(a.Names) > 0 || !a.LastSeen.IsZero() || a.Events > 0 })
+	if b == nil {
 		return true
 	}
 	_, ok := b.Agent(b.ActorID(to))
@@ -467,15 +457,21 @@ func (s *server) knows(ctx context.Context, to string) bool {
 }
 
 // book is the relay's address book as far as this server can see it:
-// the agents and their roles.
-func (s *server) book(ctx context.Context) *gateway.AddressBook {
+// the agents, their names and their roles.
+func (s *server) book(ctx context.Context) *gateway.AddressBook { return s.bookOf(ctx, nil) }
+
+// bookOf is book of the agents keep accepts (all when keep is nil), or
+// nil when the relay cannot list them.
+func (s *server) bookOf(ctx context.Context, keep func(gateway.AgentStatus) bool) *gateway.AddressBook {
 	agents, err := s.opts.Backend.Agents(ctx)
 	if err != nil {
 		return nil
 	}
 	entries := make([]gateway.Agent, 0, len(agents))
 	for _, a := range agents {
-		entries = append(entries, gateway.Agent{ID: a.ID, Roles: a.Roles})
+		if keep == nil || keep(a) {
+			entries = append(entries, gateway.Agent{ID: a.ID, Names: a.Names, Roles: a.Roles})
+		}
 	}
 	b, err := gateway.NewAddressBook(entries)
 	if err != nil {
