@@ -217,6 +217,18 @@ func quoteVisible(s string) string {
 // recorded before this rule, or quoted in an error, cannot hide or reorder
 // text on a page. Printable ASCII returns unchanged.
 func ShowInvisible(s string) string {
+	return showRunes(s, func(r rune) bool { return refusedRune(r) != "" })
+}
+
+// ShowBidi returns free text (a META value, a note) for display with its
+// bidi controls written visibly as ⟨U+202E⟩, so that it cannot reorder
+// the text after it; unlike ShowInvisible it keeps the other invisible
+// characters, which emoji sequences are made of (U+200D, U+FE0F).
+func ShowBidi(s string) string { return showRunes(s, IsBidiControl) }
+
+// showRunes returns s with the characters show picks written as ⟨U+XXXX⟩.
+// Printable ASCII returns unchanged.
+func showRunes(s string, show func(rune) bool) string {
 	i := 0
 	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
 		i++
@@ -227,7 +239,7 @@ func ShowInvisible(s string) string {
 	var b strings.Builder
 	b.WriteString(s[:i])
 	for _, r := range s[i:] {
-		if refusedRune(r) != "" {
+		if show(r) {
 			fmt.Fprintf(&b, "⟨%U⟩", r)
 		} else {
 			b.WriteRune(r)

@@ -140,6 +140,21 @@ func TestShowInvisible(t *testing.T) {
 	}
 }
 
+// TestShowBidi: free text shows its bidi controls and keeps the other
+// invisible characters, which emoji sequences need.
+func TestShowBidi(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain note": "plain note",
+		"ship ‮ti":   "ship ⟨U+202E⟩ti",
+		"⁦x⁩ ‏y":     "⟨U+2066⟩x⟨U+2069⟩ ⟨U+200F⟩y",
+		"ok ⚠️ 👩‍💻":  "ok ⚠️ 👩‍💻",
+	} {
+		if got := envelope.ShowBidi(in); got != want {
+			t.Errorf("ShowBidi(%+q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // FuzzNormalizeIdentifier: an accepted identifier is NFC, idempotent,
 // and holds no character the function refuses; nothing panics.
 func FuzzNormalizeIdentifier(f *testing.F) {

@@ -129,7 +129,7 @@ var funcs = template.FuncMap{
 	// show writes a user-supplied name with invisible and bidi characters
 	// visible; templates put it in <bdi> so it cannot reorder the page.
 	"show":         envelope.ShowInvisible,
-	"showBidi":     showBidi, // free text: META values, HANDOFF fields, notes
+	"showBidi":     envelope.ShowBidi, // free text: META values, HANDOFF fields, notes
 	"humanTime":    humanTime,
 	"clock":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"threadLink":   threadLink,
@@ -272,25 +272,6 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request, *call)) http.Ha
 		}
 		h(w, r, c)
 	}
-}
-
-// showBidi returns free text for display with its bidi controls written
-// visibly as ⟨U+202E⟩, so that it cannot reorder the text after it; unlike
-// envelope.ShowInvisible it keeps the other invisible characters, which
-// emoji sequences are made of (U+200D, U+FE0F).
-func showBidi(s string) string {
-	if !strings.ContainsFunc(s, envelope.IsBidiControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if envelope.IsBidiControl(r) {
-			fmt.Fprintf(&b, "⟨%U⟩", r)
-		} else {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 func (s *Server) secureFor(r *http.Request) bool { return s.secure || r.TLS != nil }
