@@ -111,7 +111,8 @@ more than the runtime's choice, unless the GOMAXPROCS environment variable
 is set; the load process keeps the runtime's choice). With --cpuprofile,
 every sample of this process carries the label phase=ceiling, relay or
 single (go tool pprof -tagfocus phase=relay); the load process's clients
-are not in the profile unless --clients-in-process. Nothing is kept: the
+write theirs to FILE.load, labelled alike (or are in FILE with
+--clients-in-process). Nothing is kept: the
 temporary directory is removed at the end. See docs/performance.md.`
 
 const scaleDoc = `
@@ -165,7 +166,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "import":
 		err = runImport(ctx, args[1:], stdout, stderr)
 	case loadWorker:
-		err = bench.ServeLoad(ctx, os.Stdin, stdout)
+		// ingest --cpuprofile FILE runs it with FILE.load: the clients'
+		// profile, labelled phase=ceiling or relay like the servers'.
+		var stop func()
+		if stop, err = startProfile(strings.Join(args[1:], "")); err == nil {
+			err = bench.ServeLoad(ctx, os.Stdin, stdout)
+			stop()
+		}
 	default:
 		err = usagef("unknown command %q, want ingest, scale, history or import", args[0])
 	}
@@ -258,6 +265,9 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("ingest: finding this program to run the load process: %w", err)
 		}
 		o.LoadCommand = []string{self, loadWorker}
+		if *cpuProfile != "" {
+			o.LoadCommand = append(o.LoadCommand, *cpuProfile+".load")
+		}
 	}
 	if *asJSON {
 		o.Progress = nil

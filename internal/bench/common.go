@@ -432,5 +432,19 @@ func (s *source) topUp(rounds int) (int, error) {
 	return n, s.grow(n)
 }
 
+// ensure signs envelopes until at least n are in stock and not yet handed
+// out, and returns how many it signed. Once next has signed some on the
+// fly, the stock's places up to the count handed out are never handed
+// out; ensure fills them too.
+func (s *source) ensure(n int) (int, error) {
+	s.mu.RLock()
+	unused := len(s.stock) - int(s.used.Load())
+	s.mu.RUnlock()
+	if more := n - unused; more > 0 {
+		return more, s.grow(more)
+	}
+	return 0, nil
+}
+
 // allGroups are the eight groups the envelopes go to.
 var allGroups = []int{0, 1, 2, 3, 4, 5, 6, 7}

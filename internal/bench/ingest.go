@@ -254,16 +254,25 @@ func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.P
 	if err := driveCeiling(); err != nil {
 		return err
 	}
-	// Enough distinct envelopes for the relay at the ceiling's rate; if
-	// the relay is faster still, clients sign the rest as they go.
-	n := min(int(ceiling.perSec()*d.Seconds()*1.1), 200_000)
-	fmt.Fprintf(progress, "bench: signing %d distinct envelopes for the relay\n", n)
+	// Distinct envelopes for the relay's next slice, signed before it
+	// starts: first enough for a slice at the ceiling's rate, then, before
+	// every other slice, a fifth more than the relay took per slice so
+	// far. Envelopes signed during a slice would charge the relay, and
+	// not the ceiling (which reuses its stock), with signing's CPU time;
+	// if the relay is faster still, clients sign the rest as they go.
 	fresh := &source{key: key, groups: allGroups}
-	if load != nil {
-		if _, err := load.call(loadReq{Op: "grow", N: n}); err != nil {
+	ensure := func(n int) error {
+		n = min(n, 300_000)
+		if load != nil {
+			_, err := load.call(loadReq{Op: "ensure", N: n})
 			return err
 		}
-	} else if err := fresh.grow(n); err != nil {
+		_, err := fresh.ensure(n)
+		return err
+	}
+	n := int(ceiling.perSec() * slice.Seconds() * 1.2)
+	fmt.Fprintf(progress, "bench: signing %d distinct envelopes for the relay\n", n)
+	if err := ensure(n); err != nil {
 		return err
 	}
 	ledgerSpec, relayName := "", "relay: HTTP + verify + SQLite"
@@ -326,6 +335,11 @@ func benchRun(ctx context.Context, res *IngestResult, tmp string, key *signing.P
 		})
 		if err != nil {
 			return err
+		}
+		if round < benchRounds-1 {
+			if err := ensure(int(relay.done) / (round + 1) * 6 / 5); err != nil {
+				return err
+			}
 		}
 		after := sqliteStats(rr)
 		stats.Commits += after.Commits - before.Commits

@@ -32,7 +32,8 @@ import (
 // loadReq is one command to the load process.
 type loadReq struct {
 	// Op is "init" (Key: the signing key, marshalled), "grow" (sign N
-	// more distinct envelopes), "drive" (Clients clients POST to URL
+	// more distinct envelopes), "ensure" (sign enough that N distinct
+	// envelopes are in stock, not yet handed out), "drive" (Clients clients POST to URL
 	// for Slice; Fresh: distinct envelopes, else the reused stock) or
 	// "streams" (open N delivery streams on the relay at URL, read until
 	// the load process ends: openStreams).
@@ -98,6 +99,12 @@ func ServeLoad(ctx context.Context, r io.Reader, w io.Writer) error {
 					return errors.New("grow before init")
 				}
 				return fresh.grow(req.N)
+			case "ensure":
+				if fresh == nil {
+					return errors.New("ensure before init")
+				}
+				_, err := fresh.ensure(req.N)
+				return err
 			case "drive":
 				if fresh == nil {
 					return errors.New("drive before init")
@@ -111,8 +118,15 @@ func ServeLoad(ctx context.Context, r io.Reader, w io.Writer) error {
 				if !req.Fresh {
 					nextBody = fromPool
 				}
-				m := &meter{}
-				if err := drive(ctx, hc, req.URL, req.Clients, time.Now(), req.Slice, nextBody, m); err != nil {
+				m, phase := &meter{}, "ceiling"
+				if req.Fresh {
+					phase = "relay"
+				}
+				var err error
+				labelled(ctx, phase, func(ctx context.Context) {
+					err = drive(ctx, hc, req.URL, req.Clients, time.Now(), req.Slice, nextBody, m)
+				})
+				if err != nil {
 					return err
 				}
 				resp = loadResp{Count: m.count, Done: m.done, Errors: m.errors, Lats: m.lats, CPU: m.cpu, Streamed: streamed.Load()}

@@ -122,3 +122,34 @@ func TestIngestStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceEnsure checks that ensure signs only what the stock lacks of
+// n envelopes not yet handed out, also after next signed some on the fly,
+// and that next never hands out an envelope twice.
+func TestSourceEnsure(t *testing.T) {
+	s := &source{key: testKey(t), groups: allGroups}
+	seen := map[string]bool{}
+	for _, c := range []struct{ take, ensure, signed int }{
+		{0, 5, 5}, // an empty stock gets all five
+		{0, 5, 0}, // five unused are there
+		{3, 5, 3}, // three handed out: three more
+		{5, 2, 2}, // all five handed out: two
+		{4, 1, 3}, // two handed out from the stock, two signed on the fly: their places and one
+		{1, 0, 0}, // the one is handed out
+		{0, 1, 1},
+	} {
+		for range c.take {
+			b, err := s.next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[string(b)] {
+				t.Fatal("next() handed out an envelope twice")
+			}
+			seen[string(b)] = true
+		}
+		if n, err := s.ensure(c.ensure); err != nil || n != c.signed {
+			t.Errorf("after taking %d, ensure(%d) = %d, %v; want %d signed", c.take, c.ensure, n, err, c.signed)
+		}
+	}
+}
