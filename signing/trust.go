@@ -83,8 +83,12 @@ type TrustStore struct {
 	cacheMu    sync.Mutex
 	cached     *storeFile  // last parse of the file, for readers
 	cachedInfo os.FileInfo // the file as it was when cached was parsed
-	lastGood   *storeFile  // last good read, for OnBadFile
-	badErr     string      // the error last given to OnBadFile, "" when none
+	// checkedAt is when (since trustEpoch) the stat that last found
+	// cached current started; 0 after this store wrote the file.
+	checkedAt time.Duration
+	writes    uint64     // the changes this store wrote, for readers that raced one
+	lastGood  *storeFile // last good read, for OnBadFile
+	badErr    string     // the error last given to OnBadFile, "" when none
 
 	mem *storeFile // the store's content when it lives in memory (NewMemoryTrustStore)
 }
@@ -433,7 +437,9 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 		return err
 	}
 	s.cacheMu.Lock()
-	s.lastGood = f // what this store wrote is good, whatever readers saw
+	s.lastGood = f  // what this store wrote is good, whatever readers saw
+	s.checkedAt = 0 // its readers see the change at once
+	s.writes++
 	s.cacheMu.Unlock()
 	return nil
 }
@@ -444,10 +450,11 @@ func (s *TrustStore) update(fn func(*storeFile) error) error {
 // re-parsing the file each time cost more than the signature check's
 // overhead budget (docs/performance.md). Every writer of this package
 // replaces the file by rename, which gives it a new identity, so a change
-// written by another process — a revocation — counts at the next read
-// even within the modification time's granularity. Readers need no lock
-// and never modify the returned file; writers always re-read under the
-// lock (readLocked).
+// written by another process — a revocation — counts at the first read
+// that starts restatAfter after it, even within the modification time's
+// granularity; a change this store wrote, at the next read. Readers need
+// no lock and never modify the returned file; writers always re-read
+// under the lock (readLocked).
 func (s *TrustStore) read() (*storeFile, error) {
 	s.cacheMu.Lock()
 	mem := s.mem
@@ -491,8 +498,29 @@ func (s *TrustStore) orLastGood(f *storeFile, err error) (*storeFile, error) {
 	return good, nil
 }
 
+// restatAfter is how long a stat of the trust file that found its last
+// parse current stands for the reads that start after it: a relay
+// verifying thousands of envelopes a second stats the file once per
+// restatAfter, not once per envelope (a system call, ~3 µs on a virtual
+// machine). A change by another process counts that much later at most,
+// which lets through nothing the signer could not have sent that much
+// earlier, before the change.
+const restatAfter = time.Millisecond
+
+// trustEpoch is the origin of TrustStore.checkedAt: a monotonic clock.
+var trustEpoch = time.Now()
+
 // readCached is read without OnBadFile.
 func (s *TrustStore) readCached() (*storeFile, error) {
+	now := time.Since(trustEpoch) + 1 // never 0, checkedAt's "wrote it"
+	s.cacheMu.Lock()
+	if s.cached != nil && s.checkedAt != 0 && now-s.checkedAt < restatAfter {
+		f := s.cached
+		s.cacheMu.Unlock()
+		return f, nil
+	}
+	writes := s.writes
+	s.cacheMu.Unlock()
 	fi, err := os.Stat(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &storeFile{}, nil
@@ -503,6 +531,9 @@ func (s *TrustStore) readCached() (*storeFile, error) {
 	s.cacheMu.Lock()
 	if s.cached != nil && os.SameFile(fi, s.cachedInfo) && fi.Size() == s.cachedInfo.Size() && fi.ModTime().Equal(s.cachedInfo.ModTime()) {
 		f := s.cached
+		if s.writes == writes { // else this stat may predate the write
+			s.checkedAt = max(s.checkedAt, now)
+		}
 		s.cacheMu.Unlock()
 		return f, nil
 	}
@@ -513,6 +544,9 @@ func (s *TrustStore) readCached() (*storeFile, error) {
 	}
 	s.cacheMu.Lock()
 	s.cached, s.cachedInfo = f, fi
+	if s.writes == writes {
+		s.checkedAt = now
+	}
 	s.cacheMu.Unlock()
 	return f, nil
 }

@@ -1026,3 +1026,51 @@ func TestConcurrentFirstUsesOfOneKeyID(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustStoreRestat checks when a reader sees a change of the file: a
+// change another process wrote once restatAfter has passed since it (the
+// reader reuses a stat that recent), a change the store itself wrote at
+// the next read, even while other readers keep stating the file.
+func TestTrustStoreRestat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "known_keys")
+	relay, other := NewTrustStore(path), NewTrustStore(path)
+	k := testKey(t, Ed25519, "a@x.org")
+	if err := other.Add(k.Public()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := relay.Lookup("a@x.org"); err != nil || !ok {
+		t.Fatalf("Lookup() = %v, %v; want the key another store added", ok, err)
+	}
+	if err := other.Revoke("a@x.org", nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(restatAfter + time.Millisecond)
+	if e, _, err := relay.Lookup("a@x.org"); err != nil || !e.Revoked {
+		t.Fatalf("Lookup() %v after another store's revocation = %+v, %v; want it revoked", restatAfter, e, err)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					relay.Lookup("a@x.org")
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for i := range 200 {
+		pkid := fmt.Sprintf("k%d@x.org", i)
+		if err := relay.Add(testKey(t, Ed25519, pkid).Public()); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := relay.Lookup(pkid); err != nil || !ok {
+			t.Fatalf("Lookup(%s) right after the store added it = %v, %v; want it found", pkid, ok, err)
+		}
+	}
+}
