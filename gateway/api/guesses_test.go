@@ -37,8 +37,11 @@ func TestTokenGuessesBounded(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		return rec
 	}
-	const guesser, other = "192.0.2.1:1000", "192.0.2.2:1000"
-	for _, path := range []string{"/v1/groups", "/"} {
+	const other = "192.0.2.2:1000"
+	for i, path := range []string{"/v1/groups", "/"} {
+		// A guesser of its own: the right token that passed from the
+		// first after the refill is vouched for there.
+		guesser := fmt.Sprintf("192.0.2.%d:1000", 10+i)
 		t.Run(path, func(t *testing.T) {
 			for i := range api.TokenGuessBurst {
 				if rec := do(path, guesser, fmt.Sprintf("guess-%d-0123456789", i)); rec.Code != http.StatusUnauthorized {
@@ -71,5 +74,63 @@ func TestTokenGuessesBounded(t *testing.T) {
 			now = now.Add(time.Hour) // a full bucket for the next path
 			mu.Unlock()
 		})
+	}
+}
+
+// TestTokenGuessesSpareKnownClients: past the bound on unknown tokens, a
+// token that passed from the guesser's address before (a local client
+// sharing loopback with the guesser) goes on; a right token never seen
+// from there is refused unchecked as before, and so is a known one once
+// api.TokenVouchedFor has passed since it last passed. Before, every
+// client of the address was refused while a guesser kept the bucket
+// empty.
+func TestTokenGuessesSpareKnownClients(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	st := memory.New(clock)
+	defer st.Close()
+	a := api.New(gateway.New(st, &gateway.Options{Now: clock}), &api.Options{Tokens: map[string]string{
+		"right-token-0123456789": "claude",
+		"other-token-0123456789": "gpt",
+	}})
+	defer a.Close()
+	h := a.Mount(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	const peer = "192.0.2.1:1000"
+	do := func(token string) int {
+		req := httptest.NewRequest("GET", "http://localhost/v1/groups", nil)
+		req.RemoteAddr = peer
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	guessAll := func() {
+		for i := range api.TokenGuessBurst + 5 {
+			do(fmt.Sprintf("guess-%d-0123456789", i))
+		}
+	}
+	if code := do("right-token-0123456789"); code != http.StatusOK {
+		t.Fatalf("the right token before any guess = %d, want 200", code)
+	}
+	guessAll()
+	for _, tc := range []struct {
+		name, token string
+		want        int
+	}{
+		{"a guess", "guess-y-0123456789", http.StatusTooManyRequests},
+		{"the token that passed from here before", "right-token-0123456789", http.StatusOK},
+		{"a right token never seen from here", "other-token-0123456789", http.StatusTooManyRequests},
+		{"the first token again", " right-token-0123456789", http.StatusOK},
+	} {
+		if code := do(tc.token); code != tc.want {
+			t.Errorf("%s = %d, want %d", tc.name, code, tc.want)
+		}
+	}
+	advance(api.TokenVouchedFor)
+	guessAll()
+	if code := do("right-token-0123456789"); code != http.StatusTooManyRequests {
+		t.Errorf("the known token %v after it last passed = %d, want 429 (no longer vouched for)", api.TokenVouchedFor, code)
 	}
 }
