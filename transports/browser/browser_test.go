@@ -501,7 +501,9 @@ func runScenarios(t *testing.T, node, driver string, env ...string) {
 	if n := relay.posts[eUnknown.Message]; n != 1 {
 		t.Errorf("the unknown-key envelope was posted %d times, want 1 (the page's synthetic click must not send)", n)
 	}
-	if n := relay.posts[eVerified.Message]; n != 1 {
+	// Chromium only (ext.mjs): Firefox has no report of what covers a
+	// control, and its driver does not send the verified envelope.
+	if n := relay.posts[eVerified.Message]; driver == "ext.mjs" && n != 1 {
 		t.Errorf("the verified envelope was posted %d times, want 1 (clicks on its control faded, restyled or covered by the page must not send)", n)
 	}
 	if n := relay.posts[eUnsigned.Message]; n != 2 {
