@@ -253,7 +253,9 @@ func TestExtensionFirefox(t *testing.T) {
 // ProseMirror-like contenteditable and delivery; the badge; a keyboard
 // command; auto mode sending each envelope once; a hostile page that hides
 // envelopes or lines of them, and resends another text under a recorded
-// message id; the clipboard fallback.
+// message id; a page that tries to read the controls (closed shadow
+// roots, nothing in its DOM) or fades, restyles or covers one before the
+// user's click (Chromium); the clipboard fallback.
 // The tests fail, not skip, when CI=true and the browser, node or
 // playwright-core is missing. The driver prints its checks as JSON; each
 // becomes a subtest, and the relay's ledger and request counts are checked
