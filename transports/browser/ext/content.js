@@ -50,7 +50,7 @@
   // roots known only here, never in an attribute or the text of the page's
   // DOM; the hosts carry only data-crosstalk-envelope (the message id or
   // page index, which the page's own text holds) and the markers isOurs
-  // needs. See docs/transports.md, "What the page cannot do".
+  // needs. See docs/web.md (the extension's security notes).
   const roots = new WeakMap(); // host → its closed shadow root
 
   // pin sets the host's own style inline and !important, which no style
