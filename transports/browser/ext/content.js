@@ -44,24 +44,86 @@
     return r;
   });
 
+  // ---- what the page cannot reach -------------------------------------------
+  // The page's scripts share the DOM with this script. What the extension
+  // shows (a status, the relay's answer, a toast) lives in closed shadow
+  // roots known only here, never in an attribute or the text of the page's
+  // DOM; the hosts carry only data-crosstalk-envelope (the message id or
+  // page index, which the page's own text holds) and the markers isOurs
+  // needs. See docs/web.md (the extension's security notes).
+  const roots = new WeakMap(); // host → its closed shadow root
+
+  // pin sets the host's own style inline and !important, which no style
+  // sheet of the page overrides; the page's scripts can still change it,
+  // and exposed checks it again at each click.
+  const HOST_STYLE = {
+    opacity: '1', visibility: 'visible', transform: 'none', filter: 'none', 'clip-path': 'none', 'mix-blend-mode': 'normal',
+    'pointer-events': 'auto', contain: 'none',
+  };
+  function pin(host, style) {
+    for (const [k, v] of Object.entries(Object.assign({}, HOST_STYLE, style))) { host.style.setProperty(k, v, 'important'); }
+  }
+
+  // Where the browser says whether an element is drawn unobscured
+  // (IntersectionObserver v2, Chromium), seen holds its last answer for
+  // each of our buttons: false while anything of the page covers it, even
+  // an element that lets clicks through (pointer-events: none, which hit
+  // testing, hence elementFromPoint, skips), or while an ancestor fades,
+  // filters or distorts it.
+  const seen = new WeakMap(); // button → drawn unobscured
+  let watcher = null;
+  if (typeof IntersectionObserverEntry === 'function' && 'isVisible' in IntersectionObserverEntry.prototype) {
+    try {
+      watcher = new IntersectionObserver((es) => { for (const e of es) { seen.set(e.target, e.isVisible); } }, { trackVisibility: true, delay: 100 });
+    } catch (e) {
+      watcher = null;
+    }
+  }
+  function watch(button) { if (watcher) { watcher.observe(button); } }
+
+  // exposed returns why a click on button, in host, is not the user's
+  // choice of what they saw, or '' when it is: a click the page's scripts
+  // made (isTrusted false), or one on a control the page has removed,
+  // restyled, faded or covered.
+  function exposed(e, host, button) {
+    if (!e.isTrusted) { return 'not your click'; }
+    if (!host.isConnected) { return 'the control left the page'; }
+    const cs = getComputedStyle(host);
+    for (const [k, v] of Object.entries(HOST_STYLE)) {
+      if (k !== 'pointer-events' && k !== 'contain' && cs.getPropertyValue(k) !== v) {
+        pin(host);
+        return 'the page restyled the crosstalk control (' + k + ')';
+      }
+    }
+    for (let el = host.parentElement; el; el = el.parentElement) {
+      if (parseFloat(getComputedStyle(el).opacity) < 1) { return 'the page fades the crosstalk control'; }
+    }
+    if (watcher && seen.get(button) !== true) { return 'the page covers the crosstalk control, or it is not in view'; }
+    return '';
+  }
+
   // ---- toasts -----------------------------------------------------------
   let toastHost = null;
+  let lastToast = '';
   function toast(text, bad) {
     if (!toastHost) {
       toastHost = document.createElement('div');
       toastHost.setAttribute('data-crosstalk-toasts', '');
-      toastHost.attachShadow({ mode: 'open' }).innerHTML = '<style>' +
+      const root = toastHost.attachShadow({ mode: 'closed' });
+      roots.set(toastHost, root);
+      root.innerHTML = '<style>' +
         ':host{all:initial;position:fixed;z-index:2147483647;right:16px;bottom:16px;display:flex;flex-direction:column;gap:6px;font:13px system-ui,sans-serif}' +
         'div{background:#111827;color:#fff;padding:8px 12px;border-radius:8px;box-shadow:0 2px 8px #0004;max-width:360px}' +
         'div.bad{background:#991b1b}</style>';
+      pin(toastHost, { position: 'fixed', 'z-index': '2147483647', right: '16px', bottom: '16px', display: 'flex' });
       document.documentElement.appendChild(toastHost);
     }
     const d = document.createElement('div');
     d.textContent = text;
     d.setAttribute('role', 'status');
     if (bad) { d.className = 'bad'; }
-    toastHost.shadowRoot.appendChild(d);
-    toastHost.setAttribute('data-last', text);
+    roots.get(toastHost).appendChild(d);
+    lastToast = text;
     setTimeout(() => d.remove(), 4000);
   }
 
@@ -280,13 +342,9 @@
     host.__env = env;
     host.__key = key;
     host.setAttribute('data-crosstalk-envelope', env.message || String(state.keys.get(key)));
-    host.setAttribute('data-crosstalk-status', env.status);
-    host.setAttribute('data-crosstalk-sent', '');
-    host.title = env.status === 'error' ? 'Not an envelope: ' + env.reason : env.status === 'hidden' ? 'Not sent: ' + env.reason
-      : env.from + ' → ' + env.to + ' ' + (env.intent || '') + (env.pkid ? ' · key ' + env.pkid : '') +
-        (env.fingerprint ? ' (' + env.fingerprint + ')' : '') + (env.reason ? ' · ' + env.reason : '');
-    host.style.cssText = 'display:block;margin:4px 0';
-    const root = host.attachShadow({ mode: 'open' });
+    pin(host, { display: 'block', margin: '4px 0' });
+    const root = host.attachShadow({ mode: 'closed' });
+    roots.set(host, root);
     root.innerHTML = '<style>' +
       ':host{all:initial;display:block;font:12px system-ui,sans-serif}' +
       '.bar{display:inline-flex;align-items:center;gap:6px;border:1px solid #d1d5db;border-radius:999px;padding:2px 4px 2px 8px;background:#fff;color:#111}' +
@@ -295,6 +353,14 @@
       '<span class="bar"><span class="logo">crosstalk</span><span class="st"></span><span class="sent"></span>' +
       '<button data-crosstalk-action="send" type="button">Send</button>' +
       '<button data-crosstalk-action="copy" type="button">Copy</button></span>';
+    // The status, the signer and the relay's answers: inside the closed
+    // root only (a title or attribute on the host is the page's to read).
+    const bar = root.querySelector('.bar');
+    bar.dataset.status = env.status;
+    bar.dataset.sent = '';
+    bar.title = env.status === 'error' ? 'Not an envelope: ' + env.reason : env.status === 'hidden' ? 'Not sent: ' + env.reason
+      : env.from + ' → ' + env.to + ' ' + (env.intent || '') + (env.pkid ? ' · key ' + env.pkid : '') +
+        (env.fingerprint ? ' (' + env.fingerprint + ')' : '') + (env.reason ? ' · ' + env.reason : '');
     const st = root.querySelector('.st');
     // Who it verified as: the key id, so that a lookalike sender with a
     // key of its own does not pass as "✓ verified" alone.
@@ -306,11 +372,19 @@
     if (env.status === 'error' || env.status === 'hidden') {
       sendB.disabled = copyB.disabled = true;
     }
-    // Only the user's own clicks count: the page's scripts can reach an
-    // open shadow root, and must not relay envelopes through our buttons.
-    sendB.addEventListener('click', (e) => { if (e.isTrusted) { doSend(host, false); } });
+    watch(sendB);
+    watch(copyB);
+    // Only the user's own clicks on what they see count: not the page's
+    // scripts' (isTrusted false), nor a click on a control the page has
+    // faded, restyled or covered with an element of its own.
+    const refused = (e, button) => {
+      const why = exposed(e, host, button);
+      if (why && e.isTrusted) { toast('Not done: ' + why, true); }
+      return why;
+    };
+    sendB.addEventListener('click', (e) => { if (!refused(e, sendB)) { doSend(host, false); } });
     copyB.addEventListener('click', async (e) => {
-      if (!e.isTrusted) { return; }
+      if (refused(e, copyB)) { return; }
       const why = hiddenIn(host.__block, env.text);
       if (why) { toast('Not copied: ' + why, true); return; }
       const { text } = await ask({ type: 'fence', text: env.text });
@@ -320,9 +394,10 @@
   }
 
   function showSent(host, sent) {
-    host.setAttribute('data-crosstalk-sent', sent);
+    const root = roots.get(host);
+    root.querySelector('.bar').dataset.sent = sent;
     const words = { hidden: 'not sent: hidden text', ok: 'sent ✓', duplicate: 'already in the ledger', offline: 'copied (relay unreachable)', differs: 'not sent: the relay holds another envelope under its id' };
-    host.shadowRoot.querySelector('.sent').textContent = words[sent] || sent;
+    root.querySelector('.sent').textContent = words[sent] || sent;
   }
 
   async function doSend(host, auto) {
@@ -438,17 +513,56 @@
     if (!insertHost) {
       insertHost = document.createElement('div');
       insertHost.setAttribute('data-crosstalk-insert', '');
-      const root = insertHost.attachShadow({ mode: 'open' });
+      const root = insertHost.attachShadow({ mode: 'closed' });
+      roots.set(insertHost, root);
       root.innerHTML = '<style>:host{all:initial;position:fixed;z-index:2147483646;right:16px;top:16px;font:13px system-ui,sans-serif}' +
-        'button{font:inherit;border:1px solid #2563eb;color:#fff;background:#2563eb;border-radius:999px;padding:4px 12px;cursor:pointer;box-shadow:0 2px 6px #0003}</style>' +
-        '<button data-crosstalk-action="insert" type="button"></button>';
-      root.querySelector('button').addEventListener('mousedown', (e) => e.preventDefault()); // keep the composer's focus
-      root.querySelector('button').addEventListener('click', (e) => { if (e.isTrusted) { insertNext(false); } });
+        'button{font:inherit;border:1px solid #2563eb;color:#fff;background:#2563eb;border-radius:999px;padding:4px 12px;cursor:pointer;box-shadow:0 2px 6px #0003}' +
+        'button[hidden]{display:none}</style>' +
+        '<button data-crosstalk-action="insert" type="button" hidden></button>';
+      pin(insertHost, { position: 'fixed', 'z-index': '2147483646', right: '16px', top: '16px', display: 'block' });
+      const b = root.querySelector('button');
+      watch(b);
+      b.addEventListener('mousedown', (e) => e.preventDefault()); // keep the composer's focus
+      b.addEventListener('click', (e) => {
+        const why = exposed(e, insertHost, b);
+        if (why) {
+          if (e.isTrusted) { toast('Not inserted: ' + why, true); }
+          return;
+        }
+        insertNext(false);
+      });
       document.documentElement.appendChild(insertHost);
     }
-    insertHost.setAttribute('data-crosstalk-waiting', String(n));
-    insertHost.style.display = n > 0 ? '' : 'none';
-    insertHost.shadowRoot.querySelector('button').textContent = 'Insert for ' + state.site.agent + ' (' + n + ')';
+    // How many wait, and whether any: inside the closed root only.
+    const b = roots.get(insertHost).querySelector('button');
+    b.dataset.waiting = String(n);
+    b.hidden = n === 0;
+    b.textContent = 'Insert for ' + state.site.agent + ' (' + n + ')';
+  }
+
+  // view describes our controls for the extension's tests (see the 'view'
+  // message): what each shows, and where its buttons are, in the
+  // viewport, for a driver's real (trusted) clicks.
+  function view(within) {
+    const at = (b) => {
+      const r = b.getBoundingClientRect();
+      return { x: r.left + r.width / 2, y: r.top + r.height / 2, visible: watcher ? seen.get(b) === true : null };
+    };
+    const controls = state.controls.filter((c) => c.isConnected && (!within || c.closest(within)))
+      .sort((a, b) => (a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1))
+      .map((c) => {
+        const root = roots.get(c);
+        const bar = root.querySelector('.bar');
+        const send = root.querySelector('[data-crosstalk-action="send"]');
+        const message = c.closest('[data-message-id]');
+        return {
+          id: c.getAttribute('data-crosstalk-envelope'), message: message ? message.getAttribute('data-message-id') : null,
+          status: bar.dataset.status, sent: bar.dataset.sent, title: bar.title, label: root.querySelector('.st').textContent,
+          disabled: send.disabled, send: at(send), copy: at(root.querySelector('[data-crosstalk-action="copy"]')),
+        };
+      });
+    const ins = insertHost && roots.get(insertHost).querySelector('button');
+    return { controls, toast: lastToast, waiting: ins ? +ins.dataset.waiting : null, insert: ins && !ins.hidden ? at(ins) : null };
   }
 
   // ---- commands from the background (keyboard shortcuts) --------------------
@@ -457,6 +571,10 @@
     // extension itself can message a content script, never the page.
     if (msg && msg.type === 'stats') {
       sendResponse({ blocks: state.blocks.size, keys: state.keys.size, controls: state.controls.length });
+      return false;
+    }
+    if (msg && msg.type === 'view') {
+      sendResponse(view(msg.within));
       return false;
     }
     if (!msg || msg.type !== 'command') { return false; }

@@ -41,8 +41,40 @@ const started = Date.now();
 try {
   const sw = ctx.serviceWorkers()[0] ?? await ctx.waitForEvent('serviceworker', { timeout: 20000 });
   const extId = sw.url().split('/')[2];
-  const control = (page, id) => page.locator('[data-crosstalk-envelope="' + id + '"]');
-  const statusOf = (page, id) => control(page, id).getAttribute('data-crosstalk-status');
+  // The controls live in closed shadow roots and say nothing in the
+  // page's DOM: the driver asks the content script (the 'view' message,
+  // which only the extension can send) what they show and where their
+  // buttons are, and clicks there with the mouse, as the user does.
+  const tabs = new WeakMap();
+  async function tabOf(page) {
+    if (!tabs.has(page)) { tabs.set(page, await sw.evaluate(async (u) => (await chrome.tabs.query({})).find((t) => t.url === u).id, page.url())); }
+    return tabs.get(page);
+  }
+  const view = async (page, within) => sw.evaluate(({ id, within }) => chrome.tabs.sendMessage(id, { type: 'view', within }), { id: await tabOf(page), within });
+  // until returns the first view for which ok holds.
+  async function until(page, ok, { within, timeout = 10000, what = String(ok) } = {}) {
+    let v;
+    for (const deadline = Date.now() + timeout; Date.now() < deadline; await page.waitForTimeout(100)) {
+      v = await view(page, within).catch((e) => ({ error: String(e), controls: [] }));
+      if (!v.error && ok(v)) { return v; }
+    }
+    throw new Error('timed out waiting for ' + what + ': ' + JSON.stringify(v).slice(0, 2000));
+  }
+  const controlIn = (v, id) => v.controls.find((c) => c.id === id);
+  // press scrolls the control pick chooses into view, waits until the
+  // browser reports its button drawn unobscured, and clicks it.
+  // With force, it clicks where the button is, drawn or not.
+  async function press(page, pick, action = 'send', within, force = false) {
+    let c = pick(await until(page, (v) => !!pick(v), { within, what: 'the control' }));
+    if (c[action].y < 40 || c[action].y > 860) {
+      await page.evaluate((y) => window.scrollBy(0, y - 450), c[action].y);
+    }
+    c = pick(await until(page, (v) => { const x = pick(v); return x && (force || x[action].visible !== false); }, { within, what: action + ' drawn unobscured' }));
+    await page.mouse.click(c[action].x, c[action].y);
+  }
+  const pressId = (page, id, action = 'send') => press(page, (v) => controlIn(v, id), action);
+  const sentOf = async (page, id) => (controlIn(await view(page), id) || {}).sent;
+  const waitSent = (page, id, sent) => until(page, (v) => (controlIn(v, id) || {}).sent === sent, { what: id + ' ' + sent });
 
   await step('options: relay, token, sites, test connection, save', async () => {
     const page = current = await ctx.newPage();
@@ -111,7 +143,7 @@ try {
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES_SITE + '/strict.html');
     await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
-    check('enabled site: status', await page.locator('[data-crosstalk-envelope]').getAttribute('data-crosstalk-status') === 'unsigned', '');
+    check('enabled site: status', (await until(page, (v) => v.controls.length === 1)).controls[0].status === 'unsigned', '');
     await page.close();
   });
 
@@ -120,11 +152,7 @@ try {
     await chat.goto(env.PAGES + '/chat.html');
     const want = seed.chat; // [{id, status, message}] in page order
     await chat.waitForFunction((n) => document.querySelectorAll('[data-crosstalk-envelope]').length >= n, want.length, { timeout: 15000 });
-    const got = await chat.$$eval('[data-crosstalk-envelope]', (els) => els.map((e) => ({
-      id: e.getAttribute('data-crosstalk-envelope'), status: e.getAttribute('data-crosstalk-status'),
-      message: e.closest('[data-message-id]') && e.closest('[data-message-id]').dataset.messageId, title: e.title,
-      sent: e.getAttribute('data-crosstalk-sent'), label: e.shadowRoot.querySelector('.st').textContent,
-    })));
+    const got = (await until(chat, (v) => v.controls.length >= want.length)).controls;
     check('one control per envelope', got.length === want.length, JSON.stringify(got));
     for (const w of want) {
       const g = got.find((x) => x.id === w.id);
@@ -144,37 +172,91 @@ try {
   const byStatus = (s) => seed.chat.find((w) => w.status === s).id;
   await step('send → ok, again → duplicate', async () => {
     const id = byStatus('unsigned');
-    await control(chat, id).locator('[data-crosstalk-action="send"]').click();
-    await chat.waitForSelector('[data-crosstalk-envelope="' + id + '"][data-crosstalk-sent="ok"]', { timeout: 5000 });
-    await control(chat, id).locator('[data-crosstalk-action="send"]').click();
-    await chat.waitForSelector('[data-crosstalk-envelope="' + id + '"][data-crosstalk-sent="duplicate"]', { timeout: 5000 });
-    check('toast after send', /Already in the ledger|Sent/.test(await chat.locator('[data-crosstalk-toasts]').getAttribute('data-last')), '');
+    await pressId(chat, id);
+    await waitSent(chat, id, 'ok');
+    await pressId(chat, id);
+    await waitSent(chat, id, 'duplicate');
+    check('toast after send', /Already in the ledger|Sent/.test((await view(chat)).toast), '');
     const fu = byStatus('first-use');
-    await control(chat, fu).locator('[data-crosstalk-action="send"]').click();
-    await chat.waitForSelector('[data-crosstalk-envelope="' + fu + '"][data-crosstalk-sent="ok"]', { timeout: 5000 });
+    await pressId(chat, fu);
+    await waitSent(chat, fu, 'ok');
     const tampered = byStatus('invalid');
-    await control(chat, tampered).locator('[data-crosstalk-action="send"]').click();
-    await chat.waitForFunction((id) => {
-      const v = document.querySelector('[data-crosstalk-envelope="' + id + '"]').getAttribute('data-crosstalk-sent');
-      return v !== '';
-    }, tampered, { timeout: 5000 });
-    const v = await control(chat, tampered).getAttribute('data-crosstalk-sent');
+    await pressId(chat, tampered);
+    const v = controlIn(await until(chat, (v) => (controlIn(v, tampered) || {}).sent !== ''), tampered).sent;
     check('the relay refuses the tampered envelope', v !== 'ok' && v !== 'duplicate', v);
     await chat.evaluate(() => window.scrollTo(0, 0));
     await chat.screenshot({ path: env.SCREENSHOTS + '/extension-chat.png' }); // docs/extension-chat.png
-    check('an unparsable envelope has no Send', await control(chat, byStatus('error')).locator('[data-crosstalk-action="send"]').isDisabled(), '');
+    check('an unparsable envelope has no Send', controlIn(await view(chat), byStatus('error')).disabled === true, '');
   });
 
   await step("the page's own scripts cannot press Send", async () => {
     const id = byStatus('unknown-key');
-    await chat.evaluate((id) => {
+    // What the page's scripts see of the controls: hosts with closed
+    // shadow roots, no status, no relay answer, no title, no text.
+    const seen = await chat.evaluate(() => [...document.querySelectorAll('[data-crosstalk-envelope], [data-crosstalk-toasts], [data-crosstalk-insert]')].map((e) => ({
+      root: e.shadowRoot !== null, attrs: e.getAttributeNames().filter((a) => a !== 'data-crosstalk-envelope' && a !== 'data-crosstalk-toasts' && a !== 'data-crosstalk-insert' && a !== 'style'),
+      title: e.title, text: e.textContent,
+    })));
+    check('the page cannot reach a control\'s shadow root', seen.length >= seed.chat.length && seen.every((e) => !e.root), JSON.stringify(seen));
+    check('the page cannot read a status or the relay\'s answer from the DOM', seen.every((e) => e.attrs.length === 0 && e.title === '' && e.text === ''), JSON.stringify(seen));
+    // Nor click through a shadow root: the page finds none, and a click it
+    // makes on the host reaches no button.
+    const synthetic = await chat.evaluate((id) => {
       const host = document.querySelector('[data-crosstalk-envelope="' + id + '"]');
-      host.shadowRoot.querySelector('[data-crosstalk-action="send"]').click();
+      const b = host.shadowRoot && host.shadowRoot.querySelector('[data-crosstalk-action="send"]');
+      if (b) { b.click(); }
+      host.click();
+      return !!b;
     }, id);
-    check('a synthetic click sends nothing (yet)', await control(chat, id).getAttribute('data-crosstalk-sent') === '', '');
+    check('the page finds no Send button to click', !synthetic, '');
+    await chat.waitForTimeout(300);
+    check('a synthetic click sends nothing (yet)', await sentOf(chat, id) === '', await sentOf(chat, id));
     // Then the user's click: the Go test checks that the relay saw one POST.
-    await control(chat, id).locator('[data-crosstalk-action="send"]').click();
-    await chat.waitForFunction((id) => document.querySelector('[data-crosstalk-envelope="' + id + '"]').getAttribute('data-crosstalk-sent') !== '', id, { timeout: 5000 });
+    await pressId(chat, id);
+    await until(chat, (v) => controlIn(v, id).sent !== '');
+  });
+
+  await step('the page cannot fade, restyle or cover a control and have the user click it', async () => {
+    // The verified envelope (m7), never sent before: each click below
+    // lands on its Send button, which the page has made invisible or
+    // covered; none sends. Then, uncovered, the click sends (the Go test
+    // checks that the relay saw exactly one POST of it).
+    const id = byStatus('verified');
+    await pressId(chat, id, 'copy'); // scrolls it into view; a copy sends nothing
+    const tricks = {
+      'host opacity 0 (inline, !important)': (id) => document.querySelector('[data-crosstalk-envelope="' + id + '"]').style.setProperty('opacity', '0', 'important'),
+      'host scaled away': (id) => document.querySelector('[data-crosstalk-envelope="' + id + '"]').style.setProperty('transform', 'scale(0.01)', 'important'),
+      'a faded message': (id) => document.querySelector('[data-crosstalk-envelope="' + id + '"]').closest('[data-message-id]').style.opacity = '0.02',
+      'an overlay that lets clicks through': (id) => {
+        const r = document.querySelector('[data-crosstalk-envelope="' + id + '"]').getBoundingClientRect();
+        const o = document.createElement('div');
+        o.id = 'overlay';
+        o.textContent = 'Click to continue';
+        o.style.cssText = 'position:fixed;z-index:2147483647;pointer-events:none;background:#fff;left:' + (r.left - 4) + 'px;top:' + (r.top - 4) + 'px;width:' + (r.width + 8) + 'px;height:' + (r.height + 8) + 'px';
+        document.body.appendChild(o);
+      },
+    };
+    const undo = (id) => {
+      const host = document.querySelector('[data-crosstalk-envelope="' + id + '"]');
+      host.style.removeProperty('opacity');
+      host.style.removeProperty('transform');
+      host.style.setProperty('opacity', '1', 'important');
+      host.style.setProperty('transform', 'none', 'important');
+      host.closest('[data-message-id]').style.opacity = '';
+      const o = document.getElementById('overlay');
+      if (o) { o.remove(); }
+    };
+    for (const [name, trick] of Object.entries(tricks)) {
+      await chat.evaluate(trick, id);
+      await chat.waitForTimeout(300); // the browser's next visibility report
+      await press(chat, (v) => controlIn(v, id), 'send', undefined, true);
+      await chat.waitForTimeout(500);
+      const v = await view(chat);
+      check(name + ': the click sends nothing', controlIn(v, id).sent === '' && /^Not done: /.test(v.toast), controlIn(v, id).sent + ' / ' + v.toast);
+      await chat.evaluate(undo, id);
+    }
+    await pressId(chat, id);
+    await until(chat, (v) => controlIn(v, id).sent === 'ok', { what: 'sent once uncovered' });
   });
 
   await step('the background answers a tab for its own site only', async () => {
@@ -207,7 +289,7 @@ try {
     await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.PAGES });
     await chat.bringToFront();
     await sw.evaluate(() => runCommand('copy-last'));
-    await chat.waitForFunction(() => (document.querySelector('[data-crosstalk-toasts]') || {}).dataset.last === 'Copied ✓', null, { timeout: 5000 });
+    await until(chat, (v) => v.toast === 'Copied ✓', { timeout: 5000 });
     const clip = await chat.evaluate(() => navigator.clipboard.readText());
     const last = seed.chat[seed.chat.length - 1].id;
     check('clipboard holds the last envelope, fenced', clip.startsWith('```\n[[') && clip.includes(last) && clip.trimEnd().endsWith('```'), clip);
@@ -218,7 +300,7 @@ try {
     const resp = await page.goto(env.PAGES + '/strict.html');
     check('strict page sends its CSP', /script-src 'self'/.test(resp.headers()['content-security-policy'] || ''), JSON.stringify(resp.headers()));
     await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
-    check('strict page status', await page.locator('[data-crosstalk-envelope]').getAttribute('data-crosstalk-status') === 'unsigned', '');
+    check('strict page status', (await until(page, (v) => v.controls.length === 1)).controls[0].status === 'unsigned', '');
     await page.close();
   });
 
@@ -237,7 +319,7 @@ try {
     await page.evaluate((t) => { document.getElementById('stream').textContent += t; }, text.slice(end));
     await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 10000 });
     check('one control once complete', await page.locator('[data-crosstalk-envelope]').count() === 1 &&
-      await page.locator('[data-crosstalk-envelope]').getAttribute('data-crosstalk-status') === 'unsigned', '');
+      (await view(page)).controls[0].status === 'unsigned', '');
     await page.close();
   });
 
@@ -253,10 +335,10 @@ try {
     await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-ready'));
     await page.evaluate((t) => { document.getElementById('stream').textContent = t + ('chat '.repeat(200) + '\n').repeat(5 << 10); }, seed.stream);
     await page.waitForFunction(() => document.querySelectorAll('[data-crosstalk-envelope]').length === 2, null, { timeout: 20000 })
-      .catch(async (e) => { throw new Error(e.message + ' toast: ' + await page.evaluate(() => (document.querySelector('[data-crosstalk-toasts]') || { dataset: {} }).dataset.last) +
+      .catch(async (e) => { throw new Error(e.message + ' toast: ' + (await view(page)).toast +
         ' controls: ' + await page.locator('[data-crosstalk-envelope]').count() + ' checked: ' + JSON.stringify(await sw.evaluate(() => globalThis.__checked))); });
     const lens = await sw.evaluate(() => { globalThis.__restoreCheck(); return globalThis.__checked; });
-    const statuses = await page.$$eval('[data-crosstalk-envelope]', (els) => els.map((e) => e.getAttribute('data-crosstalk-status') + ' ' + e.title));
+    const statuses = (await view(page)).controls.map((c) => c.status + ' ' + c.title);
     check('huge message: the envelope, then the cut', /^unsigned/.test(statuses[0]) && /E-TOO-LARGE/.test(statuses[1]), JSON.stringify(statuses));
     check('huge message: at most 4 MiB + 1 characters sent to the background', lens.length > 0 && lens.every((n) => n <= (4 << 20) + 1), JSON.stringify(lens));
     await page.close();
@@ -274,10 +356,12 @@ try {
     await step('insert into ' + name + ', delivered when the page sends it', async () => {
       const page = current = await ctx.newPage();
       await page.goto(env.PAGES + path);
-      await page.waitForSelector('[data-crosstalk-insert]:not([data-crosstalk-waiting="0"])', { state: 'attached', timeout: 10000 });
-      const before = +(await page.locator('[data-crosstalk-insert]').getAttribute('data-crosstalk-waiting'));
+      await page.waitForSelector('[data-crosstalk-insert]', { state: 'attached', timeout: 10000 });
+      const v = await until(page, (v) => v.waiting > 0 && v.insert && v.insert.visible !== false, { what: 'the Insert control' });
+      const before = v.waiting;
       check(name + ': badge shows the waiting count', await badge(page.url()) === String(before), await badge(page.url()) + ' vs ' + before);
-      await page.locator('[data-crosstalk-action="insert"]').click();
+      await page.locator('#prompt-textarea, #composer').first().focus();
+      await page.mouse.click(v.insert.x, v.insert.y);
       const box = page.locator(rich ? '#composer' : '#prompt-textarea');
       const want = seed.waiting[seed.waiting.length - before];
       await page.waitForFunction((w) => {
@@ -288,8 +372,7 @@ try {
       check(name + ': the oldest envelope, fenced', content.trimStart().startsWith('```') && content.includes(want.body) && content.includes('[[END]]'), content);
       check(name + ': input event fired', +(await page.evaluate(() => document.body.dataset.inputs)) > 0, '');
       await page.click('[data-testid=send-button]');
-      await page.waitForFunction((n) => { const e = document.querySelector('[data-crosstalk-insert]'); return e && +e.dataset.crosstalkWaiting === n; },
-        before - 1, { timeout: 10000 });
+      await until(page, (v) => v.waiting === before - 1, { what: 'waiting ' + (before - 1) });
       check(name + ': marked delivered', true, '');
       await page.close();
     });
@@ -326,7 +409,8 @@ try {
   await step('keyboard shortcut: insert and send the next envelope', async () => {
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES + '/composer.html');
-    await page.waitForSelector('[data-crosstalk-insert]:not([data-crosstalk-waiting="0"])', { state: 'attached', timeout: 10000 });
+    await page.waitForSelector('[data-crosstalk-insert]', { state: 'attached', timeout: 10000 });
+    await until(page, (v) => v.waiting > 0, { what: 'something waiting' });
     const cmds = await sw.evaluate(() => chrome.commands.getAll());
     const ins = cmds.find((c) => c.name === 'insert-next');
     check('insert-next has a shortcut', ins && ins.shortcut === 'Alt+Shift+I', JSON.stringify(cmds));
@@ -338,7 +422,7 @@ try {
     await page.waitForFunction(() => +document.body.dataset.sent > 0, null, { timeout: 5000 });
     const sentText = await page.locator('.message[data-role=user] pre').last().innerText();
     check('insert-next inserted and sent the last waiting envelope (via command)', sentText.includes(seed.waiting[2].body), sentText);
-    await page.waitForFunction(() => document.querySelector('[data-crosstalk-insert]').dataset.crosstalkWaiting === '0', null, { timeout: 10000 });
+    await until(page, (v) => v.waiting === 0, { what: 'none waiting' });
     await page.close();
   });
 
@@ -346,10 +430,11 @@ try {
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES_AUTO + '/auto.html');
     const n = seed.auto.length;
-    await page.waitForFunction((n) => document.querySelectorAll('[data-crosstalk-sent="ok"]').length === n, n, { timeout: 15000 });
+    await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
+    await until(page, (v) => v.controls.filter((c) => c.sent === 'ok').length === n, { timeout: 15000, what: n + ' sent' });
     await page.reload();
-    await page.waitForFunction((n) => document.querySelectorAll('[data-crosstalk-envelope]').length === n &&
-      [...document.querySelectorAll('[data-crosstalk-envelope]')].every((e) => e.getAttribute('data-crosstalk-sent') === 'ok'), n, { timeout: 15000 });
+    await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
+    await until(page, (v) => v.controls.length === n && v.controls.every((c) => c.sent === 'ok'), { timeout: 15000, what: 'all sent after the reload' });
     check('auto mode', true, '');
     await page.close();
   });
@@ -359,11 +444,10 @@ try {
     // shows, and only that.
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES_AUTO + '/hostile.html');
-    const sentIn = (m) => page.$$eval('[data-message-id="' + m + '"] [data-crosstalk-envelope]', (els) => els.filter((e) => e.shadowRoot).map((e) => e.getAttribute('data-crosstalk-status') + '/' + e.getAttribute('data-crosstalk-sent')));
-    const settled = (ms) => page.waitForFunction((ms) => ms.every((m) => {
-      const c = document.querySelector('[data-message-id="' + m + '"] [data-crosstalk-envelope]');
-      return c && c.getAttribute('data-crosstalk-sent') !== '';
-    }), ms, { timeout: 15000 });
+    await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-ready'));
+    const inMsg = (m) => '[data-message-id="' + m + '"]';
+    const sentIn = async (m) => (await view(page, inMsg(m))).controls.map((c) => c.status + '/' + c.sent);
+    const settled = (ms) => until(page, (v) => ms.every((m) => v.controls.some((c) => c.message === m && c.sent !== '')), { timeout: 15000, what: ms.join() + ' settled' });
     await settled(['h-ok', 'h-differs', 'h-twice-1']);
     // Then the page shows another envelope under the message id it sent.
     await page.evaluate((text) => {
@@ -381,13 +465,13 @@ try {
     for (const m of ['h-tiny', 'h-clear', 'h-away', 'h-ours']) {
       const got = await sentIn(m);
       check('an envelope with a line the user cannot see (' + m + ') is marked hidden, not sent', got.join() === 'hidden/', got);
-      const disabled = await page.locator('[data-message-id="' + m + '"] [data-crosstalk-envelope]').evaluateAll((els) => els.filter((e) => e.shadowRoot).map((e) => e.shadowRoot.querySelector('[data-crosstalk-action="send"]').disabled));
+      const disabled = (await view(page, inMsg(m))).controls.map((c) => c.disabled);
       check('no Send for ' + m, disabled.length === 1 && disabled[0] === true, JSON.stringify(disabled));
     }
     check('a resend under a held message id with another body says differs', (await sentIn('h-differs')).join() === 'unsigned/differs', await sentIn('h-differs'));
     // Not hiding: a message of a content-visibility: auto list, sent once scrolled to.
     await page.locator('[data-message-id="h-lazy"]').scrollIntoViewIfNeeded();
-    await page.waitForFunction(() => { const c = document.querySelector('[data-message-id="h-lazy"] [data-crosstalk-envelope]'); return c && c.getAttribute('data-crosstalk-sent') !== ''; }, null, { timeout: 10000 });
+    await settled(['h-lazy']);
     check('a message drawn when scrolled to (content-visibility: auto) is not hidden', (await sentIn('h-lazy')).join() === 'unsigned/ok', await sentIn('h-lazy'));
     const twice = [...await sentIn('h-twice-1'), ...await sentIn('h-twice-2')];
     check('another envelope under a message id auto mode sent is posted, and differs', twice.join() === 'unsigned/ok,unsigned/differs', JSON.stringify(twice));
@@ -399,6 +483,7 @@ try {
     await manual.goto(env.PAGES + '/hostile.html');
     await manual.waitForSelector('[data-message-id="h-ok"] [data-crosstalk-envelope]', { timeout: 15000 });
     await manual.waitForSelector('[data-message-id="h-differs"] [data-crosstalk-envelope]', { timeout: 15000 });
+    const first = async (m) => (await view(manual, '[data-message-id="' + m + '"]')).controls[0] || {};
     const hide = {
       // A class only: no mutation the content script watches, so the control stays.
       'h-differs': () => document.querySelector('[data-message-id="h-differs"] pre').classList.add('gone'),
@@ -409,10 +494,9 @@ try {
     };
     for (const m of ['h-differs', 'h-ok']) {
       await manual.evaluate(hide[m]);
-      const c = manual.locator('[data-message-id="' + m + '"] [data-crosstalk-envelope]');
-      await c.locator('[data-crosstalk-action="send"]').click();
-      await manual.waitForFunction((m) => document.querySelector('[data-message-id="' + m + '"] [data-crosstalk-envelope]').getAttribute('data-crosstalk-sent') !== '', m, { timeout: 5000 });
-      check('hidden after the check (' + m + '): the click sends nothing', await c.getAttribute('data-crosstalk-sent') === 'hidden', await c.getAttribute('data-crosstalk-sent'));
+      await press(manual, (v) => v.controls[0], 'send', '[data-message-id="' + m + '"]');
+      await until(manual, (v) => v.controls[0].sent !== '', { within: '[data-message-id="' + m + '"]' });
+      check('hidden after the check (' + m + '): the click sends nothing', (await first(m)).sent === 'hidden', (await first(m)).sent);
     }
     await manual.close();
   });
@@ -433,7 +517,7 @@ try {
     });
     await page.waitForFunction(() => document.documentElement.hasAttribute('data-crosstalk-scan-ms'));
     metrics.long_scan_ms = +(await page.evaluate(() => document.documentElement.getAttribute('data-crosstalk-scan-ms')));
-    check('all controls unsigned', await page.evaluate(() => [...document.querySelectorAll('[data-crosstalk-envelope]')].every((e) => e.getAttribute('data-crosstalk-status') === 'unsigned')), '');
+    check('all controls unsigned', (await view(page)).controls.every((c) => c.status === 'unsigned'), '');
     await page.close();
   });
 
@@ -479,7 +563,7 @@ try {
     await page.goto(env.PAGES + '/strict.html');
     await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
     await sw.evaluate(() => runCommand('send-all'));
-    await page.waitForSelector('[data-crosstalk-sent="ok"]', { timeout: 5000 });
+    await until(page, (v) => v.controls.some((c) => c.sent === 'ok'), { timeout: 5000, what: 'sent ok' });
     check('send-all sent the page\'s envelope', true, '');
     await page.close();
   });
@@ -518,8 +602,8 @@ try {
     const page = current = await ctx.newPage();
     await page.goto(env.PAGES + '/strict.html');
     await page.waitForSelector('[data-crosstalk-envelope]', { timeout: 15000 });
-    await page.locator('[data-crosstalk-action="send"]').click();
-    await page.waitForSelector('[data-crosstalk-sent="offline"]', { timeout: 10000 });
+    await press(page, (v) => v.controls[0]);
+    await until(page, (v) => v.controls[0].sent === 'offline', { what: 'sent offline' });
     const clip = await page.evaluate(() => navigator.clipboard.readText());
     check('fenced envelope on the clipboard', clip.startsWith('```\n[[') && clip.includes('[[END]]'), clip);
     await sw.evaluate((u) => chrome.storage.local.set({ relay: u }), env.RELAY_URL);

@@ -33,8 +33,30 @@ const uuid = crypto.randomUUID();
 const ext = 'moz-extension://' + uuid + '/';
 
 const sel = (id) => '[data-crosstalk-envelope="' + id + '"]';
-const attr = (css, name) => m.script('const e = document.querySelector(arguments[0]); return e && e.getAttribute(arguments[1]);', [css, name]);
 const clickIn = async (hostCSS, css) => m.click(await m.findInShadow(hostCSS, css));
+const attr = (css, name) => m.script('const e = document.querySelector(arguments[0]); return e && e.getAttribute(arguments[1]);', [css, name]);
+// The controls' shadow roots are closed and the page's DOM says nothing of
+// what they show; WebDriver reaches a closed root (GetShadowRoot), the
+// page's scripts do not. inRoot reads an attribute or property of the
+// element css inside the root of the element hostCSS; poll retries fn
+// until it returns a truthy value.
+const value = (r) => (r && typeof r === 'object' && 'value' in r ? r.value : r);
+async function inRoot(hostCSS, css, name, property = false) {
+  const id = await m.findInShadow(hostCSS, css);
+  return value(await m.cmd(property ? 'WebDriver:GetElementProperty' : 'WebDriver:GetElementAttribute', { id, name }));
+}
+const statusOf = (hostCSS) => inRoot(hostCSS, '.bar', 'data-status');
+const sentOf = (id) => inRoot(sel(id), '.bar', 'data-sent');
+async function poll(fn, timeout = 10000, what = String(fn)) {
+  for (const deadline = Date.now() + timeout; ; await sleep(100)) {
+    const v = await fn().catch(() => null);
+    if (v) { return v; }
+    if (Date.now() > deadline) { throw new Error('timed out waiting for: ' + what); }
+  }
+}
+const hostsIn = (css) => m.script('return document.querySelectorAll(arguments[0]).length', [css]);
+const waiting = () => inRoot('[data-crosstalk-insert]', 'button', 'data-waiting').then((n) => (n === null || n === undefined ? null : +n));
+const lastToast = () => m.script('return 0').then(() => inRoot('[data-crosstalk-toasts]', 'div:last-of-type', 'textContent', true));
 const go = (url) => m.cmd('WebDriver:Navigate', { url });
 
 // openExtensionPage opens moz-extension://…/path in a new tab and switches
@@ -124,7 +146,7 @@ try {
       !matches.includes('https://' + new URL(env.PAGES_SITE).hostname + '/*'), JSON.stringify(matches));
     await go(env.PAGES_SITE + '/strict.html');
     await m.waitFor('return document.querySelector("[data-crosstalk-envelope]")', [], 15000, 'a control on the enabled site');
-    check('enabled site: status', await attr('[data-crosstalk-envelope]', 'data-crosstalk-status') === 'unsigned', '');
+    check('enabled site: status', await statusOf('[data-crosstalk-envelope]') === 'unsigned', '');
   });
 
   await step('detection: code block, <br> paragraph, quote, pre-wrap text; statuses', async () => {
@@ -132,8 +154,10 @@ try {
     const want = seed.chat;
     await m.waitFor('return document.querySelectorAll("[data-crosstalk-envelope]").length >= arguments[0]', [want.length], 15000, 'the controls');
     const got = await m.script('return [...document.querySelectorAll("[data-crosstalk-envelope]")].map((e) => ({' +
-      'id: e.getAttribute("data-crosstalk-envelope"), status: e.getAttribute("data-crosstalk-status"),' +
-      'message: e.closest("[data-message-id]") && e.closest("[data-message-id]").dataset.messageId, title: e.title, sent: e.getAttribute("data-crosstalk-sent") }))');
+      'id: e.getAttribute("data-crosstalk-envelope"), message: e.closest("[data-message-id]") && e.closest("[data-message-id]").dataset.messageId }))');
+    for (const g of got) {
+      Object.assign(g, { status: await statusOf(sel(g.id)), sent: await sentOf(g.id), title: await inRoot(sel(g.id), '.bar', 'title') });
+    }
     check('one control per envelope', got.length === want.length, JSON.stringify(got));
     for (const w of want) {
       const g = got.find((x) => x.id === w.id);
@@ -144,8 +168,7 @@ try {
   });
 
   const byStatus = (s) => seed.chat.find((w) => w.status === s).id;
-  const sentOf = (id) => attr(sel(id), 'data-crosstalk-sent');
-  const waitSent = (id, v) => m.waitFor('const e = document.querySelector(arguments[0]); return e && e.getAttribute("data-crosstalk-sent") === arguments[1]', [sel(id), v], 5000, id + ' sent ' + v);
+  const waitSent = (id, v) => poll(async () => await sentOf(id) === v, 5000, id + ' sent ' + v);
   await step('send → ok, again → duplicate', async () => {
     const id = byStatus('unsigned');
     await clickIn(sel(id), '[data-crosstalk-action="send"]');
@@ -157,23 +180,29 @@ try {
     await waitSent(fu, 'ok');
     const tampered = byStatus('invalid');
     await clickIn(sel(tampered), '[data-crosstalk-action="send"]');
-    await m.waitFor('return document.querySelector(arguments[0]).getAttribute("data-crosstalk-sent") !== ""', [sel(tampered)], 5000);
+    await poll(async () => await sentOf(tampered) !== '', 5000, 'the tampered envelope answered');
     const v = await sentOf(tampered);
     check('the relay refuses the tampered envelope', v !== 'ok' && v !== 'duplicate', v);
   });
 
   await step("the page's own scripts cannot press Send", async () => {
     const id = byStatus('unknown-key');
-    await m.script('document.querySelector(arguments[0]).shadowRoot.querySelector("[data-crosstalk-action=send]").click()', [sel(id)]);
+    const seen = await m.script('return [...document.querySelectorAll("[data-crosstalk-envelope], [data-crosstalk-toasts], [data-crosstalk-insert]")].map((e) => ({' +
+      'root: e.shadowRoot !== null, attrs: e.getAttributeNames().filter((a) => !["data-crosstalk-envelope", "data-crosstalk-toasts", "data-crosstalk-insert", "style"].includes(a)),' +
+      'title: e.title, text: e.textContent }))');
+    check('the page cannot reach a control\'s shadow root', seen.length >= seed.chat.length && seen.every((e) => !e.root), JSON.stringify(seen));
+    check('the page cannot read a status or the relay\'s answer from the DOM', seen.every((e) => e.attrs.length === 0 && e.title === '' && e.text === ''), JSON.stringify(seen));
+    await m.script('const h = document.querySelector(arguments[0]); const b = h.shadowRoot && h.shadowRoot.querySelector("[data-crosstalk-action=send]"); if (b) { b.click(); } h.click();', [sel(id)]);
+    await sleep(300);
     check('a synthetic click sends nothing (yet)', await sentOf(id) === '', '');
     await clickIn(sel(id), '[data-crosstalk-action="send"]');
-    await m.waitFor('return document.querySelector(arguments[0]).getAttribute("data-crosstalk-sent") !== ""', [sel(id)], 5000);
+    await poll(async () => await sentOf(id) !== '', 5000, 'the user\'s click answered');
   });
 
   await step('strict CSP page: verified by the background', async () => {
     await go(env.PAGES + '/strict.html');
     await m.waitFor('return document.querySelector("[data-crosstalk-envelope]")', [], 15000, 'a control');
-    check('strict page status', await attr('[data-crosstalk-envelope]', 'data-crosstalk-status') === 'unsigned', '');
+    check('strict page status', await statusOf('[data-crosstalk-envelope]') === 'unsigned', '');
   });
 
   await step('streaming message: nothing until [[END]] is there and stable', async () => {
@@ -190,14 +219,14 @@ try {
     await m.script('document.getElementById("stream").textContent += arguments[0]', [text.slice(end)]);
     await m.waitFor('return document.querySelector("[data-crosstalk-envelope]")', [], 10000, 'a control');
     check('one control once complete', await m.script('return document.querySelectorAll("[data-crosstalk-envelope]").length') === 1 &&
-      await attr('[data-crosstalk-envelope]', 'data-crosstalk-status') === 'unsigned', '');
+      await statusOf('[data-crosstalk-envelope]') === 'unsigned', '');
   });
 
-  const waitingIs = (n) => m.waitFor('const e = document.querySelector("[data-crosstalk-insert]"); return e && e.dataset.crosstalkWaiting === arguments[0]', [String(n)], 10000, 'waiting ' + n);
+  const waitingIs = (n) => poll(async () => await waiting() === n, 10000, 'waiting ' + n);
   for (const [name, path, rich] of [['textarea', '/composer.html', false], ['contenteditable', '/composer.html?rich=1', true]]) {
     await step('insert into ' + name + ', delivered when the page sends it', async () => {
       await go(env.PAGES + path);
-      const before = +(await m.waitFor('const e = document.querySelector("[data-crosstalk-insert]"); return e && e.dataset.crosstalkWaiting !== "0" && e.dataset.crosstalkWaiting', [], 10000, 'the Insert control'));
+      const before = await poll(async () => { const n = await waiting(); return n > 0 && n; }, 10000, 'the Insert control');
       await clickIn('[data-crosstalk-insert]', '[data-crosstalk-action="insert"]');
       const want = seed.waiting[seed.waiting.length - before];
       const content = await m.waitFor('const b = document.querySelector("#prompt-textarea, #composer"); const t = b.value !== undefined ? b.value : b.innerText; return t.includes(arguments[0]) && t', [want.message], 5000, 'the inserted envelope');
@@ -211,7 +240,7 @@ try {
 
   await step('keyboard shortcut: insert and send the next envelope', async () => {
     await go(env.PAGES + '/composer.html');
-    await m.waitFor('const e = document.querySelector("[data-crosstalk-insert]"); return e && e.dataset.crosstalkWaiting === "1"', [], 10000, 'one waiting');
+    await waitingIs(1);
     // Marionette's key actions reach the page, not the browser window's
     // shortcut handling: check that Firefox registered the shortcut, then
     // deliver the command to the tab as the background does.
@@ -257,7 +286,7 @@ try {
     await m.waitFor('return document.querySelectorAll("[data-crosstalk-envelope]").length >= arguments[0]', [seed.chat.length], 15000, 'the controls');
     const sent = await inExtension(tabScript + 'const done = arguments[arguments.length - 1]; tab().then((t) => chrome.tabs.sendMessage(t.id, { type: "command", command: "copy-last" })).then(() => done(true), (e) => done(String(e)));', [env.PAGES + '/chat.html']);
     check('the copy-last command reached the tab', sent === true, sent);
-    await m.waitFor('const t = document.querySelector("[data-crosstalk-toasts]"); return t && t.dataset.last === "Copied ✓"', [], 5000, 'Copied ✓');
+    await poll(async () => await lastToast() === 'Copied ✓', 5000, 'Copied ✓');
     const clip = await asyncScript('const done = arguments[arguments.length - 1]; navigator.clipboard.readText().then(done, (e) => done("ERR " + e));');
     const last = seed.chat[seed.chat.length - 1].id;
     check('clipboard holds the last envelope, fenced', clip.startsWith('```\n[[') && clip.includes(last) && clip.trimEnd().endsWith('```'), clip);
@@ -268,7 +297,7 @@ try {
     await go(env.PAGES + '/strict.html');
     await m.waitFor('return document.querySelector("[data-crosstalk-envelope]")', [], 15000, 'a control');
     await clickIn('[data-crosstalk-envelope]', '[data-crosstalk-action="send"]');
-    await m.waitFor('return document.querySelector("[data-crosstalk-sent=offline]")', [], 10000, 'sent offline');
+    await poll(async () => await inRoot('[data-crosstalk-envelope]', '.bar', 'data-sent') === 'offline', 10000, 'sent offline');
     const clip = await asyncScript('const done = arguments[arguments.length - 1]; navigator.clipboard.readText().then(done, (e) => done("ERR " + e));');
     check('fenced envelope on the clipboard', clip.startsWith('```\n[[') && clip.includes('[[END]]'), clip);
     await inExtension('const done = arguments[arguments.length - 1]; chrome.storage.local.set({ relay: arguments[0] }).then(() => done(true));', [env.RELAY_URL]);
@@ -290,18 +319,35 @@ try {
   await step('auto mode sends each envelope once, also after a reload', async () => {
     await go(env.PAGES_AUTO + '/auto.html');
     const n = seed.auto.length;
-    await m.waitFor('return document.querySelectorAll("[data-crosstalk-sent=ok]").length === arguments[0]', [n], 15000, 'auto sends');
+    const allSent = async () => {
+      const ids = await m.script('return [...document.querySelectorAll("[data-crosstalk-envelope]")].map((e) => e.getAttribute("data-crosstalk-envelope"))');
+      if (ids.length !== n) { return false; }
+      for (const id of ids) { if (await sentOf(id) !== 'ok') { return false; } }
+      return true;
+    };
+    await poll(allSent, 15000, 'auto sends');
     await m.cmd('WebDriver:Refresh');
-    await m.waitFor('const c = [...document.querySelectorAll("[data-crosstalk-envelope]")]; return c.length === arguments[0] && c.every((e) => e.getAttribute("data-crosstalk-sent") === "ok")', [n], 15000, 'auto after reload');
+    await poll(allSent, 15000, 'auto after reload');
     check('auto mode', true, '');
   });
   await step('a hostile page: what it hides is not sent, a differing resend is not "already in the ledger"', async () => {
     await go(env.PAGES_AUTO + '/hostile.html');
-    const got = (msg) => m.script('return [...document.querySelectorAll(\'[data-message-id="\' + arguments[0] + \'"] [data-crosstalk-envelope]\')]' +
-      '.filter((e) => e.shadowRoot).map((e) => e.getAttribute("data-crosstalk-status") + "/" + e.getAttribute("data-crosstalk-sent") + (e.shadowRoot.querySelector("[data-crosstalk-action=send]").disabled ? "/disabled" : ""));', [msg])
-      .then((r) => (r && 'value' in r ? r.value : r));
-    await m.waitFor('return ["h-ok", "h-differs"].every((m) => { const c = document.querySelector(\'[data-message-id="\' + m + \'"] [data-crosstalk-envelope]\');' +
-      'return c && c.getAttribute("data-crosstalk-sent") !== ""; })', [], 15000, 'hostile page sent');
+    // The page's own element wearing data-crosstalk-envelope (h-ours) has
+    // no shadow root: WebDriver finds none, so it is not counted.
+    const got = async (msg) => {
+      // Our controls sit beside the envelope's block, children of the message.
+      const n = await hostsIn('[data-message-id="' + msg + '"] > [data-crosstalk-envelope]');
+      const out = [];
+      for (let i = 1; i <= n; i++) {
+        const host = '[data-message-id="' + msg + '"] > [data-crosstalk-envelope]:nth-of-type(' + i + ')';
+        const bar = await statusOf(host).catch(() => null);
+        if (bar === null) { continue; }
+        out.push(bar + '/' + await inRoot(host, '.bar', 'data-sent') + (await inRoot(host, '[data-crosstalk-action=send]', 'disabled', true) ? '/disabled' : ''));
+      }
+      return out;
+    };
+    await poll(async () => (await got('h-ok')).length && (await got('h-differs')).length && !(await got('h-ok'))[0].endsWith('/') &&
+      !(await got('h-differs'))[0].endsWith('/'), 15000, 'hostile page sent');
     check('the envelope the page shows is sent', (await got('h-ok')).join() === 'unsigned/ok', await got('h-ok'));
     for (const id of ['h-none', 'h-faded']) {
       check('an envelope the page hides (' + id + ') gets no control', (await got(id)).length === 0, await got(id));
