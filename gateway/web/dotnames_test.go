@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	groupHref  = regexp.MustCompile(`href="(/ui/groups/[^"/#]*)"><bdi>([^<]*)</bdi>`)
+	groupHref  = regexp.MustCompile(`href="(/ui/groups/[^"/#]*)"><bdi class="clip" title="[^"]*">([^<]*)</bdi>`)
 	threadHref = regexp.MustCompile(`href="(/ui/groups/[^"/#]*/threads/[^"/#]*)#e\d+"`)
 	streamAttr = regexp.MustCompile(`data-stream="([^"]*)"`)
 )
