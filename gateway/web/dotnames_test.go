@@ -20,8 +20,8 @@ var (
 // TestDotGroupNames: a group named "." or ".." — an envelope's context
 // may be either — is reachable from the inbox like any other: its link on
 // the groups page has no segment a browser or Go's ServeMux would clean
-// away, and the group page, its thread page and its live stream's path
-// name it. The tilde escape does not capture a group that starts with a
+// away, and the group page, its thread page, its live stream's path and
+// Mark all read (which comes back to the group) name it. The tilde escape does not capture a group that starts with a
 // tilde.
 func TestDotGroupNames(t *testing.T) {
 	h := newHarness(t, nil)
@@ -51,6 +51,9 @@ func TestDotGroupNames(t *testing.T) {
 			m := streamAttr.FindStringSubmatch(body)
 			if m == nil || html.UnescapeString(m[1]) != link+"/stream" {
 				t.Errorf("group %q: data-stream = %v, want %q", g, m, link+"/stream")
+			}
+			if res, body := h.post(link+"/read", url.Values{}); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != link {
+				t.Errorf("POST %s/read = %d to %q, want 303 back to %s:\n%.600s", link, res.StatusCode, res.Header.Get("Location"), link, body)
 			}
 			th := threadHref.FindStringSubmatch(body)
 			if th == nil {
