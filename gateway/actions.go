@@ -115,10 +115,10 @@ func (r *Relay) shownTo(ev ledger.Event, d EventData, actor string) bool {
 	switch {
 	case ev.Kind != KindMessage && ev.Kind != KindNotify:
 		return true
-	case actor == "user", strings.EqualFold(ev.By, actor):
+	case actor == "user", attention.SameActor(ev.By, actor):
 		return true
 	case ev.Kind == KindNotify:
-		return d.TargetActorID == "" || strings.EqualFold(d.TargetActorID, actor)
+		return d.TargetActorID == "" || attention.SameActor(d.TargetActorID, actor)
 	}
 	return r.addressedTo(d.To, actor)
 }
@@ -214,7 +214,7 @@ func (r *Relay) Act(ctx context.Context, req ActionRequest) (ActionResult, error
 	case ActionAck:
 		switch {
 		case target.Kind == KindNotify && td.RequiresAck:
-			if td.TargetActorID != "" && !strings.EqualFold(td.TargetActorID, req.Actor) {
+			if td.TargetActorID != "" && !attention.SameActor(td.TargetActorID, req.Actor) {
 				return res, actionErr(CodePermission, "notice %s is for %s; a principal acks only for itself (CCCS §7.2)", target.ID, td.TargetActorID)
 			}
 			rec.Kind, d = KindNotifyAck, EventData{ActorID: req.Actor, NotifyEventID: target.ID}

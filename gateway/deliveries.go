@@ -391,7 +391,7 @@ func (t *tracker) observe(ctx context.Context, ev ledger.Event) (Delivery, bool,
 	}
 	dec := attention.Decide(ae, t.agent, st, t.now)
 	// Participation: the agent wrote in the thread or was named in it.
-	if ae.Thread != "" && (strings.EqualFold(ae.From, t.agent.ID) || dec.Directedness == attention.ToMe) {
+	if ae.Thread != "" && (attention.SameActor(ae.From, t.agent.ID) || dec.Directedness == attention.ToMe) {
 		t.threads.add(ae.Thread)
 	}
 	if dec.Injection == attention.Silent {

@@ -55,7 +55,7 @@ func IsPerEvent(ctx context.Context) bool {
 // agent: to_me, must_not_respond, injection digest, when the digest is
 // the agent's; silent (false) otherwise.
 func (t *tracker) digestDelivery(ev ledger.Event, d EventData) (Delivery, bool) {
-	if d.Digest == nil || !strings.EqualFold(d.TargetActorID, t.agent.ID) {
+	if d.Digest == nil || !attention.SameActor(d.TargetActorID, t.agent.ID) {
 		return Delivery{}, false
 	}
 	out := Delivery{
@@ -238,7 +238,7 @@ func (r *Relay) digestMark(ctx context.Context, agent, group string) (digestMark
 			if err != nil {
 				return m, fmt.Errorf("gateway: digest %s: bad data: %w", ev.ID, err)
 			}
-			if d.Digest != nil && strings.EqualFold(d.TargetActorID, agent) {
+			if d.Digest != nil && attention.SameActor(d.TargetActorID, agent) {
 				m.through = max(m.through, d.Digest.Through)
 			}
 		}

@@ -99,7 +99,7 @@ func deliveredAt(d Delivery) time.Time {
 // every stream and list merges the same way).
 func (c injector) joins(run []Delivery, d Delivery) bool {
 	first, last := run[0], run[len(run)-1]
-	if d.Group != last.Group || d.Thread != last.Thread || !strings.EqualFold(d.From, last.From) {
+	if d.Group != last.Group || d.Thread != last.Thread || !attention.SameActor(d.From, last.From) {
 		return false
 	}
 	quiet, maxw := c.windows()

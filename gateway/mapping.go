@@ -399,7 +399,8 @@ func eventID(parent any) string {
 }
 
 // addressedTo reports whether recipient tokens reach actor: a broadcast,
-// the actor's id, @user for the user, or a role the actor holds.
+// the actor's id, @user for the user, or a role the actor holds; ids and
+// roles compare as attention.SameActor (ASCII case only).
 func (r *Relay) addressedTo(to []string, actor string) bool {
 	if len(to) == 0 {
 		return true
@@ -407,13 +408,13 @@ func (r *Relay) addressedTo(to []string, actor string) bool {
 	ag, _ := r.book.Agent(actor)
 	for _, t := range to {
 		switch {
-		case strings.EqualFold(t, actor), t == "@all":
+		case attention.SameActor(t, actor), t == "@all":
 			return true
 		case (t == "@user" || t == "user") && actor == "user":
 			return true
 		case strings.HasPrefix(t, "@"):
 			for _, role := range ag.Roles {
-				if strings.EqualFold(t[1:], role) || t == "@peers" && role == "peer" {
+				if attention.SameActor(t[1:], role) || t == "@peers" && role == "peer" {
 					return true
 				}
 			}

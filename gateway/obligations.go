@@ -109,7 +109,7 @@ func (r *Relay) waitingPage(ctx context.Context, agent, after string, all bool, 
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
 		for _, a := range answers {
-			if !a.Reply && strings.EqualFold(a.Actor, ev.By) {
+			if !a.Reply && attention.SameActor(a.Actor, ev.By) {
 				continue // the author's own notes are no answer
 			}
 			w.Evidence = appendEvidence(w.Evidence, a.Actor)
@@ -200,7 +200,7 @@ func (w *obligationWalk) apply(ev ledger.Event) {
 		}
 	default:
 		i, ok := w.open[d.EventID]
-		if !ok || strings.EqualFold(ev.By, w.out[i].Author) { // the author's own notes are no answer
+		if !ok || attention.SameActor(ev.By, w.out[i].Author) { // the author's own notes are no answer
 			break
 		}
 		w.out[i].Evidence = appendEvidence(w.out[i].Evidence, ev.By)
@@ -238,7 +238,7 @@ func (w *obligationWalk) appendOpen(dst []Waiting, now time.Time) []Waiting {
 
 func appendEvidence(s []string, actor string) []string {
 	for _, x := range s {
-		if strings.EqualFold(x, actor) {
+		if attention.SameActor(x, actor) {
 			return s
 		}
 	}
@@ -270,7 +270,7 @@ func (d Delivery) Owes() bool {
 // closed (docs/agents.md "Streams learn of discharges"). It costs one
 // read of the obligation's event per discharge.
 func (t *tracker) dischargeUpdate(ctx context.Context, ev ledger.Event, d EventData) (Delivery, bool, error) {
-	if d.EventID == "" || strings.EqualFold(ev.By, t.agent.ID) {
+	if d.EventID == "" || attention.SameActor(ev.By, t.agent.ID) {
 		return Delivery{}, false, nil
 	}
 	ob, err := t.r.store.Get(ctx, d.EventID)

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/transports"
 )
@@ -603,7 +604,7 @@ func (o *outbound) plan(ev ledger.Event) []*delivery {
 			if strings.HasPrefix(t, "@") {
 				for _, a := range book.Agents() {
 					for _, role := range a.Roles {
-						if strings.EqualFold(t[1:], role) || t == "@peers" && role == "peer" {
+						if attention.SameActor(t[1:], role) || t == "@peers" && role == "peer" {
 							targets = append(targets, a)
 						}
 					}
@@ -619,7 +620,7 @@ func (o *outbound) plan(ev ledger.Event) []*delivery {
 	seen := map[string]bool{}
 	var text []byte
 	for _, a := range targets {
-		if a.Transport == "" || seen[a.ID] || strings.EqualFold(a.ID, d.X.Sender) {
+		if a.Transport == "" || seen[a.ID] || attention.SameActor(a.ID, d.X.Sender) {
 			continue
 		}
 		seen[a.ID] = true

@@ -698,7 +698,7 @@ func (r *Relay) actorFacts(ev ledger.Event, d EventData, ae attention.Event, ids
 		msg = x.Envelope.Message
 	}
 	for _, id := range ids {
-		if id == "" || strings.EqualFold(id, ev.By) {
+		if id == "" || attention.SameActor(id, ev.By) {
 			continue
 		}
 		a := r.agentOf(id)
@@ -749,7 +749,7 @@ func (v *projView) participant(ctx context.Context, group, thread string, seq in
 // rule of tracker.observe (the author, or to_me by C2A directedness).
 func (v *projView) joinedBy(j projection.Join) bool {
 	if j.Kind == projection.JoinAuthor {
-		return strings.EqualFold(j.Token, v.agent.ID)
+		return attention.SameActor(j.Token, v.agent.ID)
 	}
 	probe := attention.Event{Kind: KindMessage, Intent: attention.IntentRequest, To: []string{j.Token}}
 	return attention.Decide(probe, v.agent, attention.State{}, time.Time{}).Directedness == attention.ToMe
@@ -775,9 +775,9 @@ func marksOf(ctx context.Context, db *projection.DB, agent string, evs []ledger.
 		for _, m := range marks {
 			switch m.Kind {
 			case projection.MarkAck:
-				ms.acked[m.Event] = ms.acked[m.Event] || strings.EqualFold(m.Actor, agent)
+				ms.acked[m.Event] = ms.acked[m.Event] || attention.SameActor(m.Actor, agent)
 			case projection.MarkResponded:
-				ms.responded[m.Event] = ms.responded[m.Event] || strings.EqualFold(m.Actor, agent)
+				ms.responded[m.Event] = ms.responded[m.Event] || attention.SameActor(m.Actor, agent)
 			case projection.MarkDischarged:
 				ms.discharged[m.Event] = true
 			case projection.MarkClaimed:

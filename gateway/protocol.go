@@ -211,7 +211,7 @@ func protocolObligation(p *Protocol, explicit *attention.Obligation) *attention.
 func (r *Relay) unblock(ctx context.Context, target ledger.Event, td EventData, actor, note string) error {
 	p := td.Protocol
 	if target.Kind != KindMessage || p == nil || p.EventType != ProtocolBlocked ||
-		strings.EqualFold(actor, target.By) || !r.addressedTo(td.To, actor) {
+		attention.SameActor(actor, target.By) || !r.addressedTo(td.To, actor) {
 		return nil
 	}
 	msg := fmt.Sprintf("%s resolved your blocker %q", actor, p.Subject)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/liveness"
 	"github.com/crosstalk-go/crosstalk/gateway/projection"
@@ -565,7 +566,7 @@ func (r *Relay) checkEnvelope(ctx context.Context, in Intake, env *envelope.Enve
 	if v.Status == StatusFirstUse {
 		// A first use proves only that the signer holds the key it
 		// announces; it may claim a key id nobody else holds.
-		if owner, ok := r.book.KeyOwner(v.Pkid); ok && !strings.EqualFold(owner, actor) {
+		if owner, ok := r.book.KeyOwner(v.Pkid); ok && !attention.SameActor(owner, actor) {
 			return reject(envelope.CodePerm, "key id %q belongs to %s; a first use by %s pins nothing", v.Pkid, owner, actor)
 		}
 	}

@@ -317,7 +317,7 @@ func (rt *Returner) observe(ev ledger.Event) {
 		}
 		p, ok := rt.pending[d.EventID]
 		actor := cmp.Or(d.ActorID, ev.By)
-		if !ok || !p.ob.Ack || strings.EqualFold(actor, p.author) {
+		if !ok || !p.ob.Ack || attention.SameActor(actor, p.author) {
 			return
 		}
 		if p.handoff {
@@ -457,7 +457,7 @@ func (rt *Returner) responsible(ctx context.Context, p *pendingObligation) []str
 	held := map[string]bool{}
 	for _, a := range rt.r.book.Agents() {
 		aa := attention.Agent{ID: a.ID, Roles: a.Roles}
-		if strings.EqualFold(a.ID, p.author) || p.acked[strings.ToLower(a.ID)] {
+		if attention.SameActor(a.ID, p.author) || p.acked[strings.ToLower(a.ID)] {
 			continue
 		}
 		if pol, _ := attention.PolicyOf(ae, aa, attention.State{}, p.created); pol == attention.MustRespond {
@@ -467,7 +467,7 @@ func (rt *Returner) responsible(ctx context.Context, p *pendingObligation) []str
 	}
 	for _, t := range p.to {
 		// An actor outside the address book is its own addressee.
-		if !strings.HasPrefix(t, "@") && !held[strings.ToLower(t)] && !p.acked[strings.ToLower(t)] && !strings.EqualFold(t, p.author) && !rt.isRole(t) {
+		if !strings.HasPrefix(t, "@") && !held[strings.ToLower(t)] && !p.acked[strings.ToLower(t)] && !attention.SameActor(t, p.author) && !rt.isRole(t) {
 			out = append(out, t)
 			held[strings.ToLower(t)] = true
 		}
@@ -485,11 +485,11 @@ func (rt *Returner) holders(role, except string) []string {
 	role = strings.TrimPrefix(role, "@")
 	var out []string
 	for _, a := range rt.r.book.Agents() {
-		if strings.EqualFold(a.ID, except) {
+		if attention.SameActor(a.ID, except) {
 			continue
 		}
 		for _, r := range a.Roles {
-			if strings.EqualFold(strings.TrimPrefix(strings.TrimSpace(r), "@"), role) {
+			if attention.SameActor(strings.TrimPrefix(strings.TrimSpace(r), "@"), role) {
 				out = append(out, a.ID)
 				break
 			}
@@ -503,7 +503,7 @@ func (rt *Returner) coordinators(p *pendingObligation) []string {
 }
 
 func (rt *Returner) humans(p *pendingObligation) []string {
-	if rt.o.Human == "" || strings.EqualFold(rt.o.Human, p.author) {
+	if rt.o.Human == "" || attention.SameActor(rt.o.Human, p.author) {
 		return nil
 	}
 	return []string{rt.o.Human}

@@ -142,9 +142,9 @@ var selectorRoles = map[string]string{
 func normToken(t string) string {
 	t = strings.TrimSpace(t)
 	switch {
-	case strings.EqualFold(t, "user"):
+	case SameActor(t, "user"):
 		return selectorUser
-	case strings.EqualFold(t, "all"), t == "*", strings.EqualFold(t, selectorAll):
+	case SameActor(t, "all"), t == "*", SameActor(t, selectorAll):
 		return selectorAll
 	}
 	return t
@@ -154,7 +154,7 @@ func isMe(tok string, a Agent) bool {
 	if a.ID == "" {
 		return false
 	}
-	if strings.EqualFold(tok, a.ID) {
+	if SameActor(tok, a.ID) {
 		return true
 	}
 	// The human user is addressed as @user (CCCS §5.1).
@@ -163,13 +163,13 @@ func isMe(tok string, a Agent) bool {
 
 func holdsRole(tok string, a Agent) bool {
 	name := strings.TrimPrefix(tok, "@")
-	if name == "" || strings.EqualFold(name, "all") {
+	if name == "" || SameActor(name, "all") {
 		return false
 	}
-	alt := selectorRoles[strings.ToLower(name)]
+	alt := selectorRoles[toLowerASCII(name)]
 	for _, r := range a.Roles {
 		r = strings.TrimPrefix(strings.TrimSpace(r), "@")
-		if r != "" && (strings.EqualFold(r, name) || strings.EqualFold(r, alt)) {
+		if r != "" && (SameActor(r, name) || SameActor(r, alt)) {
 			return true
 		}
 	}
@@ -228,7 +228,7 @@ func directedness(ev Event, a Agent, st State, now time.Time) (Directedness, via
 // "Directedness"). Precedence, first match wins:
 //
 //  1. intent BROADCAST → ambient;
-//  2. a recipient token is a's id (case-insensitive) → to_me;
+//  2. a recipient token is a's id (SameActor: ASCII letters in any case) → to_me;
 //  3. a token is a selector or role a holds, or @all / ALL / * (a group
 //     mention every member holds) → to_my_role;
 //  4. a holds a claim in force on the event or its thread, or participates
@@ -247,7 +247,7 @@ func ackOwed(ev Event) bool {
 func policy(ev Event, a Agent, st State, now time.Time, d Directedness, v via) (Policy, Reason) {
 	in := intentOf(ev)
 	switch {
-	case a.ID != "" && strings.EqualFold(ev.From, a.ID):
+	case a.ID != "" && SameActor(ev.From, a.ID):
 		return MustNotRespond, ReasonOwnEvent
 	case bookkeeping(ev.Kind):
 		return MustNotRespond, ReasonBookkeeping

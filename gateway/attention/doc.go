@@ -43,7 +43,10 @@
 //     to_other. So a reply addressed to another agent in a thread this agent
 //     participates in is to_my_role (docs/design.md §5.4, C2A matrix row "Thread
 //     reply where this agent participates"), not to_other.
-//  2. Tokens match case-insensitively. "user" means @user, and "ALL", "*"
+//  2. Tokens match without regard to the case of ASCII letters
+//     ([SameActor]); other letters match exactly, so "ſam" (long s) is not
+//     sam nor "\u212aate" (Kelvin sign) kate, as the ledger keeps such
+//     actors apart (docs/security.md). "user" means @user, and "ALL", "*"
 //     mean @all (CCCS §5.1, docs/design.md §5.2). Selectors map to roles:
 //     @peers→"peer", @foreman→"foreman", @user→"user", any other "@x" or bare
 //     "x" → role "x". @all is a group mention every member holds: it makes

@@ -85,7 +85,7 @@ func ParseObligation(blocks, defaultAction, delegate, deadline string, receivedA
 		if _, err := envelope.NormalizeIdentifier(d); err != nil {
 			return o, fmt.Errorf("%w: Delegate: %v", ErrObligation, err)
 		}
-		if strings.HasPrefix(d, "@") || strings.EqualFold(d, "all") || d == "*" || strings.ContainsAny(d, " ,") {
+		if strings.HasPrefix(d, "@") || SameActor(d, "all") || d == "*" || strings.ContainsAny(d, " ,") {
 			return o, fmt.Errorf("%w: Delegate %q is not one agent", ErrObligation, d)
 		}
 	}
@@ -126,9 +126,10 @@ func ParseDeadline(v string, receivedAt time.Time) (time.Time, error) {
 }
 
 // CanDischarge reports whether actor may discharge the obligation of an
-// event written by author: only the author or the delegate may.
+// event written by author: only the author or the delegate may
+// (SameActor).
 func (o Obligation) CanDischarge(author, actor string) bool {
-	return actor != "" && (strings.EqualFold(actor, author) || o.Delegate != "" && strings.EqualFold(actor, o.Delegate))
+	return actor != "" && (SameActor(actor, author) || o.Delegate != "" && SameActor(actor, o.Delegate))
 }
 
 // OneLine reports whether v is one line a person sees as written

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -260,9 +259,9 @@ func (s *Server) composePost(w http.ResponseWriter, r *http.Request, c *call) {
 
 // threadLink is the thread view's path, with the item's anchor.
 func threadLink(group, thread string, seq int64) string {
-	p := "/ui/groups/" + url.PathEscape(group)
+	p := "/ui/groups/" + pathSegment(group)
 	if thread != "" {
-		p += "/threads/" + url.PathEscape(thread)
+		p += "/threads/" + pathSegment(thread)
 	}
 	if seq > 0 {
 		p += "#e" + strconv.FormatInt(seq, 10)

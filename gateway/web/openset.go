@@ -56,7 +56,7 @@ const maxActionRunes = 120
 func (s *Server) openSets(ctx context.Context, r *http.Request, agent string) (openSets, error) {
 	qv := r.URL.Query()
 	out := openSets{Settled: qv.Get("settled") == "1"}
-	base := "/ui/agents/" + url.PathEscape(agent)
+	base := "/ui/agents/" + pathSegment(agent)
 	more := func(name, after string) string {
 		v := url.Values{name: {after}}
 		if out.Settled {

@@ -80,8 +80,8 @@ func TestProvenanceShown(t *testing.T) {
 	h.ingest(envText(t, "CLAUDE", "ALL", envelope.IntentBroadcast, "beta", "from afar",
 		metaBlock("provenance", "Src-Group-Id", "<b>far</b>", "Src-Event-Id", "gone-1")))
 	_, body := h.get("/ui/groups/beta")
-	mustContain(t, "group page", body, "Summary of a message from group <bdi>alpha</bdi>", `<a href="/ui/events/`+src.Event.ID+`">open source message</a>`,
-		"Forwarded from group <bdi>&lt;b&gt;far&lt;/b&gt;</bdi>")
+	mustContain(t, "group page", body, `Summary of a message from group <bdi class="clip" title="alpha">alpha</bdi>`, `<a href="/ui/events/`+src.Event.ID+`">open source message</a>`,
+		`Forwarded from group <bdi class="clip" title="&lt;b&gt;far&lt;/b&gt;">&lt;b&gt;far&lt;/b&gt;</bdi>`)
 	res, _ := h.do(h.client, http.MethodGet, "/ui/events/"+src.Event.ID, nil)
 	if want := "/ui/groups/alpha/threads/" + src.Envelope.Thread + "#e1"; res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want {
 		t.Errorf("source link = %d → %q, want 303 → %q", res.StatusCode, res.Header.Get("Location"), want)

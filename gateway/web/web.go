@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -124,8 +123,8 @@ func New(relay *gateway.Relay, a *api.Server, opts *Options) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 var funcs = template.FuncMap{
-	"lower":      strings.ToLower,
-	"pathEscape": url.PathEscape,
+	"lower":       strings.ToLower,
+	"pathSegment": pathSegment,
 	// show writes a user-supplied name with invisible and bidi characters
 	// visible; templates put it in <bdi> so it cannot reorder the page.
 	"show":         envelope.ShowInvisible,
@@ -260,6 +259,7 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request, *call)) http.Ha
 			s.render(w, r, c, http.StatusUnauthorized, "login", "Log in", loginData{Next: r.URL.RequestURI()})
 			return
 		}
+		unescapePathNames(r)
 		if err := api.NormalizePathNames(r, s.relay.Store()); err != nil {
 			s.fail(w, r, c, http.StatusBadRequest, string(envelope.CodeAddress), err.Error())
 			return

@@ -286,7 +286,7 @@ func TestPasteAndSend(t *testing.T) {
 	if res.StatusCode != 422 { // one was refused
 		t.Fatalf("send = %d\n%s", res.StatusCode, body)
 	}
-	mustContain(t, "send", body, "recorded", "<bdi>pasted</bdi> #1", "<bdi>pasted</bdi> #2", "E-FORMAT")
+	mustContain(t, "send", body, "recorded", `<bdi class="clip" title="pasted">pasted</bdi> #1`, `<bdi class="clip" title="pasted">pasted</bdi> #2`, "E-FORMAT")
 	evs := h.events("pasted")
 	if len(evs) != 2 {
 		t.Fatalf("events = %d, want 2", len(evs))
@@ -590,13 +590,14 @@ func TestPagesIsolateNames(t *testing.T) {
 	}
 	// html/template writes "+" as &#43;.
 	const shownGroup, shownFrom = "<bdi>pro⟨U&#43;200B⟩j</bdi>", "<bdi>CLA⟨U&#43;202E⟩UDE</bdi>"
+	const clippedGroup = `<bdi class="clip" title="pro⟨U&#43;200B⟩j">pro⟨U&#43;200B⟩j</bdi>`
 	for _, tc := range []struct {
 		path  string
 		wants []string
 	}{
 		{"/ui/groups/" + url.PathEscape(group), []string{"<title>pro⟨U&#43;200B⟩j", "<h1>Group " + shownGroup, `<span class="from">` + shownFrom}},
-		{"/ui/agents/gemini", []string{shownGroup + " #1", `<span class="from"><bdi>cla⟨U&#43;202E⟩ude</bdi>`}},
-		{"/", []string{`<a href="/ui/groups/pro%E2%80%8Bj">` + shownGroup}},
+		{"/ui/agents/gemini", []string{clippedGroup + " #1", `<span class="from"><bdi>cla⟨U&#43;202E⟩ude</bdi>`}},
+		{"/", []string{`<a href="/ui/groups/pro%E2%80%8Bj">` + clippedGroup}},
 	} {
 		code, body := h.get(tc.path)
 		if code != http.StatusOK {

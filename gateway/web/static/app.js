@@ -71,8 +71,10 @@
   }
   if (tl && window.EventSource) {
     var thread = tl.getAttribute('data-thread') || '';
-    var url = '/ui/groups/' + encodeURIComponent(tl.getAttribute('data-group')) +
-      '/stream?since_seq=' + encodeURIComponent(tl.getAttribute('data-since') || '0');
+    // data-stream is the path the server wrote (a group "." or ".." has
+    // its own escape there, which encodeURIComponent would not make).
+    var url = tl.getAttribute('data-stream') +
+      '?since_seq=' + encodeURIComponent(tl.getAttribute('data-since') || '0');
     var es = new EventSource(url);
     es.addEventListener('open', function () { live(true, 'live'); });
     es.addEventListener('error', function () { live(false, 'reconnecting…'); });
