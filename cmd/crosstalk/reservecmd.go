@@ -203,7 +203,7 @@ the token's principal.`)
 		return usagef("heartbeat: want --agent A")
 	}
 	var st gateway.Presence
-	err := rf.do(ctx, "POST", "/v1/agents/"+url.PathEscape(*agent)+"/heartbeat", *agent, nil, &st)
+	err := rf.do(ctx, "POST", "/v1/agents/"+api.PathSegment(*agent)+"/heartbeat", *agent, nil, &st)
 	if *asJSON {
 		ans := heartbeatAnswer{OK: err == nil, Command: "heartbeat"}
 		if err != nil {

@@ -3,9 +3,11 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -94,5 +96,30 @@ func TestQueryGroupNames(t *testing.T) {
 		if err := json.Unmarshal(body, &e); err != nil || e.Error.Code != "E-ADDRESS" {
 			t.Errorf("GET %s = %s, want an E-ADDRESS error", tt.path, body)
 		}
+	}
+}
+
+// TestDotNamesInPaths: groups named "." and ".." (an envelope's context
+// may say so) are reached as "~." and "~..", and a group named "~." as
+// "~~." (api.PathSegment); "~deploy" is its own segment. Before, clients
+// and ServeMux cleaned the dot segments away and nothing reached them.
+func TestDotNamesInPaths(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, g := range []string{".", "..", "~.", "~deploy", "..."} {
+		h.post(env("CLAUDE", "CHATGPT", "REQUEST", g, "question in "+g))
+	}
+	for _, g := range []string{".", "..", "~.", "~deploy", "..."} {
+		path := "/v1/groups/" + api.PathSegment(g) + "/events"
+		status, body := h.do("GET", path, "")
+		var p struct{ Events []ledger.Event }
+		if status != http.StatusOK || json.Unmarshal(body, &p) != nil || len(p.Events) != 1 || p.Events[0].GroupID != g {
+			t.Errorf("GET %s = %d %s, want the one event of group %q", path, status, body, g)
+		}
+		if got := api.FromSegment(strings.TrimPrefix(strings.TrimSuffix(path, "/events"), "/v1/groups/")); got != g && g != "~deploy" {
+			t.Errorf("FromSegment(PathSegment(%q)) = %q", g, got)
+		}
+	}
+	if got, want := api.PathSegment("~~.."), "~~~.."; got != want {
+		t.Errorf("PathSegment(~~..) = %q, want %q", got, want)
 	}
 }

@@ -259,7 +259,7 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request, *call)) http.Ha
 			s.render(w, r, c, http.StatusUnauthorized, "login", "Log in", loginData{Next: r.URL.RequestURI()})
 			return
 		}
-		unescapePathNames(r)
+		unescapeThread(r)
 		if err := api.NormalizePathNames(r, s.relay.Store()); err != nil {
 			s.fail(w, r, c, http.StatusBadRequest, string(envelope.CodeAddress), err.Error())
 			return

@@ -189,10 +189,18 @@ async function post(msg, key) {
 // web inbox's agent page.
 const WAITING_PAGES = 3;
 
+// pathSegment is a group or agent name as one segment of a relay API path
+// (docs/agents.md, "Names in paths"): percent-encoded, and a name of one or
+// two dots after any number of tildes gets one more tilde in front, since
+// fetch drops or climbs "." and ".." segments (also written %2E).
+function pathSegment(name) {
+  return (/^~*\.\.?$/.test(name) ? '~' : '') + encodeURIComponent(name);
+}
+
 // newestDeliveries returns agent's deliveries among the newest ledger
 // events, at most pages pages of them, in log order, and the agent's id.
 async function newestDeliveries(agent, pages, limit) {
-  const a = encodeURIComponent(agent);
+  const a = pathSegment(agent);
   let out = [], before = 0, me = agent;
   for (let i = 0; i < pages; i++) {
     const d = await relayFetch('/v1/agents/' + a + '/deliveries?before_pos=' + before + '&limit=' + limit);
@@ -211,7 +219,7 @@ async function newestDeliveries(agent, pages, limit) {
 async function waiting(agent) {
   const [d, c] = await Promise.all([
     newestDeliveries(agent, WAITING_PAGES, 1000),
-    relayFetch('/v1/agents/' + encodeURIComponent(agent) + '/cursors'),
+    relayFetch('/v1/agents/' + pathSegment(agent) + '/cursors'),
   ]);
   const cursors = (c.status === 200 && c.body.cursors) || {};
   const me = d.agent;
@@ -221,7 +229,7 @@ async function waiting(agent) {
 
 // rawEnvelope returns the envelope text of the event at seq in group.
 async function rawEnvelope(group, seq) {
-  const r = await relayFetch('/v1/groups/' + encodeURIComponent(group) + '/events?since_seq=' + (seq - 1) + '&limit=1');
+  const r = await relayFetch('/v1/groups/' + pathSegment(group) + '/events?since_seq=' + (seq - 1) + '&limit=1');
   const ev = r.status === 200 && r.body.events && r.body.events[0];
   const x = ev && ev.data && ev.data.x_crosstalk;
   if (!x || !x.raw) { throw new Error('event ' + seq + ' of ' + group + ' has no envelope text'); }
@@ -277,14 +285,14 @@ const handlers = {
     return { text, fenced: (await wasmReady).fence(text), group: d.group, event_id: d.event_id, seq: d.seq, message: d.message || '' };
   },
   async delivered(msg) {
-    const r = await relayFetch('/v1/groups/' + encodeURIComponent(msg.group) + '/events/' + encodeURIComponent(msg.event_id) + '/read', {
+    const r = await relayFetch('/v1/groups/' + pathSegment(msg.group) + '/events/' + encodeURIComponent(msg.event_id) + '/read', {
       method: 'POST', headers: { 'X-Crosstalk-Agent': agentHeader(msg.agent) },
     });
     return r.status === 200 ? { ok: true } : Object.assign({ ok: false }, relayError(r));
   },
   async exchanges(msg) {
     // The newest page of the agent's deliveries, not its whole history.
-    const r = await relayFetch('/v1/agents/' + encodeURIComponent(msg.agent) + '/deliveries?before_pos=0&limit=200');
+    const r = await relayFetch('/v1/agents/' + pathSegment(msg.agent) + '/deliveries?before_pos=0&limit=200');
     if (r.status !== 200) { return Object.assign({ items: [] }, relayError(r)); }
     // Its exchanges: what it sent and what was addressed to it (or its role).
     const me = r.body.agent;
