@@ -18,7 +18,6 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
-	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/c2a"
 	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
@@ -287,7 +286,7 @@ is gone or ends the stream with an error. Without --group it lists the groups.`)
 			Prev   int64          `json:"prev_seq"`
 		}
 		q := url.Values{"before_seq": {fmt.Sprint(*before)}, "limit": {fmt.Sprint(*limit)}}
-		if err := rf.do(ctx, "GET", "/v1/groups/"+api.PathSegment(*group)+"/events?"+q.Encode(), "", nil, &page); err != nil {
+		if err := rf.do(ctx, "GET", "/v1/groups/"+client.PathSegment(*group)+"/events?"+q.Encode(), "", nil, &page); err != nil {
 			return err
 		}
 		for _, ev := range page.Events {
@@ -312,7 +311,7 @@ is gone or ends the stream with an error. Without --group it lists the groups.`)
 			NextSeq int64          `json:"next_seq"`
 		}
 		q := url.Values{"since_seq": {fmt.Sprint(next)}}
-		if err := rf.do(ctx, "GET", "/v1/groups/"+api.PathSegment(*group)+"/events?"+q.Encode(), "", nil, &page); err != nil {
+		if err := rf.do(ctx, "GET", "/v1/groups/"+client.PathSegment(*group)+"/events?"+q.Encode(), "", nil, &page); err != nil {
 			return err
 		}
 		for _, ev := range page.Events {
@@ -338,7 +337,7 @@ is gone or ends the stream with an error. Without --group it lists the groups.`)
 // reconnect.
 func followGroup(ctx context.Context, rf relayFlags, group string, since int64, reconnect time.Duration, print func(ledger.Event) error) error {
 	path := func() string {
-		return "/v1/groups/" + api.PathSegment(group) + "/stream?since_seq=" + strconv.FormatInt(since, 10)
+		return "/v1/groups/" + client.PathSegment(group) + "/stream?since_seq=" + strconv.FormatInt(since, 10)
 	}
 	err := rf.client().Follow(ctx, path, "", reconnect, func(event string, data []byte) error {
 		if event != "event" {
@@ -477,7 +476,7 @@ lapsed, discharged), hidden by default.`)
 			return err
 		}
 		res.Agent, res.Deliveries = *agent, ds
-	} else if err := rf.do(ctx, "GET", "/v1/agents/"+api.PathSegment(*agent)+"/deliveries?"+q.Encode(), *agent, nil, &res); err != nil {
+	} else if err := rf.do(ctx, "GET", "/v1/agents/"+client.PathSegment(*agent)+"/deliveries?"+q.Encode(), *agent, nil, &res); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -687,7 +686,7 @@ With tokens configured, --agent must be the token's principal.`)
 		body = `{"takeover_stale":true}`
 	}
 	var res gateway.ActionResult
-	path := "/v1/groups/" + api.PathSegment(*group) + "/events/" + url.PathEscape(pos[0]) + "/" + action
+	path := "/v1/groups/" + client.PathSegment(*group) + "/events/" + url.PathEscape(pos[0]) + "/" + action
 	if err := rf.do(ctx, "POST", path, *agent, strings.NewReader(body), &res); err != nil {
 		return err
 	}

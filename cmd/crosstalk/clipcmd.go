@@ -12,8 +12,8 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
-	"github.com/crosstalk-go/crosstalk/gateway/api"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/transports/clipboard"
 )
@@ -151,7 +151,7 @@ relay or clipboard failed.`)
 	if err := c.Send(ctx, *to, next.MessageID, []byte(raw)); err != nil {
 		return err
 	}
-	path := fmt.Sprintf("/v1/groups/%s/events/%s/read", api.PathSegment(next.Group), url.PathEscape(next.EventID))
+	path := fmt.Sprintf("/v1/groups/%s/events/%s/read", client.PathSegment(next.Group), url.PathEscape(next.EventID))
 	var res gateway.ActionResult
 	if err := rf.do(ctx, "POST", path, *to, nil, &res); err != nil {
 		return withHint(fmt.Errorf("copied, but marking event %s read failed: %w", next.EventID, err),
@@ -175,7 +175,7 @@ func nextPending(ctx context.Context, rf relayFlags, agent string) (*gateway.Del
 		Agent   string           `json:"agent"`
 		Cursors map[string]int64 `json:"cursors"`
 	}
-	if err := rf.do(ctx, "GET", "/v1/agents/"+api.PathSegment(agent)+"/cursors", agent, nil, &cur); err != nil {
+	if err := rf.do(ctx, "GET", "/v1/agents/"+client.PathSegment(agent)+"/cursors", agent, nil, &cur); err != nil {
 		return nil, agent, err
 	}
 	if cur.Agent == "" {
@@ -208,7 +208,7 @@ func firstPending(ctx context.Context, rf relayFlags, agent, group string, since
 		var res struct {
 			Deliveries []gateway.Delivery `json:"deliveries"`
 		}
-		if err := rf.do(ctx, "GET", "/v1/agents/"+api.PathSegment(agent)+"/deliveries?"+q.Encode(), agent, nil, &res); err != nil {
+		if err := rf.do(ctx, "GET", "/v1/agents/"+client.PathSegment(agent)+"/deliveries?"+q.Encode(), agent, nil, &res); err != nil {
 			return nil, err
 		}
 		for i, d := range res.Deliveries {
@@ -243,7 +243,7 @@ func rawEnvelope(ctx context.Context, rf relayFlags, d gateway.Delivery) (string
 	var page struct {
 		Events []ledger.Event `json:"events"`
 	}
-	if err := rf.do(ctx, "GET", "/v1/groups/"+api.PathSegment(d.Group)+"/events?"+q.Encode(), "", nil, &page); err != nil {
+	if err := rf.do(ctx, "GET", "/v1/groups/"+client.PathSegment(d.Group)+"/events?"+q.Encode(), "", nil, &page); err != nil {
 		return "", err
 	}
 	if len(page.Events) == 0 || page.Events[0].ID != d.EventID {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/gateway/reserve"
 )
 
@@ -203,7 +204,7 @@ the token's principal.`)
 		return usagef("heartbeat: want --agent A")
 	}
 	var st gateway.Presence
-	err := rf.do(ctx, "POST", "/v1/agents/"+api.PathSegment(*agent)+"/heartbeat", *agent, nil, &st)
+	err := rf.do(ctx, "POST", "/v1/agents/"+client.PathSegment(*agent)+"/heartbeat", *agent, nil, &st)
 	if *asJSON {
 		ans := heartbeatAnswer{OK: err == nil, Command: "heartbeat"}
 		if err != nil {

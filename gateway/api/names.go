@@ -8,43 +8,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
-// PathSegment is name (a group, thread or agent) as one segment of a
-// path of the API or the web inbox: url.PathEscape's form, except that a
-// name of one or two dots after any number of tildes ("." "..", "~.",
-// "~~..") gets one more tilde in front. Clients drop or climb a "." or
-// ".." segment — written "%2E" too, by the URL standard — and Go's
-// ServeMux redirects to the cleaned path, so a group named "." would be
-// unreachable; "~." and "~.." are ordinary segments. FromSegment undoes
-// it; other names, a group "~deploy" among them, are their own segment
-// (docs/agents.md, "Names in paths").
-func PathSegment(name string) string {
-	if tildeDots(name) {
-		name = "~" + name
-	}
-	return url.PathEscape(name)
-}
-
-// FromSegment is the name a decoded path segment stands for: seg less
-// one leading tilde when it is tildes and then one or two dots (what
-// PathSegment writes for "." and ".."), seg itself otherwise.
-func FromSegment(seg string) string {
-	if strings.HasPrefix(seg, "~") && tildeDots(seg) {
-		return seg[1:]
-	}
-	return seg
-}
-
-// tildeDots reports whether s is any number of tildes and then "." or "..".
-func tildeDots(s string) bool {
-	s = strings.TrimLeft(s, "~")
-	return s == "." || s == ".."
-}
-
 // NormalizePathNames replaces r's {group} and {agent} path values with
-// the names they stand for (FromSegment) in their NFC form
+// the names they stand for (client.FromSegment) in their NFC form
 // (envelope.NormalizeIdentifier), so that a path written in
 // NFD finds the group or agent recorded in NFC. It returns the
 // *envelope.IdentifierError of the first one holding an invisible or
@@ -54,7 +23,7 @@ func tildeDots(s string) bool {
 // calls it too.
 func NormalizePathNames(r *http.Request, store ledger.Store) error {
 	for _, name := range [...]string{"group", "agent"} {
-		v := FromSegment(r.PathValue(name))
+		v := client.FromSegment(r.PathValue(name))
 		if v == "" {
 			continue
 		}

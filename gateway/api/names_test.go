@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
-	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -101,7 +101,7 @@ func TestQueryGroupNames(t *testing.T) {
 
 // TestDotNamesInPaths: groups named "." and ".." (an envelope's context
 // may say so) are reached as "~." and "~..", and a group named "~." as
-// "~~." (api.PathSegment); "~deploy" is its own segment. Before, clients
+// "~~." (client.PathSegment); "~deploy" is its own segment. Before, clients
 // and ServeMux cleaned the dot segments away and nothing reached them.
 func TestDotNamesInPaths(t *testing.T) {
 	h := newHarness(t, nil)
@@ -109,17 +109,17 @@ func TestDotNamesInPaths(t *testing.T) {
 		h.post(env("CLAUDE", "CHATGPT", "REQUEST", g, "question in "+g))
 	}
 	for _, g := range []string{".", "..", "~.", "~deploy", "..."} {
-		path := "/v1/groups/" + api.PathSegment(g) + "/events"
+		path := "/v1/groups/" + client.PathSegment(g) + "/events"
 		status, body := h.do("GET", path, "")
 		var p struct{ Events []ledger.Event }
 		if status != http.StatusOK || json.Unmarshal(body, &p) != nil || len(p.Events) != 1 || p.Events[0].GroupID != g {
 			t.Errorf("GET %s = %d %s, want the one event of group %q", path, status, body, g)
 		}
-		if got := api.FromSegment(strings.TrimPrefix(strings.TrimSuffix(path, "/events"), "/v1/groups/")); got != g && g != "~deploy" {
+		if got := client.FromSegment(strings.TrimPrefix(strings.TrimSuffix(path, "/events"), "/v1/groups/")); got != g && g != "~deploy" {
 			t.Errorf("FromSegment(PathSegment(%q)) = %q", g, got)
 		}
 	}
-	if got, want := api.PathSegment("~~.."), "~~~.."; got != want {
+	if got, want := client.PathSegment("~~.."), "~~~.."; got != want {
 		t.Errorf("PathSegment(~~..) = %q, want %q", got, want)
 	}
 }

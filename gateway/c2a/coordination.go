@@ -128,7 +128,7 @@ func (rm *Remote) Reservations(ctx context.Context, path string) ([]gateway.Held
 // Heartbeat posts POST /v1/agents/{agent}/heartbeat.
 func (rm *Remote) Heartbeat(ctx context.Context, agent string) (gateway.Presence, error) {
 	var st gateway.Presence
-	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/agents/" + esc(agent) + "/heartbeat", Agent: agent, Body: []byte("{}"), Retry: true}, &st)
+	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/agents/" + client.PathSegment(agent) + "/heartbeat", Agent: agent, Body: []byte("{}"), Retry: true}, &st)
 	return st, rm.notServed(err, "POST /v1/agents/{agent}/heartbeat")
 }
 

@@ -45,7 +45,7 @@ func openSet[T any](ctx context.Context, rm *Remote, agent, key string, q gatewa
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
 	var res map[string]json.RawMessage
-	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/" + key + "?" + v.Encode(), Agent: agent, Retry: true}, &res); err != nil {
+	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + client.PathSegment(agent) + "/" + key + "?" + v.Encode(), Agent: agent, Retry: true}, &res); err != nil {
 		return gateway.Page[T]{}, err
 	}
 	var p gateway.Page[T]

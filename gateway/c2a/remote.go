@@ -95,7 +95,7 @@ func (rm *Remote) Deliveries(ctx context.Context, agent, group string, sinceSeq 
 		var res struct {
 			Deliveries []gateway.Delivery `json:"deliveries"`
 		}
-		if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/deliveries?" + q.Encode(), Agent: agent, Retry: true}, &res); err != nil {
+		if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + client.PathSegment(agent) + "/deliveries?" + q.Encode(), Agent: agent, Retry: true}, &res); err != nil {
 			return nil, err
 		}
 		out = append(out, res.Deliveries...)
@@ -120,7 +120,7 @@ func (rm *Remote) Delivery(ctx context.Context, agent, group, id string) (gatewa
 		EventID    string             `json:"event_id"`
 		Deliveries []gateway.Delivery `json:"deliveries"`
 	}
-	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/deliveries?" + q.Encode(), Agent: agent, Retry: true}, &res); err != nil {
+	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + client.PathSegment(agent) + "/deliveries?" + q.Encode(), Agent: agent, Retry: true}, &res); err != nil {
 		return gateway.Delivery{}, false, err
 	}
 	if res.EventID != id {
@@ -150,7 +150,7 @@ func (rm *Remote) DeliveryPage(ctx context.Context, agent string, cur gateway.Lo
 		Older      int64              `json:"older_pos"`
 		Newer      int64              `json:"newer_pos"`
 	}
-	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/deliveries?" + q.Encode(), Agent: agent, Retry: true}, &res); err != nil {
+	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + client.PathSegment(agent) + "/deliveries?" + q.Encode(), Agent: agent, Retry: true}, &res); err != nil {
 		return gateway.DeliveryPage{}, err
 	}
 	return gateway.DeliveryPage{Deliveries: res.Deliveries, Older: res.Older, Newer: res.Newer}, nil
@@ -173,7 +173,7 @@ func (rm *Remote) FollowAll(ctx context.Context, agent string, afterPos int64) i
 func (rm *Remote) stream(ctx context.Context, agent string, q url.Values) iter.Seq2[gateway.Delivery, error] {
 	return func(yield func(gateway.Delivery, error) bool) {
 		stopped := errors.New("stopped")
-		err := rm.client().Stream(ctx, "/v1/agents/"+esc(agent)+"/stream?"+q.Encode(), agent, func(event string, data []byte) error {
+		err := rm.client().Stream(ctx, "/v1/agents/"+client.PathSegment(agent)+"/stream?"+q.Encode(), agent, func(event string, data []byte) error {
 			if event != "delivery" {
 				return nil
 			}
@@ -228,7 +228,7 @@ func (rm *Remote) Events(ctx context.Context, group string, sinceSeq int64, kind
 			Events  []ledger.Event `json:"events"`
 			NextSeq int64          `json:"next_seq"`
 		}
-		if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/groups/" + esc(group) + "/events?" + q.Encode(), Retry: true}, &res); err != nil {
+		if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/groups/" + client.PathSegment(group) + "/events?" + q.Encode(), Retry: true}, &res); err != nil {
 			return nil, err
 		}
 		out = append(out, res.Events...)
@@ -243,7 +243,7 @@ func (rm *Remote) Events(ctx context.Context, group string, sinceSeq int64, kind
 func (rm *Remote) Act(ctx context.Context, req gateway.ActionRequest) (gateway.ActionResult, error) {
 	body, _ := json.Marshal(map[string]any{"signal": req.Signal, "note": req.Note, "takeover_stale": req.TakeoverStale})
 	var res gateway.ActionResult
-	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/groups/" + esc(req.Group) + "/events/" + esc(req.EventID) + "/" + esc(string(req.Action)),
+	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/groups/" + client.PathSegment(req.Group) + "/events/" + esc(req.EventID) + "/" + esc(string(req.Action)),
 		Agent: req.Actor, Body: body}, &res)
 	return res, err
 }
@@ -352,7 +352,7 @@ func (rm *Remote) readCursors(ctx context.Context, agent, q string) (map[string]
 		Delivered   map[string]int64 `json:"delivered"`
 		ResumeAfter int64            `json:"resume_after"`
 	}
-	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + esc(agent) + "/cursors" + q, Agent: agent, Retry: true}, &res); err != nil {
+	if err := rm.do(ctx, client.Request{Method: "GET", Path: "/v1/agents/" + client.PathSegment(agent) + "/cursors" + q, Agent: agent, Retry: true}, &res); err != nil {
 		return nil, 0, err
 	}
 	if res.Delivered == nil {
@@ -364,7 +364,7 @@ func (rm *Remote) readCursors(ctx context.Context, agent, q string) (map[string]
 // Touch posts POST /v1/agents/{agent}/heartbeat; on a relay without it,
 // it reads one delivery, which the relay counts as activity.
 func (rm *Remote) Touch(ctx context.Context, agent string) error {
-	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/agents/" + esc(agent) + "/heartbeat", Agent: agent, Body: []byte("{}")}, nil)
+	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/agents/" + client.PathSegment(agent) + "/heartbeat", Agent: agent, Body: []byte("{}")}, nil)
 	if errors.Is(err, errNotServed) {
 		_, err = rm.Deliveries(ctx, agent, "", 0, 1)
 	}
@@ -387,7 +387,7 @@ func (rm *Remote) Agents(ctx context.Context) ([]gateway.AgentStatus, error) {
 // gets a log line here.
 func (rm *Remote) Notify(ctx context.Context, agent, group, eventID, kind, message string) error {
 	body, _ := json.Marshal(map[string]string{"group": group, "event_id": eventID, "kind": kind, "message": message})
-	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/agents/" + esc(agent) + "/notify", Agent: agent, Body: body}, nil)
+	err := rm.do(ctx, client.Request{Method: "POST", Path: "/v1/agents/" + client.PathSegment(agent) + "/notify", Agent: agent, Body: body}, nil)
 	if errors.Is(err, errNotServed) {
 		rm.log().Warn("relay cannot record a notice", "agent", agent, "group", group, "event", eventID, "kind", kind, "message", message)
 		return nil

@@ -3,19 +3,19 @@ package web
 import (
 	"net/http"
 
-	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 )
 
-// pathSegment is name as one segment of an inbox path (api.PathSegment:
+// pathSegment is name as one segment of an inbox path (client.PathSegment:
 // "." and ".." get a tilde in front, since browsers and ServeMux clean
 // such segments).
-func pathSegment(name string) string { return api.PathSegment(name) }
+func pathSegment(name string) string { return client.PathSegment(name) }
 
 // unescapeThread replaces r's {thread} path value with the name it
-// stands for (api.FromSegment); api.NormalizePathNames does so for
+// stands for (client.FromSegment); api.NormalizePathNames does so for
 // {group} and {agent}.
 func unescapeThread(r *http.Request) {
 	if v := r.PathValue("thread"); v != "" {
-		r.SetPathValue("thread", api.FromSegment(v))
+		r.SetPathValue("thread", client.FromSegment(v))
 	}
 }
