@@ -14,6 +14,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -201,7 +202,7 @@ func (e *executor) await(ctx context.Context, ec *a2asrv.ExecutorContext, sent s
 		if x := d.X; x != nil && x.Envelope != nil {
 			// Any envelope: a RESPOND is a chat.message, an ACK a
 			// chat.ack or reaction, an ERROR a system.notify.
-			if x.Envelope.Parent != sent.message || !strings.EqualFold(x.Sender, e.agent.ID) {
+			if x.Envelope.Parent != sent.message || !attention.SameActor(x.Sender, e.agent.ID) {
 				continue
 			}
 			state, final := stateOf(x.Envelope.Intent)
@@ -225,7 +226,7 @@ func (e *executor) await(ctx context.Context, ec *a2asrv.ExecutorContext, sent s
 			}
 			continue
 		}
-		if ev.Kind == gateway.KindDelivery && d.EventID == sent.ID && strings.EqualFold(d.ActorID, e.agent.ID) && d.State == "failed" {
+		if ev.Kind == gateway.KindDelivery && d.EventID == sent.ID && attention.SameActor(d.ActorID, e.agent.ID) && d.State == "failed" {
 			yield(e.status(ec, sdk.TaskStateFailed, fmt.Sprintf("%s could not be reached: %s", e.agent.ID, d.Note), nil), nil)
 			return
 		}

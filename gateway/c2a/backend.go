@@ -373,7 +373,7 @@ func CheckDirectedness(book *gateway.AddressBook, to, intent string, d attention
 		if _, isAgent := book.Agent(to); !isAgent {
 			for _, a := range book.Agents() {
 				for _, r := range a.Roles {
-					if strings.EqualFold(r, to) {
+					if attention.SameActor(r, to) {
 						role = true
 					}
 				}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
@@ -291,7 +292,7 @@ func (rm *Remote) Cursor(ctx context.Context, agent, group string) (int64, error
 	}
 	last := ""
 	for _, ev := range reads {
-		if d, err := gateway.ParseData(ev); err == nil && strings.EqualFold(ev.By, agent) {
+		if d, err := gateway.ParseData(ev); err == nil && attention.SameActor(ev.By, agent) {
 			last = d.EventID
 		}
 	}

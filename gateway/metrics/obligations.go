@@ -194,11 +194,11 @@ func (o *obligations) read(ev ledger.Event, w *window, now time.Time) {
 		}
 	}
 	byAgent := func(actor string) func(owed) bool {
-		return func(ow owed) bool { return !ow.obliged && strings.EqualFold(ow.agent, actor) }
+		return func(ow owed) bool { return !ow.obliged && attention.SameActor(ow.agent, actor) }
 	}
 	switch ev.Kind {
 	case gateway.KindAck:
-		closeWhere(d.EventID, func(ow owed) bool { return (!ow.obliged || ow.acks) && strings.EqualFold(ow.agent, d.ActorID) })
+		closeWhere(d.EventID, func(ow owed) bool { return (!ow.obliged || ow.acks) && attention.SameActor(ow.agent, d.ActorID) })
 	case gateway.KindDisposition:
 		closeWhere(d.EventID, byAgent(ev.By))
 	case gateway.KindDischarge:

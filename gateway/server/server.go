@@ -18,6 +18,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/a2a"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/attention"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/jetstream"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger/sqlite"
@@ -519,7 +520,7 @@ type keySigner map[string]*signing.PrivateKey
 // Sign implements gateway.Signer.
 func (s keySigner) Sign(ctx context.Context, principal string, text []byte) ([]byte, bool, error) {
 	for id, k := range s {
-		if strings.EqualFold(id, principal) {
+		if attention.SameActor(id, principal) {
 			out, err := signing.Sign(text, k, &signing.SignOptions{Announce: true})
 			return out, err == nil, err
 		}

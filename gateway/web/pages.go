@@ -118,7 +118,7 @@ func (s *Server) unread(ctx context.Context, group, viewer string, last int64) (
 			return 0, err
 		}
 		for _, ev := range evs {
-			if !strings.EqualFold(ev.By, viewer) && s.relay.ShownTo(ev, viewer) {
+			if !attention.SameActor(ev.By, viewer) && s.relay.ShownTo(ev, viewer) {
 				n++
 			}
 		}
@@ -338,10 +338,10 @@ func (s *Server) queue(ctx context.Context, agent string, cur cursor) ([]deliver
 		// An ACK or NACK answering the agent is ack_only but owes nothing.
 		owes := d.Policy == attention.MustRespond || d.Policy == attention.AckOnly && d.Reason != attention.ReasonAcknowledgement ||
 			(attentionMsg && !d.Acked)
-		v.Pending = owes && v.Settled == "" && (!d.Expired || d.Reason == attention.ReasonObligation) && (d.ClaimedBy == "" || strings.EqualFold(d.ClaimedBy, agent))
+		v.Pending = owes && v.Settled == "" && (!d.Expired || d.Reason == attention.ReasonObligation) && (d.ClaimedBy == "" || attention.SameActor(d.ClaimedBy, agent))
 		v.CanAck = attentionMsg && !d.Acked
 		v.CanClaim = d.Kind == gateway.KindMessage && d.Policy != attention.MustNotRespond &&
-			(d.Directedness == attention.ToMe || d.Directedness == attention.ToMyRole) && !strings.EqualFold(d.ClaimedBy, agent)
+			(d.Directedness == attention.ToMe || d.Directedness == attention.ToMyRole) && !attention.SameActor(d.ClaimedBy, agent)
 		v.CanSettle = d.Kind == gateway.KindMessage && d.Policy != attention.MustNotRespond && v.Settled == ""
 		out = append(out, v)
 	}
@@ -434,17 +434,17 @@ func settlements(win []ledger.Logged, agent string) settlement {
 		}
 		switch ev.Kind {
 		case gateway.KindDisposition:
-			if strings.EqualFold(ev.By, agent) && d.EventID != "" {
+			if attention.SameActor(ev.By, agent) && d.EventID != "" {
 				st.byEvent[d.EventID] = attention.Disposition(d.Disposition)
 			}
 		case gateway.KindReaction:
-			if strings.EqualFold(d.ActorID, agent) && d.EventID != "" {
+			if attention.SameActor(d.ActorID, agent) && d.EventID != "" {
 				if disp, ok := attention.Signal(d.Signal).Disposition(); ok {
 					st.byEvent[d.EventID] = disp
 				}
 			}
 		case gateway.KindMessage:
-			if x := d.X; x != nil && x.Envelope != nil && x.Envelope.Parent != "" && strings.EqualFold(x.Sender, agent) {
+			if x := d.X; x != nil && x.Envelope != nil && x.Envelope.Parent != "" && attention.SameActor(x.Sender, agent) {
 				st.responded[x.Envelope.Parent] = true
 			}
 		}
