@@ -510,9 +510,18 @@ const restatAfter = time.Millisecond
 // trustEpoch is the origin of TrustStore.checkedAt: a monotonic clock.
 var trustEpoch = time.Now()
 
+// sinceEpoch is the time since trustEpoch (a variable so that tests can
+// stop the clock), and afterParse, when not nil, runs between a reader's
+// parse of the file and its storing the parse (tests interleave a write
+// there).
+var (
+	sinceEpoch = func() time.Duration { return time.Since(trustEpoch) }
+	afterParse func()
+)
+
 // readCached is read without OnBadFile.
 func (s *TrustStore) readCached() (*storeFile, error) {
-	now := time.Since(trustEpoch) + 1 // never 0, checkedAt's "wrote it"
+	now := sinceEpoch() + 1 // never 0, checkedAt's "wrote it"
 	s.cacheMu.Lock()
 	if s.cached != nil && s.checkedAt != 0 && now-s.checkedAt < restatAfter {
 		f := s.cached
@@ -542,9 +551,16 @@ func (s *TrustStore) readCached() (*storeFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	if afterParse != nil {
+		afterParse()
+	}
 	s.cacheMu.Lock()
-	s.cached, s.cachedInfo = f, fi
+	// A write by this store since the stat: f may predate it, and a
+	// reader that started after the write may have cached the change and
+	// stamped checkedAt; f must replace neither (the caller still gets f,
+	// since its read started before the write returned).
 	if s.writes == writes {
+		s.cached, s.cachedInfo = f, fi
 		s.checkedAt = now
 	}
 	s.cacheMu.Unlock()

@@ -1074,3 +1074,46 @@ func TestTrustStoreRestat(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustStoreReaderRacingOwnWrite checks that a reader whose parse
+// predates this store's own write does not leave that parse in the cache
+// for later readers: a reader that began before a revocation finished
+// parsing the file, the revocation returned, a second reader cached the
+// revoked file; the first reader's stale parse must not replace it while
+// the second reader's stat still stands (the clock stopped: well within
+// restatAfter).
+func TestTrustStoreReaderRacingOwnWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "known_keys")
+	s := NewTrustStore(path)
+	k := testKey(t, Ed25519, "a@x.org")
+	if err := s.Add(k.Public()); err != nil {
+		t.Fatal(err)
+	}
+	frozen := sinceEpoch()
+	sinceEpoch = func() time.Duration { return frozen }
+	defer func() { sinceEpoch, afterParse = func() time.Duration { return time.Since(trustEpoch) }, nil }()
+	once := false
+	afterParse = func() {
+		if once {
+			return
+		}
+		once = true
+		if err := s.Revoke("a@x.org", nil); err != nil {
+			t.Error(err)
+		}
+		if e, _, err := s.Lookup("a@x.org"); err != nil || !e.Revoked {
+			t.Errorf("Lookup() after the revocation returned = %+v, %v; want it revoked", e, err)
+		}
+	}
+	// The first reader: the cache is empty, so it stats and parses, and
+	// the revocation runs before it stores its parse.
+	if _, _, err := s.Lookup("a@x.org"); err != nil {
+		t.Fatal(err)
+	}
+	if !once {
+		t.Fatal("the reader did not parse the file")
+	}
+	if e, _, err := s.Lookup("a@x.org"); err != nil || !e.Revoked {
+		t.Errorf("Lookup() after a racing reader finished = %+v, %v; want it revoked (the reader's stale parse is served)", e, err)
+	}
+}
