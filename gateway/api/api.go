@@ -33,6 +33,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,15 +106,15 @@ const (
 // TokenGuessBurst unknown bearer tokens — on the API or the pages' login
 // form — and then one more each 1/TokenGuessRate seconds; past that every
 // token it presents, known or not, is answered 429 E-RATE unchecked, so
-// that the answers tell a guesser nothing — except a token that passed
-// from that address within TokenVouchedFor before: the clients a guesser
-// shares an address with (every local client, on loopback) go on, and
-// the exception tells the guesser nothing it did not know. Unlike Rate
-// they cannot be turned off.
+// that the answers tell a guesser nothing — except on a connection where
+// that same token passed before (a client that keeps its connection
+// open, as harnesses, the extension and MCP clients do, goes on; a
+// guesser cannot make a connection of its own such). The connection's
+// record needs the http.Server of NewHTTPServer. Unlike Rate they cannot
+// be turned off.
 const (
 	TokenGuessBurst = 20
 	TokenGuessRate  = 1.0
-	TokenVouchedFor = 24 * time.Hour
 )
 
 // ErrTokenGuesses is LoginToken's error for an address past the bounds
@@ -148,10 +149,8 @@ type Server struct {
 
 	// guesses bounds the unknown bearer tokens each remote address may
 	// present (TokenGuessBurst, TokenGuessRate), on the API and the
-	// pages' login form alike; vouched are the tokens that passed from
-	// each address, which go on past that bound (TokenVouchedFor).
+	// pages' login form alike.
 	guesses *limiter
-	vouched *vouched
 }
 
 // New returns the API for relay.
@@ -194,7 +193,6 @@ func New(relay *gateway.Relay, opts *Options) *Server {
 		s.limiter = &limiter{rate: rate, burst: float64(burst), buckets: map[string]*bucket{}}
 	}
 	s.guesses = &limiter{rate: TokenGuessRate, burst: TokenGuessBurst, buckets: map[string]*bucket{}}
-	s.vouched = &vouched{at: map[vouchKey]time.Time{}}
 	s.streams, s.stop = context.WithCancel(context.Background())
 	m := http.NewServeMux()
 	m.HandleFunc("POST /crosstalk/receive", s.receive)
@@ -364,70 +362,64 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request, page bool) (authIn
 // an unknown one, which counts against r's remote address; and
 // ErrTokenGuesses, with the token unchecked, for an address past the
 // bounds on unknown tokens (TokenGuessBurst, TokenGuessRate), unless the
-// token passed from that address within TokenVouchedFor.
+// token passed before on r's connection (NewHTTPServer's).
 func (s *Server) LoginToken(r *http.Request, token string) (principal string, ok bool, err error) {
-	addr := s.remotePrefix(r)
-	key := anonymousKey + addr
+	key := anonymousKey + s.remotePrefix(r)
 	now := s.relay.Now()
-	vk := vouchKey{addr: addr, token: sha256.Sum256([]byte(strings.TrimSpace(token)))}
-	if s.guesses.spent(key, now) && !s.vouched.has(vk, now) {
+	conn, _ := r.Context().Value(connKey{}).(*connTokens)
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	if s.guesses.spent(key, now) && !conn.has(sum) {
 		return "", false, ErrTokenGuesses
 	}
 	principal, ok = s.TokenPrincipal(token)
 	if ok {
-		s.vouched.add(vk, now)
+		conn.add(sum)
 	} else {
 		s.guesses.allow(key, now)
 	}
 	return principal, ok, nil
 }
 
-// vouched remembers which tokens passed from which remote addresses, and
-// when last (LoginToken).
-type vouched struct {
-	mu sync.Mutex
-	at map[vouchKey]time.Time
+// connKey is the context key of a connection's connTokens.
+type connKey struct{}
+
+// connTokens are the tokens (their SHA-256) that passed on one
+// connection: at most maxConnTokens, the first ones.
+type connTokens struct {
+	mu   sync.Mutex
+	sums [][sha256.Size]byte
 }
 
-// vouchKey is a remote address (remotePrefix) and a token's SHA-256: the
-// tokens themselves are not kept.
-type vouchKey struct {
-	addr  string
-	token [sha256.Size]byte
+// maxConnTokens bounds the tokens one connection remembers.
+const maxConnTokens = 4
+
+// withConnTokens is NewHTTPServer's ConnContext: every connection gets
+// its record of the tokens that passed on it.
+func withConnTokens(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, &connTokens{})
 }
 
-// has reports whether k's token passed from k's address within
-// TokenVouchedFor before now.
-func (v *vouched) has(k vouchKey, now time.Time) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	at, ok := v.at[k]
-	return ok && now.Sub(at) < TokenVouchedFor
-}
-
-// add records that k's token passed from k's address at now. The map
-// holds at most maxBuckets entries: when full, it drops those older than
-// TokenVouchedFor, then, if that leaves it more than half full, others
-// until it is half full (so that eviction's work stays constant per
-// entry); a client whose entry was dropped is vouched for again at its
-// next request that passes.
-func (v *vouched) add(k vouchKey, now time.Time) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if _, ok := v.at[k]; !ok && len(v.at) >= maxBuckets {
-		for x, at := range v.at {
-			if now.Sub(at) >= TokenVouchedFor {
-				delete(v.at, x)
-			}
-		}
-		for x := range v.at {
-			if len(v.at) <= maxBuckets/2 {
-				break
-			}
-			delete(v.at, x)
-		}
+// has reports whether the token of SHA-256 sum passed on the connection;
+// false without a record (a server not made by NewHTTPServer).
+func (c *connTokens) has(sum [sha256.Size]byte) bool {
+	if c == nil {
+		return false
 	}
-	v.at[k] = now
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.sums, sum)
+}
+
+// add records that the token of SHA-256 sum passed on the connection.
+func (c *connTokens) add(sum [sha256.Size]byte) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sums) < maxConnTokens && !slices.Contains(c.sums, sum) {
+		c.sums = append(c.sums, sum)
+	}
 }
 
 func (s *Server) hostAllowed(host string) bool {

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -78,59 +79,65 @@ func TestTokenGuessesBounded(t *testing.T) {
 }
 
 // TestTokenGuessesSpareKnownClients: past the bound on unknown tokens, a
-// token that passed from the guesser's address before (a local client
-// sharing loopback with the guesser) goes on; a right token never seen
-// from there is refused unchecked as before, and so is a known one once
-// api.TokenVouchedFor has passed since it last passed. Before, every
-// client of the address was refused while a guesser kept the bucket
-// empty.
+// client whose token passed before on the connection it keeps open (a
+// harness, the extension, an MCP client sharing loopback with a guesser)
+// goes on; the same token on a new connection, another right token on
+// that connection, and every token on the guesser's own connections are
+// refused unchecked as before, so a guess's answer never depends on
+// whether it is right. Before, every client of the address was refused
+// while a guesser kept the bucket empty.
 func TestTokenGuessesSpareKnownClients(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Unix(1_800_000_000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	st := memory.New(clock)
+	st := memory.New(nil)
 	defer st.Close()
-	a := api.New(gateway.New(st, &gateway.Options{Now: clock}), &api.Options{Tokens: map[string]string{
+	a := api.New(gateway.New(st, nil), &api.Options{Tokens: map[string]string{
 		"right-token-0123456789": "claude",
 		"other-token-0123456789": "gpt",
 	}})
 	defer a.Close()
-	h := a.Mount(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	const peer = "192.0.2.1:1000"
-	do := func(token string) int {
-		req := httptest.NewRequest("GET", "http://localhost/v1/groups", nil)
-		req.RemoteAddr = peer
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = api.NewHTTPServer(a.Mount(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})), api.Timeouts{}, nil)
+	srv.Start()
+	defer srv.Close()
+	oneConn := func() *http.Client {
+		return &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}}
+	}
+	known, guesser := oneConn(), oneConn()
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	do := func(hc *http.Client, token string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/groups", nil)
+		req.Host = "localhost"
 		req.Header.Set("Authorization", "Bearer "+token)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.Code
-	}
-	guessAll := func() {
-		for i := range api.TokenGuessBurst + 5 {
-			do(fmt.Sprintf("guess-%d-0123456789", i))
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
 		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
 	}
-	if code := do("right-token-0123456789"); code != http.StatusOK {
+	if code := do(known, "right-token-0123456789"); code != http.StatusOK {
 		t.Fatalf("the right token before any guess = %d, want 200", code)
 	}
-	guessAll()
+	for i := range api.TokenGuessBurst + 5 {
+		do(guesser, fmt.Sprintf("guess-%d-0123456789", i))
+	}
 	for _, tc := range []struct {
-		name, token string
-		want        int
+		name  string
+		hc    *http.Client
+		token string
+		want  int
 	}{
-		{"a guess", "guess-y-0123456789", http.StatusTooManyRequests},
-		{"the token that passed from here before", "right-token-0123456789", http.StatusOK},
-		{"a right token never seen from here", "other-token-0123456789", http.StatusTooManyRequests},
-		{"the first token again", " right-token-0123456789", http.StatusOK},
+		{"a guess", guesser, "guess-y-0123456789", http.StatusTooManyRequests},
+		{"the right token on the guesser's connection", guesser, "right-token-0123456789", http.StatusTooManyRequests},
+		{"the right token on a new connection", fresh, "right-token-0123456789", http.StatusTooManyRequests},
+		{"the token that passed on this connection", known, "right-token-0123456789", http.StatusOK},
+		{"another right token on that connection", known, "other-token-0123456789", http.StatusTooManyRequests},
+		{"a guess on that connection", known, "guess-z-0123456789", http.StatusTooManyRequests},
+		{"the first token again, spaced", known, " right-token-0123456789", http.StatusOK},
 	} {
-		if code := do(tc.token); code != tc.want {
+		if code := do(tc.hc, tc.token); code != tc.want {
 			t.Errorf("%s = %d, want %d", tc.name, code, tc.want)
 		}
-	}
-	advance(api.TokenVouchedFor)
-	guessAll()
-	if code := do("right-token-0123456789"); code != http.StatusTooManyRequests {
-		t.Errorf("the known token %v after it last passed = %d, want 429 (no longer vouched for)", api.TokenVouchedFor, code)
 	}
 }

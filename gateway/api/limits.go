@@ -172,6 +172,8 @@ const (
 // relay's connection bounds: t's deadlines (a client that sends its
 // headers or body too slowly is disconnected) and 64 KiB of headers.
 // Streams opened through the API lift the read deadline for themselves.
+// Each connection keeps the tokens that passed on it, which go on past
+// the bounds on token guesses (Server.LoginToken).
 func NewHTTPServer(handler http.Handler, t Timeouts, errorLog *log.Logger) *http.Server {
 	if t.ReadHeader <= 0 {
 		t.ReadHeader = DefaultReadHeaderTimeout
@@ -189,5 +191,6 @@ func NewHTTPServer(handler http.Handler, t Timeouts, errorLog *log.Logger) *http
 		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          errorLog,
+		ConnContext:       withConnTokens,
 	}
 }
