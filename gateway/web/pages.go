@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
@@ -111,6 +112,12 @@ func (s *Server) unread(ctx context.Context, group, viewer string, last int64) (
 	if last > 0 && since >= last {
 		return 0, nil
 	}
+	key, from := unreadKey{group, viewer}, since
+	if last > 0 {
+		if n, ok := s.unreads.get(key, from, last); ok {
+			return n, nil
+		}
+	}
 	n := 0
 	for round := 0; n < unreadCap && round < 4; round++ {
 		evs, err := s.relay.Store().Range(ctx, group, since, []string{gateway.KindMessage}, unreadCap)
@@ -127,7 +134,47 @@ func (s *Server) unread(ctx context.Context, group, viewer string, last int64) (
 		}
 		since = evs[len(evs)-1].Seq
 	}
+	if last > 0 {
+		s.unreads.put(key, from, last, min(n, unreadCap))
+	}
 	return min(n, unreadCap), nil
+}
+
+// unreads remembers the unread counts of the groups page (Server.unread)
+// by group and viewer, with the read cursor and the group's last seq they
+// were counted for: the page is drawn again each second the ledger
+// changes, and counting a group whose messages are others' decodes up to
+// 4 × unreadCap of them. A group that did not change since, for a viewer
+// whose cursor did not move, is not counted again.
+type unreads struct {
+	mu sync.Mutex
+	m  map[unreadKey]unreadCount
+}
+
+type unreadKey struct{ group, viewer string }
+
+type unreadCount struct {
+	since, last int64
+	n           int
+}
+
+// maxUnreads bounds the counts kept; past it they start over.
+const maxUnreads = 1 << 12
+
+func (u *unreads) get(k unreadKey, since, last int64) (int, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	c, ok := u.m[k]
+	return c.n, ok && c.since == since && c.last == last
+}
+
+func (u *unreads) put(k unreadKey, since, last int64, n int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil || len(u.m) >= maxUnreads {
+		u.m = map[unreadKey]unreadCount{}
+	}
+	u.m[k] = unreadCount{since, last, n}
 }
 
 type groupData struct {

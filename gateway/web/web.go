@@ -75,6 +75,7 @@ type Server struct {
 	sessions  *sessions
 	pages     map[string]*template.Template
 	static    fs.FS
+	unreads   unreads // the groups page's counts
 }
 
 // pageNames are the templates under templates/ that are whole pages; each
