@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/api"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 )
 
 // Options configure a Bridge. Nil means defaults.
@@ -163,7 +163,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // an agent that did not opt in, so that the bridge does not say which
 // actors exist.
 func (b *Bridge) endpointOf(w http.ResponseWriter, r *http.Request) (*endpoint, bool) {
-	a, known := b.relay.Book().Agent(r.PathValue("agent")) // by id or name
+	a, known := b.relay.Book().Agent(client.FromSegment(r.PathValue("agent"))) // by id or name
 	ep, ok := b.agents[strings.ToLower(a.ID)]
 	if !known || !ok {
 		writeError(w, http.StatusNotFound, "not_found", "no A2A agent here")
@@ -204,7 +204,7 @@ func (b *Bridge) Card(agent gateway.Agent, base string) *sdk.AgentCard {
 		Description: fmt.Sprintf("%s, reached through a crosstalk relay: a message becomes a crosstalk REQUEST envelope to %s, "+
 			"and %s's reply envelope becomes the task's result.", agent.ID, agent.ID, agent.ID),
 		SupportedInterfaces: []*sdk.AgentInterface{{
-			URL: base + Prefix + url.PathEscape(agent.ID), ProtocolBinding: sdk.TransportProtocolJSONRPC, ProtocolVersion: sdk.Version,
+			URL: base + Prefix + client.PathSegment(agent.ID), ProtocolBinding: sdk.TransportProtocolJSONRPC, ProtocolVersion: sdk.Version,
 		}},
 		Capabilities:       sdk.AgentCapabilities{Streaming: true},
 		DefaultInputModes:  []string{"text/plain", "application/json"},

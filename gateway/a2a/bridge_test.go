@@ -797,3 +797,17 @@ func TestContinueAnothersTask(t *testing.T) {
 		t.Errorf("chatgpt's GetTask() = %+v, %v; want its task still input-required", got, err)
 	}
 }
+
+// TestCardDotAgent: an agent whose id is "." (the address book takes it)
+// is served, and its card names its endpoint as "~.", which HTTP clients
+// do not clean away (client.PathSegment); "/a2a/." never reached it.
+func TestCardDotAgent(t *testing.T) {
+	r := startRelayWith(t, setup{agents: []gateway.Agent{{ID: ".", A2A: true}}})
+	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(t.Context(), r.URL+"/a2a/~.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(card.SupportedInterfaces) != 1 || card.SupportedInterfaces[0].URL != r.URL+"/a2a/~." || card.Name != "." {
+		t.Errorf("card = %+v, want the agent . at %s/a2a/~.", card, r.URL)
+	}
+}

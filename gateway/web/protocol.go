@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 )
 
 // handoffsData is the "Passed to" / "Needs input" page: open HANDOFFs and
@@ -53,7 +54,7 @@ func (s *Server) handoffs(w http.ResponseWriter, r *http.Request, c *call) {
 // anchor. A forwarded message links its source this way; a source this
 // relay does not hold is shown as unavailable (CCCS §9.1), not a blank.
 func (s *Server) event(w http.ResponseWriter, r *http.Request, c *call) {
-	id := r.PathValue("id")
+	id := client.FromSegment(r.PathValue("id")) // as pathSegment wrote it
 	ev, err := s.relay.Store().Get(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, c, http.StatusNotFound, gateway.CodeNotFound, "source unavailable: event "+id+" is not in this relay's ledger (another relay's, or removed by retention)")
