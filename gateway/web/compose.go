@@ -10,6 +10,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/signing"
 )
 
@@ -259,9 +260,9 @@ func (s *Server) composePost(w http.ResponseWriter, r *http.Request, c *call) {
 
 // threadLink is the thread view's path, with the item's anchor.
 func threadLink(group, thread string, seq int64) string {
-	p := "/ui/groups/" + pathSegment(group)
+	p := "/ui/groups/" + client.PathSegment(group)
 	if thread != "" {
-		p += "/threads/" + pathSegment(thread)
+		p += "/threads/" + client.PathSegment(thread)
 	}
 	if seq > 0 {
 		p += "#e" + strconv.FormatInt(seq, 10)

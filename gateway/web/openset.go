@@ -8,6 +8,7 @@ import (
 
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 )
 
 // openSets is what an agent's page shows of the open-set queries (issue
@@ -56,7 +57,7 @@ const maxActionRunes = 120
 func (s *Server) openSets(ctx context.Context, r *http.Request, agent string) (openSets, error) {
 	qv := r.URL.Query()
 	out := openSets{Settled: qv.Get("settled") == "1"}
-	base := "/ui/agents/" + pathSegment(agent)
+	base := "/ui/agents/" + client.PathSegment(agent)
 	more := func(name, after string) string {
 		v := url.Values{name: {after}}
 		if out.Settled {

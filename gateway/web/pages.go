@@ -14,6 +14,7 @@ import (
 	"github.com/crosstalk-go/crosstalk/envelope"
 	"github.com/crosstalk-go/crosstalk/gateway"
 	"github.com/crosstalk-go/crosstalk/gateway/attention"
+	"github.com/crosstalk-go/crosstalk/gateway/client"
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
 )
 
@@ -225,7 +226,7 @@ func (s *Server) group(w http.ResponseWriter, r *http.Request, c *call) {
 		from = items[0].Seq - 1 // the budget moved older items to the older page
 	}
 	data := groupData{Group: g, LastSeq: last, Live: to == last, Items: items}
-	base := "/ui/groups/" + pathSegment(g)
+	base := "/ui/groups/" + client.PathSegment(g)
 	if from > 0 {
 		data.Older = link(base, "before", from+1)
 	}
@@ -297,7 +298,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request, c *call) {
 		s.fail(w, r, c, http.StatusNotFound, "not_found", "no thread "+th+" in group "+g)
 		return
 	}
-	base := "/ui/groups/" + pathSegment(g) + "/threads/" + pathSegment(th)
+	base := "/ui/groups/" + client.PathSegment(g) + "/threads/" + client.PathSegment(th)
 	if from > 0 {
 		data.Older, data.Scanned = link(base, "before", from+1), from+1
 	}
@@ -311,7 +312,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request, c *call) {
 // to the viewer (Relay.LastShown).
 func (s *Server) markRead(w http.ResponseWriter, r *http.Request, c *call) {
 	g := r.PathValue("group")
-	back := "/ui/groups/" + pathSegment(g)
+	back := "/ui/groups/" + client.PathSegment(g)
 	last, err := s.groupLast(r.Context(), g)
 	if err != nil {
 		s.internal(w, r, c, err)
@@ -446,7 +447,7 @@ func (s *Server) agentPage(ctx context.Context, agent string, cur cursor) ([]gat
 			p.Older = ds[0].Position
 		}
 	}
-	base := "/ui/agents/" + pathSegment(agent)
+	base := "/ui/agents/" + client.PathSegment(agent)
 	if p.Older > 0 {
 		links.Older = link(base, "before", p.Older)
 	}
@@ -509,7 +510,7 @@ type agentsData struct {
 // at a time by id: ?after=ID (docs/web.md "Pagination").
 func (s *Server) agents(w http.ResponseWriter, r *http.Request, c *call) {
 	if a := strings.TrimSpace(r.URL.Query().Get("agent")); a != "" {
-		http.Redirect(w, r, "/ui/agents/"+pathSegment(a), http.StatusSeeOther)
+		http.Redirect(w, r, "/ui/agents/"+client.PathSegment(a), http.StatusSeeOther)
 		return
 	}
 	all, err := s.relay.Agents(r.Context())
@@ -618,7 +619,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, c *call) {
 	if res.Duplicate {
 		msg = fmt.Sprintf("%s: %s was already recorded", agent, action)
 	}
-	s.redirect(w, r, c, "/ui/agents/"+pathSegment(agent), msg)
+	s.redirect(w, r, c, "/ui/agents/"+client.PathSegment(agent), msg)
 }
 
 func (s *Server) seqOf(ctx context.Context, id string) int64 {

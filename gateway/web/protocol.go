@@ -54,7 +54,7 @@ func (s *Server) handoffs(w http.ResponseWriter, r *http.Request, c *call) {
 // anchor. A forwarded message links its source this way; a source this
 // relay does not hold is shown as unavailable (CCCS §9.1), not a blank.
 func (s *Server) event(w http.ResponseWriter, r *http.Request, c *call) {
-	id := client.FromSegment(r.PathValue("id")) // as pathSegment wrote it
+	id := client.FromSegment(r.PathValue("id")) // as the links write it (client.PathSegment)
 	ev, err := s.relay.Store().Get(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, c, http.StatusNotFound, gateway.CodeNotFound, "source unavailable: event "+id+" is not in this relay's ledger (another relay's, or removed by retention)")

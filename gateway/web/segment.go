@@ -6,11 +6,6 @@ import (
 	"github.com/crosstalk-go/crosstalk/gateway/client"
 )
 
-// pathSegment is name as one segment of an inbox path (client.PathSegment:
-// "." and ".." get a tilde in front, since browsers and ServeMux clean
-// such segments).
-func pathSegment(name string) string { return client.PathSegment(name) }
-
 // unescapeThread replaces r's {thread} path value with the name it
 // stands for (client.FromSegment); api.NormalizePathNames does so for
 // {group} and {agent}.
