@@ -384,7 +384,9 @@ func (s *Server) LoginToken(r *http.Request, token string) (principal string, ok
 type connKey struct{}
 
 // connTokens are the tokens (their SHA-256) that passed on one
-// connection: at most maxConnTokens, the first ones.
+// connection: at most maxConnTokens, the first ones. The tokens, not a
+// flag that one passed: a token holder must not guess other principals'
+// tokens at full speed on its own connection.
 type connTokens struct {
 	mu   sync.Mutex
 	sums [][sha256.Size]byte

@@ -132,7 +132,7 @@ func TestTokenGuessesSpareKnownClients(t *testing.T) {
 		{"the right token on the guesser's connection", guesser, "right-token-0123456789", http.StatusTooManyRequests},
 		{"the right token on a new connection", fresh, "right-token-0123456789", http.StatusTooManyRequests},
 		{"the token that passed on this connection", known, "right-token-0123456789", http.StatusOK},
-		{"another right token on that connection", known, "other-token-0123456789", http.StatusTooManyRequests},
+		{"another right token on that connection (its holder guessing another's)", known, "other-token-0123456789", http.StatusTooManyRequests},
 		{"a guess on that connection", known, "guess-z-0123456789", http.StatusTooManyRequests},
 		{"the first token again, spaced", known, " right-token-0123456789", http.StatusOK},
 	} {
