@@ -67,6 +67,12 @@
 //	        also the marks (SetMark): group_id "", actor = the name, seq = the log position
 //	claims  (group_id, event_id PRIMARY KEY, actor, claimed_at, expires_at)
 //
+// data holds the event's data packed (schema 3): an S2 block against a
+// fixed dictionary, behind a tag byte, for data that packs well (an
+// envelope's event, ~1.3 KB, into ~0.5 KB); other data, and every row a
+// schema 2 writer stored, as JSON text. Reads unpack it: callers see the
+// data they appended.
+//
 // PRAGMA user_version holds the schema version; Open refuses a newer one,
 // and a database without one that holds tables (not a ledger).
 package sqlite

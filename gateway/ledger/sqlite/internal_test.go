@@ -35,7 +35,7 @@ func TestPragmas(t *testing.T) {
 		{"writer synchronous", false, "PRAGMA synchronous", "1"}, // NORMAL: the syncer fsyncs
 		{"writer busy_timeout", false, "PRAGMA busy_timeout", "5000"},
 		{"writer temp_store", false, "PRAGMA temp_store", "2"}, // MEMORY: savepoint journals in memory
-		{"writer user_version", false, "PRAGMA user_version", "2"},
+		{"writer user_version", false, "PRAGMA user_version", "3"},
 		{"reader query_only", true, "PRAGMA query_only", "1"},
 		{"reader journal_mode", true, "PRAGMA journal_mode", "wal"},
 		{"reader busy_timeout", true, "PRAGMA busy_timeout", "5000"},

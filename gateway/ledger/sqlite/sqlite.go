@@ -32,8 +32,11 @@ import (
 // transaction (wtx.flushSeqs), and writers of version 1 that relied on
 // the trigger must not open the file, nor still have it open when it is
 // migrated (docs/operations.md "Upgrading": their appends would then
-// fail on events_group_seq until they are restarted).
-const schemaVersion = 2
+// fail on events_group_seq until they are restarted). Version 3 stores
+// event data packed (pack.go): its tables are version 2's, but a writer
+// of version 2 would read a packed row as data that is not JSON, so it
+// must refuse the file, as it does a newer version.
+const schemaVersion = 3
 
 const schema = `
 CREATE TABLE IF NOT EXISTS events (
@@ -1030,10 +1033,13 @@ func scanEvent(r scanner) (ledger.Event, error) {
 		data  []byte
 		dedup sql.NullString
 	)
-	if err := r.Scan(&ev.ID, &ev.TS, &ev.Seq, &ev.Kind, &ev.GroupID, &ev.ScopeKey, &ev.By, &data, &dedup, &ev.V); err != nil {
+	err := r.Scan(&ev.ID, &ev.TS, &ev.Seq, &ev.Kind, &ev.GroupID, &ev.ScopeKey, &ev.By, &data, &dedup, &ev.V)
+	if err != nil {
 		return ledger.Event{}, err
 	}
-	ev.Data = data
+	if ev.Data, err = unpack(data); err != nil {
+		return ledger.Event{}, fmt.Errorf("event %s: %w", ev.ID, err)
+	}
 	ev.DedupeKey = dedup.String
 	return ev, nil
 }

@@ -780,7 +780,7 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 // bindEvent puts ev's ten columns, in stAppend's order, in args[:10],
 // numbered from first (a multi-row insert's row j starts at 10*j+1).
 func bindEvent(args []driver.NamedValue, first int, ev *ledger.Event) {
-	for c, v := range [...]any{ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), int64(ev.V)} {
+	for c, v := range [...]any{ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(ev.Data), nullable(ev.DedupeKey), int64(ev.V)} {
 		args[c] = driver.NamedValue{Ordinal: first + c, Value: v}
 	}
 }
@@ -862,7 +862,7 @@ func (w *wtx) insertHeld(held []*op, k int) (int, error) {
 
 // insert stores ev, whose seq is its group's next, as it is.
 func (w *wtx) insert(ev ledger.Event) error {
-	_, err := w.stmt(stInsertEvent).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), ev.V)
+	_, err := w.stmt(stInsertEvent).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(ev.Data), nullable(ev.DedupeKey), ev.V)
 	if err != nil {
 		return fmt.Errorf("insert event %s: %w", ev.ID, err)
 	}
@@ -947,7 +947,7 @@ func (w *wtx) insertRun(run []ledger.Event, before map[string]int64) (bool, erro
 	if len(run) == importRun {
 		args := make([]any, 0, 10*importRun)
 		for _, ev := range run {
-			args = append(args, ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), ev.V)
+			args = append(args, ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(ev.Data), nullable(ev.DedupeKey), ev.V)
 		}
 		res, err := w.stmt(stImportRun).Exec(args...)
 		if err == nil {
@@ -958,7 +958,7 @@ func (w *wtx) insertRun(run []ledger.Event, before map[string]int64) (bool, erro
 		}
 	} else {
 		for _, ev := range run {
-			res, err := w.stmt(stImportOne).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, text(ev.Data), nullable(ev.DedupeKey), ev.V)
+			res, err := w.stmt(stImportOne).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(ev.Data), nullable(ev.DedupeKey), ev.V)
 			var c int64
 			if err == nil {
 				c, err = res.RowsAffected()
