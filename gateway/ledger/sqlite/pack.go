@@ -3,6 +3,7 @@ package sqlite
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -43,7 +44,11 @@ var errDamagedData = errors.New("sqlite: event data damaged (a packed value that
 // is short or packs to less than an eighth smaller; else tagS2Dict1 and
 // the S2 block, as a blob. Data that begins with the tag (never JSON) is
 // packed whatever its size, so that unpack gives back any data.
-func pack(data []byte) any {
+//
+// A blob is appended to *scratch, which the caller reuses once the value
+// is bound and executed (the driver copies what it binds); nil scratch
+// allocates the blob.
+func pack(scratch *[]byte, data []byte) any {
 	tagged := len(data) > 0 && data[0] == tagS2Dict1
 	if len(data) < packMin && !tagged {
 		return text(data)
@@ -52,7 +57,13 @@ func pack(data []byte) any {
 	if n < 0 {
 		return text(data) // over 4 GiB: no Record is
 	}
-	buf := make([]byte, 1+n)
+	var grown, buf []byte
+	if scratch != nil {
+		grown = slices.Grow(*scratch, 1+n) // a new array leaves the blobs bound before in the old one
+		buf = grown[len(*scratch) : len(*scratch)+1+n]
+	} else {
+		buf = make([]byte, 1+n)
+	}
 	buf[0] = tagS2Dict1
 	enc := dict1.Encode(buf[1:], data)
 	if 1+len(enc) > len(data)-len(data)/8 && !tagged {
@@ -61,7 +72,11 @@ func pack(data []byte) any {
 	if unsafe.SliceData(enc) != &buf[1] { // not encoded in place
 		copy(buf[1:], enc)
 	}
-	return buf[:1+len(enc)]
+	v := buf[: 1+len(enc) : 1+len(enc)]
+	if scratch != nil {
+		*scratch = grown[:len(*scratch)+len(v)]
+	}
+	return v
 }
 
 // unpack returns the data a stored value holds. It returns v itself when

@@ -36,7 +36,7 @@ func TestPack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := pack([]byte(tt.data))
+			v := pack(nil, []byte(tt.data))
 			b, packed := v.([]byte)
 			if packed != tt.packed {
 				t.Fatalf("pack() = %T, packed %v, want %v", v, packed, tt.packed)
@@ -64,7 +64,7 @@ func TestPack(t *testing.T) {
 }
 
 func TestUnpackDamaged(t *testing.T) {
-	good := pack([]byte(eventData)).([]byte)
+	good := pack(nil, []byte(eventData)).([]byte)
 	tests := []struct {
 		name string
 		v    []byte
@@ -165,7 +165,8 @@ func FuzzPack(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte{tagS2Dict1, 0x10, 0xfe})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v := pack(data)
+		var scratch []byte
+		v := pack(&scratch, data)
 		b, packed := v.([]byte)
 		if !packed {
 			b = []byte(v.(string))

@@ -136,6 +136,7 @@ type Store struct {
 	rawArgs [10]driver.NamedValue
 	rawDest [1]driver.Value                   // queryInt's
 	runArgs [10 * appendRun]driver.NamedValue // insertHeld's
+	packed  []byte                            // scratch for the data bound (bindEvent), the writer's
 	seqArgs [2 * seqRun]driver.NamedValue     // flushSeqs'
 	// logAfter is Log's query, prepared on the read pool: the relay's
 	// projections read the log after every append.

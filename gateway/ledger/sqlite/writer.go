@@ -750,9 +750,10 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 		pos int64 // the rowid: the event's log position (Store.Log)
 	)
 	args := &w.s.rawArgs
-	bindEvent(args[:], 1, &ev)
+	w.s.bindEvent(args[:], 1, &ev)
 	res, err := w.s.exec(stAppend, args[:])
 	clear(args[:]) // keep no reference to the record's data
+	w.s.emptyPacked()
 	if err == nil {
 		n, err = res.RowsAffected()
 	}
@@ -778,12 +779,28 @@ func (w *wtx) append(r ledger.Record) (ledger.Result, error) {
 }
 
 // bindEvent puts ev's ten columns, in stAppend's order, in args[:10],
-// numbered from first (a multi-row insert's row j starts at 10*j+1).
-func bindEvent(args []driver.NamedValue, first int, ev *ledger.Event) {
-	for c, v := range [...]any{ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(ev.Data), nullable(ev.DedupeKey), int64(ev.V)} {
+// numbered from first (a multi-row insert's row j starts at 10*j+1). The
+// data's packed blob goes to the writer's scratch (Store.packed), which
+// the caller empties after the statement ran.
+func (s *Store) bindEvent(args []driver.NamedValue, first int, ev *ledger.Event) {
+	for c, v := range [...]any{ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(&s.packed, ev.Data), nullable(ev.DedupeKey), int64(ev.V)} {
 		args[c] = driver.NamedValue{Ordinal: first + c, Value: v}
 	}
 }
+
+// emptyPacked makes the packed blobs' scratch room for the next
+// statement's, once the driver has copied them; a scratch a large
+// event grew is dropped.
+func (s *Store) emptyPacked() {
+	if cap(s.packed) > maxPackedScratch {
+		s.packed = nil
+	}
+	s.packed = s.packed[:0]
+}
+
+// maxPackedScratch bounds the room Store.packed keeps between
+// statements: sixteen envelopes' events of 8 KiB.
+const maxPackedScratch = 128 << 10
 
 // event returns the event that appends r next in its group: its seq
 // follows the group's last in w.seqs, which it leaves as it is.
@@ -819,10 +836,11 @@ func (w *wtx) insertHeld(held []*op, k int) (int, error) {
 	run := held[:k]
 	args := w.s.runArgs[:10*k]
 	for j, o := range run {
-		bindEvent(args[10*j:], 10*j+1, &o.res.Event)
+		w.s.bindEvent(args[10*j:], 10*j+1, &o.res.Event)
 	}
 	res, err := w.s.exec(insertStmt(k), args)
-	clear(args)       // keep no reference to the records' data
+	clear(args) // keep no reference to the records' data
+	w.s.emptyPacked()
 	var n, last int64 // rows inserted; the last one's rowid
 	if err == nil {
 		n, err = res.RowsAffected()
@@ -862,7 +880,7 @@ func (w *wtx) insertHeld(held []*op, k int) (int, error) {
 
 // insert stores ev, whose seq is its group's next, as it is.
 func (w *wtx) insert(ev ledger.Event) error {
-	_, err := w.stmt(stInsertEvent).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(ev.Data), nullable(ev.DedupeKey), ev.V)
+	_, err := w.stmt(stInsertEvent).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(nil, ev.Data), nullable(ev.DedupeKey), ev.V)
 	if err != nil {
 		return fmt.Errorf("insert event %s: %w", ev.ID, err)
 	}
@@ -947,7 +965,7 @@ func (w *wtx) insertRun(run []ledger.Event, before map[string]int64) (bool, erro
 	if len(run) == importRun {
 		args := make([]any, 0, 10*importRun)
 		for _, ev := range run {
-			args = append(args, ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(ev.Data), nullable(ev.DedupeKey), ev.V)
+			args = append(args, ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(nil, ev.Data), nullable(ev.DedupeKey), ev.V)
 		}
 		res, err := w.stmt(stImportRun).Exec(args...)
 		if err == nil {
@@ -958,7 +976,7 @@ func (w *wtx) insertRun(run []ledger.Event, before map[string]int64) (bool, erro
 		}
 	} else {
 		for _, ev := range run {
-			res, err := w.stmt(stImportOne).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(ev.Data), nullable(ev.DedupeKey), ev.V)
+			res, err := w.stmt(stImportOne).Exec(ev.ID, ev.GroupID, ev.Seq, ev.TS, ev.Kind, ev.ScopeKey, ev.By, pack(nil, ev.Data), nullable(ev.DedupeKey), ev.V)
 			var c int64
 			if err == nil {
 				c, err = res.RowsAffected()
