@@ -32,7 +32,8 @@ const (
 	packMin = 96
 	// maxUnpacked bounds the data a packed value may claim to hold: four
 	// times the most the relay accepts in one intake, with room to
-	// spare. A larger claim is a damaged row, not an allocation to make.
+	// spare. A larger claim is a damaged row, not an allocation to make;
+	// larger data (an import's, say) is stored as it is.
 	maxUnpacked = 64 << 20
 )
 
@@ -54,8 +55,8 @@ func pack(scratch *[]byte, data []byte) any {
 		return text(data)
 	}
 	n := s2.MaxEncodedLen(len(data))
-	if n < 0 {
-		return text(data) // over 4 GiB: no Record is
+	if n < 0 || len(data) > maxUnpacked {
+		return text(data) // unpack would refuse it
 	}
 	var grown, buf []byte
 	if scratch != nil {

@@ -33,6 +33,7 @@ func TestPack(t *testing.T) {
 		{"an envelope's event", eventData, true},
 		{"does not pack", noise, false},
 		{"large", big, true},
+		{"larger than unpack takes", `{"text":"` + strings.Repeat("a", maxUnpacked) + `"}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
