@@ -180,3 +180,28 @@ func FuzzPack(f *testing.F) {
 		unpack(data)
 	})
 }
+
+// BenchmarkPack packs and unpacks an envelope's event data as the writer
+// and the readers do, and reports the stored size against the data's.
+func BenchmarkPack(b *testing.B) {
+	data := []byte(eventData)
+	var scratch []byte
+	b.Run("pack", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		var stored int
+		for b.Loop() {
+			scratch = scratch[:0]
+			stored = len(pack(&scratch, data).([]byte))
+		}
+		b.ReportMetric(float64(stored)/float64(len(data)), "stored/data")
+	})
+	packed := pack(nil, data).([]byte)
+	b.Run("unpack", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := unpack(packed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
