@@ -30,9 +30,11 @@ const (
 	// packMin is the shortest data packed: a shorter value gains less
 	// than the tag and S2's header cost.
 	packMin = 96
-	// maxUnpacked bounds the data a packed value may claim to hold: four
-	// times the most the relay accepts in one intake, with room to
-	// spare. A larger claim is a damaged row, not an allocation to make.
+	// maxUnpacked bounds the data a packed value may claim to hold: eight
+	// times the relay's default bound of one intake. pack stores larger
+	// data as it is (max_body may be set higher, and the Store takes
+	// data of any size), so a larger claim is a damaged row, not an
+	// allocation to make.
 	maxUnpacked = 64 << 20
 )
 
@@ -41,16 +43,18 @@ const (
 var errDamagedData = errors.New("sqlite: event data damaged (a packed value that does not unpack)")
 
 // pack returns the value to store for data: data itself, as text, when it
-// is short or packs to less than an eighth smaller; else tagS2Dict1 and
-// the S2 block, as a blob. Data that begins with the tag (never JSON) is
-// packed whatever its size, so that unpack gives back any data.
+// is short, longer than maxUnpacked (unpack would refuse it: the row
+// would not read back), or packs to less than an eighth smaller; else
+// tagS2Dict1 and the S2 block, as a blob. Data that begins with the tag
+// (never JSON) is packed whatever its size, so that unpack gives back any
+// data up to maxUnpacked.
 //
 // A blob is appended to *scratch, which the caller reuses once the value
 // is bound and executed (the driver copies what it binds); nil scratch
 // allocates the blob.
 func pack(scratch *[]byte, data []byte) any {
 	tagged := len(data) > 0 && data[0] == tagS2Dict1
-	if len(data) < packMin && !tagged {
+	if (len(data) < packMin || len(data) > maxUnpacked) && !tagged {
 		return text(data)
 	}
 	n := s2.MaxEncodedLen(len(data))

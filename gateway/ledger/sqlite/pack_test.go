@@ -22,6 +22,7 @@ func TestPack(t *testing.T) {
 	rand.Read(random)
 	noise := `{"x":"` + hex.EncodeToString(random) + `"}`
 	big := `{"text":"` + strings.Repeat("a line of a long body\\n", 40000) + `"}`
+	over := `{"text":"` + strings.Repeat("a line of a long body\\n", maxUnpacked/22+1) + `"}`
 	tests := []struct {
 		name   string
 		data   string
@@ -33,6 +34,9 @@ func TestPack(t *testing.T) {
 		{"an envelope's event", eventData, true},
 		{"does not pack", noise, false},
 		{"large", big, true},
+		// Data unpack would refuse (it claims more than maxUnpacked)
+		// must not be packed: a row that does not read back is lost.
+		{"over maxUnpacked", over, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
