@@ -40,7 +40,7 @@ const (
 
 // errDamagedData is wrapped by the error of a read whose row holds a
 // packed value that does not unpack.
-var errDamagedData = errors.New("sqlite: event data damaged (a packed value that does not unpack)")
+var errDamagedData = errors.New(`event data damaged (a packed value that does not unpack); restore the ledger from a backup (docs/operations.md "Backup and restore")`)
 
 // pack returns the value to store for data: data itself, as text, when it
 // is short, longer than maxUnpacked (unpack would refuse it: the row

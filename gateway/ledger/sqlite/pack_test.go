@@ -312,3 +312,71 @@ func TestPackedScratch(t *testing.T) {
 		t.Errorf("%d rows packed, %v; want at least 20", packed, err)
 	}
 }
+
+// TestDamagedRowError damages a packed row behind the store's back and
+// checks that every read of it fails with errDamagedData, naming the
+// event, its group and seq, and for the log its position, so that an
+// operator can find the row; the rows around it still read.
+func TestDamagedRowError(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var res []ledger.Result
+	for range 3 {
+		r, err := s.Append(ctx, []ledger.Record{{Kind: "chat.message", GroupID: "g", By: "bench", Data: []byte(eventData)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, r[0])
+	}
+	bad := res[1].Event
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `UPDATE events SET data = x'01fe01fe01fe' WHERE id = ?`, bad.ID); err != nil {
+		t.Fatal(err)
+	}
+	pos := fmt.Sprintf("position %d", res[1].Pos)
+	where := fmt.Sprintf(`event %s (group "g", seq 2)`, bad.ID)
+	var followErr error
+	for _, err := range s.FollowLog(ctx, res[0].Pos) {
+		followErr = err
+		break
+	}
+	tests := []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"Log", func() error { _, err := s.Log(ctx, 0, 10); return err }(), []string{where, pos}},
+		{"LogBefore", func() error { _, err := s.LogBefore(ctx, 0, 10); return err }(), []string{where, pos}},
+		{"FollowLog", followErr, []string{where, pos}},
+		{"Range", func() error { _, err := s.Range(ctx, "g", 0, nil, 0); return err }(), []string{where}},
+		{"Get", func() error { _, err := s.Get(ctx, bad.ID); return err }(), []string{where}},
+	}
+	for _, tt := range tests {
+		if !errors.Is(tt.err, errDamagedData) {
+			t.Errorf("%s error = %v, want errDamagedData", tt.name, tt.err)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(tt.err.Error(), w) {
+				t.Errorf("%s error = %q, want it to name %q", tt.name, tt.err, w)
+			}
+		}
+		if strings.Contains(tt.err.Error(), "sqlite: event data") {
+			t.Errorf("%s error = %q, want the package's prefix once, not again before the damage", tt.name, tt.err)
+		}
+	}
+	for _, r := range []ledger.Result{res[0], res[2]} {
+		if ev, err := s.Get(ctx, r.Event.ID); err != nil || string(ev.Data) != eventData {
+			t.Errorf("Get(%s) beside the damaged row = %.40q, %v", r.Event.ID, ev.Data, err)
+		}
+	}
+}
