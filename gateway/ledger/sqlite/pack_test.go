@@ -167,6 +167,38 @@ func TestPackedRows(t *testing.T) {
 	if ev, err := s.Get(ctx, res[0].Event.ID); err != nil || string(ev.Data) != eventData {
 		t.Errorf("Get(packed) data = %.60s, %v", ev.Data, err)
 	}
+	var version int
+	if err := s.pin.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != schemaVersion {
+		t.Errorf("user_version after Open(version 2) = %d, %v, want %d", version, err, schemaVersion)
+	}
+}
+
+// TestOpenNextSchema checks that a file of the schema after this one is
+// refused, as this version's packed rows are by a schema 2 relay.
+func TestOpenNextSchema(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion+1))
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("schema version %d is newer than this program's %d", schemaVersion+1, schemaVersion)
+	if s, err := Open(ctx, path, nil); err == nil || !strings.Contains(err.Error(), want) {
+		if s != nil {
+			s.Close()
+		}
+		t.Errorf("Open(schema %d) error = %v, want %q", schemaVersion+1, err, want)
+	}
 }
 
 func FuzzPack(f *testing.F) {
