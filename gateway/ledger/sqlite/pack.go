@@ -16,8 +16,8 @@ import (
 // the envelope's JSON form, its raw text) and the same ids and signature
 // two or three times, so its ~1.3 KB pack into ~0.5 KB: fewer pages per
 // commit, less to write to the WAL, to fsync and to checkpoint, and a
-// smaller file (docs/performance.md "Session 17"). Reads unpack in
-// scanEvent, so nothing above the store sees a packed value.
+// smaller file (docs/operations.md "Upgrading", "Dependencies"). Reads
+// unpack in scanEvent, so nothing above the store sees a packed value.
 //
 // A value whose first byte is '{' (every JSON object: what schema 2
 // stored, and what short data and data that packs badly are still stored
