@@ -68,10 +68,14 @@
 //	claims  (group_id, event_id PRIMARY KEY, actor, claimed_at, expires_at)
 //
 // data holds the event's data packed (schema 3): an S2 block against a
-// fixed dictionary, behind a tag byte, for data that packs well (an
-// envelope's event, ~1.3 KB, into ~0.5 KB); other data, and every row a
-// schema 2 writer stored, as JSON text. Reads unpack it: callers see the
-// data they appended.
+// fixed dictionary, behind a tag byte, as a blob, for data of 96 bytes to
+// 64 MiB that packs at least an eighth smaller (an envelope's event, ~1.3
+// KB, into ~0.5 KB); other data, and every row a schema 2 writer stored,
+// as JSON text. Reads unpack it: callers see the data they appended. A
+// packed value that does not unpack fails the read that reaches it, with
+// an error naming the event, its group and seq (and, in the log, its
+// position); S2 blocks carry no checksum, so damage that still unpacks is
+// not detected, as it is not in a row of text.
 //
 // PRAGMA user_version holds the schema version; Open refuses a newer one,
 // and a database without one that holds tables (not a ledger).

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -30,8 +31,39 @@ func openPath(t *testing.T, path string) *sqlite.Store {
 	return s
 }
 
+// msg is a chat message with data as large as a short envelope's event,
+// which the store keeps packed (schema 3): the durability tests cover
+// packed rows.
 func msg(group, key string) ledger.Record {
-	return ledger.Record{Kind: "chat.message", GroupID: group, By: "user", Data: []byte(`{"text":"hi"}`), DedupeKey: key}
+	return ledger.Record{Kind: "chat.message", GroupID: group, By: "user", Data: msgData(group, key), DedupeKey: key}
+}
+
+// msgData is msg's data.
+func msgData(group, key string) []byte {
+	return fmt.Appendf(nil, `{"text":"a message to %s, key %s: please review the change and answer with a short summary","format":"plain","priority":"normal","to":["@all"],"client_id":"msg:%s"}`, group, key, key)
+}
+
+// checkData fails unless every event holds the data msg gave it, and
+// every row of the file at path holds its data packed.
+func checkData(t *testing.T, path string, evs []ledger.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if want := msgData(ev.GroupID, ev.DedupeKey); !bytes.Equal(ev.Data, want) {
+			t.Fatalf("event %s (%s/%d) data = %q, want %q", ev.ID, ev.GroupID, ev.Seq, ev.Data, want)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows, packed int
+	if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE typeof(data) = 'blob') FROM events`).Scan(&rows, &packed); err != nil {
+		t.Fatal(err)
+	}
+	if rows != packed || rows == 0 {
+		t.Errorf("%d of the file's %d rows hold packed data, want every one", packed, rows)
+	}
 }
 
 // checkDense fails unless group holds seqs 1..n without gaps.
@@ -83,6 +115,7 @@ func TestAbandoned(t *testing.T) {
 	if len(evs) != len(acked) {
 		t.Errorf("second Store sees %d events, want %d", len(evs), len(acked))
 	}
+	checkData(t, path, evs)
 	for _, id := range acked {
 		if _, err := b.Get(ctx, id); err != nil {
 			t.Errorf("second Store Get(%s) error = %v", id, err)
@@ -184,6 +217,7 @@ func TestCrash(t *testing.T) {
 	s := openPath(t, path)
 	defer s.Close()
 	g, h := checkDense(t, s, "g"), checkDense(t, s, "h")
+	checkData(t, path, slices.Concat(g, h))
 	stored := make(map[string]bool)
 	for _, ev := range slices.Concat(g, h) {
 		stored[ev.ID] = true

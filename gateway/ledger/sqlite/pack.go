@@ -16,8 +16,8 @@ import (
 // the envelope's JSON form, its raw text) and the same ids and signature
 // two or three times, so its ~1.3 KB pack into ~0.5 KB: fewer pages per
 // commit, less to write to the WAL, to fsync and to checkpoint, and a
-// smaller file (docs/performance.md "Session 17"). Reads unpack in
-// scanEvent, so nothing above the store sees a packed value.
+// smaller file (docs/operations.md "Upgrading", "Dependencies"). Reads
+// unpack in scanEvent, so nothing above the store sees a packed value.
 //
 // A value whose first byte is '{' (every JSON object: what schema 2
 // stored, and what short data and data that packs badly are still stored
@@ -30,34 +30,34 @@ const (
 	// packMin is the shortest data packed: a shorter value gains less
 	// than the tag and S2's header cost.
 	packMin = 96
-	// maxUnpacked bounds the data a packed value may claim to hold: four
-	// times the most the relay accepts in one intake, with room to
-	// spare. A larger claim is a damaged row, not an allocation to make;
-	// larger data (an import's, say) is stored as it is.
+	// maxUnpacked bounds the data a packed value may claim to hold: eight
+	// times the relay's default bound of one intake. pack stores larger
+	// data as it is (max_body may be set higher, and the Store takes
+	// data of any size), so a larger claim is a damaged row, not an
+	// allocation to make.
 	maxUnpacked = 64 << 20
 )
 
 // errDamagedData is wrapped by the error of a read whose row holds a
 // packed value that does not unpack.
-var errDamagedData = errors.New("sqlite: event data damaged (a packed value that does not unpack)")
+var errDamagedData = errors.New(`event data damaged (a packed value that does not unpack); restore the ledger from a backup (docs/operations.md "Backup and restore")`)
 
 // pack returns the value to store for data: data itself, as text, when it
-// is short or packs to less than an eighth smaller; else tagS2Dict1 and
-// the S2 block, as a blob. Data that begins with the tag (never JSON) is
-// packed whatever its size, so that unpack gives back any data.
+// is short, longer than maxUnpacked (unpack would refuse it: the row
+// would not read back), or packs to less than an eighth smaller; else
+// tagS2Dict1 and the S2 block, as a blob. Data that begins with the tag
+// (never JSON) is packed whatever its size, so that unpack gives back any
+// data up to maxUnpacked.
 //
 // A blob is appended to *scratch, which the caller reuses once the value
 // is bound and executed (the driver copies what it binds); nil scratch
 // allocates the blob.
 func pack(scratch *[]byte, data []byte) any {
 	tagged := len(data) > 0 && data[0] == tagS2Dict1
-	if len(data) < packMin && !tagged {
+	if (len(data) < packMin || len(data) > maxUnpacked) && !tagged {
 		return text(data)
 	}
-	n := s2.MaxEncodedLen(len(data))
-	if n < 0 || len(data) > maxUnpacked {
-		return text(data) // unpack would refuse it
-	}
+	n := s2.MaxEncodedLen(len(data)) // ≥ 0: maxUnpacked is far below S2's bound
 	var grown, buf []byte
 	if scratch != nil {
 		grown = slices.Grow(*scratch, 1+n) // a new array leaves the blobs bound before in the old one

@@ -7,12 +7,17 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/crosstalk-go/crosstalk/gateway/ledger"
+	"github.com/klauspost/compress/s2"
 )
+
+// s2MaxEncodedLen is the room pack asks of the scratch for data of n bytes.
+func s2MaxEncodedLen(n int) int { return 1 + s2.MaxEncodedLen(n) }
 
 // eventData is an envelope's event data as the relay writes it.
 const eventData = `{"text":"Benchmark envelope 123456.\nPlease review the attached change and answer with a short summary.","format":"plain","priority":"normal","to":["reader"],"client_id":"msg:01M8MGT5RQ6Y0S3Q0D7A9BYZ4F","x_crosstalk":{"envelope":{"from":"BENCH","to":"READER","version":1,"user":"root","session":"2026-11-29T20Z 57d02a","thread":"01M8MGT5RQ6Y0S3Q0D7A9BYZ4E","message":"01M8MGT5RQ6Y0S3Q0D7A9BYZ4F","context":"bench-3","intent":"REQUEST","body":"Benchmark envelope 123456.\nPlease review the attached change and answer with a short summary.","sig":"ed25519:pkid=bench@x;sig=ias4i8Lva3rdJ83I6aDy-T7bYG7_OVnYf2ARO-q6OrURTALLHhd3pNzlvseLNiHiNetNozhj-vIph-TmkP1vAQ","complete":true,"line":1},"raw":"[[BENCH→READER v1]]\nuser: root\nsession: 2026-11-29T20Z 57d02a\nthread: 01M8MGT5RQ6Y0S3Q0D7A9BYZ4E\nmessage: 01M8MGT5RQ6Y0S3Q0D7A9BYZ4F\ncontext: bench-3\nintent: REQUEST\n\nbody: |\n  Benchmark envelope 123456.\n  Please review the attached change and answer with a short summary.\nsig: ed25519:pkid=bench@x;sig=ias4i8Lva3rdJ83I6aDy-T7bYG7_OVnYf2ARO-q6OrURTALLHhd3pNzlvseLNiHiNetNozhj-vIph-TmkP1vAQ\n[[END]]\n","transport":"http","source":"127.0.0.1:39590","sender":"bench","verified":true,"verification":"verified","pkid":"bench@x","idempotency_key":"sha256:4983b7322ce559db699e96e505cda21a"}}`
@@ -22,6 +27,7 @@ func TestPack(t *testing.T) {
 	rand.Read(random)
 	noise := `{"x":"` + hex.EncodeToString(random) + `"}`
 	big := `{"text":"` + strings.Repeat("a line of a long body\\n", 40000) + `"}`
+	over := `{"text":"` + strings.Repeat("a line of a long body\\n", maxUnpacked/22+1) + `"}`
 	tests := []struct {
 		name   string
 		data   string
@@ -33,7 +39,9 @@ func TestPack(t *testing.T) {
 		{"an envelope's event", eventData, true},
 		{"does not pack", noise, false},
 		{"large", big, true},
-		{"larger than unpack takes", `{"text":"` + strings.Repeat("a", maxUnpacked) + `"}`, false},
+		// Data unpack would refuse (it claims more than maxUnpacked)
+		// must not be packed: a row that does not read back is lost.
+		{"over maxUnpacked", over, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,6 +167,38 @@ func TestPackedRows(t *testing.T) {
 	if ev, err := s.Get(ctx, res[0].Event.ID); err != nil || string(ev.Data) != eventData {
 		t.Errorf("Get(packed) data = %.60s, %v", ev.Data, err)
 	}
+	var version int
+	if err := s.pin.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != schemaVersion {
+		t.Errorf("user_version after Open(version 2) = %d, %v, want %d", version, err, schemaVersion)
+	}
+}
+
+// TestOpenNextSchema checks that a file of the schema after this one is
+// refused, as this version's packed rows are by a schema 2 relay.
+func TestOpenNextSchema(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion+1))
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("schema version %d is newer than this program's %d", schemaVersion+1, schemaVersion)
+	if s, err := Open(ctx, path, nil); err == nil || !strings.Contains(err.Error(), want) {
+		if s != nil {
+			s.Close()
+		}
+		t.Errorf("Open(schema %d) error = %v, want %q", schemaVersion+1, err, want)
+	}
 }
 
 func FuzzPack(f *testing.F) {
@@ -204,4 +244,196 @@ func BenchmarkPack(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPackedScratch appends events of every kind of data in one
+// transaction, as the writer does with queued appends: short data
+// (text), envelopes' events (packed into Store.packed, several in one
+// statement), data that does not pack (text), one event whose packed
+// blob outgrows maxPackedScratch, a run that falls back to one statement
+// per append (a dedupe key taken within it) and a multi-record append
+// (its own savepoint, bindEvent one row at a time). Every event must read
+// back byte for byte: a blob bound from the scratch must not be
+// overwritten by the next one before the statement has run.
+func TestPackedScratch(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "ledger.db"), nil)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	noise := func(i int) []byte {
+		b := make([]byte, 1024)
+		rand.Read(b)
+		return fmt.Appendf(nil, `{"i":%d,"x":"%s"}`, i, hex.EncodeToString(b))
+	}
+	envelope := func(i int) []byte {
+		return []byte(strings.ReplaceAll(eventData, "123456", fmt.Sprintf("%06d", i)))
+	}
+	huge := func(i int) []byte {
+		return fmt.Appendf(nil, `{"i":%d,"text":"%s"}`, i, strings.Repeat(fmt.Sprintf("line %d of a long body\\n", i), maxPackedScratch/16))
+	}
+	type rec struct {
+		data []byte
+		key  string
+		dup  int // 1 + the index of the record whose key it repeats
+	}
+	var recs []rec
+	for i := range 40 {
+		r := rec{key: fmt.Sprint("k", i)}
+		switch {
+		case i == 21:
+			r.data = huge(i)
+		case i%4 == 0:
+			r.data = fmt.Appendf(nil, `{"i":%d}`, i)
+		case i%4 == 2:
+			r.data = noise(i)
+		default:
+			r.data = envelope(i)
+		}
+		if i == 9 { // k3 is op 3's, in the same run of 16: the run goes one at a time
+			r.key, r.dup = "k3", 1+3
+		}
+		recs = append(recs, r)
+	}
+	if len(pack(nil, recs[21].data).([]byte)) >= maxPackedScratch || s2MaxEncodedLen(len(recs[21].data)) <= maxPackedScratch {
+		t.Fatalf("record 21 should pack small, but need more than maxPackedScratch of room")
+	}
+	// The writer goroutine waits on an empty queue: the test runs its
+	// transaction, as TestHeldAppends does.
+	bt := s.begin()
+	var ops []*op
+	multi := make([]ledger.Result, 2)
+	for i, r := range recs {
+		o := &op{ctx: ctx, done: make(chan error, 1), rec: ledger.Record{
+			Kind: "chat.message", GroupID: fmt.Sprint("g", i%3), DedupeKey: r.key, Data: r.data}}
+		if i == 30 { // a multi-record append: ops 16-29 go first, in runs of 8, 4 and 2
+			o.fn = func(w *wtx) error {
+				for j := range multi {
+					var err error
+					if multi[j], err = w.append(ledger.Record{Kind: "chat.message", GroupID: "m", Data: envelope(100 + j)}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
+		ops = append(ops, o)
+		bt.run(o)
+	}
+	c, ok := bt.commit()
+	if !ok {
+		t.Fatalf("commit: %v", bt.err)
+	}
+	s.finish(c)
+	if len(s.packed) != 0 || cap(s.packed) > maxPackedScratch {
+		t.Errorf("Store.packed has len %d, cap %d after the transaction, want 0 and at most %d", len(s.packed), cap(s.packed), maxPackedScratch)
+	}
+
+	want := map[string][]byte{} // event id → data
+	for i, o := range ops {
+		if err := <-o.done; err != nil {
+			t.Fatalf("op %d: %v", i, err)
+		}
+		if o.fn != nil {
+			for j, res := range multi {
+				want[res.Event.ID] = envelope(100 + j)
+			}
+			continue
+		}
+		if d := recs[i].dup; d > 0 {
+			if !o.res.Duplicate || o.res.Event.ID != ops[d-1].res.Event.ID {
+				t.Errorf("op %d: %+v, want a duplicate of op %d", i, o.res, d-1)
+			}
+			continue
+		}
+		want[o.res.Event.ID] = recs[i].data
+	}
+	log, err := s.Log(ctx, 0, 1000)
+	if err != nil {
+		t.Fatalf("Log() error = %v", err)
+	}
+	if len(log) != len(want) {
+		t.Errorf("Log() holds %d events, want %d", len(log), len(want))
+	}
+	for _, l := range log {
+		if !bytes.Equal(l.Event.Data, want[l.Event.ID]) {
+			t.Errorf("Log(): event %s (pos %d) data = %.60q… (%d bytes), want %.60q… (%d bytes)", l.Event.ID, l.Pos, l.Event.Data, len(l.Event.Data), want[l.Event.ID], len(want[l.Event.ID]))
+		}
+		if ev, err := s.Get(ctx, l.Event.ID); err != nil || !bytes.Equal(ev.Data, want[l.Event.ID]) {
+			t.Errorf("Get(%s) data = %.60q…, %v, want it as appended", l.Event.ID, ev.Data, err)
+		}
+	}
+	var packed int
+	if err := s.pin.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE typeof(data) = 'blob'`).Scan(&packed); err != nil || packed < 20 {
+		t.Errorf("%d rows packed, %v; want at least 20", packed, err)
+	}
+}
+
+// TestDamagedRowError damages a packed row behind the store's back and
+// checks that every read of it fails with errDamagedData, naming the
+// event, its group and seq, and for the log its position, so that an
+// operator can find the row; the rows around it still read.
+func TestDamagedRowError(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var res []ledger.Result
+	for range 3 {
+		r, err := s.Append(ctx, []ledger.Record{{Kind: "chat.message", GroupID: "g", By: "bench", Data: []byte(eventData)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, r[0])
+	}
+	bad := res[1].Event
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `UPDATE events SET data = x'01fe01fe01fe' WHERE id = ?`, bad.ID); err != nil {
+		t.Fatal(err)
+	}
+	pos := fmt.Sprintf("position %d", res[1].Pos)
+	where := fmt.Sprintf(`event %s (group "g", seq 2)`, bad.ID)
+	var followErr error
+	for _, err := range s.FollowLog(ctx, res[0].Pos) {
+		followErr = err
+		break
+	}
+	tests := []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"Log", func() error { _, err := s.Log(ctx, 0, 10); return err }(), []string{where, pos}},
+		{"LogBefore", func() error { _, err := s.LogBefore(ctx, 0, 10); return err }(), []string{where, pos}},
+		{"FollowLog", followErr, []string{where, pos}},
+		{"Range", func() error { _, err := s.Range(ctx, "g", 0, nil, 0); return err }(), []string{where}},
+		{"Get", func() error { _, err := s.Get(ctx, bad.ID); return err }(), []string{where}},
+	}
+	for _, tt := range tests {
+		if !errors.Is(tt.err, errDamagedData) {
+			t.Errorf("%s error = %v, want errDamagedData", tt.name, tt.err)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(tt.err.Error(), w) {
+				t.Errorf("%s error = %q, want it to name %q", tt.name, tt.err, w)
+			}
+		}
+		if strings.Contains(tt.err.Error(), "sqlite: event data") {
+			t.Errorf("%s error = %q, want the package's prefix once, not again before the damage", tt.name, tt.err)
+		}
+	}
+	for _, r := range []ledger.Result{res[0], res[2]} {
+		if ev, err := s.Get(ctx, r.Event.ID); err != nil || string(ev.Data) != eventData {
+			t.Errorf("Get(%s) beside the damaged row = %.40q, %v", r.Event.ID, ev.Data, err)
+		}
+	}
 }

@@ -729,6 +729,9 @@ func (s *Store) logRows(ctx context.Context, what, where string, pos int64, limi
 	for rows.Next() {
 		var l ledger.Logged
 		ev, err := scanEvent(rowidScanner{rows, &l.Pos})
+		if errors.Is(err, errDamagedData) { // the row was read: l.Pos is its position
+			err = fmt.Errorf("position %d: %w", l.Pos, err)
+		}
 		if err != nil {
 			return nil, s.readErr(what, err)
 		}
@@ -1039,7 +1042,7 @@ func scanEvent(r scanner) (ledger.Event, error) {
 		return ledger.Event{}, err
 	}
 	if ev.Data, err = unpack(data); err != nil {
-		return ledger.Event{}, fmt.Errorf("event %s: %w", ev.ID, err)
+		return ledger.Event{}, fmt.Errorf("event %s (group %q, seq %d): %w", ev.ID, ev.GroupID, ev.Seq, err)
 	}
 	ev.DedupeKey = dedup.String
 	return ev, nil
