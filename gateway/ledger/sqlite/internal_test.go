@@ -179,10 +179,6 @@ END`
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
 			path := filepath.Join(t.TempDir(), "ledger.db")
-			db, err := sql.Open("sqlite", dsn(path, "_pragma=journal_mode(WAL)"))
-			if err != nil {
-				t.Fatal(err)
-			}
 			setup := []string{schema, "PRAGMA user_version = 1"}
 			if tt.trigger {
 				setup = append(setup, v1Trigger)
@@ -196,14 +192,7 @@ END`
 			if !tt.trigger {
 				setup = append(setup, `INSERT INTO groups VALUES ('g', 2), ('h', 1)`)
 			}
-			for _, q := range setup {
-				if _, err := db.ExecContext(ctx, q); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
+			execFile(t, path, setup...)
 
 			s, err := Open(ctx, path, nil)
 			if err != nil {
@@ -777,5 +766,25 @@ func TestCursorsOfPlan(t *testing.T) {
 	want := []string{"SCAN g", "SEARCH c USING PRIMARY KEY (group_id=? AND actor=?)"}
 	if !slices.Equal(plan, want) {
 		t.Errorf("CursorsOf's plan = %q, want %q", plan, want)
+	}
+}
+
+// execFile runs stmts on the SQLite file at path through a connection of
+// its own, as another writer (an older version, a damaged disk) would
+// leave the file; the file is in WAL mode after it.
+func execFile(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(path, "_pragma=journal_mode(WAL)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range stmts {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
